@@ -1,0 +1,57 @@
+#include "GpuTest.h"
+
+#include <cstdio>
+#include <iostream>
+#include <vector>
+
+namespace tessera::test {
+
+namespace {
+
+struct Skipped {
+    std::string why;
+};
+
+std::vector<std::pair<const char*, std::function<void()>>>& registry()
+{
+    static std::vector<std::pair<const char*, std::function<void()>>> tests;
+    return tests;
+}
+
+} // namespace
+
+void registerTest(const char* name, std::function<void()> body) { registry().emplace_back(name, std::move(body)); }
+
+void fail(const char* file, int line, const std::string& what)
+{
+    throw Failure{std::string(file) + ":" + std::to_string(line) + ": " + what};
+}
+
+void skip(const std::string& why) { throw Skipped{why}; }
+
+} // namespace tessera::test
+
+int main()
+{
+    using namespace tessera::test;
+    int passed = 0, failed = 0, skipped = 0;
+    for (auto& [name, body] : registry()) {
+        try {
+            body();
+            ++passed;
+            std::cout << "PASS   " << name << "\n";
+        } catch (const Failure& f) {
+            ++failed;
+            std::cout << "FAIL   " << name << ": " << f.where << "\n";
+        } catch (const Skipped& s) {
+            ++skipped;
+            std::cout << "SKIP   " << name << ": " << s.why << "\n";
+        } catch (const std::exception& e) {
+            ++failed;
+            std::cout << "FAIL   " << name << ": exception: " << e.what() << "\n";
+        }
+        std::cout.flush();
+    }
+    std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+#pragma once
+// A minimal test harness for gpu/ tests, which must build without Qt (so not QtTest) on a
+// GPU machine that has only a compiler and a LibTorch. Each test executable prints one line
+// per test and closes with "N passed, N failed".
+
+#include <functional>
+#include <sstream>
+#include <string>
+
+namespace tessera::test {
+
+struct Failure {
+    std::string where;
+};
+
+void registerTest(const char* name, std::function<void()> body);
+[[noreturn]] void fail(const char* file, int line, const std::string& what);
+// A test that cannot run on this machine (e.g. needs a GPU) says why and counts as skipped.
+[[noreturn]] void skip(const std::string& why);
+
+struct Registrar {
+    Registrar(const char* name, std::function<void()> body) { registerTest(name, std::move(body)); }
+};
+
+} // namespace tessera::test
+
+#define TESSERA_TEST(name)                                                                                      \
+    static void name();                                                                                          \
+    static const ::tessera::test::Registrar name##_registrar(#name, name);                                       \
+    static void name()
+
+#define CHECK(cond)                                                                                              \
+    do {                                                                                                         \
+        if (!(cond))                                                                                             \
+            ::tessera::test::fail(__FILE__, __LINE__, #cond);                                                    \
+    } while (0)
+
+// CHECK with context streamed into the message: CHECK_MSG(x > 0, "x=" << x).
+#define CHECK_MSG(cond, msg)                                                                                     \
+    do {                                                                                                         \
+        if (!(cond)) {                                                                                           \
+            std::ostringstream tessera_test_os;                                                                  \
+            tessera_test_os << #cond << " (" << msg << ")";                                                      \
+            ::tessera::test::fail(__FILE__, __LINE__, tessera_test_os.str());                                    \
+        }                                                                                                        \
+    } while (0)
