@@ -6,8 +6,7 @@
 
 namespace tessera::gpu {
 
-int runBenchCommand(BenchOptions options, bool json, std::ostream& out, std::ostream& err)
-{
+int runBenchCommand(BenchOptions options, bool json, std::ostream& out, std::ostream& err) {
     err << "Discovering devices...\n" << std::flush;
     const DeviceReport devices = discoverDevices();
     options.progress = [&err](const std::string& label, int index, int total) {

@@ -11,26 +11,26 @@ namespace tessera::gpu {
 
 namespace {
 
-std::string format(const char* fmt, double v)
-{
+std::string format(const char* fmt, double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, fmt, v);
     return buf;
 }
 
-std::string gib(std::uint64_t bytes) { return format("%.1f GiB", bytes / (1024.0 * 1024 * 1024)); }
+std::string gib(std::uint64_t bytes) {
+    return format("%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+}
 
-std::string rate(const BenchResult& r)
-{
+std::string rate(const BenchResult& r) {
     if (r.gflops)
-        return *r.gflops >= 1000 ? format("%.1f TFLOP/s", *r.gflops / 1000) : format("%.1f GFLOP/s", *r.gflops);
+        return *r.gflops >= 1000 ? format("%.1f TFLOP/s", *r.gflops / 1000)
+                                 : format("%.1f GFLOP/s", *r.gflops);
     if (r.gbps)
         return format("%.1f GB/s", *r.gbps);
     return "-";
 }
 
-void writeTelemetry(JsonWriter& w, const GpuTelemetry& t)
-{
+void writeTelemetry(JsonWriter& w, const GpuTelemetry& t) {
     w.beginObject();
     w.field("temperature_c", t.temperatureC);
     w.field("utilization_percent", t.utilizationPercent);
@@ -52,8 +52,7 @@ void writeTelemetry(JsonWriter& w, const GpuTelemetry& t)
     w.endObject();
 }
 
-void writeDevices(JsonWriter& w, const DeviceReport& d)
-{
+void writeDevices(JsonWriter& w, const DeviceReport& d) {
     w.key("devices");
     w.beginArray();
     const CpuInfo& c = d.cpu;
@@ -113,8 +112,7 @@ void writeDevices(JsonWriter& w, const DeviceReport& d)
 
 } // namespace
 
-std::string BenchReport::toJson() const
-{
+std::string BenchReport::toJson() const {
     JsonWriter w;
     w.beginObject();
     w.field("tessera_version", version);
@@ -152,8 +150,7 @@ std::string BenchReport::toJson() const
     return w.str() + "\n";
 }
 
-std::string BenchReport::toTable() const
-{
+std::string BenchReport::toTable() const {
     std::ostringstream out;
     const CpuInfo& c = devices.cpu;
     out << "Tessera " << version << " benchmark\n\n";
@@ -176,8 +173,8 @@ std::string BenchReport::toTable() const
     out << "         NVML: " << devices.nvmlStatus << "\n         CUDA: " << devices.cudaStatus << "\n\n";
 
     char line[160];
-    std::snprintf(line, sizeof line, "%-8s %-7s %-6s %-18s %16s %8s\n", "device", "op", "dtype", "size", "median",
-                  "repeats");
+    std::snprintf(line, sizeof line, "%-8s %-7s %-6s %-18s %16s %8s\n", "device", "op", "dtype", "size",
+                  "median", "repeats");
     out << line;
     for (const auto& r : results) {
         std::snprintf(line, sizeof line, "%-8s %-7s %-6s %-18s %16s %8d\n", r.device.c_str(), r.op.c_str(),
@@ -185,8 +182,9 @@ std::string BenchReport::toTable() const
         out << line;
     }
     for (const auto& s : skipped)
-        out << "skipped  " << s.device << (s.op.empty() ? "" : " " + s.op) << (s.dtype.empty() ? "" : " " + s.dtype)
-            << (s.size.empty() ? "" : " " + s.size) << ": " << s.reason << "\n";
+        out << "skipped  " << s.device << (s.op.empty() ? "" : " " + s.op)
+            << (s.dtype.empty() ? "" : " " + s.dtype) << (s.size.empty() ? "" : " " + s.size) << ": "
+            << s.reason << "\n";
     return out.str();
 }
 

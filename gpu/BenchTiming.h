@@ -17,8 +17,7 @@ struct RepeatPolicy {
 
 struct BenchSample {
     std::vector<double> seconds; // one entry per timed repetition
-    double median() const
-    {
+    double median() const {
         if (seconds.empty())
             return 0;
         std::vector<double> s = seconds;
@@ -31,14 +30,13 @@ struct BenchSample {
 
 // Runs `once` (which returns the seconds one repetition took) under the policy.
 template <class Once>
-BenchSample repeatTimed(const RepeatPolicy& policy, Once&& once)
-{
+BenchSample repeatTimed(const RepeatPolicy& policy, Once&& once) {
     for (int i = 0; i < policy.warmups; ++i)
         once();
     BenchSample sample;
     double spent = 0;
-    while (sample.repeats() < policy.maxRepeats
-           && (sample.repeats() < policy.minRepeats || spent < policy.budgetSeconds)) {
+    while (sample.repeats() < policy.maxRepeats &&
+           (sample.repeats() < policy.minRepeats || spent < policy.budgetSeconds)) {
         const double s = once();
         sample.seconds.push_back(s);
         spent += s;
@@ -48,8 +46,7 @@ BenchSample repeatTimed(const RepeatPolicy& policy, Once&& once)
 
 // Wall-clock seconds of a host-synchronous call.
 template <class Fn>
-double wallSeconds(Fn&& fn)
-{
+double wallSeconds(Fn&& fn) {
     const auto start = std::chrono::steady_clock::now();
     fn();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -25,21 +25,21 @@ using Measure = std::function<Result<BenchSample>(const RepeatPolicy&)>;
 
 struct Case {
     std::string device, op, dtype, size;
-    double work = 0;      // FLOP for gemm, bytes moved for bandwidth
+    double work = 0; // FLOP for gemm, bytes moved for bandwidth
     bool isGemm = false;
     Measure measure;
-    int series = -1;      // cases of one series grow in size; a slow one stops the rest
+    int series = -1; // cases of one series grow in size; a slow one stops the rest
 };
 
-std::string shapeName(const GemmShape& s)
-{
+std::string shapeName(const GemmShape& s) {
     return std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
 }
 
-std::string bytesName(std::size_t bytes) { return std::to_string(bytes / kMiB) + "MiB"; }
+std::string bytesName(std::size_t bytes) {
+    return std::to_string(bytes / kMiB) + "MiB";
+}
 
-void planCpu(std::vector<Case>& cases, std::vector<BenchSkip>& skipped, int& series)
-{
+void planCpu(std::vector<Case>& cases, std::vector<BenchSkip>& skipped, int& series) {
     for (Dtype dtype : {Dtype::F32, Dtype::BF16, Dtype::F16}) {
         if (!cpu::gemmSupported(dtype)) {
             skipped.push_back({"cpu", "gemm", std::string(dtypeName(dtype)), "",
@@ -48,8 +48,9 @@ void planCpu(std::vector<Case>& cases, std::vector<BenchSkip>& skipped, int& ser
         }
         ++series;
         for (const GemmShape& s : kCpuShapes)
-            cases.push_back({"cpu", "gemm", std::string(dtypeName(dtype)), shapeName(s), 2.0 * s.m * s.n * s.k, true,
-                             [=](const RepeatPolicy& p) { return cpu::benchGemm(dtype, s.m, s.n, s.k, p); }, series});
+            cases.push_back(
+                {"cpu", "gemm", std::string(dtypeName(dtype)), shapeName(s), 2.0 * s.m * s.n * s.k, true,
+                 [=](const RepeatPolicy& p) { return cpu::benchGemm(dtype, s.m, s.n, s.k, p); }, series});
     }
     const std::size_t bytes = 256 * kMiB;
     cases.push_back({"cpu", "memcpy", "bytes", bytesName(bytes), 2.0 * bytes, false,
@@ -57,25 +58,24 @@ void planCpu(std::vector<Case>& cases, std::vector<BenchSkip>& skipped, int& ser
 }
 
 void planCuda(const CudaDeviceInfo& info, const std::shared_ptr<CudaBackend>& cuda, std::vector<Case>& cases,
-              std::vector<BenchSkip>& skipped, int& series)
-{
+              std::vector<BenchSkip>& skipped, int& series) {
     const std::string device = "cuda:" + std::to_string(info.index);
     const int index = info.index;
     for (Dtype dtype : {Dtype::F32, Dtype::BF16, Dtype::F16}) {
-        const bool supported = dtype == Dtype::F32 || (dtype == Dtype::BF16 && info.supportsBf16())
-                               || (dtype == Dtype::F16 && info.supportsFp16());
+        const bool supported = dtype == Dtype::F32 || (dtype == Dtype::BF16 && info.supportsBf16()) ||
+                               (dtype == Dtype::F16 && info.supportsFp16());
         if (!supported) {
             skipped.push_back({device, "gemm", std::string(dtypeName(dtype)), "",
-                               "compute capability " + std::to_string(info.computeMajor) + "."
-                                   + std::to_string(info.computeMinor) + " has no fast "
-                                   + std::string(dtypeName(dtype))});
+                               "compute capability " + std::to_string(info.computeMajor) + "." +
+                                   std::to_string(info.computeMinor) + " has no fast " +
+                                   std::string(dtypeName(dtype))});
             continue;
         }
         ++series;
         for (const GemmShape& s : kCudaShapes)
-            cases.push_back({device, "gemm", std::string(dtypeName(dtype)), shapeName(s), 2.0 * s.m * s.n * s.k, true,
-                             [=](const RepeatPolicy& p) { return cuda->gemm(index, dtype, s.m, s.n, s.k, p); },
-                             series});
+            cases.push_back(
+                {device, "gemm", std::string(dtypeName(dtype)), shapeName(s), 2.0 * s.m * s.n * s.k, true,
+                 [=](const RepeatPolicy& p) { return cuda->gemm(index, dtype, s.m, s.n, s.k, p); }, series});
     }
     const std::size_t deviceBytes = 1024 * kMiB;
     const std::size_t hostBytes = 256 * kMiB;
@@ -87,8 +87,7 @@ void planCuda(const CudaDeviceInfo& info, const std::shared_ptr<CudaBackend>& cu
                      [=](const RepeatPolicy& p) { return cuda->deviceToHost(index, hostBytes, p); }, -1});
 }
 
-bool wanted(const BenchOptions& options, const std::string& device)
-{
+bool wanted(const BenchOptions& options, const std::string& device) {
     if (options.devices.empty())
         return true;
     for (const auto& d : options.devices)
@@ -99,8 +98,7 @@ bool wanted(const BenchOptions& options, const std::string& device)
 
 } // namespace
 
-Result<BenchReport> runBenchmark(const BenchOptions& options, const DeviceReport& devices)
-{
+Result<BenchReport> runBenchmark(const BenchOptions& options, const DeviceReport& devices) {
     for (const auto& d : options.devices) {
         if (d == "cpu")
             continue;
@@ -108,7 +106,11 @@ Result<BenchReport> runBenchmark(const BenchOptions& options, const DeviceReport
         for (const auto& info : devices.cudaDevices)
             found = found || d == "cuda:" + std::to_string(info.index);
         if (!found)
-            return makeError("no device " + d + " (" + (devices.cudaDevices.empty() ? devices.cudaStatus : "found: cuda:0..cuda:" + std::to_string(devices.cudaDevices.size() - 1)) + ")");
+            return makeError("no device " + d + " (" +
+                             (devices.cudaDevices.empty()
+                                  ? devices.cudaStatus
+                                  : "found: cuda:0..cuda:" + std::to_string(devices.cudaDevices.size() - 1)) +
+                             ")");
     }
     if (!(options.seconds > 0))
         return makeError("the time budget must be positive");
@@ -149,8 +151,8 @@ Result<BenchReport> runBenchmark(const BenchOptions& options, const DeviceReport
             const double predicted = lastSecondsPerWork[c.series] * c.work;
             if (predicted * (policy.warmups + policy.minRepeats) > 3 * perCase) {
                 char why[160];
-                std::snprintf(why, sizeof why, "one repetition would take ~%.2g s; raise --seconds to include it",
-                              predicted);
+                std::snprintf(why, sizeof why,
+                              "one repetition would take ~%.2g s; raise --seconds to include it", predicted);
                 report.skipped.push_back({c.device, c.op, c.dtype, c.size, why});
                 continue;
             }
@@ -175,8 +177,7 @@ Result<BenchReport> runBenchmark(const BenchOptions& options, const DeviceReport
     return report;
 }
 
-std::optional<BenchResult> BenchReport::bestGemm(const std::string& device) const
-{
+std::optional<BenchResult> BenchReport::bestGemm(const std::string& device) const {
     std::optional<BenchResult> best;
     for (const auto& r : results)
         if (r.device == device && r.op == "gemm" && r.gflops && (!best || *r.gflops > *best->gflops))

@@ -8,27 +8,28 @@ namespace tessera::gpu::cpu {
 
 namespace {
 
-at::ScalarType scalarType(Dtype dtype)
-{
+at::ScalarType scalarType(Dtype dtype) {
     switch (dtype) {
-    case Dtype::F32: return at::kFloat;
-    case Dtype::BF16: return at::kBFloat16;
-    case Dtype::F16: return at::kHalf;
-    case Dtype::I8: return at::kChar;
+    case Dtype::F32:
+        return at::kFloat;
+    case Dtype::BF16:
+        return at::kBFloat16;
+    case Dtype::F16:
+        return at::kHalf;
+    case Dtype::I8:
+        return at::kChar;
     }
     return at::kFloat;
 }
 
-std::string firstLine(const char* what)
-{
+std::string firstLine(const char* what) {
     std::string s = what ? what : "unknown error";
     return s.substr(0, s.find('\n'));
 }
 
 } // namespace
 
-bool gemmSupported(Dtype dtype)
-{
+bool gemmSupported(Dtype dtype) {
     if (dtype == Dtype::I8)
         return false;
     try {
@@ -40,8 +41,7 @@ bool gemmSupported(Dtype dtype)
     }
 }
 
-Result<BenchSample> benchGemm(Dtype dtype, int m, int n, int k, const RepeatPolicy& policy)
-{
+Result<BenchSample> benchGemm(Dtype dtype, int m, int n, int k, const RepeatPolicy& policy) {
     try {
         const auto options = at::TensorOptions().dtype(scalarType(dtype));
         const auto a = at::randn({m, k}).to(options);
@@ -53,8 +53,7 @@ Result<BenchSample> benchGemm(Dtype dtype, int m, int n, int k, const RepeatPoli
     }
 }
 
-Result<BenchSample> benchCopy(std::size_t bytes, const RepeatPolicy& policy)
-{
+Result<BenchSample> benchCopy(std::size_t bytes, const RepeatPolicy& policy) {
     try {
         const auto n = static_cast<int64_t>(bytes / sizeof(float));
         const auto src = at::ones({n});
@@ -65,12 +64,11 @@ Result<BenchSample> benchCopy(std::size_t bytes, const RepeatPolicy& policy)
     }
 }
 
-Result<std::vector<float>> matmul(Dtype dtype, const std::vector<float>& a, const std::vector<float>& b, int m,
-                                  int n, int k)
-{
+Result<std::vector<float>> matmul(Dtype dtype, const std::vector<float>& a, const std::vector<float>& b,
+                                  int m, int n, int k) {
     if (m <= 0 || n <= 0 || k <= 0 || a.size() != std::size_t(m) * k || b.size() != std::size_t(k) * n)
-        return makeError("matmul: buffer sizes do not match " + std::to_string(m) + "x" + std::to_string(k) + "x"
-                         + std::to_string(n));
+        return makeError("matmul: buffer sizes do not match " + std::to_string(m) + "x" + std::to_string(k) +
+                         "x" + std::to_string(n));
     try {
         const auto options = at::TensorOptions().dtype(scalarType(dtype));
         // from_blob does not copy or own: .to() makes the tensors we multiply.

@@ -21,7 +21,7 @@ Result<BenchSample> benchCopy(std::size_t bytes, const RepeatPolicy& policy);
 
 // The product the GEMM benchmark times, on caller data (row-major, converted to `dtype` and
 // back): lets a test compare it with a naive reference.
-Result<std::vector<float>> matmul(Dtype dtype, const std::vector<float>& a, const std::vector<float>& b, int m,
-                                  int n, int k);
+Result<std::vector<float>> matmul(Dtype dtype, const std::vector<float>& a, const std::vector<float>& b,
+                                  int m, int n, int k);
 
 } // namespace tessera::gpu::cpu

@@ -14,23 +14,20 @@ namespace tessera::gpu {
 
 namespace {
 
-std::string readFile(const char* path)
-{
+std::string readFile(const char* path) {
     std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
 }
 
-std::string trim(std::string s)
-{
+std::string trim(std::string s) {
     const auto first = s.find_first_not_of(" \t");
     const auto last = s.find_last_not_of(" \t\r\n");
     return first == std::string::npos ? std::string() : s.substr(first, last - first + 1);
 }
 
-SimdLevel detectSimd(CpuInfo& cpu)
-{
+SimdLevel detectSimd(CpuInfo& cpu) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     cpu.fma = __builtin_cpu_supports("fma");
@@ -51,8 +48,7 @@ SimdLevel detectSimd(CpuInfo& cpu)
 #endif
 }
 
-double readMaxClockGhz()
-{
+double readMaxClockGhz() {
     // cpufreq is absent in most VMs; /proc/cpuinfo's "cpu MHz" is the fallback.
     const std::string khz = readFile("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
     if (!khz.empty()) {
@@ -66,8 +62,7 @@ double readMaxClockGhz()
 
 // The clock the cores actually run at (turbo included, which a VM's cpuinfo hides): time a
 // chain of dependent integer adds, one cycle each on every x86 core since the Pentium Pro.
-double measureClockGhz()
-{
+double measureClockGhz() {
 #if defined(__x86_64__)
     constexpr long kIterations = 20'000'000;
     double best = 0;
@@ -88,21 +83,25 @@ double measureClockGhz()
 
 } // namespace
 
-std::string_view simdLevelName(SimdLevel level)
-{
+std::string_view simdLevelName(SimdLevel level) {
     switch (level) {
-    case SimdLevel::Scalar: return "scalar";
-    case SimdLevel::Sse42: return "sse4.2";
-    case SimdLevel::Avx: return "avx";
-    case SimdLevel::Avx2: return "avx2";
-    case SimdLevel::Avx512: return "avx512";
-    case SimdLevel::Neon: return "neon";
+    case SimdLevel::Scalar:
+        return "scalar";
+    case SimdLevel::Sse42:
+        return "sse4.2";
+    case SimdLevel::Avx:
+        return "avx";
+    case SimdLevel::Avx2:
+        return "avx2";
+    case SimdLevel::Avx512:
+        return "avx512";
+    case SimdLevel::Neon:
+        return "neon";
     }
     return "?";
 }
 
-void parseCpuInfo(const std::string& text, CpuInfo& cpu)
-{
+void parseCpuInfo(const std::string& text, CpuInfo& cpu) {
     std::istringstream in(text);
     std::string line;
     std::set<std::pair<std::string, std::string>> cores; // (physical id, core id)
@@ -141,8 +140,7 @@ void parseCpuInfo(const std::string& text, CpuInfo& cpu)
         cpu.clockGhz = mhz / 1000.0;
 }
 
-void parseMemInfo(const std::string& text, CpuInfo& cpu)
-{
+void parseMemInfo(const std::string& text, CpuInfo& cpu) {
     std::istringstream in(text);
     std::string key;
     std::uint64_t kib = 0;
@@ -156,8 +154,7 @@ void parseMemInfo(const std::string& text, CpuInfo& cpu)
     }
 }
 
-int fp32FlopsPerCycle(const std::string& vendor, int family, SimdLevel simd, bool fma)
-{
+int fp32FlopsPerCycle(const std::string& vendor, int family, SimdLevel simd, bool fma) {
     // Lanes of fp32 per vector instruction the core actually executes per pipe.
     int lanes = 1;
     switch (simd) {
@@ -166,10 +163,16 @@ int fp32FlopsPerCycle(const std::string& vendor, int family, SimdLevel simd, boo
         lanes = (vendor == "AuthenticAMD" && family < 0x1a) ? 8 : 16;
         break;
     case SimdLevel::Avx2:
-    case SimdLevel::Avx: lanes = 8; break;
+    case SimdLevel::Avx:
+        lanes = 8;
+        break;
     case SimdLevel::Sse42:
-    case SimdLevel::Neon: lanes = 4; break;
-    case SimdLevel::Scalar: lanes = 1; break;
+    case SimdLevel::Neon:
+        lanes = 4;
+        break;
+    case SimdLevel::Scalar:
+        lanes = 1;
+        break;
     }
     // Two FMA pipes per core on every x86 core since Haswell / Zen and on big ARM cores;
     // an FMA counts as two FLOP. Without FMA: one add pipe and one multiply pipe.
@@ -177,8 +180,7 @@ int fp32FlopsPerCycle(const std::string& vendor, int family, SimdLevel simd, boo
     return fma ? pipes * lanes * 2 : pipes * lanes;
 }
 
-CpuInfo discoverCpu()
-{
+CpuInfo discoverCpu() {
     CpuInfo cpu;
     cpu.simd = detectSimd(cpu);
     cpu.clockGhz = std::max(readMaxClockGhz(), measureClockGhz());

@@ -30,7 +30,8 @@ public:
 
     // C = A·B with A m×k, B k×n, inputs and output in `dtype` (fp32 accumulate; fp32 runs
     // without TF32). One sample per repetition, timed with CUDA events.
-    virtual Result<BenchSample> gemm(int device, Dtype dtype, int m, int n, int k, const RepeatPolicy& policy) = 0;
+    virtual Result<BenchSample> gemm(int device, Dtype dtype, int m, int n, int k,
+                                     const RepeatPolicy& policy) = 0;
     // Device memory bandwidth: a copy kernel of our own over `bytes` (reads + writes 2×bytes).
     virtual Result<BenchSample> deviceCopy(int device, std::size_t bytes, const RepeatPolicy& policy) = 0;
     // Pinned host → device and device → host copies of `bytes`.

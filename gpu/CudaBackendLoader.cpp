@@ -14,8 +14,7 @@ namespace {
 
 constexpr const char* kModuleName = "libtessera-cuda.so";
 
-std::vector<std::filesystem::path> candidatePaths()
-{
+std::vector<std::filesystem::path> candidatePaths() {
     std::vector<std::filesystem::path> paths;
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -29,8 +28,7 @@ std::vector<std::filesystem::path> candidatePaths()
     return paths;
 }
 
-Result<std::shared_ptr<CudaBackend>> loadOnce()
-{
+Result<std::shared_ptr<CudaBackend>> loadOnce() {
     using Create = CudaBackend* (*)(int);
     std::vector<std::filesystem::path> paths;
     if (const char* env = std::getenv("TESSERA_CUDA_BACKEND"); env && *env) {
@@ -53,7 +51,8 @@ Result<std::shared_ptr<CudaBackend>> loadOnce()
         void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (!handle) {
             const char* why = dlerror();
-            return makeError("CUDA backend could not be loaded (missing CUDA libraries?): " + std::string(why ? why : ""));
+            return makeError("CUDA backend could not be loaded (missing CUDA libraries?): " +
+                             std::string(why ? why : ""));
         }
         auto create = reinterpret_cast<Create>(dlsym(handle, "tessera_cuda_backend_create"));
         if (!create)
@@ -68,8 +67,7 @@ Result<std::shared_ptr<CudaBackend>> loadOnce()
 
 } // namespace
 
-Result<std::shared_ptr<CudaBackend>> loadCudaBackend()
-{
+Result<std::shared_ptr<CudaBackend>> loadCudaBackend() {
     static std::once_flag once;
     static std::optional<Result<std::shared_ptr<CudaBackend>>> result;
     std::call_once(once, [] { result.emplace(loadOnce()); });

@@ -8,14 +8,12 @@ namespace tessera::gpu {
 
 namespace {
 
-std::string plural(int n, const char* word)
-{
+std::string plural(int n, const char* word) {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
 // Fills what NVML knows and the CUDA runtime does not (driver-side facts and telemetry).
-void mergeNvml(const Nvml& nvml, CudaDeviceInfo& device, bool telemetry)
-{
+void mergeNvml(const Nvml& nvml, CudaDeviceInfo& device, bool telemetry) {
     auto index = nvml.indexOfPciBusId(device.pciBusId);
     if (!index)
         return;
@@ -36,15 +34,13 @@ void mergeNvml(const Nvml& nvml, CudaDeviceInfo& device, bool telemetry)
 
 } // namespace
 
-std::string cudaVersionString(int version)
-{
+std::string cudaVersionString(int version) {
     if (version <= 0)
         return "none";
     return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
-DeviceReport discoverDevices(const DiscoveryOptions& options)
-{
+DeviceReport discoverDevices(const DiscoveryOptions& options) {
     DeviceReport report;
     report.cpu = discoverCpu();
 
@@ -57,8 +53,9 @@ DeviceReport discoverDevices(const DiscoveryOptions& options)
             report.driverVersion = nvml->driverVersion();
             report.cudaDriverVersion = nvml->cudaDriverVersion();
             const auto count = nvml->deviceCount();
-            report.nvmlStatus = "NVML loaded, driver " + (report.driverVersion.empty() ? "?" : report.driverVersion)
-                                + ", " + (count ? plural(*count, "GPU") : count.message());
+            report.nvmlStatus = "NVML loaded, driver " +
+                                (report.driverVersion.empty() ? "?" : report.driverVersion) + ", " +
+                                (count ? plural(*count, "GPU") : count.message());
         } else {
             report.nvmlStatus = loaded.message();
         }
@@ -80,9 +77,9 @@ DeviceReport discoverDevices(const DiscoveryOptions& options)
                 report.cudaStatus = count.message();
             } else {
                 report.cudaBackendAvailable = *count > 0;
-                report.cudaStatus = "CUDA runtime " + cudaVersionString(report.cudaRuntimeVersion) + ", driver "
-                                    + cudaVersionString(report.cudaDriverVersion) + ", "
-                                    + plural(*count, "device");
+                report.cudaStatus = "CUDA runtime " + cudaVersionString(report.cudaRuntimeVersion) +
+                                    ", driver " + cudaVersionString(report.cudaDriverVersion) + ", " +
+                                    plural(*count, "device");
                 for (int i = 0; i < *count; ++i) {
                     auto info = cuda.deviceInfo(i);
                     if (!info) {

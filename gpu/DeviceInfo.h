@@ -21,8 +21,8 @@ struct CpuInfo {
     SimdLevel simd = SimdLevel::Scalar;
     bool fma = false;
     bool avx512Bf16 = false;
-    double clockGhz = 0;         // highest of cpufreq's maximum and the measured running clock
-    int fp32FlopsPerCycle = 0;   // per core: FMA pipes x lanes x 2
+    double clockGhz = 0;       // highest of cpufreq's maximum and the measured running clock
+    int fp32FlopsPerCycle = 0; // per core: FMA pipes x lanes x 2
     // cores x FLOP/cycle x clock; 0 when the clock is unknown.
     double peakFp32Gflops() const { return physicalCores * fp32FlopsPerCycle * clockGhz; }
 };
@@ -66,13 +66,13 @@ struct CudaDeviceInfo {
 struct DeviceReport {
     CpuInfo cpu;
     std::vector<CudaDeviceInfo> cudaDevices;
-    std::string driverVersion;     // NVIDIA driver, e.g. "570.86.15"; empty when unknown
-    int cudaDriverVersion = 0;     // e.g. 12080 for CUDA 12.8; 0 when unknown
-    int cudaRuntimeVersion = 0;    // of our CUDA backend; 0 when not loaded
+    std::string driverVersion;  // NVIDIA driver, e.g. "570.86.15"; empty when unknown
+    int cudaDriverVersion = 0;  // e.g. 12080 for CUDA 12.8; 0 when unknown
+    int cudaRuntimeVersion = 0; // of our CUDA backend; 0 when not loaded
     bool nvmlAvailable = false;
-    std::string nvmlStatus;        // why NVML is or is not usable, in words
+    std::string nvmlStatus; // why NVML is or is not usable, in words
     bool cudaBackendAvailable = false;
-    std::string cudaStatus;        // why the CUDA backend is or is not usable, in words
+    std::string cudaStatus; // why the CUDA backend is or is not usable, in words
 };
 
 } // namespace tessera::gpu

@@ -30,14 +30,12 @@ public:
 
     // key + value in one call; optionals write null when empty.
     template <class T>
-    void field(std::string_view name, const T& v)
-    {
+    void field(std::string_view name, const T& v) {
         key(name);
         value(v);
     }
     template <class T>
-    void field(std::string_view name, const std::optional<T>& v)
-    {
+    void field(std::string_view name, const std::optional<T>& v) {
         key(name);
         if (v)
             value(*v);

@@ -51,21 +51,18 @@ struct nvmlProcessInfoV1_t {
 };
 
 template <class T>
-T symbol(void* handle, const char* name)
-{
+T symbol(void* handle, const char* name) {
     return reinterpret_cast<T>(dlsym(handle, name));
 }
 
-std::string processName(unsigned pid)
-{
+std::string processName(unsigned pid) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
     std::string name;
     std::getline(in, name);
     return name;
 }
 
-std::string formatPciBusId(unsigned domain, unsigned bus, unsigned device)
-{
+std::string formatPciBusId(unsigned domain, unsigned bus, unsigned device) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.0", domain & 0xffffu, bus & 0xffu, device & 0xffu);
     return buf;
@@ -96,14 +93,12 @@ struct Nvml::Api {
     nvmlReturn_t (*graphicsProcessesV1)(nvmlDevice_t, unsigned*, nvmlProcessInfoV1_t*) = nullptr;
     nvmlReturn_t (*computeProcessesV1)(nvmlDevice_t, unsigned*, nvmlProcessInfoV1_t*) = nullptr;
 
-    std::string describe(const char* call, nvmlReturn_t rc) const
-    {
+    std::string describe(const char* call, nvmlReturn_t rc) const {
         const char* text = errorString ? errorString(rc) : nullptr;
         return std::string(call) + " failed: " + (text ? text : "NVML error " + std::to_string(rc));
     }
 
-    Result<nvmlDevice_t> device(int index) const
-    {
+    Result<nvmlDevice_t> device(int index) const {
         nvmlDevice_t dev = nullptr;
         if (index < 0)
             return makeError("no NVML device " + std::to_string(index));
@@ -115,8 +110,8 @@ struct Nvml::Api {
 
     // Asks for the list, growing the buffer while NVML says it is too small.
     template <class Info>
-    std::vector<GpuProcess> processes(nvmlReturn_t (*query)(nvmlDevice_t, unsigned*, Info*), nvmlDevice_t dev) const
-    {
+    std::vector<GpuProcess> processes(nvmlReturn_t (*query)(nvmlDevice_t, unsigned*, Info*),
+                                      nvmlDevice_t dev) const {
         std::vector<GpuProcess> out;
         if (!query)
             return out;
@@ -144,14 +139,12 @@ struct Nvml::Api {
     }
 };
 
-std::string Nvml::defaultLibraryPath()
-{
+std::string Nvml::defaultLibraryPath() {
     const char* env = std::getenv("TESSERA_NVML_LIBRARY");
     return env && *env ? env : "libnvidia-ml.so.1";
 }
 
-Result<std::unique_ptr<Nvml>> Nvml::load(const std::string& libraryPath)
-{
+Result<std::unique_ptr<Nvml>> Nvml::load(const std::string& libraryPath) {
     void* handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char* why = dlerror();
@@ -165,26 +158,33 @@ Result<std::unique_ptr<Nvml>> Nvml::load(const std::string& libraryPath)
     api->handleByIndex = symbol<decltype(api->handleByIndex)>(handle, "nvmlDeviceGetHandleByIndex_v2");
     if (!api->init || !api->shutdown || !api->deviceCount || !api->handleByIndex) {
         dlclose(handle);
-        return makeError("NVML not usable: " + libraryPath + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2 (driver too old?)");
+        return makeError("NVML not usable: " + libraryPath +
+                         " lacks nvmlInit_v2/nvmlDeviceGetCount_v2 (driver too old?)");
     }
     api->driverVersion = symbol<decltype(api->driverVersion)>(handle, "nvmlSystemGetDriverVersion");
-    api->cudaDriverVersion = symbol<decltype(api->cudaDriverVersion)>(handle, "nvmlSystemGetCudaDriverVersion_v2");
+    api->cudaDriverVersion =
+        symbol<decltype(api->cudaDriverVersion)>(handle, "nvmlSystemGetCudaDriverVersion_v2");
     api->name = symbol<decltype(api->name)>(handle, "nvmlDeviceGetName");
     api->uuid = symbol<decltype(api->uuid)>(handle, "nvmlDeviceGetUUID");
     api->pciInfo = symbol<decltype(api->pciInfo)>(handle, "nvmlDeviceGetPciInfo_v3");
     api->memoryInfo = symbol<decltype(api->memoryInfo)>(handle, "nvmlDeviceGetMemoryInfo");
-    api->computeCapability = symbol<decltype(api->computeCapability)>(handle, "nvmlDeviceGetCudaComputeCapability");
+    api->computeCapability =
+        symbol<decltype(api->computeCapability)>(handle, "nvmlDeviceGetCudaComputeCapability");
     api->maxClock = symbol<decltype(api->maxClock)>(handle, "nvmlDeviceGetMaxClockInfo");
     api->temperature = symbol<decltype(api->temperature)>(handle, "nvmlDeviceGetTemperature");
     api->utilization = symbol<decltype(api->utilization)>(handle, "nvmlDeviceGetUtilizationRates");
     api->powerUsage = symbol<decltype(api->powerUsage)>(handle, "nvmlDeviceGetPowerUsage");
     api->powerLimit = symbol<decltype(api->powerLimit)>(handle, "nvmlDeviceGetEnforcedPowerLimit");
-    api->graphicsProcessesV3 = symbol<decltype(api->graphicsProcessesV3)>(handle, "nvmlDeviceGetGraphicsRunningProcesses_v3");
-    api->computeProcessesV3 = symbol<decltype(api->computeProcessesV3)>(handle, "nvmlDeviceGetComputeRunningProcesses_v3");
+    api->graphicsProcessesV3 =
+        symbol<decltype(api->graphicsProcessesV3)>(handle, "nvmlDeviceGetGraphicsRunningProcesses_v3");
+    api->computeProcessesV3 =
+        symbol<decltype(api->computeProcessesV3)>(handle, "nvmlDeviceGetComputeRunningProcesses_v3");
     if (!api->graphicsProcessesV3)
-        api->graphicsProcessesV1 = symbol<decltype(api->graphicsProcessesV1)>(handle, "nvmlDeviceGetGraphicsRunningProcesses");
+        api->graphicsProcessesV1 =
+            symbol<decltype(api->graphicsProcessesV1)>(handle, "nvmlDeviceGetGraphicsRunningProcesses");
     if (!api->computeProcessesV3)
-        api->computeProcessesV1 = symbol<decltype(api->computeProcessesV1)>(handle, "nvmlDeviceGetComputeRunningProcesses");
+        api->computeProcessesV1 =
+            symbol<decltype(api->computeProcessesV1)>(handle, "nvmlDeviceGetComputeRunningProcesses");
 
     const nvmlReturn_t rc = api->init();
     if (rc != kNvmlSuccess) {
@@ -197,34 +197,28 @@ Result<std::unique_ptr<Nvml>> Nvml::load(const std::string& libraryPath)
 
 Nvml::Nvml(void* handle, std::unique_ptr<Api> api)
     : m_handle(handle)
-    , m_api(std::move(api))
-{
-}
+    , m_api(std::move(api)) {}
 
-Nvml::~Nvml()
-{
+Nvml::~Nvml() {
     m_api->shutdown();
     dlclose(m_handle);
 }
 
-std::string Nvml::driverVersion() const
-{
+std::string Nvml::driverVersion() const {
     char buf[96] = {};
     if (m_api->driverVersion && m_api->driverVersion(buf, sizeof buf - 1) == kNvmlSuccess)
         return buf;
     return {};
 }
 
-int Nvml::cudaDriverVersion() const
-{
+int Nvml::cudaDriverVersion() const {
     int version = 0;
     if (m_api->cudaDriverVersion && m_api->cudaDriverVersion(&version) == kNvmlSuccess)
         return version;
     return 0;
 }
 
-Result<int> Nvml::deviceCount() const
-{
+Result<int> Nvml::deviceCount() const {
     unsigned count = 0;
     const nvmlReturn_t rc = m_api->deviceCount(&count);
     if (rc != kNvmlSuccess)
@@ -232,8 +226,7 @@ Result<int> Nvml::deviceCount() const
     return static_cast<int>(count);
 }
 
-Result<CudaDeviceInfo> Nvml::deviceInfo(int index) const
-{
+Result<CudaDeviceInfo> Nvml::deviceInfo(int index) const {
     auto dev = m_api->device(index);
     if (!dev)
         return dev.error();
@@ -262,8 +255,7 @@ Result<CudaDeviceInfo> Nvml::deviceInfo(int index) const
     return info;
 }
 
-Result<GpuTelemetry> Nvml::telemetry(int index) const
-{
+Result<GpuTelemetry> Nvml::telemetry(int index) const {
     auto dev = m_api->device(index);
     if (!dev)
         return dev.error();
@@ -290,8 +282,7 @@ Result<GpuTelemetry> Nvml::telemetry(int index) const
     return t;
 }
 
-Result<int> Nvml::indexOfPciBusId(const std::string& pciBusId) const
-{
+Result<int> Nvml::indexOfPciBusId(const std::string& pciBusId) const {
     auto count = deviceCount();
     if (!count)
         return count.error();

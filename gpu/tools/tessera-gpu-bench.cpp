@@ -9,15 +9,13 @@
 
 namespace {
 
-int usage(std::ostream& out, int code)
-{
+int usage(std::ostream& out, int code) {
     out << "usage: tessera-gpu-bench [--json] [--device cpu|cuda:N]... [--seconds S] [--check]\n"
            "  --check  compare the CUDA GEMM of every dtype with a CPU reference first\n";
     return code;
 }
 
-int checkCuda(std::ostream& out)
-{
+int checkCuda(std::ostream& out) {
     auto cuda = tessera::gpu::loadCudaBackend();
     if (!cuda) {
         out << "check: " << cuda.message() << "\n";
@@ -42,8 +40,7 @@ int checkCuda(std::ostream& out)
 
 } // namespace
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     tessera::gpu::BenchOptions options;
     bool json = false;
     bool check = false;

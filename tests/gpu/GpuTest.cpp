@@ -12,27 +12,28 @@ struct Skipped {
     std::string why;
 };
 
-std::vector<std::pair<const char*, std::function<void()>>>& registry()
-{
+std::vector<std::pair<const char*, std::function<void()>>>& registry() {
     static std::vector<std::pair<const char*, std::function<void()>>> tests;
     return tests;
 }
 
 } // namespace
 
-void registerTest(const char* name, std::function<void()> body) { registry().emplace_back(name, std::move(body)); }
+void registerTest(const char* name, std::function<void()> body) {
+    registry().emplace_back(name, std::move(body));
+}
 
-void fail(const char* file, int line, const std::string& what)
-{
+void fail(const char* file, int line, const std::string& what) {
     throw Failure{std::string(file) + ":" + std::to_string(line) + ": " + what};
 }
 
-void skip(const std::string& why) { throw Skipped{why}; }
+void skip(const std::string& why) {
+    throw Skipped{why};
+}
 
 } // namespace tessera::test
 
-int main()
-{
+int main() {
     using namespace tessera::test;
     int passed = 0, failed = 0, skipped = 0;
     for (auto& [name, body] : registry()) {

@@ -24,23 +24,23 @@ struct Registrar {
 
 } // namespace tessera::test
 
-#define TESSERA_TEST(name)                                                                                      \
-    static void name();                                                                                          \
-    static const ::tessera::test::Registrar name##_registrar(#name, name);                                       \
+#define TESSERA_TEST(name)                                                                                   \
+    static void name();                                                                                      \
+    static const ::tessera::test::Registrar name##_registrar(#name, name);                                   \
     static void name()
 
-#define CHECK(cond)                                                                                              \
-    do {                                                                                                         \
-        if (!(cond))                                                                                             \
-            ::tessera::test::fail(__FILE__, __LINE__, #cond);                                                    \
+#define CHECK(cond)                                                                                          \
+    do {                                                                                                     \
+        if (!(cond))                                                                                         \
+            ::tessera::test::fail(__FILE__, __LINE__, #cond);                                                \
     } while (0)
 
 // CHECK with context streamed into the message: CHECK_MSG(x > 0, "x=" << x).
-#define CHECK_MSG(cond, msg)                                                                                     \
-    do {                                                                                                         \
-        if (!(cond)) {                                                                                           \
-            std::ostringstream tessera_test_os;                                                                  \
-            tessera_test_os << #cond << " (" << msg << ")";                                                      \
-            ::tessera::test::fail(__FILE__, __LINE__, tessera_test_os.str());                                    \
-        }                                                                                                        \
+#define CHECK_MSG(cond, msg)                                                                                 \
+    do {                                                                                                     \
+        if (!(cond)) {                                                                                       \
+            std::ostringstream tessera_test_os;                                                              \
+            tessera_test_os << #cond << " (" << msg << ")";                                                  \
+            ::tessera::test::fail(__FILE__, __LINE__, tessera_test_os.str());                                \
+        }                                                                                                    \
     } while (0)

@@ -8,16 +8,14 @@ using namespace tessera::gpu;
 
 namespace {
 
-const DeviceReport& devices()
-{
+const DeviceReport& devices() {
     static const DeviceReport report = discoverDevices();
     return report;
 }
 
 } // namespace
 
-TESSERA_TEST(cpuResultsArePositiveAndRepeated)
-{
+TESSERA_TEST(cpuResultsArePositiveAndRepeated) {
     BenchOptions options;
     options.devices = {"cpu"};
     options.seconds = 1.0;
@@ -29,7 +27,8 @@ TESSERA_TEST(cpuResultsArePositiveAndRepeated)
     auto report = runBenchmark(options, devices());
     CHECK_MSG(report, report.message());
     CHECK(!report->results.empty());
-    CHECK(progress.size() == report->results.size() + /* cases skipped for time */ (progress.size() - report->results.size()));
+    CHECK(progress.size() ==
+          report->results.size() + /* cases skipped for time */ (progress.size() - report->results.size()));
     bool sawFp32Gemm = false, sawMemcpy = false;
     for (const auto& r : report->results) {
         CHECK(r.device == "cpu");
@@ -51,8 +50,7 @@ TESSERA_TEST(cpuResultsArePositiveAndRepeated)
     CHECK(!report->bestGemm("cuda:0").has_value());
 }
 
-TESSERA_TEST(tableNamesTheCpuAndEveryResult)
-{
+TESSERA_TEST(tableNamesTheCpuAndEveryResult) {
     BenchOptions options;
     options.devices = {"cpu"};
     options.seconds = 0.3;
@@ -66,8 +64,7 @@ TESSERA_TEST(tableNamesTheCpuAndEveryResult)
     CHECK(json.front() == '{' && json.find("\"results\":[{\"device\":\"cpu\"") != std::string::npos);
 }
 
-TESSERA_TEST(unknownDeviceIsAClearError)
-{
+TESSERA_TEST(unknownDeviceIsAClearError) {
     BenchOptions options;
     options.devices = {"cuda:7"};
     auto report = runBenchmark(options, devices());
@@ -75,8 +72,7 @@ TESSERA_TEST(unknownDeviceIsAClearError)
     CHECK_MSG(report.message().find("no device cuda:7") != std::string::npos, report.message());
 }
 
-TESSERA_TEST(nonPositiveBudgetIsRefused)
-{
+TESSERA_TEST(nonPositiveBudgetIsRefused) {
     BenchOptions options;
     options.devices = {"cpu"};
     options.seconds = 0;

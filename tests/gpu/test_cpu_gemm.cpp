@@ -11,8 +11,7 @@ using namespace tessera::gpu;
 
 namespace {
 
-std::vector<float> seeded(std::size_t n, std::uint32_t seed)
-{
+std::vector<float> seeded(std::size_t n, std::uint32_t seed) {
     std::vector<float> v(n);
     for (auto& x : v) {
         seed = seed * 1664525u + 1013904223u;
@@ -22,8 +21,7 @@ std::vector<float> seeded(std::size_t n, std::uint32_t seed)
 }
 
 // Rounds to the nearest bfloat16 (ties to even), as LibTorch's conversion does.
-float roundBf16(float x)
-{
+float roundBf16(float x) {
     std::uint32_t bits;
     std::memcpy(&bits, &x, 4);
     bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;
@@ -31,8 +29,7 @@ float roundBf16(float x)
     return x;
 }
 
-double maxRelativeError(Dtype dtype, int m, int n, int k)
-{
+double maxRelativeError(Dtype dtype, int m, int n, int k) {
     auto a = seeded(std::size_t(m) * k, 1);
     auto b = seeded(std::size_t(k) * n, 2);
     auto c = cpu::matmul(dtype, a, b, m, n, k);
@@ -60,16 +57,14 @@ double maxRelativeError(Dtype dtype, int m, int n, int k)
 
 } // namespace
 
-TESSERA_TEST(fp32MatchesNaiveReference)
-{
+TESSERA_TEST(fp32MatchesNaiveReference) {
     for (auto [m, n, k] : {std::tuple{67, 45, 131}, {1, 1, 1}, {128, 256, 64}}) {
         const double err = maxRelativeError(Dtype::F32, m, n, k);
         CHECK_MSG(err < 1e-5, m << "x" << k << "x" << n << " error " << err);
     }
 }
 
-TESSERA_TEST(bf16MatchesNaiveReferenceWithinItsPrecision)
-{
+TESSERA_TEST(bf16MatchesNaiveReferenceWithinItsPrecision) {
     CHECK(cpu::gemmSupported(Dtype::BF16));
     // Inputs are rounded to bf16 in the reference too; what remains is the bf16 output rounding
     // (2^-8 relative) and accumulation order.
@@ -77,8 +72,7 @@ TESSERA_TEST(bf16MatchesNaiveReferenceWithinItsPrecision)
     CHECK_MSG(err < 1e-2, "error " << err);
 }
 
-TESSERA_TEST(mismatchedBuffersAreRefused)
-{
+TESSERA_TEST(mismatchedBuffersAreRefused) {
     auto c = cpu::matmul(Dtype::F32, std::vector<float>(6), std::vector<float>(6), 2, 2, 2);
     CHECK(!c);
     CHECK(c.message().find("do not match") != std::string::npos);

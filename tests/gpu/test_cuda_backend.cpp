@@ -7,8 +7,7 @@ using namespace tessera::gpu;
 
 namespace {
 
-std::shared_ptr<CudaBackend> backendWithDevice()
-{
+std::shared_ptr<CudaBackend> backendWithDevice() {
     auto cuda = loadCudaBackend();
     if (!cuda)
         tessera::test::skip(cuda.message());
@@ -22,8 +21,7 @@ std::shared_ptr<CudaBackend> backendWithDevice()
 
 } // namespace
 
-TESSERA_TEST(absentBackendOrDriverIsExplainedNotFatal)
-{
+TESSERA_TEST(absentBackendOrDriverIsExplainedNotFatal) {
     auto cuda = loadCudaBackend();
     if (!cuda) {
         CHECK_MSG(cuda.message().find("CUDA backend") != std::string::npos, cuda.message());
@@ -40,8 +38,7 @@ TESSERA_TEST(absentBackendOrDriverIsExplainedNotFatal)
     CHECK(*count >= 0);
 }
 
-TESSERA_TEST(deviceInfoIsSane)
-{
+TESSERA_TEST(deviceInfoIsSane) {
     auto cuda = backendWithDevice();
     auto info = cuda->deviceInfo(0);
     CHECK_MSG(info, info.message());
@@ -53,8 +50,7 @@ TESSERA_TEST(deviceInfoIsSane)
     CHECK(!cuda->deviceInfo(1000));
 }
 
-TESSERA_TEST(gemmMatchesCpuReferencePerDtype)
-{
+TESSERA_TEST(gemmMatchesCpuReferencePerDtype) {
     auto cuda = backendWithDevice();
     for (Dtype dtype : {Dtype::F32, Dtype::BF16, Dtype::F16}) {
         auto err = cuda->gemmMaxRelativeError(0, dtype, 67, 45, 131);
@@ -64,13 +60,13 @@ TESSERA_TEST(gemmMatchesCpuReferencePerDtype)
     }
 }
 
-TESSERA_TEST(bandwidthAndGemmTimingsArePositive)
-{
+TESSERA_TEST(bandwidthAndGemmTimingsArePositive) {
     auto cuda = backendWithDevice();
     RepeatPolicy policy;
     policy.budgetSeconds = 0.05;
-    for (auto sample : {cuda->gemm(0, Dtype::BF16, 1024, 1024, 1024, policy), cuda->deviceCopy(0, 64 << 20, policy),
-                        cuda->hostToDevice(0, 64 << 20, policy), cuda->deviceToHost(0, 64 << 20, policy)}) {
+    for (auto sample :
+         {cuda->gemm(0, Dtype::BF16, 1024, 1024, 1024, policy), cuda->deviceCopy(0, 64 << 20, policy),
+          cuda->hostToDevice(0, 64 << 20, policy), cuda->deviceToHost(0, 64 << 20, policy)}) {
         CHECK_MSG(sample, sample.message());
         CHECK(sample->repeats() >= policy.minRepeats);
         CHECK(sample->median() > 0);

@@ -8,8 +8,7 @@
 
 using namespace tessera::gpu;
 
-TESSERA_TEST(nestsObjectsAndArraysWithCommas)
-{
+TESSERA_TEST(nestsObjectsAndArraysWithCommas) {
     JsonWriter w;
     w.beginObject();
     w.field("a", 1);
@@ -25,13 +24,11 @@ TESSERA_TEST(nestsObjectsAndArraysWithCommas)
     CHECK_MSG(w.str() == R"({"a":1,"list":[true,{},null],"s":"x"})", w.str());
 }
 
-TESSERA_TEST(escapesControlCharactersAndQuotes)
-{
+TESSERA_TEST(escapesControlCharactersAndQuotes) {
     CHECK(JsonWriter::escape("a\"b\\c\n\t\x01") == "\"a\\\"b\\\\c\\n\\t\\u0001\"");
 }
 
-TESSERA_TEST(nonFiniteNumbersBecomeNull)
-{
+TESSERA_TEST(nonFiniteNumbersBecomeNull) {
     JsonWriter w;
     w.beginArray();
     w.value(std::nan(""));
@@ -42,8 +39,7 @@ TESSERA_TEST(nonFiniteNumbersBecomeNull)
     CHECK_MSG(w.str() == "[null,null,0.5,18446744073709551615]", w.str());
 }
 
-TESSERA_TEST(optionalFieldsWriteNullWhenEmpty)
-{
+TESSERA_TEST(optionalFieldsWriteNullWhenEmpty) {
     JsonWriter w;
     w.beginObject();
     w.field("t", std::optional<int>{});

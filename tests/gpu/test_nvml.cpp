@@ -13,13 +13,15 @@ using namespace tessera::gpu;
 namespace {
 
 struct EnvOverride {
-    EnvOverride(const char* name, const std::string& value) : m_name(name) { setenv(name, value.c_str(), 1); }
+    EnvOverride(const char* name, const std::string& value)
+        : m_name(name) {
+        setenv(name, value.c_str(), 1);
+    }
     ~EnvOverride() { unsetenv(m_name); }
     const char* m_name;
 };
 
-std::string ownProcessName()
-{
+std::string ownProcessName() {
     std::ifstream in("/proc/self/comm");
     std::string name;
     std::getline(in, name);
@@ -28,16 +30,14 @@ std::string ownProcessName()
 
 } // namespace
 
-TESSERA_TEST(missingLibraryIsReportedNotFatal)
-{
+TESSERA_TEST(missingLibraryIsReportedNotFatal) {
     auto nvml = Nvml::load("/nonexistent/libnvidia-ml.so.1");
     CHECK(!nvml);
     CHECK_MSG(nvml.message().find("NVML not available") != std::string::npos, nvml.message());
     CHECK_MSG(nvml.message().find("libnvidia-ml.so.1") != std::string::npos, nvml.message());
 }
 
-TESSERA_TEST(fileThatIsNotALibraryIsReportedNotFatal)
-{
+TESSERA_TEST(fileThatIsNotALibraryIsReportedNotFatal) {
     const std::string path = "/tmp/tessera-test-not-a-library-" + std::to_string(getpid()) + ".so";
     std::ofstream(path) << "this is not an ELF file\n";
     auto nvml = Nvml::load(path);
@@ -46,15 +46,13 @@ TESSERA_TEST(fileThatIsNotALibraryIsReportedNotFatal)
     CHECK_MSG(!nvml.message().empty(), "an empty reason");
 }
 
-TESSERA_TEST(libraryWithoutNvmlEntryPointsIsRefused)
-{
+TESSERA_TEST(libraryWithoutNvmlEntryPointsIsRefused) {
     auto nvml = Nvml::load("libm.so.6");
     CHECK(!nvml);
     CHECK_MSG(nvml.message().find("nvmlInit_v2") != std::string::npos, nvml.message());
 }
 
-TESSERA_TEST(discoveryWithoutNvmlStillReportsTheCpu)
-{
+TESSERA_TEST(discoveryWithoutNvmlStillReportsTheCpu) {
     EnvOverride nvml("TESSERA_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
     const DeviceReport report = discoverDevices();
     CHECK(!report.nvmlAvailable);
@@ -63,8 +61,7 @@ TESSERA_TEST(discoveryWithoutNvmlStillReportsTheCpu)
     CHECK(!report.cudaStatus.empty());
 }
 
-TESSERA_TEST(readsDevicesAndTelemetryThroughNvml)
-{
+TESSERA_TEST(readsDevicesAndTelemetryThroughNvml) {
     auto loaded = Nvml::load(FAKE_NVML_PATH);
     CHECK_MSG(loaded, loaded.message());
     const Nvml& nvml = **loaded;
@@ -103,8 +100,7 @@ TESSERA_TEST(readsDevicesAndTelemetryThroughNvml)
     CHECK_MSG(t1->graphicsProcesses[0].name == ownProcessName(), t1->graphicsProcesses[0].name);
 }
 
-TESSERA_TEST(discoveryListsNvmlDevicesWhenTheCudaRuntimeIsAbsent)
-{
+TESSERA_TEST(discoveryListsNvmlDevicesWhenTheCudaRuntimeIsAbsent) {
     EnvOverride nvml("TESSERA_NVML_LIBRARY", FAKE_NVML_PATH);
     EnvOverride cuda("TESSERA_CUDA_BACKEND", "none");
     const DeviceReport report = discoverDevices();

@@ -1,0 +1,41 @@
+# The README's two commands:
+#   make demo   install what is missing, build, and run the main job on this machine
+#   make test   install what is missing, build, and run every test
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+CTEST_ARGS ?=
+
+.PHONY: all deps configure build test demo bench format format-check clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# Today the main job is the benchmark a volunteer's machine runs before it is admitted.
+demo: build
+	$(BUILD_DIR)/bin/tessera-node bench
+
+# Side-by-side measurements recorded in BENCHMARKS.md (not part of the tests).
+bench: build
+	$(BUILD_DIR)/bin/bench_cpu_gemm
+
+format: configure
+	cmake --build $(BUILD_DIR) --target format
+
+format-check: configure
+	cmake --build $(BUILD_DIR) --target format-check
+
+clean:
+	rm -rf $(BUILD_DIR)

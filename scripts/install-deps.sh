@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Tessera needs to build, test and run. Idempotent: it asks apt
+# only for what is missing, so a second run costs a second.
+set -euo pipefail
+
+packages=(
+    # toolchain
+    build-essential cmake ninja-build ccache pkg-config git clang-format
+    # Qt 6 (libqt6opengl6-dev: Qt6Charts' CMake package needs Qt6OpenGL)
+    qt6-base-dev qt6-httpserver-dev qt6-websockets-dev qt6-charts-dev libqt6opengl6-dev
+    libqt6sql6-sqlite libqt6sql6-psql
+    # LibTorch (CPU) and a fast BLAS under it: with Debian's reference BLAS, LibTorch's
+    # matmul is ~27x slower. libopenblas-dev gives the benchmarks cblas.h.
+    libtorch-dev libopenblas0-pthread libopenblas-dev
+    # crypto and storage
+    libssl-dev libsqlite3-dev
+    # GUI tests and the tray app on a machine without a display
+    xvfb xauth
+)
+
+if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
+    echo "install-deps: this is not a Debian-like system; install the equivalents of: ${packages[*]}" >&2
+    exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed; then
+        missing+=("$p")
+    fi
+done
+
+if ((${#missing[@]})); then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+        sudo=sudo
+    fi
+    echo "install-deps: installing ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# LibTorch loads libblas.so.3 through Debian's alternatives: it must be OpenBLAS.
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)
+blas=$(readlink -f "/usr/lib/$arch/libblas.so.3" 2>/dev/null || true)
+case "$blas" in
+*openblas*) ;;
+*)
+    echo "install-deps: warning: libblas.so.3 is $blas, not OpenBLAS; LibTorch will be very slow." >&2
+    echo "  fix: sudo update-alternatives --set libblas.so.3-$arch /usr/lib/$arch/openblas-pthread/libblas.so.3" >&2
+    ;;
+esac
