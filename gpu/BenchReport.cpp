@@ -174,7 +174,7 @@ std::string BenchReport::toTable() const {
 
     char line[160];
     std::snprintf(line, sizeof line, "%-8s %-7s %-6s %-18s %16s %8s\n", "device", "op", "dtype", "size",
-                  "median", "repeats");
+                  "median rate", "repeats");
     out << line;
     for (const auto& r : results) {
         std::snprintf(line, sizeof line, "%-8s %-7s %-6s %-18s %16s %8d\n", r.device.c_str(), r.op.c_str(),

@@ -39,13 +39,10 @@ Result<std::shared_ptr<CudaBackend>> loadOnce() {
     } else {
         paths = candidatePaths();
     }
-    std::string tried;
     for (const auto& path : paths) {
         std::error_code ec;
-        if (!std::filesystem::exists(path, ec)) {
-            tried += (tried.empty() ? "" : ", ") + path.lexically_normal().string();
+        if (!std::filesystem::exists(path, ec))
             continue;
-        }
         // The module stays loaded for the life of the process: unloading a CUDA runtime
         // while the driver holds its contexts is not safe.
         void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -62,7 +59,9 @@ Result<std::shared_ptr<CudaBackend>> loadOnce() {
             return makeError("CUDA backend " + path.string() + " was built for another version of Tessera");
         return std::shared_ptr<CudaBackend>(backend);
     }
-    return makeError("CUDA backend not installed (this build has no CUDA support; looked at " + tried + ")");
+    return makeError(std::string("CUDA backend not installed (") + kModuleName + " not found"
+                     + (paths.empty() ? std::string() : " at " + paths.front().parent_path().string())
+                     + "; this build may have been made without nvcc)");
 }
 
 } // namespace
