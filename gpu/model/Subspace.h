@@ -1,0 +1,27 @@
+#pragma once
+// The fixed parts of the subspace ("Protocol Models") constraint, derived from the run's seed
+// so that every node rebuilds them bit for bit with nothing to download: an orthonormal basis
+// U (d×k) of the residual stream's learnable part, and a fixed token embedding E (vocab×d).
+// Internal to gpu/ (includes torch).
+
+#include "model/ModelConfig.h"
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+namespace tessera::gpu {
+
+struct SubspaceBasis {
+    torch::Tensor basis;          // U: [d, k] fp32, orthonormal columns
+    torch::Tensor fixedEmbedding; // E: [vocab, d] fp32
+};
+
+// Deterministic on every machine: integer RNG (splitmix64) and a scalar double-precision
+// Gram-Schmidt, no BLAS and no torch RNG (whose vectorised paths differ between CPUs).
+SubspaceBasis makeSubspaceBasis(const ModelConfig& config);
+
+// The counter-based generator behind both: uniform in [-1, 1) for (seed, index).
+double seededUniform(std::uint64_t seed, std::uint64_t index);
+
+} // namespace tessera::gpu

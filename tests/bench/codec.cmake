@@ -1,0 +1,1 @@
+# benchmarks of gpu/codec (tessera_gpu_bench(NAME) per file)

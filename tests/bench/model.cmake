@@ -1,0 +1,1 @@
+# benchmarks of gpu/model (tessera_gpu_bench(NAME) per file)

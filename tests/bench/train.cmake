@@ -1,0 +1,1 @@
+# benchmarks of gpu/train (tessera_gpu_bench(NAME) per file)

@@ -1,0 +1,1 @@
+# tests of gpu/codec (tessera_gpu_test(NAME) per file)

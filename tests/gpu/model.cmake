@@ -1,0 +1,1 @@
+# tests of gpu/model (tessera_gpu_test(NAME) per file)

@@ -1,0 +1,1 @@
+# tests of gpu/shard (tessera_gpu_test(NAME) per file)

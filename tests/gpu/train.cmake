@@ -1,0 +1,1 @@
+# tests of gpu/train (tessera_gpu_test(NAME) per file)
