@@ -3,6 +3,7 @@
 #include "JsonWriter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace tessera::gpu {
