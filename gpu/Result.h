@@ -54,6 +54,7 @@ public:
     bool ok() const { return !m_failed; }
     explicit operator bool() const { return ok(); }
     const std::string& message() const { return m_error; }
+    Error error() const { return Error{m_error}; }
 
 private:
     std::string m_error;

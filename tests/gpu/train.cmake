@@ -1,1 +1,3 @@
-# tests of gpu/train (tessera_gpu_test(NAME) per file)
+# tests of gpu/train
+tessera_gpu_test(test_sparta)
+tessera_gpu_test(test_data_source)

@@ -1,0 +1,181 @@
+#include "train/DataSource.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace tessera::gpu {
+
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+Result<std::map<std::string, std::int64_t>> parseOptions(const std::string& text) {
+    std::map<std::string, std::int64_t> options;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        const auto eq = item.find('=');
+        if (eq == std::string::npos)
+            return makeError("data option '" + item + "' is not KEY=VALUE");
+        try {
+            std::size_t used = 0;
+            const std::string value = item.substr(eq + 1);
+            options[item.substr(0, eq)] = std::stoll(value, &used);
+            if (used != value.size())
+                throw std::invalid_argument(value);
+        } catch (const std::exception&) {
+            return makeError("data option '" + item + "' needs an integer value");
+        }
+    }
+    return options;
+}
+
+// An order-N Markov chain: every context of the N previous tokens has `branch` successors,
+// chosen by hashing the context, with the fixed probabilities p_j ∝ 2^-j. Every context has
+// the same conditional entropy, so the best possible cross-entropy is exactly that, whatever
+// the stationary distribution.
+Status synthetic(const std::map<std::string, std::int64_t>& options, int vocab, std::uint64_t seed,
+                 std::vector<std::int32_t>& tokens, double& floor, std::string& description) {
+    auto get = [&](const char* key, std::int64_t fallback) {
+        const auto it = options.find(key);
+        return it == options.end() ? fallback : it->second;
+    };
+    for (const auto& [key, value] : options)
+        if (key != "order" && key != "branch" && key != "tokens")
+            return makeError("unknown synthetic data option '" + key + "' (order, branch, tokens)");
+    const int order = static_cast<int>(get("order", 2));
+    const int branch = static_cast<int>(get("branch", 4));
+    const std::int64_t count = get("tokens", 2'000'000);
+    if (order < 1 || order > 8)
+        return makeError("synthetic order must be between 1 and 8");
+    if (branch < 1 || branch > vocab)
+        return makeError("synthetic branch must be between 1 and the vocabulary size");
+    if (count < 1024 || count > 1'000'000'000)
+        return makeError("synthetic tokens must be between 1024 and 10^9");
+
+    std::vector<double> cumulative(branch);
+    double total = 0;
+    for (int j = 0; j < branch; ++j)
+        total += std::ldexp(1.0, -j);
+    floor = 0;
+    double running = 0;
+    for (int j = 0; j < branch; ++j) {
+        const double p = std::ldexp(1.0, -j) / total;
+        floor -= p * std::log(p);
+        running += p;
+        cumulative[j] = running;
+    }
+    tokens.resize(static_cast<std::size_t>(count));
+    std::mt19937_64 rng(mix(seed ^ 0x5d47ull));
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    for (int i = 0; i < order; ++i)
+        tokens[i] = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab));
+    for (std::size_t i = static_cast<std::size_t>(order); i < tokens.size(); ++i) {
+        std::uint64_t context = seed;
+        for (int j = 1; j <= order; ++j)
+            context = mix(context ^ static_cast<std::uint64_t>(tokens[i - j]));
+        const double u = uniform(rng);
+        int choice = 0;
+        while (choice + 1 < branch && u > cumulative[choice])
+            ++choice;
+        tokens[i] = static_cast<std::int32_t>(mix(context + static_cast<std::uint64_t>(choice)) % vocab);
+    }
+    description = "synthetic order-" + std::to_string(order) + " Markov corpus, " + std::to_string(branch) +
+                  " successors per context, " + std::to_string(count) + " tokens";
+    return {};
+}
+
+Result<std::vector<char>> readFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return makeError("cannot open data file " + path);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return bytes;
+}
+
+} // namespace
+
+DataSource::DataSource(std::vector<std::int32_t> tokens, double entropyFloor, std::string description,
+                       std::uint64_t seed)
+    : m_tokens(std::move(tokens))
+    , m_entropyFloor(entropyFloor)
+    , m_description(std::move(description))
+    , m_rng{std::mt19937_64(mix(seed ^ 0xba7c4ull)), std::mt19937_64(mix(seed ^ 0xe7a1ull))} {}
+
+Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, int vocabSize,
+                                                     std::uint64_t seed) {
+    const auto colon = spec.find(':');
+    const std::string kind = spec.substr(0, colon);
+    const std::string rest = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
+    std::vector<std::int32_t> tokens;
+    double floor = -1;
+    std::string description;
+
+    if (kind == "synthetic") {
+        auto options = parseOptions(rest);
+        if (!options)
+            return options.error();
+        auto made = synthetic(*options, vocabSize, seed, tokens, floor, description);
+        if (!made)
+            return made.error();
+    } else if (kind == "text" || kind == "tokens16" || kind == "tokens32") {
+        if (rest.empty())
+            return makeError("data spec '" + spec + "' needs a file path after ':'");
+        auto bytes = readFile(rest);
+        if (!bytes)
+            return bytes.error();
+        const std::size_t width = kind == "text" ? 1 : kind == "tokens16" ? 2 : 4;
+        if (bytes->size() % width != 0)
+            return makeError(rest + ": size " + std::to_string(bytes->size()) + " is not a multiple of " +
+                             std::to_string(width) + " bytes (truncated token file?)");
+        tokens.resize(bytes->size() / width);
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            std::uint32_t v = 0;
+            for (std::size_t b = 0; b < width; ++b) // little-endian
+                v |= static_cast<std::uint32_t>(static_cast<unsigned char>((*bytes)[i * width + b]))
+                     << (8 * b);
+            if (v >= static_cast<std::uint32_t>(vocabSize))
+                return makeError(rest + ": token " + std::to_string(v) + " at position " + std::to_string(i) +
+                                 " is outside the vocabulary of " + std::to_string(vocabSize));
+            tokens[i] = static_cast<std::int32_t>(v);
+        }
+        description = (kind == "text" ? "bytes of " : "token ids of ") + rest;
+    } else {
+        return makeError("unknown data spec '" + spec +
+                         "' (synthetic[:order=N,branch=M,tokens=K], text:PATH, "
+                         "tokens16:PATH, tokens32:PATH)");
+    }
+    if (tokens.size() < 2)
+        return makeError("data source '" + spec + "' holds fewer than 2 tokens");
+    return std::unique_ptr<DataSource>(
+        new DataSource(std::move(tokens), floor, std::move(description), seed));
+}
+
+torch::Tensor DataSource::nextBatch(int batch, int seqLen, int stream) {
+    // The last tenth of the stream is held out; stream 1 draws from it only.
+    const std::size_t window = static_cast<std::size_t>(seqLen) + 1;
+    const std::size_t split = m_tokens.size() - m_tokens.size() / 10;
+    const bool heldOut = stream == 1;
+    const std::size_t begin = heldOut ? split : 0;
+    const std::size_t end = heldOut ? m_tokens.size() : split;
+    auto out = torch::empty({batch, static_cast<std::int64_t>(window)}, torch::kInt64);
+    auto* p = out.data_ptr<std::int64_t>();
+    auto& rng = m_rng[heldOut ? 1 : 0];
+    for (int b = 0; b < batch; ++b) {
+        const std::size_t span = end - begin;
+        const std::size_t start = span > window ? begin + rng() % (span - window) : begin;
+        for (std::size_t t = 0; t < window; ++t)
+            p[b * window + t] = m_tokens[start + (t % span)];
+    }
+    return out;
+}
+
+} // namespace tessera::gpu

@@ -1,0 +1,44 @@
+#pragma once
+// DataSource: the training tokens, as seeded random windows of one long token stream — a
+// synthetic corpus with a known entropy floor (the default), a UTF-8 text file read as bytes,
+// or a binary file of uint16/uint32 token ids. Internal to gpu/ (returns torch tensors).
+
+#include "Result.h"
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tessera::gpu {
+
+class DataSource {
+public:
+    // SPEC: "synthetic[:order=N,branch=M,tokens=K]", "text:PATH", "tokens16:PATH",
+    // "tokens32:PATH". Token ids must be < vocabSize.
+    static Result<std::unique_ptr<DataSource>> open(const std::string& spec, int vocabSize,
+                                                    std::uint64_t seed);
+
+    // A batch of `batch` windows of seqLen+1 tokens: [B, T+1] int64 (inputs = [:, :-1],
+    // targets = [:, 1:]). `stream` selects an independent sequence (0 = training, 1 = held out).
+    torch::Tensor nextBatch(int batch, int seqLen, int stream = 0);
+
+    std::size_t tokenCount() const { return m_tokens.size(); }
+    // Cross-entropy floor in nats per token for the synthetic corpus; negative when unknown.
+    double entropyFloor() const { return m_entropyFloor; }
+    const std::string& description() const { return m_description; }
+
+private:
+    DataSource(std::vector<std::int32_t> tokens, double entropyFloor, std::string description,
+               std::uint64_t seed);
+
+    std::vector<std::int32_t> m_tokens;
+    double m_entropyFloor;
+    std::string m_description;
+    std::mt19937_64 m_rng[2];
+};
+
+} // namespace tessera::gpu

@@ -1,0 +1,50 @@
+#pragma once
+// Sparta: the bookkeeping of SPARTA sparse averaging. Every parameter is cut into blocks of 256
+// elements and each block is dealt to one of 20 partitions by a seeded shuffle, identically on
+// every replica. Every 20 steps replicas average the next partition (5% of the weights), so
+// every weight is averaged once per 400 steps. Internal to gpu/ (torch tensors).
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::gpu {
+
+class Sparta {
+public:
+    static constexpr int kPartitions = 20;
+    static constexpr int kInterval = 20; // steps between two averaging rounds
+    static constexpr std::int64_t kBlock = 256;
+
+    using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+    Sparta(NamedTensors parameters, std::uint64_t seed, int partitions = kPartitions,
+           int interval = kInterval);
+
+    int partitions() const { return m_partitions; }
+    bool isAveragingStep(std::int64_t step) const { return step > 0 && step % m_interval == 0; }
+    int partitionForStep(std::int64_t step) const {
+        return static_cast<int>((step / m_interval) % m_partitions);
+    }
+
+    // The values of partition p as one flat fp32 tensor, in a fixed order (a copy).
+    torch::Tensor gather(int p) const;
+    // The delta rule: w += average − snapshot, where snapshot is what this replica sent. It
+    // keeps whatever the replica learned while the exchange ran.
+    void applyDelta(int p, const torch::Tensor& average, const torch::Tensor& snapshot);
+    std::int64_t partitionSize(int p) const;
+
+private:
+    struct Slice {
+        std::size_t parameter;
+        std::int64_t begin, length; // in elements of the flattened parameter
+    };
+    NamedTensors m_parameters;
+    int m_partitions;
+    int m_interval;
+    std::vector<std::vector<Slice>> m_slices; // per partition
+};
+
+} // namespace tessera::gpu

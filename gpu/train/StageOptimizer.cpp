@@ -1,0 +1,38 @@
+#include "train/StageOptimizer.h"
+
+#include <algorithm>
+
+namespace tessera::gpu {
+
+StageOptimizer::StageOptimizer(std::vector<torch::Tensor> parameters, const OptimizerOptions& options)
+    : m_parameters(std::move(parameters))
+    , m_options(options) {
+    torch::optim::AdamWOptions adam(options.learningRate);
+    adam.betas({options.beta1, options.beta2}).weight_decay(options.weightDecay).eps(options.epsilon);
+    m_adam = std::make_unique<torch::optim::AdamW>(m_parameters, adam);
+}
+
+double StageOptimizer::currentLearningRate() const {
+    if (m_options.warmupSteps <= 0)
+        return m_options.learningRate;
+    const double ramp = std::min(1.0, static_cast<double>(m_steps + 1) / m_options.warmupSteps);
+    return m_options.learningRate * ramp;
+}
+
+void StageOptimizer::step(int microbatches) {
+    if (microbatches <= 0)
+        return;
+    {
+        torch::NoGradGuard noGrad;
+        for (auto& p : m_parameters)
+            if (p.grad().defined())
+                p.grad().div_(microbatches);
+    }
+    for (auto& group : m_adam->param_groups())
+        static_cast<torch::optim::AdamWOptions&>(group.options()).lr(currentLearningRate());
+    m_adam->step();
+    m_adam->zero_grad();
+    ++m_steps;
+}
+
+} // namespace tessera::gpu

@@ -1,0 +1,38 @@
+#pragma once
+// StageOptimizer: AdamW over one stage's parameters, stepping on gradients accumulated over
+// however many microbatches this replica processed since its last step. Internal to gpu/.
+
+#include <torch/optim/adamw.h>
+
+#include <memory>
+#include <vector>
+
+namespace tessera::gpu {
+
+struct OptimizerOptions {
+    double learningRate = 3e-3;
+    double beta1 = 0.9;
+    double beta2 = 0.95;
+    double weightDecay = 0.1;
+    double epsilon = 1e-8;
+    int warmupSteps = 20; // linear warm-up of the learning rate
+};
+
+class StageOptimizer {
+public:
+    StageOptimizer(std::vector<torch::Tensor> parameters, const OptimizerOptions& options = {});
+
+    // Averages the accumulated gradients over `microbatches`, steps, and zeroes them. A
+    // replica that processed no microbatch this step does not move (its moments stay).
+    void step(int microbatches);
+    std::int64_t steps() const { return m_steps; }
+    double currentLearningRate() const;
+
+private:
+    std::vector<torch::Tensor> m_parameters;
+    OptimizerOptions m_options;
+    std::unique_ptr<torch::optim::AdamW> m_adam;
+    std::int64_t m_steps = 0;
+};
+
+} // namespace tessera::gpu
