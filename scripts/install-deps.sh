@@ -16,6 +16,8 @@ packages=(
     libssl-dev libsqlite3-dev
     # GUI tests and the tray app on a machine without a display
     xvfb xauth
+    # plots of the benchmarks (make bench)
+    gnuplot-nox
 )
 
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then

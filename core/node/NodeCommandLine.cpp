@@ -2,8 +2,10 @@
 
 #include "BenchCommand.h"
 #include "common/Version.h"
+#include "node/ShardInspect.h"
 
 #include <QCommandLineParser>
+#include <QJsonDocument>
 
 #include <ostream>
 
@@ -33,6 +35,9 @@ QString NodeCommandLine::usage() const {
                           "  bench     Measure this machine: GEMM throughput per dtype and memory bandwidth\n"
                           "            of the CPU and every CUDA GPU\n"
                           "            [--json] [--device cpu|cuda:N]... [--seconds S]\n"
+                          "  shard inspect FILE\n"
+                          "            Validate a stage shard (a safetensors file, and its manifest when\n"
+                          "            given) and list its tensors and metadata [--manifest M] [--json]\n"
                           "\n"
                           "Options:\n"
                           "  -h, --help     Show this help (tessera-node <command> --help for a command)\n"
@@ -60,6 +65,8 @@ int NodeCommandLine::run(const QStringList& arguments) {
     }
     if (first == u"bench")
         return runBench(args);
+    if (first == u"shard")
+        return runShard(args);
     return usageError(QStringLiteral("unknown command '%1'").arg(first));
 }
 
@@ -100,6 +107,58 @@ int NodeCommandLine::runBench(const QStringList& arguments) {
         options.devices.push_back(d.toStdString());
     }
     return gpu::runBenchCommand(std::move(options), parser.isSet(json), m_out, m_err);
+}
+
+int NodeCommandLine::runShard(const QStringList& arguments) {
+    if (arguments.size() < 2)
+        return usageError(QStringLiteral("shard wants a subcommand: inspect"));
+    if (arguments.at(1) != u"inspect")
+        return usageError(
+            QStringLiteral("unknown shard subcommand '%1' (try: inspect)").arg(arguments.at(1)));
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Validate a stage shard and list its tensors."));
+    const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")},
+                                  QStringLiteral("Show this help."));
+    const QCommandLineOption json(QStringLiteral("json"),
+                                  QStringLiteral("Print one JSON document instead of the listing."));
+    const QCommandLineOption manifest(QStringLiteral("manifest"),
+                                      QStringLiteral("Also verify FILE against this shard manifest."),
+                                      QStringLiteral("M"));
+    parser.addOptions({help, json, manifest});
+    // The parser takes its first argument for the program name: "inspect" plays that part.
+    if (!parser.parse(arguments.mid(1)))
+        return usageError(parser.errorText());
+    if (parser.isSet(help)) {
+        m_out << QStringLiteral("Usage: tessera-node shard inspect FILE [options]\n")
+              << parser.helpText().section(u'\n', 1);
+        return 0;
+    }
+    if (parser.positionalArguments().size() != 1)
+        return usageError(QStringLiteral("shard inspect wants exactly one FILE"));
+
+    const auto inspect = [&]() -> Result<ShardInspect> {
+        try {
+            return ShardInspect::run(parser.positionalArguments().first(), parser.value(manifest));
+        } catch (const std::exception& e) { // e.g. out of memory: still one line, never a crash
+            return makeError(e.what());
+        }
+    };
+    const Result<ShardInspect> inspection = inspect();
+    if (!inspection) {
+        // One line, whatever the file put into the message.
+        QString reason = QString::fromStdString(inspection.message());
+        for (QChar& c : reason) {
+            if (c.category() == QChar::Other_Control)
+                c = u'?';
+        }
+        m_err << kProgram << ": shard inspect: " << reason << "\n";
+        return 1;
+    }
+    if (parser.isSet(json))
+        m_out << QJsonDocument(inspection->toJson()).toJson(QJsonDocument::Indented).toStdString();
+    else
+        m_out << inspection->toText();
+    return 0;
 }
 
 } // namespace tessera::node

@@ -1,6 +1,8 @@
 #include "model/ModelConfig.h"
 
+#include "Json.h"
 #include "JsonWriter.h"
+#include "shard/Sha256.h"
 
 #include <algorithm>
 #include <cmath>
@@ -177,5 +179,75 @@ std::string ModelConfig::toJson() const
     w.endObject();
     return w.str();
 }
+
+} // namespace tessera::gpu
+
+namespace tessera::gpu {
+
+Result<ModelConfig> ModelConfig::fromJson(std::string_view json)
+{
+    auto doc = parseJson(json);
+    if (!doc)
+        return makeError("model config: " + doc.message());
+    if (!doc->isObject())
+        return makeError("model config: not a JSON object");
+    static const char* const known[] = {"name",      "vocab_size", "d_model",    "n_layers",   "n_heads",
+                                        "n_kv_heads", "ffn_hidden", "max_seq_len", "rope_theta", "norm_eps",
+                                        "stages",    "seed",       "codec",      "subspace_ratio"};
+    for (const auto& [key, value] : doc->asObject()) {
+        bool ok = false;
+        for (const char* k : known)
+            ok = ok || key == k;
+        if (!ok)
+            return makeError("model config: unknown field '" + key + "'");
+    }
+    ModelConfig c;
+    auto name = requireString(*doc, "name");
+    if (!name)
+        return makeError("model config: " + name.message());
+    c.name = *name;
+    // Required integers, in the order toJson() writes them.
+    struct IntField {
+        const char* key;
+        int* target;
+    };
+    for (const IntField& f : {IntField{"vocab_size", &c.vocabSize}, {"d_model", &c.dModel}, {"n_layers", &c.nLayers},
+                              {"n_heads", &c.nHeads}, {"n_kv_heads", &c.nKvHeads}, {"ffn_hidden", &c.ffnHidden},
+                              {"max_seq_len", &c.maxSeqLen}, {"stages", &c.stages}}) {
+        auto v = requireInt(*doc, f.key, 1, 1 << 24);
+        if (!v)
+            return makeError("model config: " + v.message());
+        *f.target = static_cast<int>(*v);
+    }
+    auto theta = optionalDouble(*doc, "rope_theta", 1.0, 1e12);
+    auto eps = optionalDouble(*doc, "norm_eps", 0.0, 1.0);
+    auto seed = optionalInt(*doc, "seed", 0);
+    auto codec = optionalString(*doc, "codec");
+    auto ratio = optionalInt(*doc, "subspace_ratio", 1, 1 << 24);
+    for (const std::string* error : {theta ? nullptr : &theta.message(), eps ? nullptr : &eps.message(),
+                                     seed ? nullptr : &seed.message(), codec ? nullptr : &codec.message(),
+                                     ratio ? nullptr : &ratio.message()})
+        if (error)
+            return makeError("model config: " + *error);
+    if (*theta)
+        c.ropeTheta = **theta;
+    if (*eps)
+        c.normEps = **eps;
+    if (*seed)
+        c.seed = static_cast<std::uint64_t>(**seed);
+    if (*ratio)
+        c.subspaceRatio = static_cast<int>(**ratio);
+    if (*codec) {
+        auto kind = parseCodec(**codec);
+        if (!kind)
+            return makeError("model config: codec: " + kind.message());
+        c.codec = *kind;
+    }
+    if (auto valid = c.validate(); !valid)
+        return makeError("model config: " + valid.message());
+    return c;
+}
+
+std::string ModelConfig::hash() const { return sha256Hex(toJson()); }
 
 } // namespace tessera::gpu

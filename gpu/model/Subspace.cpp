@@ -30,6 +30,11 @@ double seededUniform(std::uint64_t seed, std::uint64_t index)
 
 SubspaceBasis makeSubspaceBasis(const ModelConfig& config)
 {
+    return {makeSubspaceU(config), makeFixedEmbedding(config)};
+}
+
+torch::Tensor makeSubspaceU(const ModelConfig& config)
+{
     const int d = config.dModel;
     const int k = config.subspaceDim();
     if (k < 1 || k > d)
@@ -62,7 +67,12 @@ SubspaceBasis makeSubspaceBasis(const ModelConfig& config)
     for (int i = 0; i < d; ++i)
         for (int c = 0; c < k; ++c)
             b[static_cast<std::size_t>(i) * k + c] = static_cast<float>(column(c)[i]);
+    return basis;
+}
 
+torch::Tensor makeFixedEmbedding(const ModelConfig& config)
+{
+    const int d = config.dModel;
     // Fixed embedding rows with unit RMS (uniform [-1,1) has variance 1/3).
     const std::uint64_t embeddingSeed = config.seed ^ (kEmbeddingStream << 48);
     auto embedding = torch::empty({config.vocabSize, d}, torch::kFloat);
@@ -71,7 +81,7 @@ SubspaceBasis makeSubspaceBasis(const ModelConfig& config)
     const auto n = static_cast<std::uint64_t>(config.vocabSize) * static_cast<std::uint64_t>(d);
     for (std::uint64_t i = 0; i < n; ++i)
         e[i] = static_cast<float>(scale * seededUniform(embeddingSeed, i));
-    return {basis, embedding};
+    return embedding;
 }
 
 } // namespace tessera::gpu

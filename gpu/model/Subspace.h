@@ -20,6 +20,10 @@ struct SubspaceBasis {
 // Deterministic on every machine: integer RNG (splitmix64) and a scalar double-precision
 // Gram-Schmidt, no BLAS and no torch RNG (whose vectorised paths differ between CPUs).
 SubspaceBasis makeSubspaceBasis(const ModelConfig& config);
+// Its two parts alone: only stage 0 embeds tokens, the other stages need U alone (at 8b, E is
+// 2 GiB and takes seconds to generate).
+torch::Tensor makeSubspaceU(const ModelConfig& config);
+torch::Tensor makeFixedEmbedding(const ModelConfig& config);
 
 // The counter-based generator behind both: uniform in [-1, 1) for (seed, index).
 double seededUniform(std::uint64_t seed, std::uint64_t index);

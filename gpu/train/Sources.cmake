@@ -2,4 +2,5 @@
 target_sources(tessera_gpu PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/DataSource.cpp ${CMAKE_CURRENT_LIST_DIR}/DataSource.h
     ${CMAKE_CURRENT_LIST_DIR}/Sparta.cpp ${CMAKE_CURRENT_LIST_DIR}/Sparta.h
-    ${CMAKE_CURRENT_LIST_DIR}/StageOptimizer.cpp ${CMAKE_CURRENT_LIST_DIR}/StageOptimizer.h)
+    ${CMAKE_CURRENT_LIST_DIR}/StageOptimizer.cpp ${CMAKE_CURRENT_LIST_DIR}/StageOptimizer.h
+    ${CMAKE_CURRENT_LIST_DIR}/SwarmSimulator.cpp ${CMAKE_CURRENT_LIST_DIR}/SwarmSimulator.h)

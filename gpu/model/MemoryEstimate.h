@@ -1,0 +1,35 @@
+#pragma once
+// MemoryEstimate: what one stage of a model needs in device memory while it trains, by parts,
+// from the config's arithmetic alone (nothing is allocated). Torch-free.
+
+#include "Dtype.h"
+#include "model/ModelConfig.h"
+
+#include <cstdint>
+
+namespace tessera::gpu {
+
+struct MemoryEstimate {
+    std::int64_t weightBytes = 0;    // fp32 masters, plus their compute-dtype copy when it is not fp32
+    std::int64_t gradientBytes = 0;  // fp32 gradients, plus the compute-dtype ones of one backward
+    std::int64_t optimizerBytes = 0; // AdamW's two fp32 moments
+    std::int64_t bufferBytes = 0;    // fixed tensors: RoPE tables, U and the fixed embedding E
+    // Held per microbatch between its forward and its backward: the stage's input and output
+    // when recomputing, every saved activation when keeping them.
+    std::int64_t activationBytesPerMicrobatch = 0;
+    // Live only while one microbatch's backward runs: the activations a recompute rebuilds.
+    std::int64_t workingBytes = 0;
+
+    std::int64_t total(int microbatchesInFlight) const {
+        return weightBytes + gradientBytes + optimizerBytes + bufferBytes +
+               activationBytesPerMicrobatch * microbatchesInFlight + workingBytes;
+    }
+};
+
+// compute: F32, BF16 or F16 (anything else throws std::invalid_argument). batch·seqLen tokens
+// per microbatch. The activation count follows StageModel's graph (see the .cpp); it is an
+// estimate of the saved tensors, not of the allocator's fragmentation or transient gradients.
+MemoryEstimate estimateStageMemory(const ModelConfig& config, int stage, Dtype compute, int batch, int seqLen,
+                                   bool keepActivations);
+
+} // namespace tessera::gpu

@@ -1,0 +1,44 @@
+#include "model/SeededInit.h"
+
+#include "model/Subspace.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+
+namespace tessera::gpu {
+
+namespace {
+
+// FNV-1a: the parameter's name picks its stream of the generator.
+std::uint64_t nameHash(std::string_view name) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (char c : name) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+} // namespace
+
+void fillSeededNormal(const torch::Tensor& tensor, std::uint64_t seed, std::string_view name, double stddev) {
+    if (tensor.device() != torch::kCPU || tensor.scalar_type() != torch::kFloat || !tensor.is_contiguous())
+        throw std::invalid_argument("fillSeededNormal needs a contiguous fp32 CPU tensor");
+    const std::uint64_t stream = seed ^ nameHash(name);
+    float* data = tensor.data_ptr<float>();
+    // Each element draws from its own two counters, so the values do not depend on how the
+    // work is divided between threads.
+    at::parallel_for(0, tensor.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) {
+            const auto n = static_cast<std::uint64_t>(i) * 2;
+            const double radius = 1.0 - (seededUniform(stream, n) + 1.0) * 0.5;           // (0, 1]
+            const double angle = (seededUniform(stream, n + 1) + 1.0) * std::numbers::pi; // [0, 2π)
+            data[i] = static_cast<float>(stddev * std::sqrt(-2.0 * std::log(radius)) * std::cos(angle));
+        }
+    });
+}
+
+} // namespace tessera::gpu

@@ -1,0 +1,17 @@
+#pragma once
+// Seeded parameter initialisation: a parameter's initial values depend only on the run's seed
+// and the parameter's name, so they are the same on every machine and however the model is
+// split into stages. Internal to gpu/ (includes torch).
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string_view>
+
+namespace tessera::gpu {
+
+// Fills a contiguous fp32 CPU tensor with N(0, stddev²) draws from the counter-based generator
+// behind the subspace basis (seededUniform, Box-Muller in double), in parallel.
+void fillSeededNormal(const torch::Tensor& tensor, std::uint64_t seed, std::string_view name, double stddev);
+
+} // namespace tessera::gpu

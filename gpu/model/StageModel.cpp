@@ -1,0 +1,287 @@
+#include "model/StageModel.h"
+
+#include "model/SeededInit.h"
+#include "model/Subspace.h"
+
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/utils.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace tessera::gpu {
+
+namespace {
+
+// Llama's scales: unit-variance embedding coordinates (the fixed embedding of a subspace run has
+// unit RMS too), N(0, 0.02) linears, and the projections that write into the residual stream
+// shrunk by 1/sqrt(2·layers) so that the stream's variance does not grow with depth.
+double initialStd(const std::string& name, int layers) {
+    if (name.starts_with("embedding."))
+        return 1.0;
+    if (name.ends_with(".wo.weight") || name.ends_with(".w2.weight"))
+        return 0.02 / std::sqrt(2.0 * layers);
+    return 0.02;
+}
+
+std::string shape(const torch::Tensor& t) {
+    std::string s = "[";
+    for (std::int64_t i = 0; i < t.dim(); ++i)
+        s += (i ? ", " : "") + std::to_string(t.size(i));
+    return s + "]";
+}
+
+} // namespace
+
+StageModel::StageModel(const ModelConfig& config, int stage, torch::Device device,
+                       torch::ScalarType computeDtype)
+    : m_config(config)
+    , m_stage(stage)
+    , m_device(device)
+    , m_dtype(computeDtype) {
+    if (const Status valid = config.validate(); !valid)
+        throw std::invalid_argument("model config: " + valid.message());
+    if (stage < 0 || stage >= config.stages)
+        throw std::invalid_argument("stage " + std::to_string(stage) + " is not in [0, " +
+                                    std::to_string(config.stages) + ")");
+    if (!torch::isFloatingType(computeDtype))
+        throw std::invalid_argument("the compute dtype must be a floating-point type");
+    std::tie(m_firstBlock, m_lastBlock) = config.stageBlocks(stage);
+    initialise();
+}
+
+torch::ScalarType StageModel::computeDtypeFor(torch::Device device, int computeCapabilityMajor) {
+    return device.is_cuda() && computeCapabilityMajor >= 8 ? torch::kBFloat16 : torch::kFloat;
+}
+
+void StageModel::initialise() {
+    const bool subspace = m_config.codec == CodecKind::Subspace;
+    const std::int64_t d = m_config.dModel;
+    std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> owners;
+    if (isFirst()) {
+        m_embedding = torch::nn::Embedding(m_config.vocabSize, subspace ? m_config.subspaceDim() : d);
+        owners.emplace_back("embedding.", m_embedding.ptr());
+    }
+    for (int b = m_firstBlock; b < m_lastBlock; ++b) {
+        m_blocks.emplace_back(m_config);
+        owners.emplace_back("blocks." + std::to_string(b) + ".", m_blocks.back().ptr());
+    }
+    if (isLast()) {
+        m_norm = RmsNorm(d, m_config.normEps, !subspace);
+        m_head = torch::nn::Linear(torch::nn::LinearOptions(d, m_config.vocabSize).bias(false));
+        owners.emplace_back("norm.", m_norm.ptr());
+        owners.emplace_back("head.", m_head.ptr());
+    }
+
+    torch::NoGradGuard noGrad;
+    // Built in fp32 on the CPU and filled there from (seed, global name): the same values
+    // whichever stage holds a block and on whatever device it then runs.
+    for (auto& [prefix, module] : owners)
+        for (const auto& item : module->named_parameters()) {
+            const std::string name = prefix + item.key();
+            if (item.value().dim() == 1)
+                item.value().fill_(1.0); // norm gains
+            else
+                fillSeededNormal(item.value(), m_config.seed, name, initialStd(name, m_config.nLayers));
+        }
+
+    for (auto& [prefix, module] : owners) {
+        std::vector<torch::Tensor> masters;
+        if (m_dtype != torch::kFloat)
+            for (const auto& p : module->parameters())
+                masters.push_back(p.detach().to(m_device, torch::kFloat, false, true).requires_grad_());
+        module->to(m_device, m_dtype);
+        const auto named = module->named_parameters();
+        for (std::size_t i = 0; i < named.size(); ++i) {
+            const torch::Tensor& compute = named[i].value();
+            const torch::Tensor master = masters.empty() ? compute : masters[i];
+            m_parameters.push_back({prefix + named[i].key(), master, compute, master._version()});
+        }
+    }
+
+    if (subspace) {
+        m_basisT = makeSubspaceU(m_config).t().contiguous().to(m_device);
+        if (isFirst())
+            m_fixedEmbedding = makeFixedEmbedding(m_config).to(m_device);
+    }
+    m_rope = std::make_unique<RotaryEmbedding>(m_config, m_device, m_dtype);
+}
+
+torch::Tensor StageModel::forward(const torch::Tensor& input, const torch::Tensor& targets) {
+    syncComputeWeights();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor x = checkedInput(input, false);
+    return run(x, checkedTargets(targets, x));
+}
+
+BackwardResult StageModel::backward(const torch::Tensor& input, const torch::Tensor& gradOutputOrTargets) {
+    syncComputeWeights();
+    torch::AutoGradMode gradMode(true);
+    Kept kept;
+    const torch::Tensor x = checkedInput(input, true);
+    if (!isFirst())
+        kept.input = x;
+    kept.output = run(x, isLast() ? checkedTargets(gradOutputOrTargets, x) : torch::Tensor());
+    return finishBackward(kept, isLast() ? torch::Tensor() : gradOutputOrTargets);
+}
+
+torch::Tensor StageModel::forwardKeep(MicrobatchId id, const torch::Tensor& input,
+                                      const torch::Tensor& targets) {
+    syncComputeWeights();
+    torch::AutoGradMode gradMode(true);
+    Kept kept;
+    const torch::Tensor x = checkedInput(input, true);
+    if (!isFirst())
+        kept.input = x;
+    kept.output = run(x, checkedTargets(targets, x));
+    torch::Tensor result = kept.output.detach();
+    m_kept.insert_or_assign(id, std::move(kept));
+    return result;
+}
+
+BackwardResult StageModel::backward(MicrobatchId id, const torch::Tensor& gradOutput) {
+    const auto it = m_kept.find(id);
+    if (it == m_kept.end())
+        throw std::invalid_argument("no activations kept for microbatch " + std::to_string(id) +
+                                    ": recompute from its input");
+    const Kept kept = std::move(it->second);
+    m_kept.erase(it);
+    return finishBackward(kept, gradOutput);
+}
+
+BackwardResult StageModel::finishBackward(const Kept& kept, const torch::Tensor& gradOutput) {
+    if (isLast()) {
+        torch::autograd::backward({kept.output});
+    } else {
+        if (!gradOutput.defined() || gradOutput.sizes() != kept.output.sizes())
+            throw std::invalid_argument("gradOutput must be " + shape(kept.output) +
+                                        " like the stage's output");
+        torch::autograd::backward({kept.output}, {gradOutput.to(m_device, torch::kFloat)});
+    }
+    collectGradients();
+    BackwardResult result;
+    if (kept.input.defined())
+        result.gradInput = kept.input.grad();
+    if (isLast())
+        result.loss = kept.output.detach();
+    return result;
+}
+
+torch::Tensor StageModel::run(const torch::Tensor& input, const torch::Tensor& targets) {
+    torch::Tensor x = input;
+    if (isFirst()) {
+        x = torch::embedding(m_embedding->weight, input).to(torch::kFloat);
+        // x0 = E[tok] + Emb_k[tok]·Uᵀ: only the second part is learned, and it lies in span(U).
+        if (m_fixedEmbedding.defined())
+            x = torch::embedding(m_fixedEmbedding, input) + torch::matmul(x, m_basisT);
+    }
+    const BlockContext context{m_rope.get(), causalMask(input.size(1)), m_basisT, m_dtype};
+    for (auto& block : m_blocks)
+        x = block(x, context);
+    if (!isLast())
+        return x;
+    const torch::Tensor logits = m_head(m_norm(x, m_dtype));
+    return torch::cross_entropy_loss(logits.view({-1, logits.size(-1)}).to(torch::kFloat),
+                                     targets.view({-1}));
+}
+
+torch::Tensor StageModel::checkedInput(const torch::Tensor& input, bool recordGradient) const {
+    if (!input.defined())
+        throw std::invalid_argument("stage input is undefined");
+    const bool ids = isFirst();
+    if (ids && (input.dim() != 2 || !torch::isIntegralType(input.scalar_type(), false)))
+        throw std::invalid_argument("stage 0 takes token ids [B, T], not " + shape(input));
+    if (!ids &&
+        (input.dim() != 3 || input.size(2) != m_config.dModel || !torch::isFloatingType(input.scalar_type())))
+        throw std::invalid_argument("stage " + std::to_string(m_stage) + " takes hidden states [B, T, " +
+                                    std::to_string(m_config.dModel) + "], not " + shape(input));
+    if (input.size(0) < 1 || input.size(1) < 1 || input.size(1) > m_config.maxSeqLen)
+        throw std::invalid_argument("sequence length must be in [1, " + std::to_string(m_config.maxSeqLen) +
+                                    "], batch at least 1: got " + shape(input));
+    if (ids)
+        return input.to(m_device, torch::kLong);
+    torch::Tensor x = input.to(m_device, torch::kFloat);
+    // A leaf of our own: its .grad is the gradient the previous stage needs.
+    return recordGradient ? x.detach().requires_grad_() : x;
+}
+
+torch::Tensor StageModel::checkedTargets(const torch::Tensor& targets, const torch::Tensor& input) const {
+    if (!isLast()) {
+        if (targets.defined())
+            throw std::invalid_argument("only the last stage takes targets");
+        return {};
+    }
+    if (!targets.defined() || targets.dim() != 2 || targets.size(0) != input.size(0) ||
+        targets.size(1) != input.size(1) || !torch::isIntegralType(targets.scalar_type(), false))
+        throw std::invalid_argument("the last stage needs targets [B, T] of token ids matching its input " +
+                                    shape(input));
+    return targets.to(m_device, torch::kLong);
+}
+
+const torch::Tensor& StageModel::causalMask(std::int64_t length) {
+    if (m_maskLength != length) {
+        const std::int64_t group = m_config.nHeads / m_config.nKvHeads;
+        m_mask = torch::full({length, length}, -std::numeric_limits<double>::infinity(),
+                             torch::TensorOptions().dtype(m_dtype).device(m_device))
+                     .triu(1)
+                     .repeat({group, 1});
+        m_maskLength = length;
+    }
+    return m_mask;
+}
+
+void StageModel::syncComputeWeights() {
+    if (m_dtype == torch::kFloat)
+        return;
+    torch::NoGradGuard noGrad;
+    for (Parameter& p : m_parameters)
+        if (p.master._version() != p.syncedVersion) {
+            p.compute.copy_(p.master);
+            p.syncedVersion = p.master._version();
+        }
+}
+
+void StageModel::collectGradients() {
+    if (m_dtype == torch::kFloat)
+        return;
+    // Accumulate in fp32 on the masters: many microbatches' bf16 sums would lose precision.
+    torch::NoGradGuard noGrad;
+    for (Parameter& p : m_parameters) {
+        torch::Tensor& grad = p.compute.mutable_grad();
+        if (!grad.defined())
+            continue;
+        if (p.master.grad().defined())
+            p.master.mutable_grad().add_(grad);
+        else
+            p.master.mutable_grad() = grad.to(torch::kFloat);
+        grad = torch::Tensor();
+    }
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> StageModel::namedParameters() const {
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    named.reserve(m_parameters.size());
+    for (const Parameter& p : m_parameters)
+        named.emplace_back(p.name, p.master);
+    return named;
+}
+
+void StageModel::zeroGrad() {
+    torch::NoGradGuard noGrad;
+    for (Parameter& p : m_parameters) {
+        if (p.master.grad().defined())
+            p.master.mutable_grad().zero_();
+        if (!p.compute.is_same(p.master))
+            p.compute.mutable_grad() = torch::Tensor();
+    }
+}
+
+std::int64_t StageModel::parameterCount() const {
+    std::int64_t n = 0;
+    for (const Parameter& p : m_parameters)
+        n += p.master.numel();
+    return n;
+}
+
+} // namespace tessera::gpu

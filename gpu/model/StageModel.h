@@ -1,0 +1,131 @@
+#pragma once
+// StageModel: one pipeline stage of the decoder (blocks [first, last) of the config's split,
+// plus the embedding on stage 0 and the final norm, LM head and loss on the last stage), with
+// the forward, recompute-backward and kept-activation backward a pipeline worker runs.
+// Internal to gpu/ (includes torch).
+//
+// Parameters are fp32 "master" tensors named as in the unsplit model ("blocks.5.attn.wq.weight"),
+// so a stage's tensors are the whole model's tensors of the same names; their initial values
+// depend only on (config.seed, name). With a bf16 compute dtype the blocks run on a bf16 copy
+// of the masters that follows them automatically (re-cast when a master's version counter
+// moves, e.g. after an optimizer step), and gradients are accumulated into the masters' fp32
+// .grad. The residual stream, stage boundaries and the loss are fp32 in every mode. Change the
+// masters with tensor ops (copy_, add_, an optimizer): raw writes to their memory move no
+// version counter and would leave the bf16 copy stale.
+//
+// Not thread-safe: one thread drives a StageModel at a time.
+
+#include "model/DecoderBlock.h"
+#include "model/ModelConfig.h"
+#include "model/RmsNorm.h"
+#include "model/RotaryEmbedding.h"
+
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tessera::gpu {
+
+using MicrobatchId = std::int64_t;
+
+struct BackwardResult {
+    torch::Tensor gradInput; // d loss / d input [B, T, d] fp32; undefined on stage 0 (token ids)
+    torch::Tensor loss;      // scalar mean loss on the last stage (detached); undefined elsewhere
+};
+
+class StageModel {
+public:
+    // Throws std::invalid_argument for an invalid config or stage.
+    StageModel(const ModelConfig& config, int stage, torch::Device device = torch::kCPU,
+               torch::ScalarType computeDtype = torch::kFloat);
+    StageModel(const StageModel&) = delete;
+    StageModel& operator=(const StageModel&) = delete;
+
+    // bf16 on CUDA devices with bf16 tensor cores (compute capability 8.0+), else fp32.
+    static torch::ScalarType computeDtypeFor(torch::Device device, int computeCapabilityMajor);
+
+    // No graph is recorded: the cheap forward of a pipeline that recomputes. Stage 0 takes token
+    // ids [B, T] (integral), other stages hidden [B, T, d]. Returns hidden [B, T, d] fp32, or on
+    // the last stage the scalar mean cross-entropy over all B·T targets ([B, T] int64, required).
+    torch::Tensor forward(const torch::Tensor& input, const torch::Tensor& targets = {});
+
+    // Recomputes the forward from `input` with a graph and backpropagates gradOutput [B, T, d]
+    // (the next stage's gradInput) or, on the last stage, the loss of targets [B, T]. Adds to the
+    // parameters' .grad (never zeroes them).
+    BackwardResult backward(const torch::Tensor& input, const torch::Tensor& gradOutputOrTargets);
+
+    // Like forward, but records the graph and keeps it under `id` until backward(id, …) or
+    // dropKept(id); a second forwardKeep with the same id replaces it. A kept graph is stale once
+    // the parameters change (its backward throws): drop what is kept before an optimizer step.
+    torch::Tensor forwardKeep(MicrobatchId id, const torch::Tensor& input, const torch::Tensor& targets = {});
+    // Backward through the kept graph of `id`, then drops it. gradOutput is ignored (may be
+    // undefined) on the last stage. Throws std::invalid_argument when nothing is kept for `id`:
+    // check hasKept(id) and fall back to the recompute overload with the relayed input.
+    BackwardResult backward(MicrobatchId id, const torch::Tensor& gradOutput);
+    bool hasKept(MicrobatchId id) const { return m_kept.contains(id); }
+    void dropKept(MicrobatchId id) { m_kept.erase(id); }
+    std::size_t keptCount() const { return m_kept.size(); }
+
+    // The fp32 master parameters, in a fixed order: what optimizers, SPARTA and shards use.
+    std::vector<std::pair<std::string, torch::Tensor>> namedParameters() const;
+    void zeroGrad();
+    std::int64_t parameterCount() const;
+
+    const ModelConfig& config() const { return m_config; }
+    int stage() const { return m_stage; }
+    std::pair<int, int> blockRange() const { return {m_firstBlock, m_lastBlock}; }
+    bool isFirst() const { return m_stage == 0; }
+    bool isLast() const { return m_stage == m_config.stages - 1; }
+    torch::Device device() const { return m_device; }
+    torch::ScalarType computeDtype() const { return m_dtype; }
+
+private:
+    struct Parameter {
+        std::string name;
+        torch::Tensor master;  // fp32, on the device
+        torch::Tensor compute; // what the modules use: the master itself in fp32 mode
+        std::int64_t syncedVersion = 0;
+    };
+    struct Kept {
+        torch::Tensor input; // the leaf whose .grad is gradInput (undefined on stage 0)
+        torch::Tensor output;
+    };
+
+    void initialise();
+    torch::Tensor checkedInput(const torch::Tensor& input, bool recordGradient) const;
+    torch::Tensor checkedTargets(const torch::Tensor& targets, const torch::Tensor& input) const;
+    torch::Tensor run(const torch::Tensor& input, const torch::Tensor& targets);
+    BackwardResult finishBackward(const Kept& kept, const torch::Tensor& gradOutput);
+    const torch::Tensor& causalMask(std::int64_t length);
+    void syncComputeWeights();
+    void collectGradients();
+
+    ModelConfig m_config;
+    int m_stage;
+    int m_firstBlock = 0;
+    int m_lastBlock = 0;
+    torch::Device m_device;
+    torch::ScalarType m_dtype;
+
+    std::vector<DecoderBlock> m_blocks;
+    torch::nn::Embedding m_embedding{nullptr}; // stage 0: [vocab, d], or [vocab, k] in a subspace run
+    RmsNorm m_norm{nullptr};                   // last stage
+    torch::nn::Linear m_head{nullptr};         // last stage
+    torch::Tensor m_basisT;                    // Uᵀ [k, d] fp32, subspace runs
+    torch::Tensor m_fixedEmbedding;            // E [vocab, d] fp32, stage 0 of a subspace run
+    std::unique_ptr<RotaryEmbedding> m_rope;
+    std::int64_t m_maskLength = -1;
+    torch::Tensor m_mask;
+
+    std::vector<Parameter> m_parameters;
+    std::unordered_map<MicrobatchId, Kept> m_kept;
+};
+
+} // namespace tessera::gpu

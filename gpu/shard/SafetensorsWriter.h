@@ -1,0 +1,46 @@
+#pragma once
+// SafetensorsWriter: writes tensors as one safetensors file, atomically (a reader never sees half
+// a file: it is written to PATH.tmp, fsynced and renamed).
+
+#include "Dtype.h"
+#include "Result.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tessera::gpu {
+
+class SafetensorsWriter {
+public:
+    // Copies data, which must be exactly shape's element count × the dtype's size. Fails on an
+    // empty, duplicate or non-UTF-8 name, or an unknown dtype (any safetensors dtype is accepted).
+    Status add(std::string_view name, Dtype dtype, std::vector<std::int64_t> shape,
+               std::span<const std::byte> data);
+    Status add(std::string_view name, std::string_view dtype, std::vector<std::int64_t> shape,
+               std::span<const std::byte> data);
+    // Sets (or replaces) one "__metadata__" entry.
+    Status setMetadata(std::string_view key, std::string_view value);
+
+    // The header (padded with spaces to a multiple of 8 bytes, so the data is 8-byte aligned),
+    // then the tensors in insertion order.
+    std::string header() const;
+    Status write(const std::filesystem::path& path) const;
+
+private:
+    struct Entry {
+        std::string name;
+        std::string dtype;
+        std::vector<std::int64_t> shape;
+        std::vector<std::byte> data;
+    };
+    std::vector<Entry> m_entries;
+    std::vector<std::pair<std::string, std::string>> m_metadata;
+};
+
+} // namespace tessera::gpu

@@ -1,0 +1,148 @@
+// tessera-sim: the swarm in one process (see gpu/train/SwarmSimulator.h). Prints the loss as
+// it goes and the final held-out loss last; --csv writes the curve.
+#include "model/ModelConfig.h"
+#include "train/SwarmSimulator.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+using namespace tessera::gpu;
+
+namespace {
+
+int usage(std::ostream& out, int code)
+{
+    out << "usage: tessera-sim [--preset tiny|small|8b] [--stages S] [--replicas R]\n"
+           "                   [--codec none|int8|subspace] [--ratio K] [--steps N] [--seed X]\n"
+           "                   [--data SPEC] [--csv FILE] [--microbatches M] [--batch B] [--seq T]\n"
+           "                   [--lr LR] [--eval-every N] [--no-averaging]\n"
+           "  SPEC: synthetic[:order=N,branch=M,tokens=K] | text:PATH | tokens16:PATH | tokens32:PATH\n"
+           "  --stages 1 --replicas 1 --codec none is the centralized baseline.\n";
+    return code;
+}
+
+bool parseInt(const char* text, long long& out)
+{
+    char* end = nullptr;
+    out = std::strtoll(text, &end, 10);
+    return end && *end == '\0' && end != text;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::string preset = "tiny", codec = "none", csvPath;
+    long long stages = -1, ratio = -1, steps = 200, evalEvery = 20;
+    SimOptions options;
+    double lr = -1;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+        long long n = 0;
+        const char* v = nullptr;
+        if (arg == "--help" || arg == "-h")
+            return usage(std::cout, 0);
+        if (arg == "--no-averaging") {
+            options.sparseAveraging = false;
+            continue;
+        }
+        if (!(v = value())) {
+            std::cerr << "tessera-sim: " << arg << " needs a value\n";
+            return usage(std::cerr, 2);
+        }
+        if (arg == "--preset")
+            preset = v;
+        else if (arg == "--codec")
+            codec = v;
+        else if (arg == "--data")
+            options.data = v;
+        else if (arg == "--csv")
+            csvPath = v;
+        else if (arg == "--lr")
+            lr = std::atof(v);
+        else if (!parseInt(v, n)) {
+            std::cerr << "tessera-sim: " << arg << " wants an integer, got '" << v << "'\n";
+            return 2;
+        } else if (arg == "--stages")
+            stages = n;
+        else if (arg == "--replicas")
+            options.replicas = static_cast<int>(n);
+        else if (arg == "--ratio")
+            ratio = n;
+        else if (arg == "--steps")
+            steps = n;
+        else if (arg == "--seed")
+            options.seed = static_cast<std::uint64_t>(n);
+        else if (arg == "--microbatches")
+            options.microbatchesPerStep = static_cast<int>(n);
+        else if (arg == "--batch")
+            options.batch = static_cast<int>(n);
+        else if (arg == "--seq")
+            options.seqLen = static_cast<int>(n);
+        else if (arg == "--eval-every")
+            evalEvery = n;
+        else {
+            std::cerr << "tessera-sim: unknown option " << arg << "\n";
+            return usage(std::cerr, 2);
+        }
+    }
+    auto config = ModelConfig::preset(preset);
+    auto kind = parseCodec(codec);
+    if (!config || !kind) {
+        std::cerr << "tessera-sim: " << (!config ? config.message() : kind.message()) << "\n";
+        return 2;
+    }
+    options.config = *config;
+    options.config.codec = *kind;
+    if (stages > 0)
+        options.config.stages = static_cast<int>(stages);
+    if (ratio > 0)
+        options.config.subspaceRatio = static_cast<int>(ratio);
+    if (lr > 0)
+        options.optimizer.learningRate = lr;
+    if (steps < 1) {
+        std::cerr << "tessera-sim: --steps must be positive\n";
+        return 2;
+    }
+
+    auto sim = SwarmSimulator::create(options);
+    if (!sim) {
+        std::cerr << "tessera-sim: " << sim.message() << "\n";
+        return 1;
+    }
+    std::ofstream csv;
+    if (!csvPath.empty()) {
+        csv.open(csvPath);
+        if (!csv) {
+            std::cerr << "tessera-sim: cannot write " << csvPath << "\n";
+            return 1;
+        }
+        csv << "step,tokens,train_loss,eval_loss,wire_bytes,seconds\n";
+    }
+    std::cout << "tessera-sim: " << (*sim)->describe() << "\n";
+    if ((*sim)->entropyFloor() >= 0)
+        std::printf("entropy floor of the data: %.4f nats/token\n", (*sim)->entropyFloor());
+    const auto start = std::chrono::steady_clock::now();
+    double evalLoss = (*sim)->evaluate();
+    for (long long s = 1; s <= steps; ++s) {
+        const SimStep r = (*sim)->step();
+        const bool report = s % evalEvery == 0 || s == steps;
+        if (report)
+            evalLoss = (*sim)->evaluate();
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (csv)
+            csv << r.step << ',' << r.tokens << ',' << r.trainLoss << ',' << (report ? std::to_string(evalLoss) : "")
+                << ',' << r.wireBytes << ',' << seconds << '\n';
+        if (report)
+            std::printf("step %5lld  tokens %9lld  train %.4f  eval %.4f  wire %.1f KiB/step  %.1f s\n", s,
+                        static_cast<long long>(r.tokens), r.trainLoss, evalLoss, r.wireBytes / 1024.0, seconds);
+        std::fflush(stdout);
+    }
+    std::printf("final loss %.4f\n", evalLoss);
+    return 0;
+}

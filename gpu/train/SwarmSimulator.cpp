@@ -1,0 +1,209 @@
+#include "train/SwarmSimulator.h"
+
+#include "codec/Codec.h"
+#include "model/StageModel.h"
+#include "train/DataSource.h"
+#include "train/Sparta.h"
+
+#include <torch/torch.h>
+
+#include <random>
+#include <sstream>
+#include <vector>
+
+namespace tessera::gpu {
+
+struct Replica {
+    std::unique_ptr<StageModel> model;
+    std::unique_ptr<StageOptimizer> optimizer;
+    std::unique_ptr<Sparta> sparta;
+    int microbatches = 0; // processed since the last optimizer step
+};
+
+struct SwarmSimulator::State {
+    SimOptions options;
+    std::unique_ptr<DataSource> data;
+    std::unique_ptr<Codec> codec;
+    std::vector<std::vector<Replica>> stages; // [stage][replica]
+    std::vector<torch::Tensor> heldOut;
+    std::mt19937_64 routing;
+    std::int64_t step = 0;
+    std::int64_t tokens = 0;
+    std::int64_t nextMicrobatch = 0;
+};
+
+namespace {
+
+std::vector<torch::Tensor> parameterTensors(StageModel& model)
+{
+    std::vector<torch::Tensor> out;
+    for (auto& [name, tensor] : model.namedParameters())
+        out.push_back(tensor);
+    return out;
+}
+
+} // namespace
+
+SwarmSimulator::SwarmSimulator(std::unique_ptr<State> state)
+    : m_state(std::move(state))
+{
+}
+
+SwarmSimulator::~SwarmSimulator() = default;
+
+Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions& options)
+{
+    if (auto valid = options.config.validate(); !valid)
+        return valid.error();
+    if (options.replicas < 1 || options.replicas > 64)
+        return makeError("replicas must be between 1 and 64");
+    if (options.microbatchesPerStep < 1 || options.batch < 1 || options.seqLen < 1
+        || options.seqLen > options.config.maxSeqLen)
+        return makeError("microbatches, batch and sequence length must be positive (and within max_seq_len)");
+    auto data = DataSource::open(options.data, options.config.vocabSize, options.seed);
+    if (!data)
+        return data.error();
+
+    auto state = std::make_unique<State>();
+    state->options = options;
+    state->data = std::move(*data);
+    auto codec = makeCodec(options.config);
+    if (!codec)
+        return codec.error();
+    state->codec = std::move(*codec);
+    state->routing.seed(options.seed ^ 0x70u);
+    try {
+        state->stages.resize(static_cast<std::size_t>(options.config.stages));
+        for (int s = 0; s < options.config.stages; ++s)
+            for (int r = 0; r < options.replicas; ++r) {
+                Replica replica;
+                // Every replica of a stage starts from the same weights (the stage checkpoint).
+                replica.model = std::make_unique<StageModel>(options.config, s);
+                replica.optimizer
+                    = std::make_unique<StageOptimizer>(parameterTensors(*replica.model), options.optimizer);
+                replica.sparta = std::make_unique<Sparta>(replica.model->namedParameters(), options.config.seed);
+                state->stages[static_cast<std::size_t>(s)].push_back(std::move(replica));
+            }
+    } catch (const std::exception& e) {
+        return makeError(std::string("could not build the model: ") + e.what());
+    }
+    for (int i = 0; i < options.evalBatches; ++i)
+        state->heldOut.push_back(state->data->nextBatch(options.batch, options.seqLen, 1));
+    return std::unique_ptr<SwarmSimulator>(new SwarmSimulator(std::move(state)));
+}
+
+SimStep SwarmSimulator::step()
+{
+    State& st = *m_state;
+    const int stageCount = static_cast<int>(st.stages.size());
+    const int replicas = st.options.replicas;
+    SimStep result;
+    double lossSum = 0;
+
+    for (int m = 0; m < st.options.microbatchesPerStep; ++m) {
+        const std::int64_t id = st.nextMicrobatch++;
+        const torch::Tensor batch = st.data->nextBatch(st.options.batch, st.options.seqLen);
+        const torch::Tensor inputs = batch.narrow(1, 0, st.options.seqLen).contiguous();
+        const torch::Tensor targets = batch.narrow(1, 1, st.options.seqLen).contiguous();
+        std::vector<int> route(static_cast<std::size_t>(stageCount));
+        for (auto& r : route)
+            r = static_cast<int>(st.routing() % static_cast<std::uint64_t>(replicas));
+
+        // Forward, crossing every boundary as codec bytes.
+        torch::Tensor carried = inputs;
+        for (int s = 0; s < stageCount; ++s) {
+            StageModel& model = *st.stages[s][route[s]].model;
+            const bool last = s == stageCount - 1;
+            torch::Tensor out = model.forwardKeep(id, carried, last ? targets : torch::Tensor());
+            if (last) {
+                lossSum += out.item<double>();
+                break;
+            }
+            const auto bytes = st.codec->encodeActivation(out, inputs);
+            result.wireBytes += static_cast<std::int64_t>(bytes.size());
+            auto decoded = st.codec->decodeActivation(bytes);
+            if (!decoded)
+                throw std::runtime_error("codec: " + decoded.message());
+            carried = decoded->hidden;
+        }
+        // Backward in reverse, gradients through the codec too.
+        torch::Tensor grad;
+        for (int s = stageCount - 1; s >= 0; --s) {
+            Replica& replica = st.stages[s][route[s]];
+            auto back = replica.model->backward(id, grad);
+            ++replica.microbatches;
+            if (s == 0)
+                break;
+            const auto bytes = st.codec->encodeGradient(back.gradInput, inputs);
+            result.wireBytes += static_cast<std::int64_t>(bytes.size());
+            auto decoded = st.codec->decodeGradient(bytes);
+            if (!decoded)
+                throw std::runtime_error("codec: " + decoded.message());
+            grad = *decoded;
+        }
+        st.tokens += inputs.numel();
+    }
+
+    // Every replica steps on what it accumulated; then, every 20 steps, SPARTA.
+    ++st.step;
+    for (auto& stage : st.stages)
+        for (auto& replica : stage) {
+            replica.optimizer->step(replica.microbatches);
+            replica.microbatches = 0;
+        }
+    if (st.options.sparseAveraging && replicas > 1 && st.stages[0][0].sparta->isAveragingStep(st.step)) {
+        for (auto& stage : st.stages) {
+            const int p = stage[0].sparta->partitionForStep(st.step);
+            std::vector<torch::Tensor> snapshots;
+            for (auto& replica : stage)
+                snapshots.push_back(replica.sparta->gather(p));
+            const torch::Tensor average = torch::stack(snapshots).mean(0);
+            for (std::size_t r = 0; r < stage.size(); ++r)
+                stage[r].sparta->applyDelta(p, average, snapshots[r]);
+            ++result.averagedStages;
+        }
+    }
+    result.step = st.step;
+    result.tokens = st.tokens;
+    result.trainLoss = lossSum / st.options.microbatchesPerStep;
+    return result;
+}
+
+double SwarmSimulator::evaluate()
+{
+    State& st = *m_state;
+    double sum = 0;
+    for (const torch::Tensor& batch : st.heldOut) {
+        const torch::Tensor inputs = batch.narrow(1, 0, st.options.seqLen).contiguous();
+        const torch::Tensor targets = batch.narrow(1, 1, st.options.seqLen).contiguous();
+        torch::Tensor carried = inputs;
+        for (std::size_t s = 0; s < st.stages.size(); ++s) {
+            const bool last = s + 1 == st.stages.size();
+            torch::Tensor out = st.stages[s][0].model->forward(carried, last ? targets : torch::Tensor());
+            if (last) {
+                sum += out.item<double>();
+                break;
+            }
+            auto decoded = st.codec->decodeActivation(st.codec->encodeActivation(out, inputs));
+            carried = decoded->hidden;
+        }
+    }
+    return sum / static_cast<double>(st.heldOut.size());
+}
+
+double SwarmSimulator::entropyFloor() const { return m_state->data->entropyFloor(); }
+
+std::string SwarmSimulator::describe() const
+{
+    const SimOptions& o = m_state->options;
+    std::ostringstream out;
+    out << o.config.name << " (" << o.config.parameterCount() << " parameters), " << o.config.stages
+        << " stage(s) x " << o.replicas << " replica(s), codec " << codecName(o.config.codec);
+    if (o.config.codec == CodecKind::Subspace)
+        out << " (k=" << o.config.subspaceDim() << ", ratio " << o.config.subspaceRatio << ")";
+    out << "; " << o.microbatchesPerStep << " microbatches x " << o.batch << " x " << o.seqLen
+        << " tokens per step; data: " << m_state->data->description();
+    return out.str();
+}
+
+} // namespace tessera::gpu

@@ -1,0 +1,56 @@
+#pragma once
+// SwarmSimulator: S pipeline stages × R replicas of one model in one process, trained the way
+// the swarm trains it — every microbatch through a random replica per stage, activations and
+// gradients through the codec's bytes, every replica stepping AdamW on its own gradients, and
+// SPARTA sparse averaging every 20 steps. S=1, R=1, codec none is the centralized baseline.
+
+#include "Result.h"
+#include "model/ModelConfig.h"
+#include "train/StageOptimizer.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tessera::gpu {
+
+struct SimOptions {
+    ModelConfig config;      // stages and codec included
+    int replicas = 1;
+    int microbatchesPerStep = 8;
+    int batch = 8;           // sequences per microbatch
+    int seqLen = 64;
+    std::string data = "synthetic";
+    std::uint64_t seed = 1;  // data order and routing
+    OptimizerOptions optimizer;
+    bool sparseAveraging = true;
+    int evalBatches = 8;     // held-out microbatches for evaluate()
+};
+
+struct SimStep {
+    std::int64_t step = 0;
+    std::int64_t tokens = 0;  // trained so far
+    double trainLoss = 0;     // mean over this step's microbatches
+    std::int64_t wireBytes = 0; // activations + gradients sent between stages this step
+    int averagedStages = 0;   // stages that ran a SPARTA round this step
+};
+
+class SwarmSimulator {
+public:
+    static Result<std::unique_ptr<SwarmSimulator>> create(const SimOptions& options);
+    ~SwarmSimulator();
+
+    SimStep step();
+    // Mean loss on fixed held-out batches through replica 0 of every stage (and the codec).
+    double evaluate();
+    double entropyFloor() const;
+    std::string describe() const;
+
+    struct State;
+
+private:
+    explicit SwarmSimulator(std::unique_ptr<State> state);
+    std::unique_ptr<State> m_state;
+};
+
+} // namespace tessera::gpu
