@@ -10,26 +10,26 @@
 
 namespace tessera::gpu {
 
-std::string_view codecName(CodecKind kind)
-{
+std::string_view codecName(CodecKind kind) {
     switch (kind) {
-    case CodecKind::None: return "none";
-    case CodecKind::Int8: return "int8";
-    case CodecKind::Subspace: return "subspace";
+    case CodecKind::None:
+        return "none";
+    case CodecKind::Int8:
+        return "int8";
+    case CodecKind::Subspace:
+        return "subspace";
     }
     return "?";
 }
 
-Result<CodecKind> parseCodec(std::string_view name)
-{
+Result<CodecKind> parseCodec(std::string_view name) {
     for (CodecKind k : {CodecKind::None, CodecKind::Int8, CodecKind::Subspace})
         if (codecName(k) == name)
             return k;
     return makeError("unknown codec '" + std::string(name) + "' (none, int8, subspace)");
 }
 
-Result<ModelConfig> ModelConfig::preset(std::string_view name)
-{
+Result<ModelConfig> ModelConfig::preset(std::string_view name) {
     ModelConfig c;
     if (name == "tiny") {
         // ~1.6M parameters, byte vocabulary: trains on a laptop CPU in seconds.
@@ -74,8 +74,7 @@ Result<ModelConfig> ModelConfig::preset(std::string_view name)
     return c;
 }
 
-Status ModelConfig::validate() const
-{
+Status ModelConfig::validate() const {
     auto bad = [](const std::string& field, const std::string& why) { return makeError(field + ": " + why); };
     if (vocabSize < 2 || vocabSize > (1 << 24))
         return bad("vocab_size", "must be between 2 and 16777216");
@@ -104,10 +103,11 @@ Status ModelConfig::validate() const
     return {};
 }
 
-int ModelConfig::subspaceDim() const { return std::max(1, dModel / std::max(1, subspaceRatio)); }
+int ModelConfig::subspaceDim() const {
+    return std::max(1, dModel / std::max(1, subspaceRatio));
+}
 
-std::int64_t ModelConfig::blockParameterCount() const
-{
+std::int64_t ModelConfig::blockParameterCount() const {
     const std::int64_t d = dModel;
     const std::int64_t kv = static_cast<std::int64_t>(nKvHeads) * headDim();
     // In a subspace run the output projections write k wide (then U maps them to d).
@@ -118,13 +118,15 @@ std::int64_t ModelConfig::blockParameterCount() const
     return attention + mlp + norms;
 }
 
-std::pair<int, int> ModelConfig::stageBlocks(int stage) const
-{
+std::pair<int, int> ModelConfig::stageBlocks(int stage) const {
     // Balance parameters: stage 0 also holds the embedding, the last stage the head, so they
     // get fewer blocks. Boundaries where the running cost crosses s/S of the total.
     const double block = static_cast<double>(blockParameterCount());
-    const double embedding = static_cast<double>(vocabSize) * dModel;
-    const double total = embedding * 2 + block * nLayers;
+    // In a subspace run stage 0's learned embedding is k wide; the head is d wide either way.
+    const double embedding =
+        static_cast<double>(vocabSize) * (codec == CodecKind::Subspace ? subspaceDim() : dModel);
+    const double head = static_cast<double>(vocabSize) * dModel;
+    const double total = embedding + head + block * nLayers;
     std::vector<int> bounds(stages + 1, 0);
     bounds[stages] = nLayers;
     for (int s = 1; s < stages; ++s) {
@@ -137,8 +139,7 @@ std::pair<int, int> ModelConfig::stageBlocks(int stage) const
     return {bounds[stage], bounds[stage + 1]};
 }
 
-std::int64_t ModelConfig::stageParameterCount(int stage) const
-{
+std::int64_t ModelConfig::stageParameterCount(int stage) const {
     const auto [first, last] = stageBlocks(stage);
     std::int64_t n = blockParameterCount() * (last - first);
     const std::int64_t embeddingWidth = codec == CodecKind::Subspace ? subspaceDim() : dModel;
@@ -149,16 +150,14 @@ std::int64_t ModelConfig::stageParameterCount(int stage) const
     return n;
 }
 
-std::int64_t ModelConfig::parameterCount() const
-{
+std::int64_t ModelConfig::parameterCount() const {
     std::int64_t n = 0;
     for (int s = 0; s < stages; ++s)
         n += stageParameterCount(s);
     return n;
 }
 
-std::string ModelConfig::toJson() const
-{
+std::string ModelConfig::toJson() const {
     // Fixed key order: the hash of this text identifies the model.
     JsonWriter w;
     w.beginObject();
@@ -184,16 +183,15 @@ std::string ModelConfig::toJson() const
 
 namespace tessera::gpu {
 
-Result<ModelConfig> ModelConfig::fromJson(std::string_view json)
-{
+Result<ModelConfig> ModelConfig::fromJson(std::string_view json) {
     auto doc = parseJson(json);
     if (!doc)
         return makeError("model config: " + doc.message());
     if (!doc->isObject())
         return makeError("model config: not a JSON object");
-    static const char* const known[] = {"name",      "vocab_size", "d_model",    "n_layers",   "n_heads",
-                                        "n_kv_heads", "ffn_hidden", "max_seq_len", "rope_theta", "norm_eps",
-                                        "stages",    "seed",       "codec",      "subspace_ratio"};
+    static const char* const known[] = {
+        "name",        "vocab_size", "d_model",  "n_layers", "n_heads", "n_kv_heads", "ffn_hidden",
+        "max_seq_len", "rope_theta", "norm_eps", "stages",   "seed",    "codec",      "subspace_ratio"};
     for (const auto& [key, value] : doc->asObject()) {
         bool ok = false;
         for (const char* k : known)
@@ -211,9 +209,14 @@ Result<ModelConfig> ModelConfig::fromJson(std::string_view json)
         const char* key;
         int* target;
     };
-    for (const IntField& f : {IntField{"vocab_size", &c.vocabSize}, {"d_model", &c.dModel}, {"n_layers", &c.nLayers},
-                              {"n_heads", &c.nHeads}, {"n_kv_heads", &c.nKvHeads}, {"ffn_hidden", &c.ffnHidden},
-                              {"max_seq_len", &c.maxSeqLen}, {"stages", &c.stages}}) {
+    for (const IntField& f : {IntField{"vocab_size", &c.vocabSize},
+                              {"d_model", &c.dModel},
+                              {"n_layers", &c.nLayers},
+                              {"n_heads", &c.nHeads},
+                              {"n_kv_heads", &c.nKvHeads},
+                              {"ffn_hidden", &c.ffnHidden},
+                              {"max_seq_len", &c.maxSeqLen},
+                              {"stages", &c.stages}}) {
         auto v = requireInt(*doc, f.key, 1, 1 << 24);
         if (!v)
             return makeError("model config: " + v.message());
@@ -248,6 +251,8 @@ Result<ModelConfig> ModelConfig::fromJson(std::string_view json)
     return c;
 }
 
-std::string ModelConfig::hash() const { return sha256Hex(toJson()); }
+std::string ModelConfig::hash() const {
+    return sha256Hex(toJson());
+}
 
 } // namespace tessera::gpu

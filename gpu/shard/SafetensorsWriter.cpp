@@ -39,6 +39,20 @@ Status SafetensorsWriter::add(std::string_view name, Dtype dtype, std::vector<st
     return add(name, safetensorsDtypeName(dtype), std::move(shape), data);
 }
 
+Status SafetensorsWriter::add(std::string_view name, Dtype dtype, std::vector<std::int64_t> shape,
+                              std::vector<std::byte>&& data) {
+    return add(name, safetensorsDtypeName(dtype), std::move(shape), std::move(data));
+}
+
+Status SafetensorsWriter::add(std::string_view name, std::string_view dtype, std::vector<std::int64_t> shape,
+                              std::vector<std::byte>&& data) {
+    auto owned = std::make_shared<const std::vector<std::byte>>(std::move(data));
+    Status added = add(name, dtype, std::move(shape), std::span<const std::byte>(*owned));
+    if (added)
+        m_entries.back().owned = std::move(owned);
+    return added;
+}
+
 Status SafetensorsWriter::add(std::string_view name, std::string_view dtype, std::vector<std::int64_t> shape,
                               std::span<const std::byte> data) {
     std::string quoted = "'";
@@ -60,8 +74,7 @@ Status SafetensorsWriter::add(std::string_view name, std::string_view dtype, std
     if (count > data.size() / *elementSize || count * *elementSize != data.size())
         return makeError("tensor " + quoted + ": " + std::to_string(data.size()) +
                          " bytes do not match its shape and dtype");
-    m_entries.push_back(
-        Entry{std::string(name), std::string(dtype), std::move(shape), {data.begin(), data.end()}});
+    m_entries.push_back(Entry{std::string(name), std::string(dtype), std::move(shape), data, nullptr});
     return {};
 }
 

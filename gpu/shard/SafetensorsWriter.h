@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,12 +19,18 @@ namespace tessera::gpu {
 
 class SafetensorsWriter {
 public:
-    // Copies data, which must be exactly shape's element count × the dtype's size. Fails on an
+    // Keeps a reference to data (no copy: a stage shard can be gigabytes), which must stay alive
+    // until write() returns and be exactly shape's element count × the dtype's size. Fails on an
     // empty, duplicate or non-UTF-8 name, or an unknown dtype (any safetensors dtype is accepted).
     Status add(std::string_view name, Dtype dtype, std::vector<std::int64_t> shape,
                std::span<const std::byte> data);
     Status add(std::string_view name, std::string_view dtype, std::vector<std::int64_t> shape,
                std::span<const std::byte> data);
+    // Takes ownership instead: what a temporary buffer binds to, so it cannot dangle.
+    Status add(std::string_view name, Dtype dtype, std::vector<std::int64_t> shape,
+               std::vector<std::byte>&& data);
+    Status add(std::string_view name, std::string_view dtype, std::vector<std::int64_t> shape,
+               std::vector<std::byte>&& data);
     // Sets (or replaces) one "__metadata__" entry.
     Status setMetadata(std::string_view key, std::string_view value);
 
@@ -37,7 +44,8 @@ private:
         std::string name;
         std::string dtype;
         std::vector<std::int64_t> shape;
-        std::vector<std::byte> data;
+        std::span<const std::byte> data;
+        std::shared_ptr<const std::vector<std::byte>> owned; // set when add() took ownership
     };
     std::vector<Entry> m_entries;
     std::vector<std::pair<std::string, std::string>> m_metadata;

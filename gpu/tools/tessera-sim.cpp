@@ -14,19 +14,18 @@ using namespace tessera::gpu;
 
 namespace {
 
-int usage(std::ostream& out, int code)
-{
+int usage(std::ostream& out, int code) {
     out << "usage: tessera-sim [--preset tiny|small|8b] [--stages S] [--replicas R]\n"
            "                   [--codec none|int8|subspace] [--ratio K] [--steps N] [--seed X]\n"
            "                   [--data SPEC] [--csv FILE] [--microbatches M] [--batch B] [--seq T]\n"
            "                   [--lr LR] [--eval-every N] [--no-averaging]\n"
-           "  SPEC: synthetic[:order=N,branch=M,tokens=K] | text:PATH | tokens16:PATH | tokens32:PATH\n"
+           "  SPEC: synthetic[:order=N,branch=M,symbols=V,tokens=K] | text:PATH | tokens16:PATH | "
+           "tokens32:PATH\n"
            "  --stages 1 --replicas 1 --codec none is the centralized baseline.\n";
     return code;
 }
 
-bool parseInt(const char* text, long long& out)
-{
+bool parseInt(const char* text, long long& out) {
     char* end = nullptr;
     out = std::strtoll(text, &end, 10);
     return end && *end == '\0' && end != text;
@@ -34,8 +33,7 @@ bool parseInt(const char* text, long long& out)
 
 } // namespace
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     std::string preset = "tiny", codec = "none", csvPath;
     long long stages = -1, ratio = -1, steps = 200, evalEvery = 20;
     SimOptions options;
@@ -134,13 +132,15 @@ int main(int argc, char** argv)
         const bool report = s % evalEvery == 0 || s == steps;
         if (report)
             evalLoss = (*sim)->evaluate();
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (csv)
-            csv << r.step << ',' << r.tokens << ',' << r.trainLoss << ',' << (report ? std::to_string(evalLoss) : "")
-                << ',' << r.wireBytes << ',' << seconds << '\n';
+            csv << r.step << ',' << r.tokens << ',' << r.trainLoss << ','
+                << (report ? std::to_string(evalLoss) : "") << ',' << r.wireBytes << ',' << seconds << '\n';
         if (report)
             std::printf("step %5lld  tokens %9lld  train %.4f  eval %.4f  wire %.1f KiB/step  %.1f s\n", s,
-                        static_cast<long long>(r.tokens), r.trainLoss, evalLoss, r.wireBytes / 1024.0, seconds);
+                        static_cast<long long>(r.tokens), r.trainLoss, evalLoss, r.wireBytes / 1024.0,
+                        seconds);
         std::fflush(stdout);
     }
     std::printf("final loss %.4f\n", evalLoss);

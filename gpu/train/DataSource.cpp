@@ -38,8 +38,8 @@ Result<std::map<std::string, std::int64_t>> parseOptions(const std::string& text
     return options;
 }
 
-// An order-N Markov chain: every context of the N previous tokens has `branch` successors,
-// chosen by hashing the context, with the fixed probabilities p_j ∝ 2^-j. Every context has
+// An order-N Markov chain: every context of the N previous tokens has `branch` distinct
+// successors, chosen by hashing the context, with the fixed probabilities p_j ∝ 2^-j. Every context has
 // the same conditional entropy, so the best possible cross-entropy is exactly that, whatever
 // the stationary distribution.
 Status synthetic(const std::map<std::string, std::int64_t>& options, int vocab, std::uint64_t seed,
@@ -49,15 +49,19 @@ Status synthetic(const std::map<std::string, std::int64_t>& options, int vocab, 
         return it == options.end() ? fallback : it->second;
     };
     for (const auto& [key, value] : options)
-        if (key != "order" && key != "branch" && key != "tokens")
-            return makeError("unknown synthetic data option '" + key + "' (order, branch, tokens)");
+        if (key != "order" && key != "branch" && key != "tokens" && key != "symbols")
+            return makeError("unknown synthetic data option '" + key + "' (order, branch, symbols, tokens)");
     const int order = static_cast<int>(get("order", 2));
     const int branch = static_cast<int>(get("branch", 4));
     const std::int64_t count = get("tokens", 2'000'000);
+    // The corpus uses the first `symbols` token ids: fewer symbols, fewer contexts to learn.
+    const int symbols = static_cast<int>(get("symbols", std::min(vocab, 32)));
     if (order < 1 || order > 8)
         return makeError("synthetic order must be between 1 and 8");
-    if (branch < 1 || branch > vocab)
-        return makeError("synthetic branch must be between 1 and the vocabulary size");
+    if (symbols < 2 || symbols > vocab)
+        return makeError("synthetic symbols must be between 2 and the vocabulary size");
+    if (branch < 1 || branch > symbols)
+        return makeError("synthetic branch must be between 1 and the number of symbols");
     if (count < 1024 || count > 1'000'000'000)
         return makeError("synthetic tokens must be between 1024 and 10^9");
 
@@ -77,7 +81,7 @@ Status synthetic(const std::map<std::string, std::int64_t>& options, int vocab, 
     std::mt19937_64 rng(mix(seed ^ 0x5d47ull));
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
     for (int i = 0; i < order; ++i)
-        tokens[i] = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab));
+        tokens[i] = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(symbols));
     for (std::size_t i = static_cast<std::size_t>(order); i < tokens.size(); ++i) {
         std::uint64_t context = seed;
         for (int j = 1; j <= order; ++j)
@@ -86,7 +90,9 @@ Status synthetic(const std::map<std::string, std::int64_t>& options, int vocab, 
         int choice = 0;
         while (choice + 1 < branch && u > cumulative[choice])
             ++choice;
-        tokens[i] = static_cast<std::int32_t>(mix(context + static_cast<std::uint64_t>(choice)) % vocab);
+        // Successors are consecutive ids after a hashed base: always distinct, so the
+        // conditional entropy is exactly the formula's.
+        tokens[i] = static_cast<std::int32_t>((mix(context) + static_cast<std::uint64_t>(choice)) % symbols);
     }
     description = "synthetic order-" + std::to_string(order) + " Markov corpus, " + std::to_string(branch) +
                   " successors per context, " + std::to_string(count) + " tokens";
@@ -150,7 +156,7 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
         description = (kind == "text" ? "bytes of " : "token ids of ") + rest;
     } else {
         return makeError("unknown data spec '" + spec +
-                         "' (synthetic[:order=N,branch=M,tokens=K], text:PATH, "
+                         "' (synthetic[:order=N,branch=M,symbols=V,tokens=K], text:PATH, "
                          "tokens16:PATH, tokens32:PATH)");
     }
     if (tokens.size() < 2)

@@ -17,7 +17,7 @@ namespace tessera::gpu {
 
 class DataSource {
 public:
-    // SPEC: "synthetic[:order=N,branch=M,tokens=K]", "text:PATH", "tokens16:PATH",
+    // SPEC: "synthetic[:order=N,branch=M,symbols=V,tokens=K]", "text:PATH", "tokens16:PATH",
     // "tokens32:PATH". Token ids must be < vocabSize.
     static Result<std::unique_ptr<DataSource>> open(const std::string& spec, int vocabSize,
                                                     std::uint64_t seed);

@@ -34,8 +34,7 @@ struct SwarmSimulator::State {
 
 namespace {
 
-std::vector<torch::Tensor> parameterTensors(StageModel& model)
-{
+std::vector<torch::Tensor> parameterTensors(StageModel& model) {
     std::vector<torch::Tensor> out;
     for (auto& [name, tensor] : model.namedParameters())
         out.push_back(tensor);
@@ -45,20 +44,17 @@ std::vector<torch::Tensor> parameterTensors(StageModel& model)
 } // namespace
 
 SwarmSimulator::SwarmSimulator(std::unique_ptr<State> state)
-    : m_state(std::move(state))
-{
-}
+    : m_state(std::move(state)) {}
 
 SwarmSimulator::~SwarmSimulator() = default;
 
-Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions& options)
-{
+Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions& options) {
     if (auto valid = options.config.validate(); !valid)
         return valid.error();
     if (options.replicas < 1 || options.replicas > 64)
         return makeError("replicas must be between 1 and 64");
-    if (options.microbatchesPerStep < 1 || options.batch < 1 || options.seqLen < 1
-        || options.seqLen > options.config.maxSeqLen)
+    if (options.microbatchesPerStep < 1 || options.batch < 1 || options.seqLen < 1 ||
+        options.seqLen > options.config.maxSeqLen)
         return makeError("microbatches, batch and sequence length must be positive (and within max_seq_len)");
     auto data = DataSource::open(options.data, options.config.vocabSize, options.seed);
     if (!data)
@@ -79,9 +75,10 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
                 Replica replica;
                 // Every replica of a stage starts from the same weights (the stage checkpoint).
                 replica.model = std::make_unique<StageModel>(options.config, s);
-                replica.optimizer
-                    = std::make_unique<StageOptimizer>(parameterTensors(*replica.model), options.optimizer);
-                replica.sparta = std::make_unique<Sparta>(replica.model->namedParameters(), options.config.seed);
+                replica.optimizer =
+                    std::make_unique<StageOptimizer>(parameterTensors(*replica.model), options.optimizer);
+                replica.sparta =
+                    std::make_unique<Sparta>(replica.model->namedParameters(), options.config.seed);
                 state->stages[static_cast<std::size_t>(s)].push_back(std::move(replica));
             }
     } catch (const std::exception& e) {
@@ -92,8 +89,7 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
     return std::unique_ptr<SwarmSimulator>(new SwarmSimulator(std::move(state)));
 }
 
-SimStep SwarmSimulator::step()
-{
+SimStep SwarmSimulator::step() {
     State& st = *m_state;
     const int stageCount = static_cast<int>(st.stages.size());
     const int replicas = st.options.replicas;
@@ -169,8 +165,7 @@ SimStep SwarmSimulator::step()
     return result;
 }
 
-double SwarmSimulator::evaluate()
-{
+double SwarmSimulator::evaluate() {
     State& st = *m_state;
     double sum = 0;
     for (const torch::Tensor& batch : st.heldOut) {
@@ -191,10 +186,11 @@ double SwarmSimulator::evaluate()
     return sum / static_cast<double>(st.heldOut.size());
 }
 
-double SwarmSimulator::entropyFloor() const { return m_state->data->entropyFloor(); }
+double SwarmSimulator::entropyFloor() const {
+    return m_state->data->entropyFloor();
+}
 
-std::string SwarmSimulator::describe() const
-{
+std::string SwarmSimulator::describe() const {
     const SimOptions& o = m_state->options;
     std::ostringstream out;
     out << o.config.name << " (" << o.config.parameterCount() << " parameters), " << o.config.stages

@@ -15,24 +15,24 @@
 namespace tessera::gpu {
 
 struct SimOptions {
-    ModelConfig config;      // stages and codec included
+    ModelConfig config; // stages and codec included
     int replicas = 1;
     int microbatchesPerStep = 8;
-    int batch = 8;           // sequences per microbatch
+    int batch = 8; // sequences per microbatch
     int seqLen = 64;
     std::string data = "synthetic";
-    std::uint64_t seed = 1;  // data order and routing
+    std::uint64_t seed = 1; // data order and routing
     OptimizerOptions optimizer;
     bool sparseAveraging = true;
-    int evalBatches = 8;     // held-out microbatches for evaluate()
+    int evalBatches = 8; // held-out microbatches for evaluate()
 };
 
 struct SimStep {
     std::int64_t step = 0;
-    std::int64_t tokens = 0;  // trained so far
-    double trainLoss = 0;     // mean over this step's microbatches
+    std::int64_t tokens = 0;    // trained so far
+    double trainLoss = 0;       // mean over this step's microbatches
     std::int64_t wireBytes = 0; // activations + gradients sent between stages this step
-    int averagedStages = 0;   // stages that ran a SPARTA round this step
+    int averagedStages = 0;     // stages that ran a SPARTA round this step
 };
 
 class SwarmSimulator {

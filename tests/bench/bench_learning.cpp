@@ -31,8 +31,7 @@ struct Run {
     double wireBytesPerToken = 0;
 };
 
-std::int64_t tokensToReach(const Run& run, double target)
-{
+std::int64_t tokensToReach(const Run& run, double target) {
     for (const auto& [tokens, loss] : run.curve)
         if (loss <= target)
             return tokens;
@@ -41,8 +40,7 @@ std::int64_t tokensToReach(const Run& run, double target)
 
 } // namespace
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     const int steps = argc > 1 ? std::atoi(argv[1]) : 300;
     const std::filesystem::path outDir = argc > 2 ? argv[2] : "bench-learning";
     std::filesystem::create_directories(outDir);
@@ -120,8 +118,8 @@ int main(int argc, char** argv)
            << "set xlabel 'tokens'\nset ylabel 'held-out loss (nats/token)'\n"
            << "set title 'tiny model: centralized vs 4-stage x 3-replica swarm'\nplot ";
     for (std::size_t i = 0; i < runs.size(); ++i)
-        script << "'" << (outDir / (std::to_string(i) + ".csv")).string() << "' every ::1 using 1:2 with lines lw 2 title '"
-               << runs[i].label << "', ";
+        script << "'" << (outDir / (std::to_string(i) + ".csv")).string()
+               << "' every ::1 using 1:2 with lines lw 2 title '" << runs[i].label << "', ";
     script << floor << " with lines dt 2 lc rgb 'gray' title 'entropy floor'\n";
     script.close();
     const std::string plot = "gnuplot " + (outDir / "plot.gp").string() + " 2>/dev/null";

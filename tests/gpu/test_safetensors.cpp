@@ -172,14 +172,15 @@ TESSERA_TEST(roundTripsDtypesShapesAndMetadata) {
     const auto i8 = pattern(7, 4);
     const auto i64 = pattern(2 * 8, 5);
     const auto scalar = pattern(4, 6);
+    const auto flag = pattern(1, 7); // the writer keeps references: data outlives write()
     CHECK(w.add("layers.0.w", Dtype::F32, {2, 3, 4}, f32).ok());
     CHECK(w.add("layers.0.norm", Dtype::BF16, {5}, bf16).ok());
-    CHECK(w.add("empty", Dtype::F32, {0, 16}, {}).ok());
+    CHECK(w.add("empty", Dtype::F32, {0, 16}, std::span<const std::byte>()).ok());
     CHECK(w.add("h", Dtype::F16, {3}, f16).ok());
     CHECK(w.add("q", Dtype::I8, {7}, i8).ok());
     CHECK(w.add("steps", "I64", {2}, i64).ok());
     CHECK(w.add("lr", "F32", {}, scalar).ok()); // a scalar: shape []
-    CHECK(w.add("flag", "BOOL", {1}, pattern(1, 7)).ok());
+    CHECK(w.add("flag", "BOOL", {1}, flag).ok());
     CHECK(w.setMetadata("format", "pt").ok());
     CHECK(w.setMetadata("step", "41").ok());
     CHECK(w.setMetadata("step", "42").ok()); // replaces
@@ -257,7 +258,7 @@ TESSERA_TEST(writerRejectsWhatTheReaderWould) {
     CHECK(!w.add("", Dtype::F32, {1}, pattern(4, 0)).ok());
     CHECK(!w.add("__metadata__", Dtype::F32, {1}, pattern(4, 0)).ok());
     CHECK(!w.add("bad\xff", Dtype::F32, {1}, pattern(4, 0)).ok());
-    CHECK(!w.add("d", Dtype::F32, {-1}, {}).ok());
+    CHECK(!w.add("d", Dtype::F32, {-1}, std::span<const std::byte>()).ok());
     CHECK(!w.write("/nonexistent-dir/x.safetensors").ok());
 }
 

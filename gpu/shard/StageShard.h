@@ -1,0 +1,26 @@
+#pragma once
+// StageShard: a stage's weights to and from one safetensors file plus its manifest. Loading
+// checks the manifest (when given), then that the file belongs to this model and stage and
+// holds exactly the stage's tensors with their shapes, before a single weight changes.
+// Internal to gpu/ (takes a StageModel).
+
+#include "Result.h"
+#include "shard/ShardManifest.h"
+
+#include <filesystem>
+
+namespace tessera::gpu {
+
+class StageModel;
+
+// Writes the stage's parameters (fp32) atomically to `file` and returns its manifest.
+Result<ShardManifest> writeStageShard(const StageModel& model, const std::filesystem::path& file,
+                                      std::int64_t version, std::int64_t step,
+                                      std::uint64_t chunkSize = ShardManifest::kDefaultChunkSize);
+
+// Loads `file` into the model. With a manifest, the file is verified against it first (size,
+// every chunk, whole-file SHA-256) and the manifest must name this model and stage.
+Status loadStageShard(StageModel& model, const std::filesystem::path& file,
+                      const ShardManifest* manifest = nullptr);
+
+} // namespace tessera::gpu
