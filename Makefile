@@ -27,9 +27,13 @@ test: build
 demo: build
 	$(BUILD_DIR)/bin/tessera-node bench
 
-# Side-by-side measurements recorded in BENCHMARKS.md (not part of the tests).
+# Side-by-side measurements recorded in BENCHMARKS.md (not part of the tests; the learning
+# comparison takes ~25 minutes on 2 cores and writes its CSVs and plot to build/bench-learning).
 bench: build
 	$(BUILD_DIR)/bin/bench_cpu_gemm
+	$(BUILD_DIR)/bin/bench_stage_model
+	$(BUILD_DIR)/bin/bench_codec
+	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 
 format: configure
 	cmake --build $(BUILD_DIR) --target format

@@ -94,8 +94,9 @@ Status synthetic(const std::map<std::string, std::int64_t>& options, int vocab, 
         // conditional entropy is exactly the formula's.
         tokens[i] = static_cast<std::int32_t>((mix(context) + static_cast<std::uint64_t>(choice)) % symbols);
     }
-    description = "synthetic order-" + std::to_string(order) + " Markov corpus, " + std::to_string(branch) +
-                  " successors per context, " + std::to_string(count) + " tokens";
+    description = "synthetic order-" + std::to_string(order) + " Markov corpus over " + std::to_string(symbols) +
+                  " symbols, " + std::to_string(branch) + " successors per context, " + std::to_string(count) +
+                  " tokens";
     return {};
 }
 
