@@ -14,6 +14,8 @@ packages=(
     libtorch-dev libopenblas0-pthread libopenblas-dev
     # crypto and storage
     libssl-dev libsqlite3-dev
+    # a PostgreSQL server the coordinator tests start for themselves (they skip without it)
+    postgresql
     # GUI tests and the tray app on a machine without a display
     xvfb xauth
     # plots of the benchmarks (make bench)

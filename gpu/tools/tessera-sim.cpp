@@ -19,6 +19,8 @@ int usage(std::ostream& out, int code) {
            "                   [--codec none|int8|subspace] [--ratio K] [--steps N] [--seed X]\n"
            "                   [--data SPEC] [--csv FILE] [--microbatches M] [--batch B] [--seq T]\n"
            "                   [--lr LR] [--eval-every N] [--no-averaging]\n"
+           "                   [--average-every N] [--partitions P]  (SPARTA: 1/P of the weights every N steps;\n"
+           "                   default 20 and 20)\n"
            "  SPEC: synthetic[:order=N,branch=M,symbols=V,tokens=K] | text:PATH | tokens16:PATH | "
            "tokens32:PATH\n"
            "  --stages 1 --replicas 1 --codec none is the centralized baseline.\n";
@@ -82,6 +84,10 @@ int main(int argc, char** argv) {
             options.batch = static_cast<int>(n);
         else if (arg == "--seq")
             options.seqLen = static_cast<int>(n);
+        else if (arg == "--average-every")
+            options.averagingInterval = static_cast<int>(n);
+        else if (arg == "--partitions")
+            options.partitions = static_cast<int>(n);
         else if (arg == "--eval-every")
             evalEvery = n;
         else {

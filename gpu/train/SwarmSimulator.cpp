@@ -53,6 +53,8 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return valid.error();
     if (options.replicas < 1 || options.replicas > 64)
         return makeError("replicas must be between 1 and 64");
+    if (options.averagingInterval < 1 || options.partitions < 1)
+        return makeError("the averaging interval and the number of partitions must be positive");
     if (options.microbatchesPerStep < 1 || options.batch < 1 || options.seqLen < 1 ||
         options.seqLen > options.config.maxSeqLen)
         return makeError("microbatches, batch and sequence length must be positive (and within max_seq_len)");
@@ -78,7 +80,8 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
                 replica.optimizer =
                     std::make_unique<StageOptimizer>(parameterTensors(*replica.model), options.optimizer);
                 replica.sparta =
-                    std::make_unique<Sparta>(replica.model->namedParameters(), options.config.seed);
+                    std::make_unique<Sparta>(replica.model->namedParameters(), options.config.seed,
+                                             options.partitions, options.averagingInterval);
                 state->stages[static_cast<std::size_t>(s)].push_back(std::move(replica));
             }
     } catch (const std::exception& e) {
@@ -198,7 +201,12 @@ std::string SwarmSimulator::describe() const {
     if (o.config.codec == CodecKind::Subspace)
         out << " (k=" << o.config.subspaceDim() << ", ratio " << o.config.subspaceRatio << ")";
     out << "; " << o.microbatchesPerStep << " microbatches x " << o.batch << " x " << o.seqLen
-        << " tokens per step; data: " << m_state->data->description();
+        << " tokens per step; ";
+    if (o.replicas > 1)
+        out << (o.sparseAveraging ? "SPARTA 1/" + std::to_string(o.partitions) + " of the weights every "
+                                        + std::to_string(o.averagingInterval) + " steps; "
+                                  : std::string("no averaging; "));
+    out << "data: " << m_state->data->description();
     return out.str();
 }
 

@@ -24,6 +24,8 @@ struct SimOptions {
     std::uint64_t seed = 1; // data order and routing
     OptimizerOptions optimizer;
     bool sparseAveraging = true;
+    int averagingInterval = 20; // steps between SPARTA rounds (the design's 20)
+    int partitions = 20;        // 1/partitions of the weights per round (the design's 5%)
     int evalBatches = 8; // held-out microbatches for evaluate()
 };
 

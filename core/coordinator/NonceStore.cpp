@@ -1,0 +1,53 @@
+#include "coordinator/NonceStore.h"
+
+#include "coordinator/Database.h"
+#include "coordinator/Sql.h"
+
+namespace tessera::coordinator {
+
+Status NonceStore::issue(const QString& nonce, const QString& nodeKey, qint64 nowMs,
+                         std::chrono::milliseconds ttl) {
+    if (ttl.count() <= 0)
+        return makeError("a nonce needs a positive lifetime");
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral(
+                      "INSERT INTO admission_nonces (nonce, node_key, expires_at, used) VALUES (?, ?, ?, 0)"),
+                  {nonce, nodeKey, nowMs + qint64(ttl.count())});
+    return q ? Status() : Status(q.error());
+}
+
+Status NonceStore::consume(const QString& nonce, const QString& nodeKey, qint64 nowMs) {
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral("UPDATE admission_nonces SET used = 1 "
+                                 "WHERE nonce = ? AND node_key = ? AND used = 0 AND expires_at > ?"),
+                  {nonce, nodeKey, nowMs});
+    if (!q)
+        return q.error();
+    if (q->numRowsAffected() == 1)
+        return {};
+
+    // Refused. Look again only to say why: the decision above is already final.
+    Result<QSqlQuery> why = sql::exec(
+        m_db.connection(),
+        QStringLiteral("SELECT node_key, expires_at, used FROM admission_nonces WHERE nonce = ?"), {nonce});
+    if (!why || !why->next())
+        return makeError("unknown admission nonce; ask for a new challenge");
+    if (why->value(2).toInt() != 0)
+        return makeError("admission nonce already used (replay refused); ask for a new challenge");
+    if (why->value(0).toString() != nodeKey)
+        return makeError("admission nonce was issued to another node key");
+    return makeError("admission nonce expired; ask for a new challenge");
+}
+
+Result<int> NonceStore::purge(qint64 nowMs) {
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral("DELETE FROM admission_nonces WHERE used = 1 OR expires_at <= ?"), {nowMs});
+    if (!q)
+        return q.error();
+    return q->numRowsAffected();
+}
+
+} // namespace tessera::coordinator

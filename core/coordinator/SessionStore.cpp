@@ -1,0 +1,81 @@
+#include "coordinator/SessionStore.h"
+
+#include "coordinator/Database.h"
+#include "coordinator/Sql.h"
+
+namespace tessera::coordinator {
+
+Status SessionStore::create(const QString& tokenHash, const QString& nodeId, qint64 nowMs,
+                            std::chrono::milliseconds ttl) {
+    if (ttl.count() <= 0)
+        return makeError("a session needs a positive lifetime");
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral("INSERT INTO sessions (token_hash, node_id, created_at, expires_at, "
+                                 "last_heartbeat, revoked) VALUES (?, ?, ?, ?, ?, 0)"),
+                  {tokenHash, nodeId, nowMs, nowMs + qint64(ttl.count()), nowMs});
+    return q ? Status() : Status(q.error());
+}
+
+Result<std::optional<SessionRecord>> SessionStore::findValid(const QString& tokenHash, qint64 nowMs) {
+    Result<QSqlQuery> q = sql::exec(m_db.connection(),
+                                    QStringLiteral("SELECT token_hash, node_id, created_at, expires_at, "
+                                                   "last_heartbeat, revoked FROM sessions "
+                                                   "WHERE token_hash = ? AND revoked = 0 AND expires_at > ?"),
+                                    {tokenHash, nowMs});
+    if (!q)
+        return q.error();
+    if (!q->next())
+        return std::optional<SessionRecord>();
+    SessionRecord s;
+    s.tokenHash = q->value(0).toString();
+    s.nodeId = q->value(1).toString();
+    s.createdAtMs = q->value(2).toLongLong();
+    s.expiresAtMs = q->value(3).toLongLong();
+    s.lastHeartbeatMs = q->value(4).toLongLong();
+    s.revoked = q->value(5).toInt() != 0;
+    return std::optional<SessionRecord>(s);
+}
+
+Status SessionStore::heartbeat(const QString& tokenHash, qint64 nowMs) {
+    Result<QSqlQuery> q = sql::exec(m_db.connection(),
+                                    QStringLiteral("UPDATE sessions SET last_heartbeat = ? "
+                                                   "WHERE token_hash = ? AND revoked = 0 AND expires_at > ?"),
+                                    {nowMs, tokenHash, nowMs});
+    if (!q)
+        return q.error();
+    if (q->numRowsAffected() != 1)
+        return makeError("the session is unknown, revoked or expired");
+    return {};
+}
+
+Status SessionStore::revoke(const QString& tokenHash) {
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(), QStringLiteral("UPDATE sessions SET revoked = 1 WHERE token_hash = ?"),
+                  {tokenHash});
+    if (!q)
+        return q.error();
+    if (q->numRowsAffected() != 1)
+        return makeError("unknown session");
+    return {};
+}
+
+Result<int> SessionStore::revokeNode(const QString& nodeId) {
+    Result<QSqlQuery> q = sql::exec(
+        m_db.connection(),
+        QStringLiteral("UPDATE sessions SET revoked = 1 WHERE node_id = ? AND revoked = 0"), {nodeId});
+    if (!q)
+        return q.error();
+    return q->numRowsAffected();
+}
+
+Result<int> SessionStore::purge(qint64 nowMs) {
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral("DELETE FROM sessions WHERE revoked = 1 OR expires_at <= ?"), {nowMs});
+    if (!q)
+        return q.error();
+    return q->numRowsAffected();
+}
+
+} // namespace tessera::coordinator

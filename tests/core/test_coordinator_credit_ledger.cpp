@@ -1,0 +1,295 @@
+// CreditLedger on a real SQLite file and a real PostgreSQL server: receipts are numbered and
+// hash-chained per node, a write that never commits leaves nothing behind, tampering is found,
+// and two connections appending at once still build one unbroken chain.
+#include "PostgresServer.h"
+#include "coordinator/CreditLedger.h"
+#include "coordinator/Database.h"
+#include "coordinator/NodeRegistry.h"
+#include "coordinator/Sql.h"
+
+#include <QCryptographicHash>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <array>
+#include <thread>
+
+using namespace tessera;
+using namespace tessera::coordinator;
+
+namespace {
+
+// QVERIFY2 builds its message even when the check passes: read it only from a failure.
+template <class R>
+const char* failure(const R& r) {
+    return r ? "" : r.message().c_str();
+}
+
+// Stands in for the coordinator's Ed25519 key: deterministic, so the test can recompute it.
+Result<QByteArray> fakeSign(const QByteArray& payload) {
+    return QCryptographicHash::hash(QByteArray("test-key:" + payload), QCryptographicHash::Sha256);
+}
+
+Status admit(Database& db, const QString& nodeId) {
+    return NodeRegistry(db).admit(
+        {nodeId, QStringLiteral("pk"), QStringLiteral("{}"), QStringLiteral("{}"), QStringLiteral("0.1.0")},
+        0);
+}
+
+} // namespace
+
+class TestCoordinatorCreditLedger final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase() { m_pg.reset(); }
+
+    void receiptsChainPerNode_data() { backends(); }
+    void receiptsChainPerNode();
+    void failedSigningWritesNothing_data() { backends(); }
+    void failedSigningWritesNothing();
+    void uncommittedWriteLeavesNoReceipt_data() { backends(); }
+    void uncommittedWriteLeavesNoReceipt();
+    void tamperingBreaksTheChain_data() { backends(); }
+    void tamperingBreaksTheChain();
+    void concurrentAppendsKeepOneChain_data() { backends(); }
+    void concurrentAppendsKeepOneChain();
+
+private:
+    void backends();
+    QString freshUrl();
+    std::unique_ptr<Database> open(const QString& url);
+
+    QTemporaryDir m_dir;
+    std::unique_ptr<test::PostgresServer> m_pg;
+    int m_files = 0;
+};
+
+void TestCoordinatorCreditLedger::initTestCase() {
+    QVERIFY(m_dir.isValid());
+    if (test::PostgresServer::findBinDir().isEmpty())
+        return; // the postgresql rows skip
+    Result<std::unique_ptr<test::PostgresServer>> pg = test::PostgresServer::start();
+    QVERIFY2(pg, failure(pg));
+    m_pg = std::move(*pg);
+}
+
+void TestCoordinatorCreditLedger::backends() {
+    QTest::addColumn<QString>("backend");
+    QTest::newRow("sqlite") << QStringLiteral("sqlite");
+    QTest::newRow("postgresql") << QStringLiteral("postgresql");
+}
+
+// A new, empty database for the current row; empty when the row was skipped or failed.
+QString TestCoordinatorCreditLedger::freshUrl() {
+    QFETCH(QString, backend);
+    if (backend == u"sqlite")
+        return QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("db%1.sqlite").arg(++m_files));
+    if (!m_pg) {
+        QTest::qSkip(test::PostgresServer::kNotInstalled, __FILE__, __LINE__);
+        return {};
+    }
+    Result<QString> url = m_pg->createDatabase();
+    if (!url) {
+        QTest::qFail(url.message().c_str(), __FILE__, __LINE__);
+        return {};
+    }
+    return *url;
+}
+
+// Opens and migrates; null (and the test failed) on error.
+std::unique_ptr<Database> TestCoordinatorCreditLedger::open(const QString& url) {
+    if (url.isEmpty())
+        return nullptr;
+    Result<std::unique_ptr<Database>> db = Database::open(url, m_dir.path());
+    Result<int> migrated = db ? (*db)->migrate() : Result<int>(db.error());
+    if (!migrated) {
+        QTest::qFail(migrated.message().c_str(), __FILE__, __LINE__);
+        return nullptr;
+    }
+    return std::move(*db);
+}
+
+void TestCoordinatorCreditLedger::receiptsChainPerNode() {
+    std::unique_ptr<Database> db = open(freshUrl());
+    if (!db)
+        return;
+    QVERIFY(admit(*db, QStringLiteral("n1")));
+    QVERIFY(admit(*db, QStringLiteral("n2")));
+    CreditLedger ledger(*db);
+
+    // 6·N·T FLOP for a stage of the 8B model: 1.2e9 params, 16k tokens, 1.2e14 FLOP.
+    const qint64 flop = 6LL * 1'200'000'000 * 16'384;
+    std::vector<CreditReceipt> made;
+    for (int i = 0; i < 3; ++i) {
+        Result<CreditReceipt> r =
+            ledger.append(QStringLiteral("n1"), 1000 + i, flop, flop / kFlopPerMicroCredit, fakeSign);
+        QVERIFY2(r, failure(r));
+        made.push_back(*r);
+    }
+    QCOMPARE(made[0].seq, qint64(1));
+    QCOMPARE(made[1].seq, qint64(2));
+    QCOMPARE(made[2].seq, qint64(3));
+    QCOMPARE(made[0].prevHash, kGenesisHash);
+    QCOMPARE(made[1].prevHash, made[0].hash);
+    QCOMPARE(made[2].prevHash, made[1].hash);
+
+    // Another node's chain starts at its own genesis.
+    Result<CreditReceipt> other = ledger.append(QStringLiteral("n2"), 5000, 10, 0, fakeSign);
+    QVERIFY2(other, failure(other));
+    QCOMPARE(other->seq, qint64(1));
+    QCOMPARE(other->prevHash, kGenesisHash);
+
+    Result<std::vector<CreditReceipt>> listed = ledger.list(QStringLiteral("n1"));
+    QVERIFY2(listed, failure(listed));
+    QCOMPARE(listed->size(), std::size_t(3));
+    for (std::size_t i = 0; i < 3; ++i) {
+        const CreditReceipt& r = (*listed)[i];
+        QCOMPARE(r.seq, made[i].seq);
+        QCOMPARE(r.issuedAtMs, qint64(1000 + i));
+        QCOMPARE(r.flop, flop);
+        QCOMPARE(r.microCredits, flop / kFlopPerMicroCredit);
+        QCOMPARE(r.prevHash, made[i].prevHash);
+        QCOMPARE(r.hash, r.computeHash());
+        QCOMPARE(r.hash.size(), 64);
+        QCOMPARE(r.signature, fakeSign(r.payload()).value());
+    }
+    Result<std::vector<CreditReceipt>> after = ledger.list(QStringLiteral("n1"), 1);
+    QVERIFY(after);
+    QCOMPARE(after->size(), std::size_t(2));
+    QCOMPARE(after->front().seq, qint64(2));
+    QCOMPARE(ledger.list(QStringLiteral("n1"), 0, 1).value().size(), std::size_t(1));
+
+    Result<CreditTotals> totals = ledger.totals(QStringLiteral("n1"));
+    QVERIFY2(totals, failure(totals));
+    QCOMPARE(totals->receipts, qint64(3));
+    QCOMPARE(totals->microCredits, 3 * (flop / kFlopPerMicroCredit));
+    QCOMPARE(totals->lastSeq, qint64(3));
+    QCOMPARE(ledger.totals(QStringLiteral("nobody")).value().receipts, qint64(0));
+
+    Status chain = ledger.verifyChain(QStringLiteral("n1"));
+    QVERIFY2(chain, failure(chain));
+}
+
+void TestCoordinatorCreditLedger::failedSigningWritesNothing() {
+    std::unique_ptr<Database> db = open(freshUrl());
+    if (!db)
+        return;
+    QVERIFY(admit(*db, QStringLiteral("n1")));
+    CreditLedger ledger(*db);
+    Result<CreditReceipt> r = ledger.append(QStringLiteral("n1"), 1, 100, 1, [](const QByteArray&) {
+        return Result<QByteArray>(makeError("key locked"));
+    });
+    QVERIFY(!r);
+    QCOMPARE(r.message(), std::string("cannot sign credit receipt: key locked"));
+    QCOMPARE(ledger.totals(QStringLiteral("n1")).value().receipts, qint64(0));
+
+    r = ledger.append(QStringLiteral("ghost"), 1, 100, 1, fakeSign);
+    QVERIFY(!r);
+    QCOMPARE(r.message(), std::string("unknown node ghost"));
+    QVERIFY(!ledger.append(QStringLiteral("n1"), 1, -5, 0, fakeSign));
+
+    r = ledger.append(QStringLiteral("n1"), 2, 100, 1, fakeSign);
+    QVERIFY2(r, failure(r));
+    QCOMPARE(r->seq, qint64(1));
+}
+
+void TestCoordinatorCreditLedger::uncommittedWriteLeavesNoReceipt() {
+    const QString url = freshUrl();
+    std::unique_ptr<Database> db = open(url);
+    if (!db)
+        return;
+    QVERIFY(admit(*db, QStringLiteral("n1")));
+    Result<CreditReceipt> first = CreditLedger(*db).append(QStringLiteral("n1"), 1, 100, 1, fakeSign);
+    QVERIFY2(first, failure(first));
+    db.reset();
+
+    {
+        // A coordinator killed mid-append: its transaction began and inserted, then the
+        // connection went away without COMMIT.
+        std::unique_ptr<Database> dying = open(url);
+        QVERIFY(dying);
+        const QSqlDatabase c = dying->connection();
+        QVERIFY(sql::exec(c, QStringLiteral("BEGIN")));
+        Result<QSqlQuery> insert = sql::exec(
+            c,
+            QStringLiteral("INSERT INTO credit_receipts (node_id, seq, issued_at, flop, micro_credits, "
+                           "prev_hash, hash, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+            {QStringLiteral("n1"), qint64(2), qint64(2), qint64(100), qint64(1), first->hash,
+             QStringLiteral("half-written"), QStringLiteral("c2ln")});
+        QVERIFY2(insert, failure(insert));
+    }
+
+    db = open(url);
+    QVERIFY(db);
+    CreditLedger ledger(*db);
+    QCOMPARE(ledger.totals(QStringLiteral("n1")).value().receipts, qint64(1));
+    Status chain = ledger.verifyChain(QStringLiteral("n1"));
+    QVERIFY2(chain, failure(chain));
+    Result<CreditReceipt> next = ledger.append(QStringLiteral("n1"), 3, 100, 1, fakeSign);
+    QVERIFY2(next, failure(next));
+    QCOMPARE(next->seq, qint64(2));
+    QCOMPARE(next->prevHash, first->hash);
+}
+
+void TestCoordinatorCreditLedger::tamperingBreaksTheChain() {
+    std::unique_ptr<Database> db = open(freshUrl());
+    if (!db)
+        return;
+    QVERIFY(admit(*db, QStringLiteral("n1")));
+    CreditLedger ledger(*db);
+    for (int i = 0; i < 3; ++i)
+        QVERIFY(ledger.append(QStringLiteral("n1"), i, 1000, 10, fakeSign));
+    QVERIFY(sql::exec(
+        db->connection(),
+        QStringLiteral("UPDATE credit_receipts SET micro_credits = ? WHERE node_id = ? AND seq = ?"),
+        {qint64(1'000'000), QStringLiteral("n1"), qint64(2)}));
+    Status chain = ledger.verifyChain(QStringLiteral("n1"));
+    QVERIFY(!chain);
+    QCOMPARE(chain.message(), std::string("credit receipt 2 of n1: hash does not match its contents"));
+}
+
+void TestCoordinatorCreditLedger::concurrentAppendsKeepOneChain() {
+    const QString url = freshUrl();
+    std::unique_ptr<Database> db = open(url);
+    if (!db)
+        return;
+    QVERIFY(admit(*db, QStringLiteral("n1")));
+
+    // Two connections on two threads append to one node's chain at the same time.
+    constexpr int kEach = 10;
+    std::array<std::string, 2> errors;
+    const QString dataDir = m_dir.path();
+    const auto appender = [&](int w) {
+        Result<std::unique_ptr<Database>> mine = Database::open(url, dataDir);
+        if (!mine) {
+            errors[w] = mine.message();
+            return;
+        }
+        CreditLedger ledger(**mine);
+        for (int i = 0; i < kEach && errors[w].empty(); ++i) {
+            Result<CreditReceipt> r = ledger.append(QStringLiteral("n1"), w * 100 + i, 1000, 1, fakeSign);
+            if (!r)
+                errors[w] = r.message();
+        }
+    };
+    std::thread first(appender, 0);
+    std::thread second(appender, 1);
+    first.join();
+    second.join();
+    QVERIFY2(errors[0].empty(), errors[0].c_str());
+    QVERIFY2(errors[1].empty(), errors[1].c_str());
+
+    CreditLedger ledger(*db);
+    Result<CreditTotals> totals = ledger.totals(QStringLiteral("n1"));
+    QVERIFY2(totals, failure(totals));
+    QCOMPARE(totals->receipts, qint64(2 * kEach));
+    QCOMPARE(totals->lastSeq, qint64(2 * kEach));
+    QCOMPARE(totals->microCredits, qint64(2 * kEach));
+    Status chain = ledger.verifyChain(QStringLiteral("n1"));
+    QVERIFY2(chain, failure(chain));
+}
+
+QTEST_GUILESS_MAIN(TestCoordinatorCreditLedger)
+#include "test_coordinator_credit_ledger.moc"

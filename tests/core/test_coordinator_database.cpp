@@ -1,0 +1,255 @@
+// Database: urls, SQLite settings, and migrations on a real SQLite file and a real PostgreSQL
+// server: applied once, re-run as a no-op, and a database from a newer coordinator refused.
+#include "PostgresServer.h"
+#include "coordinator/Database.h"
+#include "coordinator/NodeRegistry.h"
+#include "coordinator/Sql.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace tessera;
+using namespace tessera::coordinator;
+
+namespace {
+
+// QVERIFY2 builds its message even when the check passes: read it only from a failure.
+template <class R>
+const char* failure(const R& r) {
+    return r ? "" : r.message().c_str();
+}
+
+} // namespace
+
+class TestCoordinatorDatabase final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase() { m_pg.reset(); }
+
+    void sqliteDefaultsToDataDir();
+    void sqliteRelativePathIsUnderDataDir();
+    void sqliteRefusesAFileThatIsNoDatabase();
+    void refusesBadUrls_data();
+    void refusesBadUrls();
+    void passwordIsNeverShown();
+
+    void migrateCreatesTheSchemaOnce_data() { backends(); }
+    void migrateCreatesTheSchemaOnce();
+    void refusesANewerSchema_data() { backends(); }
+    void refusesANewerSchema();
+    void writeTransactionCommitsOrRollsBack_data() { backends(); }
+    void writeTransactionCommitsOrRollsBack();
+
+private:
+    void backends();
+    QString freshUrl();
+    std::unique_ptr<Database> openUnmigrated(const QString& url);
+
+    QTemporaryDir m_dir;
+    std::unique_ptr<test::PostgresServer> m_pg;
+    int m_files = 0;
+};
+
+void TestCoordinatorDatabase::initTestCase() {
+    QVERIFY(m_dir.isValid());
+    if (test::PostgresServer::findBinDir().isEmpty())
+        return; // the postgresql rows skip
+    Result<std::unique_ptr<test::PostgresServer>> pg = test::PostgresServer::start();
+    QVERIFY2(pg, failure(pg));
+    m_pg = std::move(*pg);
+}
+
+void TestCoordinatorDatabase::backends() {
+    QTest::addColumn<QString>("backend");
+    QTest::newRow("sqlite") << QStringLiteral("sqlite");
+    QTest::newRow("postgresql") << QStringLiteral("postgresql");
+}
+
+// A new, empty database for the current row; empty when the row was skipped or failed.
+QString TestCoordinatorDatabase::freshUrl() {
+    QFETCH(QString, backend);
+    if (backend == u"sqlite")
+        return QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("db%1.sqlite").arg(++m_files));
+    if (!m_pg) {
+        QTest::qSkip(test::PostgresServer::kNotInstalled, __FILE__, __LINE__);
+        return {};
+    }
+    Result<QString> url = m_pg->createDatabase();
+    if (!url) {
+        QTest::qFail(url.message().c_str(), __FILE__, __LINE__);
+        return {};
+    }
+    return *url;
+}
+
+std::unique_ptr<Database> TestCoordinatorDatabase::openUnmigrated(const QString& url) {
+    Result<std::unique_ptr<Database>> db = Database::open(url, m_dir.path());
+    if (!db) {
+        QTest::qFail(db.message().c_str(), __FILE__, __LINE__);
+        return nullptr;
+    }
+    return std::move(*db);
+}
+
+void TestCoordinatorDatabase::sqliteDefaultsToDataDir() {
+    const QString dataDir = m_dir.filePath(QStringLiteral("defaults"));
+    Result<std::unique_ptr<Database>> db = Database::open({}, dataDir);
+    QVERIFY2(db, failure(db));
+    QCOMPARE((*db)->backend(), Database::Backend::Sqlite);
+    QVERIFY(QFileInfo::exists(dataDir + QStringLiteral("/coordinator.sqlite")));
+
+    const QSqlDatabase c = (*db)->connection();
+    const auto pragma = [&](const char* name) {
+        Result<std::optional<QVariant>> v = sql::scalar(c, QStringLiteral("PRAGMA ") + QLatin1String(name));
+        return v && *v ? (*v)->toString() : QString();
+    };
+    QCOMPARE(pragma("journal_mode"), QStringLiteral("wal"));
+    QCOMPARE(pragma("synchronous"), QStringLiteral("1")); // NORMAL
+    QCOMPARE(pragma("foreign_keys"), QStringLiteral("1"));
+    QCOMPARE(pragma("busy_timeout"), QStringLiteral("5000"));
+}
+
+void TestCoordinatorDatabase::sqliteRelativePathIsUnderDataDir() {
+    const QString dataDir = m_dir.filePath(QStringLiteral("relative"));
+    Result<std::unique_ptr<Database>> db = Database::open(QStringLiteral("sqlite:state/swarm.db"), dataDir);
+    QVERIFY2(db, failure(db));
+    QVERIFY(QFileInfo::exists(dataDir + QStringLiteral("/state/swarm.db")));
+    QCOMPARE((*db)->displayName(), QStringLiteral("sqlite:") + dataDir + QStringLiteral("/state/swarm.db"));
+}
+
+void TestCoordinatorDatabase::sqliteRefusesAFileThatIsNoDatabase() {
+    const QString path = m_dir.filePath(QStringLiteral("garbage.sqlite"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray(4096, 'x'));
+    f.close();
+    Result<std::unique_ptr<Database>> db = Database::open(QStringLiteral("sqlite:") + path, m_dir.path());
+    QVERIFY(!db);
+    QVERIFY2(db.message().find("garbage.sqlite") != std::string::npos, db.message().c_str());
+}
+
+void TestCoordinatorDatabase::refusesBadUrls_data() {
+    QTest::addColumn<QString>("url");
+    QTest::addColumn<QString>("reason");
+    QTest::newRow("other scheme") << QStringLiteral("mysql://u:pw@h/db")
+                                  << QStringLiteral("unsupported database url scheme \"mysql\"");
+    QTest::newRow("bare path") << QStringLiteral("/var/lib/tessera/db.sqlite")
+                               << QStringLiteral("database url has no scheme");
+    QTest::newRow("bad port") << QStringLiteral("postgresql://u:pw@h:99999/db")
+                              << QStringLiteral("invalid PostgreSQL url: Invalid port");
+    QTest::newRow("no database") << QStringLiteral("postgresql://u@h/")
+                                 << QStringLiteral("names no database");
+    QTest::newRow("unknown parameter") << QStringLiteral("postgresql://u@/db?host=/tmp&options=-cx")
+                                       << QStringLiteral("options is not supported");
+    QTest::newRow("smuggled option") << QStringLiteral("postgresql://u@/db?sslmode=disable%20host%3Devil")
+                                     << QStringLiteral("unsupported value");
+}
+
+void TestCoordinatorDatabase::refusesBadUrls() {
+    QFETCH(QString, url);
+    QFETCH(QString, reason);
+    Result<std::unique_ptr<Database>> db = Database::open(url, m_dir.path());
+    QVERIFY(!db);
+    QVERIFY2(QString::fromStdString(db.message()).contains(reason), db.message().c_str());
+    QVERIFY2(db.message().find(":pw@") == std::string::npos, db.message().c_str());
+}
+
+void TestCoordinatorDatabase::passwordIsNeverShown() {
+    // A socket directory that does not exist: the connection fails at once, no network needed.
+    Result<std::unique_ptr<Database>> db = Database::open(
+        QStringLiteral("postgresql://tessera:s3cret@/swarm?host=/nonexistent-tessera-dir"), m_dir.path());
+    QVERIFY(!db);
+    QVERIFY2(db.message().find("cannot connect to postgresql://tessera@/swarm") != std::string::npos,
+             db.message().c_str());
+    QVERIFY2(db.message().find("s3cret") == std::string::npos, db.message().c_str());
+}
+
+void TestCoordinatorDatabase::migrateCreatesTheSchemaOnce() {
+    const QString url = freshUrl();
+    if (url.isEmpty())
+        return;
+    std::unique_ptr<Database> db = openUnmigrated(url);
+    QVERIFY(db);
+    QCOMPARE(db->schemaVersion().valueOr(-1), 0);
+
+    Result<int> applied = db->migrate();
+    QVERIFY2(applied, failure(applied));
+    QCOMPARE(*applied, Database::latestSchemaVersion());
+    QCOMPARE(db->schemaVersion().valueOr(-1), Database::latestSchemaVersion());
+    const QStringList tables = db->connection().tables();
+    for (const char* table : {"schema_migrations", "nodes", "sessions", "admission_nonces", "assignments",
+                              "stage_versions", "credit_receipts"})
+        QVERIFY2(tables.contains(QLatin1String(table)), table);
+
+    // Again, and from a second connection (a restarted coordinator): nothing to do.
+    applied = db->migrate();
+    QVERIFY2(applied, failure(applied));
+    QCOMPARE(*applied, 0);
+    std::unique_ptr<Database> again = openUnmigrated(url);
+    QVERIFY(again);
+    applied = again->migrate();
+    QVERIFY2(applied, failure(applied));
+    QCOMPARE(*applied, 0);
+    Result<std::optional<QVariant>> rows =
+        sql::scalar(db->connection(), QStringLiteral("SELECT COUNT(*) FROM schema_migrations"));
+    QVERIFY(rows && *rows);
+    QCOMPARE((*rows)->toInt(), Database::latestSchemaVersion());
+}
+
+void TestCoordinatorDatabase::refusesANewerSchema() {
+    const QString url = freshUrl();
+    if (url.isEmpty())
+        return;
+    {
+        std::unique_ptr<Database> db = openUnmigrated(url);
+        QVERIFY(db);
+        QVERIFY(db->migrate());
+        // What a future coordinator would leave behind.
+        QVERIFY(sql::exec(db->connection(),
+                          QStringLiteral("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)"),
+                          {999, qint64(1)}));
+    }
+    std::unique_ptr<Database> db = openUnmigrated(url);
+    QVERIFY(db);
+    Result<int> applied = db->migrate();
+    QVERIFY(!applied);
+    QVERIFY2(applied.message().find("schema version 999, newer than this coordinator understands") !=
+                 std::string::npos,
+             applied.message().c_str());
+    QCOMPARE(db->schemaVersion().valueOr(-1), 999);
+}
+
+void TestCoordinatorDatabase::writeTransactionCommitsOrRollsBack() {
+    const QString url = freshUrl();
+    if (url.isEmpty())
+        return;
+    std::unique_ptr<Database> db = openUnmigrated(url);
+    QVERIFY(db);
+    QVERIFY(db->migrate());
+    NodeRegistry nodes(*db);
+    const auto admit = [&](const char* id) {
+        return nodes.admit({QLatin1String(id), QStringLiteral("key"), QStringLiteral("{}"),
+                            QStringLiteral("{}"), QStringLiteral("0.1.0")},
+                           1000);
+    };
+
+    Status failed = db->writeTransaction([&]() -> Status {
+        if (Status s = admit("a"); !s)
+            return s;
+        return makeError("stop halfway");
+    });
+    QVERIFY(!failed);
+    QCOMPARE(failed.message(), std::string("stop halfway"));
+    QCOMPARE(nodes.count().valueOr(-1), qint64(0));
+
+    Status committed = db->writeTransaction([&] { return admit("b"); });
+    QVERIFY2(committed, failure(committed));
+    QCOMPARE(nodes.count().valueOr(-1), qint64(1));
+}
+
+QTEST_GUILESS_MAIN(TestCoordinatorDatabase)
+#include "test_coordinator_database.moc"

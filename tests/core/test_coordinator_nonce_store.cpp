@@ -1,0 +1,215 @@
+// NonceStore on a real SQLite file and a real PostgreSQL server: a nonce is spent once, by the
+// key it was issued to, before it expires; two connections racing for it never both win.
+#include "PostgresServer.h"
+#include "coordinator/Database.h"
+#include "coordinator/NonceStore.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <array>
+#include <barrier>
+#include <thread>
+#include <vector>
+
+using namespace tessera;
+using namespace tessera::coordinator;
+using namespace std::chrono_literals;
+
+namespace {
+
+// QVERIFY2 builds its message even when the check passes: read it only from a failure.
+template <class R>
+const char* failure(const R& r) {
+    return r ? "" : r.message().c_str();
+}
+
+bool mentions(const Status& s, const char* text) {
+    return s.message().find(text) != std::string::npos;
+}
+
+} // namespace
+
+class TestCoordinatorNonceStore final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase() { m_pg.reset(); }
+
+    void spentOnce_data() { backends(); }
+    void spentOnce();
+    void expiredNonceFails_data() { backends(); }
+    void expiredNonceFails();
+    void boundToItsKey_data() { backends(); }
+    void boundToItsKey();
+    void purgeDropsSpentAndExpired_data() { backends(); }
+    void purgeDropsSpentAndExpired();
+    void racingConnectionsExactlyOneWins_data() { backends(); }
+    void racingConnectionsExactlyOneWins();
+
+private:
+    void backends();
+    QString freshUrl();
+    std::unique_ptr<Database> open(const QString& url);
+
+    QTemporaryDir m_dir;
+    std::unique_ptr<test::PostgresServer> m_pg;
+    int m_files = 0;
+};
+
+void TestCoordinatorNonceStore::initTestCase() {
+    QVERIFY(m_dir.isValid());
+    if (test::PostgresServer::findBinDir().isEmpty())
+        return; // the postgresql rows skip
+    Result<std::unique_ptr<test::PostgresServer>> pg = test::PostgresServer::start();
+    QVERIFY2(pg, failure(pg));
+    m_pg = std::move(*pg);
+}
+
+void TestCoordinatorNonceStore::backends() {
+    QTest::addColumn<QString>("backend");
+    QTest::newRow("sqlite") << QStringLiteral("sqlite");
+    QTest::newRow("postgresql") << QStringLiteral("postgresql");
+}
+
+// A new, empty database for the current row; empty when the row was skipped or failed.
+QString TestCoordinatorNonceStore::freshUrl() {
+    QFETCH(QString, backend);
+    if (backend == u"sqlite")
+        return QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("db%1.sqlite").arg(++m_files));
+    if (!m_pg) {
+        QTest::qSkip(test::PostgresServer::kNotInstalled, __FILE__, __LINE__);
+        return {};
+    }
+    Result<QString> url = m_pg->createDatabase();
+    if (!url) {
+        QTest::qFail(url.message().c_str(), __FILE__, __LINE__);
+        return {};
+    }
+    return *url;
+}
+
+// Opens and migrates; null (and the test failed) on error.
+std::unique_ptr<Database> TestCoordinatorNonceStore::open(const QString& url) {
+    if (url.isEmpty())
+        return nullptr;
+    Result<std::unique_ptr<Database>> db = Database::open(url, m_dir.path());
+    Result<int> migrated = db ? (*db)->migrate() : Result<int>(db.error());
+    if (!migrated) {
+        QTest::qFail(migrated.message().c_str(), __FILE__, __LINE__);
+        return nullptr;
+    }
+    return std::move(*db);
+}
+
+void TestCoordinatorNonceStore::spentOnce() {
+    std::unique_ptr<Database> db = open(freshUrl());
+    if (!db)
+        return;
+    NonceStore nonces(*db);
+    Status s = nonces.issue(QStringLiteral("n-1"), QStringLiteral("key-a"), 1000, 30s);
+    QVERIFY2(s, failure(s));
+    QVERIFY(!nonces.issue(QStringLiteral("n-1"), QStringLiteral("key-a"), 1000, 30s)); // never reissued
+
+    s = nonces.consume(QStringLiteral("n-1"), QStringLiteral("key-a"), 2000);
+    QVERIFY2(s, failure(s));
+    s = nonces.consume(QStringLiteral("n-1"), QStringLiteral("key-a"), 2001);
+    QVERIFY(!s);
+    QVERIFY2(mentions(s, "already used"), s.message().c_str());
+
+    s = nonces.consume(QStringLiteral("never-issued"), QStringLiteral("key-a"), 2000);
+    QVERIFY(!s);
+    QVERIFY2(mentions(s, "unknown admission nonce"), s.message().c_str());
+}
+
+void TestCoordinatorNonceStore::expiredNonceFails() {
+    std::unique_ptr<Database> db = open(freshUrl());
+    if (!db)
+        return;
+    NonceStore nonces(*db);
+    QVERIFY(nonces.issue(QStringLiteral("late"), QStringLiteral("key"), 0, 1000ms));
+    QVERIFY(nonces.issue(QStringLiteral("in-time"), QStringLiteral("key"), 0, 1000ms));
+
+    Status s = nonces.consume(QStringLiteral("late"), QStringLiteral("key"), 1000);
+    QVERIFY(!s);
+    QVERIFY2(mentions(s, "expired"), s.message().c_str());
+    s = nonces.consume(QStringLiteral("in-time"), QStringLiteral("key"), 999);
+    QVERIFY2(s, failure(s));
+}
+
+void TestCoordinatorNonceStore::boundToItsKey() {
+    std::unique_ptr<Database> db = open(freshUrl());
+    if (!db)
+        return;
+    NonceStore nonces(*db);
+    QVERIFY(nonces.issue(QStringLiteral("n"), QStringLiteral("key-a"), 0, 30s));
+    Status s = nonces.consume(QStringLiteral("n"), QStringLiteral("key-b"), 1);
+    QVERIFY(!s);
+    QVERIFY2(mentions(s, "another node key"), s.message().c_str());
+    // Someone else's attempt does not burn it for its owner.
+    s = nonces.consume(QStringLiteral("n"), QStringLiteral("key-a"), 2);
+    QVERIFY2(s, failure(s));
+}
+
+void TestCoordinatorNonceStore::purgeDropsSpentAndExpired() {
+    std::unique_ptr<Database> db = open(freshUrl());
+    if (!db)
+        return;
+    NonceStore nonces(*db);
+    QVERIFY(nonces.issue(QStringLiteral("spent"), QStringLiteral("k"), 0, 1h));
+    QVERIFY(nonces.issue(QStringLiteral("expired"), QStringLiteral("k"), 0, 1s));
+    QVERIFY(nonces.issue(QStringLiteral("fresh"), QStringLiteral("k"), 0, 1h));
+    QVERIFY(nonces.consume(QStringLiteral("spent"), QStringLiteral("k"), 10));
+
+    Result<int> purged = nonces.purge(5000);
+    QVERIFY2(purged, failure(purged));
+    QCOMPARE(*purged, 2);
+    QVERIFY(nonces.consume(QStringLiteral("fresh"), QStringLiteral("k"), 5000));
+}
+
+void TestCoordinatorNonceStore::racingConnectionsExactlyOneWins() {
+    const QString url = freshUrl();
+    std::unique_ptr<Database> db = open(url);
+    if (!db)
+        return;
+    constexpr int kNonces = 25;
+    NonceStore nonces(*db);
+    for (int i = 0; i < kNonces; ++i)
+        QVERIFY(nonces.issue(QStringLiteral("race-%1").arg(i), QStringLiteral("key"), 0, 1h));
+
+    // Each racer has its own connection on its own thread, as two coordinator processes on one
+    // database would; both are released at once for every nonce.
+    std::barrier start(2);
+    std::array<std::vector<bool>, 2> won;
+    std::array<std::string, 2> errors;
+    const QString dataDir = m_dir.path();
+    const auto racer = [&](int r) {
+        Result<std::unique_ptr<Database>> mine = Database::open(url, dataDir);
+        if (!mine)
+            errors[r] = mine.message();
+        for (int i = 0; i < kNonces; ++i) {
+            start.arrive_and_wait();
+            if (!mine)
+                continue;
+            Status s = NonceStore(**mine).consume(QStringLiteral("race-%1").arg(i), QStringLiteral("key"), 1);
+            won[r].push_back(s.ok());
+            if (!s && !mentions(s, "already used"))
+                errors[r] = s.message(); // a lock timeout or SQL error is not a fair loss
+        }
+    };
+    std::thread first(racer, 0);
+    std::thread second(racer, 1);
+    first.join();
+    second.join();
+
+    QVERIFY2(errors[0].empty(), errors[0].c_str());
+    QVERIFY2(errors[1].empty(), errors[1].c_str());
+    QCOMPARE(int(won[0].size()), kNonces);
+    QCOMPARE(int(won[1].size()), kNonces);
+    for (int i = 0; i < kNonces; ++i)
+        QVERIFY2(won[0][i] != won[1][i], qPrintable(QStringLiteral("race-%1").arg(i)));
+}
+
+QTEST_GUILESS_MAIN(TestCoordinatorNonceStore)
+#include "test_coordinator_nonce_store.moc"
