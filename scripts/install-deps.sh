@@ -16,6 +16,8 @@ packages=(
     libssl-dev libsqlite3-dev
     # a PostgreSQL server the coordinator tests start for themselves (they skip without it)
     postgresql
+    # the real HTTP client the coordinator's HTTP server is tested against
+    curl
     # GUI tests and the tray app on a machine without a display
     xvfb xauth
     # plots of the benchmarks (make bench)
