@@ -1,0 +1,129 @@
+#include "coordinator/admission/AdmissionService.h"
+
+#include "common/Identity.h"
+#include "coordinator/Database.h"
+#include "coordinator/NodeRegistry.h"
+#include "coordinator/NonceStore.h"
+#include "coordinator/SessionStore.h"
+#include "coordinator/admission/AssignmentLog.h"
+
+#include <QCryptographicHash>
+#include <QJsonDocument>
+#include <QRandomGenerator>
+
+#include <array>
+
+namespace tessera::coordinator {
+
+namespace {
+
+// 32 bytes from the operating system's CSPRNG, base64url: nonces and session tokens.
+QString randomToken() {
+    std::array<quint32, 8> words{};
+    QRandomGenerator::system()->fillRange(words.data(), words.size());
+    return Identity::toBase64Url(
+        QByteArray(reinterpret_cast<const char*>(words.data()), qsizetype(words.size() * sizeof(quint32))));
+}
+
+QString compact(const QJsonObject& o) {
+    return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+}
+
+} // namespace
+
+AdmissionService::AdmissionService(Database& db, AssignmentPolicy policy, AdmissionSettings settings)
+    : m_db(db)
+    , m_policy(std::move(policy))
+    , m_settings(settings) {}
+
+QString AdmissionService::sessionTokenHash(const QString& token) {
+    return QString::fromLatin1(QCryptographicHash::hash(token.toUtf8(), QCryptographicHash::Sha256).toHex());
+}
+
+Result<QString> AdmissionService::challenge(const QString& nodeKey, qint64 nowMs) {
+    if (!Identity::fromBase64Url(nodeKey, Identity::kPublicKeySize))
+        return makeError("node_key: must be base64url (unpadded) of " +
+                         std::to_string(Identity::kPublicKeySize) + " bytes");
+    const QString nonce = randomToken();
+    if (Status s = NonceStore(m_db).issue(nonce, nodeKey, nowMs, m_settings.nonceTtl); !s)
+        return s.error();
+    return nonce;
+}
+
+Result<std::vector<StageLoad>> AdmissionService::stageLoads(const QString& except) {
+    Result<std::vector<NodeRecord>> online = NodeRegistry(m_db).list(NodeState::Online);
+    if (!online)
+        return online.error();
+    std::vector<StageLoad> loads(std::size_t(m_policy.config().stages));
+    for (const NodeRecord& n : *online) {
+        if (!n.stage || *n.stage < 0 || *n.stage >= int(loads.size()) || n.nodeId == except)
+            continue;
+        StageLoad& l = loads[std::size_t(*n.stage)];
+        ++l.nodes;
+        // Stored by admit() after range checks; an unreadable one counts as no throughput.
+        l.gflops += QJsonDocument::fromJson(n.benchJson.toUtf8()).object().value(u"gflops").toDouble();
+    }
+    return loads;
+}
+
+Result<AdmissionOutcome> AdmissionService::admit(const AdmissionClaims& claims, qint64 nowMs) {
+    if (!claims.signatureValid())
+        return AdmissionOutcome(
+            Unauthorized{"signature: does not verify with node_key over the admission payload"});
+    AdmissionOutcome outcome;
+    Status s = m_db.writeTransaction([&] { return decide(claims, nowMs, outcome); });
+    if (!s)
+        return s.error();
+    return outcome;
+}
+
+Status AdmissionService::decide(const AdmissionClaims& claims, qint64 nowMs, AdmissionOutcome& outcome) {
+    if (Status spent = NonceStore(m_db).consume(claims.nonce, claims.nodeKey, nowMs); !spent) {
+        outcome = Unauthorized{"nonce: " + spent.message()};
+        return {};
+    }
+    if (claims.clientVersion < m_settings.minimumClientVersion) {
+        outcome = Denied{"client_version: " + claims.clientVersionText.toStdString() +
+                         " is older than the oldest this coordinator accepts (" +
+                         m_settings.minimumClientVersion.toString().toStdString() + "); update Tessera"};
+        return {};
+    }
+
+    const QString nodeId = claims.nodeId();
+    Result<std::vector<StageLoad>> loads = stageLoads(nodeId);
+    if (!loads)
+        return loads.error();
+    const Assignment a = m_policy.choose(
+        *loads, NodeCapacity{claims.memoryBytes, claims.deviceKind == DeviceKind::Cuda, claims.computeDtype});
+    if (const auto* no = std::get_if<DoesNotFit>(&a)) {
+        outcome = Denied{"hardware.memory_bytes: " + no->reason};
+        return {};
+    }
+    if (const auto* full = std::get_if<SwarmFull>(&a)) {
+        outcome = Waitlisted{full->retryAfterSeconds, full->reason};
+        return {};
+    }
+    const int stage = std::get<StageChosen>(a).stage;
+
+    NodeRegistry registry(m_db);
+    SessionStore sessions(m_db);
+    if (Status r = registry.admit(NodeAdmission{nodeId, claims.nodeKey, compact(claims.hardware),
+                                                compact(claims.bench), claims.clientVersionText},
+                                  nowMs);
+        !r)
+        return r;
+    if (Status r = registry.setStage(nodeId, stage); !r)
+        return r;
+    if (Status r = AssignmentLog(m_db).assign(nodeId, stage, nowMs); !r)
+        return r;
+    // A re-admitted node starts over: whatever session it held before is no longer its own.
+    if (Result<int> revoked = sessions.revokeNode(nodeId); !revoked)
+        return revoked.error();
+    const QString token = randomToken();
+    if (Status r = sessions.create(sessionTokenHash(token), nodeId, nowMs, m_settings.sessionTtl); !r)
+        return r;
+    outcome = Admitted{nodeId, token, stage};
+    return {};
+}
+
+} // namespace tessera::coordinator

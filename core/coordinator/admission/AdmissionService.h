@@ -1,0 +1,64 @@
+#pragma once
+// AdmissionService: issues admission challenges and decides admissions (no HTTP: parsed claims in,
+// an outcome out).
+//
+// admit() in order, so that what costs nothing to check is checked before state changes:
+//   1. signature over the claims (AdmissionClaims::signingPayload) → else Unauthorized; the nonce
+//      is left alone, so a forged request cannot burn a genuine node's challenge;
+//   2. inside one write transaction: spend the nonce (one conditional UPDATE: unknown, expired,
+//      foreign or already spent → Unauthorized; of two replays exactly one gets past here);
+//   3. client version >= minimum → else Denied;
+//   4. AssignmentPolicy on the online nodes' loads → Denied (fits no stage) or Waitlisted;
+//   5. record the node (online, stage), the assignment and a new session, revoking the node's
+//      older sessions → Admitted.
+// A nonce is spent by every request that gets past step 1, whatever the outcome: each retry
+// asks for a new challenge. SQLite's write lock serialises steps 2–5 across connections, so
+// two admissions never both take the last seat.
+
+#include "Result.h"
+#include "coordinator/admission/AdmissionClaims.h"
+#include "coordinator/admission/AdmissionOutcome.h"
+#include "coordinator/admission/AssignmentPolicy.h"
+#include "coordinator/admission/ClientVersion.h"
+
+#include <QString>
+
+#include <chrono>
+#include <vector>
+
+namespace tessera::coordinator {
+
+class Database;
+
+struct AdmissionSettings {
+    ClientVersion minimumClientVersion{0, 1, 0};
+    std::chrono::milliseconds nonceTtl{std::chrono::seconds(120)};
+    std::chrono::milliseconds sessionTtl{std::chrono::hours(24)};
+};
+
+class AdmissionService final {
+public:
+    AdmissionService(Database& db, AssignmentPolicy policy, AdmissionSettings settings = {});
+
+    // A fresh nonce (base64url of 32 random bytes) bound to nodeKey, valid for nonceTtl. An
+    // error names node_key when it is not a base64url Ed25519 key.
+    Result<QString> challenge(const QString& nodeKey, qint64 nowMs);
+    // An error is the coordinator's own failure (SQL): the HTTP layer answers 500.
+    Result<AdmissionOutcome> admit(const AdmissionClaims& claims, qint64 nowMs);
+
+    // One entry per stage: the online nodes assigned to it, except `except` (a node being
+    // re-admitted does not compete with itself).
+    Result<std::vector<StageLoad>> stageLoads(const QString& except = {});
+
+    // SHA-256 of the token's text, lowercase hex: what SessionStore keeps.
+    static QString sessionTokenHash(const QString& token);
+
+private:
+    Status decide(const AdmissionClaims& claims, qint64 nowMs, AdmissionOutcome& outcome);
+
+    Database& m_db;
+    AssignmentPolicy m_policy;
+    AdmissionSettings m_settings;
+};
+
+} // namespace tessera::coordinator

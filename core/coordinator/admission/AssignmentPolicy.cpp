@@ -1,0 +1,86 @@
+#include "coordinator/admission/AssignmentPolicy.h"
+
+#include "model/MemoryEstimate.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace tessera::coordinator {
+
+AssignmentPolicy::AssignmentPolicy(gpu::ModelConfig config, AssignmentSettings settings)
+    : m_config(std::move(config))
+    , m_settings(settings) {}
+
+qint64 AssignmentPolicy::stageRequirement(int stage, gpu::Dtype compute) const {
+    const int seqLen = m_settings.seqLen > 0 ? m_settings.seqLen : m_config.maxSeqLen;
+    return gpu::estimateStageMemory(m_config, stage, compute, m_settings.batch, seqLen,
+                                    m_settings.keepActivations)
+        .total(m_settings.microbatchesInFlight);
+}
+
+qint64 AssignmentPolicy::usableBytes(qint64 memoryBytes) const {
+    return static_cast<qint64>(std::floor(double(memoryBytes) * m_settings.memoryFraction));
+}
+
+Assignment AssignmentPolicy::choose(const std::vector<StageLoad>& loads, const NodeCapacity& node) const {
+    const qint64 usable = usableBytes(node.memoryBytes);
+    int totalNodes = 0;
+    for (const StageLoad& l : loads)
+        totalNodes += l.nodes;
+
+    std::optional<int> best;
+    double bestScore = std::numeric_limits<double>::infinity();
+    qint64 bestRequirement = 0;
+    qint64 smallest = std::numeric_limits<qint64>::max();
+    bool anyFits = false;
+    for (int s = 0; s < m_config.stages; ++s) {
+        const qint64 need = stageRequirement(s, node.compute);
+        smallest = std::min(smallest, need);
+        if (need > usable)
+            continue;
+        anyFits = true;
+        const StageLoad load = s < int(loads.size()) ? loads[std::size_t(s)] : StageLoad{};
+        if (m_settings.maxNodesPerStage > 0 && load.nodes >= m_settings.maxNodesPerStage)
+            continue;
+        const double score = load.gflops / double(m_config.stageParameterCount(s));
+        if (score < bestScore) { // strict: a tie keeps the lower stage
+            best = s;
+            bestScore = score;
+            bestRequirement = need;
+        }
+    }
+
+    // A node that fits nowhere is told so for good, rather than waitlisted for nothing.
+    if (!anyFits) {
+        const double fraction = m_settings.memoryFraction * 100;
+        std::string reason = "needs " + formatBytes(smallest) + " for the smallest stage of model '" +
+                             m_config.name + "' in " + std::string(gpu::dtypeName(node.compute)) + ", " +
+                             (node.gpu ? "this GPU" : "this computer") + " has " +
+                             formatBytes(node.memoryBytes) + " (" + formatBytes(usable) + " usable at " +
+                             std::to_string(int(fraction)) + "%)";
+        return DoesNotFit{smallest, std::move(reason)};
+    }
+    const qint64 retry = std::max<qint64>(1, m_settings.waitlistRetryAfter.count());
+    if (m_settings.maxNodesTotal > 0 && totalNodes >= m_settings.maxNodesTotal)
+        return SwarmFull{retry, "the swarm is full (" + std::to_string(totalNodes) + " nodes)"};
+    if (!best)
+        return SwarmFull{retry, "every stage this node fits is full (" +
+                                    std::to_string(m_settings.maxNodesPerStage) + " nodes each)"};
+    return StageChosen{*best, bestRequirement};
+}
+
+std::string formatBytes(qint64 bytes) {
+    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double value = double(bytes);
+    int unit = 0;
+    while (value >= 1024 && unit < 4) {
+        value /= 1024;
+        ++unit;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+    return text;
+}
+
+} // namespace tessera::coordinator

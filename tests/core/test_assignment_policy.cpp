@@ -1,0 +1,139 @@
+// AssignmentPolicy on the real presets: a node goes to the stage least served for its size,
+// among those its memory holds; too little memory is a permanent no, a full swarm a "later".
+#include "coordinator/admission/AssignmentPolicy.h"
+
+#include <QTest>
+
+using namespace tessera;
+using namespace tessera::coordinator;
+
+namespace {
+
+constexpr qint64 kGiB = qint64(1) << 30;
+
+gpu::ModelConfig preset(const char* name) {
+    Result<gpu::ModelConfig> c = gpu::ModelConfig::preset(name);
+    if (!c)
+        qFatal("%s", c.message().c_str());
+    return *c;
+}
+
+NodeCapacity gpu24() {
+    return NodeCapacity{24 * kGiB, true, gpu::Dtype::BF16};
+}
+
+} // namespace
+
+class TestAssignmentPolicy final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void leastServedPerCostWins();
+    void tiesGoToLowestStage();
+    void onlyStagesThatFitAreChosen();
+    void tooLittleMemoryIsRefusedInWords();
+    void fullStagesAreSkipped();
+    void fullSwarmWaitlists();
+    void doesNotFitWinsOverWaitlist();
+};
+
+void TestAssignmentPolicy::leastServedPerCostWins() {
+    const gpu::ModelConfig c = preset("small");
+    QCOMPARE(c.stages, 4);
+    AssignmentPolicy policy(c, {});
+    // Per parameter, stage 2 is the least served although stage 0 has less throughput in all.
+    std::vector<StageLoad> loads(4);
+    const double ratio[] = {1.0, 1.5, 0.9, 1.2};
+    for (int s = 0; s < 4; ++s)
+        loads[std::size_t(s)] = StageLoad{2, ratio[s] * double(c.stageParameterCount(s)) / 1e6};
+    loads[0].gflops = 0.91 * double(c.stageParameterCount(0)) / 1e6; // the fewest gflops, not per parameter
+    QVERIFY(loads[0].gflops < loads[2].gflops);
+    QVERIFY(loads[0].gflops / double(c.stageParameterCount(0)) >
+            loads[2].gflops / double(c.stageParameterCount(2)));
+
+    const Assignment a = policy.choose(loads, gpu24());
+    QVERIFY(std::holds_alternative<StageChosen>(a));
+    QCOMPARE(std::get<StageChosen>(a).stage, 2);
+    QCOMPARE(std::get<StageChosen>(a).requiredBytes, policy.stageRequirement(2, gpu::Dtype::BF16));
+
+    // An empty stage beats any served one.
+    loads[3] = StageLoad{};
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, gpu24())).stage, 3);
+}
+
+void TestAssignmentPolicy::tiesGoToLowestStage() {
+    const gpu::ModelConfig c = preset("small");
+    AssignmentPolicy policy(c, {});
+    QCOMPARE(std::get<StageChosen>(policy.choose({}, gpu24())).stage, 0);
+    std::vector<StageLoad> loads(4);
+    for (int s = 0; s < 4; ++s)
+        loads[std::size_t(s)] = StageLoad{1, double(c.stageParameterCount(s)) * 1e-6};
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, gpu24())).stage, 0);
+}
+
+void TestAssignmentPolicy::onlyStagesThatFitAreChosen() {
+    AssignmentPolicy policy(preset("small"), {});
+    // 800 MiB at 90%: stage 0 (no logits to hold) fits, the others do not.
+    const NodeCapacity small{qint64(800) << 20, true, gpu::Dtype::BF16};
+    QVERIFY(policy.stageRequirement(0, gpu::Dtype::BF16) <= policy.usableBytes(small.memoryBytes));
+    QVERIFY(policy.stageRequirement(1, gpu::Dtype::BF16) > policy.usableBytes(small.memoryBytes));
+    std::vector<StageLoad> loads{{5, 500}, {}, {}, {}};
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, small)).stage, 0);
+}
+
+void TestAssignmentPolicy::tooLittleMemoryIsRefusedInWords() {
+    const gpu::ModelConfig c = preset("8b");
+    AssignmentPolicy policy(c, {});
+    const Assignment a = policy.choose({}, NodeCapacity{12 * kGiB, true, gpu::Dtype::BF16});
+    QVERIFY(std::holds_alternative<DoesNotFit>(a));
+    const DoesNotFit& no = std::get<DoesNotFit>(a);
+    qint64 smallest = std::numeric_limits<qint64>::max();
+    for (int s = 0; s < c.stages; ++s)
+        smallest = std::min(smallest, policy.stageRequirement(s, gpu::Dtype::BF16));
+    QCOMPARE(no.smallestRequirementBytes, smallest);
+    const QString reason = QString::fromStdString(no.reason);
+    QVERIFY2(reason.startsWith(QStringLiteral("needs ") + QString::fromStdString(formatBytes(smallest))),
+             qPrintable(reason));
+    QVERIFY2(reason.contains(u"this GPU has 12.0 GiB"), qPrintable(reason));
+    QVERIFY2(reason.contains(u"'8b'"), qPrintable(reason));
+
+    const Assignment cpu = policy.choose({}, NodeCapacity{16 * kGiB, false, gpu::Dtype::F32});
+    QVERIFY(QString::fromStdString(std::get<DoesNotFit>(cpu).reason).contains(u"this computer has 16.0 GiB"));
+}
+
+void TestAssignmentPolicy::fullStagesAreSkipped() {
+    AssignmentSettings settings;
+    settings.maxNodesPerStage = 2;
+    AssignmentPolicy policy(preset("small"), settings);
+    std::vector<StageLoad> loads{{2, 1}, {2, 1}, {1, 1e6}, {2, 1}};
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, gpu24())).stage, 2); // the only one with room
+    loads[2].nodes = 2;
+    const Assignment a = policy.choose(loads, gpu24());
+    QVERIFY(std::holds_alternative<SwarmFull>(a));
+    QCOMPARE(std::get<SwarmFull>(a).retryAfterSeconds, qint64(300));
+}
+
+void TestAssignmentPolicy::fullSwarmWaitlists() {
+    AssignmentSettings settings;
+    settings.maxNodesTotal = 3;
+    settings.waitlistRetryAfter = std::chrono::seconds(60);
+    AssignmentPolicy policy(preset("small"), settings);
+    std::vector<StageLoad> loads{{1, 1}, {1, 1}, {1, 1}, {}};
+    const Assignment a = policy.choose(loads, gpu24());
+    QVERIFY(std::holds_alternative<SwarmFull>(a));
+    QCOMPARE(std::get<SwarmFull>(a).retryAfterSeconds, qint64(60));
+    loads[2] = {};
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, gpu24())).stage, 2);
+}
+
+void TestAssignmentPolicy::doesNotFitWinsOverWaitlist() {
+    AssignmentSettings settings;
+    settings.maxNodesTotal = 1;
+    AssignmentPolicy policy(preset("8b"), settings);
+    // Waiting would not help a node that fits no stage: it is told so at once.
+    QVERIFY(std::holds_alternative<DoesNotFit>(
+        policy.choose({{1, 1}}, NodeCapacity{8 * kGiB, true, gpu::Dtype::BF16})));
+}
+
+QTEST_GUILESS_MAIN(TestAssignmentPolicy)
+#include "test_assignment_policy.moc"
