@@ -1,5 +1,10 @@
-# core/coordinator: the coordinator's state in SQL (SQLite or PostgreSQL through Qt SQL).
+# core/coordinator: the coordinator process (options, run, assembly) and its state in SQL
+# (SQLite or PostgreSQL through Qt SQL).
 target_sources(tessera_core PRIVATE
+    ${CMAKE_CURRENT_LIST_DIR}/Coordinator.cpp ${CMAKE_CURRENT_LIST_DIR}/Coordinator.h
+    ${CMAKE_CURRENT_LIST_DIR}/CoordinatorCommandLine.cpp ${CMAKE_CURRENT_LIST_DIR}/CoordinatorCommandLine.h
+    ${CMAKE_CURRENT_LIST_DIR}/CoordinatorOptions.h
+    ${CMAKE_CURRENT_LIST_DIR}/CoordinatorRun.cpp ${CMAKE_CURRENT_LIST_DIR}/CoordinatorRun.h
     ${CMAKE_CURRENT_LIST_DIR}/CreditLedger.cpp ${CMAKE_CURRENT_LIST_DIR}/CreditLedger.h
     ${CMAKE_CURRENT_LIST_DIR}/Database.cpp ${CMAKE_CURRENT_LIST_DIR}/Database.h
     ${CMAKE_CURRENT_LIST_DIR}/Migrations.cpp ${CMAKE_CURRENT_LIST_DIR}/Migrations.h

@@ -1,0 +1,256 @@
+#include "coordinator/Coordinator.h"
+
+#include "common/Identity.h"
+#include "common/TlsCertificate.h"
+#include "coordinator/CoordinatorRun.h"
+#include "coordinator/Database.h"
+#include "coordinator/NonceStore.h"
+#include "coordinator/SessionStore.h"
+#include "coordinator/admission/AdmissionService.h"
+#include "coordinator/api/AdmissionApi.h"
+#include "coordinator/api/Metrics.h"
+#include "coordinator/api/ShardApi.h"
+#include "coordinator/api/StatusApi.h"
+#include "coordinator/http/HttpServer.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QHostInfo>
+#include <QTimer>
+
+#include <chrono>
+#include <optional>
+
+namespace tessera::coordinator {
+
+using http::HttpRequest;
+using http::HttpResponse;
+
+namespace {
+
+std::string str(const QString& s) {
+    return s.toStdString();
+}
+
+qint64 nowMs() {
+    return QDateTime::currentMSecsSinceEpoch();
+}
+
+// Spent and expired nonces and sessions are only garbage: a slow sweep is enough.
+constexpr std::chrono::minutes kPurgeInterval{1};
+
+Status createDataDir(const QString& path) {
+    if (path.isEmpty())
+        return makeError("--data-dir is required: the folder that holds the run, its key and database");
+    if (QDir(path).exists())
+        return {};
+    if (!QDir().mkpath(path))
+        return makeError("cannot create the data dir " + str(path));
+    // It holds the coordinator's private keys.
+    QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    return {};
+}
+
+QStringList certificateNames(const ListenAddress& listen) {
+    QStringList names{QStringLiteral("localhost"), QStringLiteral("127.0.0.1"), QStringLiteral("::1")};
+    const QHostAddress& a = listen.address;
+    if (a == QHostAddress::AnyIPv4 || a == QHostAddress::AnyIPv6 || a == QHostAddress::Any)
+        names << QHostInfo::localHostName();
+    else if (!names.contains(a.toString()))
+        names << a.toString();
+    names.removeAll(QString());
+    names.removeDuplicates();
+    return names;
+}
+
+} // namespace
+
+Result<ListenAddress> parseListenAddress(const QString& text) {
+    const qsizetype colon = text.lastIndexOf(u':');
+    const QString usage = QStringLiteral(" (expected HOST:PORT, e.g. 0.0.0.0:8443 or [::1]:8443)");
+    if (colon <= 0)
+        return makeError("--listen " + str(text) + ": no port" + str(usage));
+    QString host = text.left(colon);
+    bool portOk = false;
+    const uint port = text.mid(colon + 1).toUInt(&portOk);
+    if (!portOk || port > 65535)
+        return makeError("--listen " + str(text) + ": bad port" + str(usage));
+    if (host.startsWith(u'[') && host.endsWith(u']'))
+        host = host.mid(1, host.size() - 2);
+    else if (host.contains(u':'))
+        return makeError("--listen " + str(text) + ": an IPv6 address goes in brackets" + str(usage));
+    ListenAddress out;
+    out.port = quint16(port);
+    if (host.compare(u"localhost", Qt::CaseInsensitive) == 0)
+        out.address = QHostAddress(QHostAddress::LocalHost);
+    else if (!out.address.setAddress(host))
+        return makeError("--listen " + str(text) + ": '" + str(host) + "' is not an IP address" + str(usage));
+    return out;
+}
+
+// Everything the coordinator owns; members are destroyed in reverse order, so the server (and
+// with it every handler) goes before what the handlers use.
+struct Coordinator::Parts {
+    std::unique_ptr<Database> db;
+    std::optional<Identity> key;
+    std::optional<CoordinatorRun> run;
+    Metrics metrics;
+    std::unique_ptr<AdmissionService> admission;
+    std::unique_ptr<AdmissionApi> admissionApi;
+    std::unique_ptr<ShardApi> shardApi;
+    std::unique_ptr<StatusApi> statusApi;
+    std::unique_ptr<http::HttpServer> server;
+    QTimer purgeTimer;
+    QString scheme;
+    ListenAddress listen;
+
+    // Every route counts its requests for /metrics.
+    void route(const QByteArray& method, const QString& pattern,
+               std::function<HttpResponse(const HttpRequest&)> h) {
+        server->route(method, pattern, [this, pattern, h = std::move(h)](const HttpRequest& r) {
+            metrics.countRequest(pattern);
+            return h(r);
+        });
+    }
+};
+
+Coordinator::Coordinator()
+    : m_parts(std::make_unique<Parts>()) {}
+
+Coordinator::~Coordinator() = default;
+
+Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions& options) {
+    // Checks that need no state come first: a refused start leaves nothing behind.
+    Result<ListenAddress> listen = parseListenAddress(options.listen);
+    if (!listen)
+        return listen.error();
+    if (options.insecureLoopback && (!options.tlsCert.isEmpty() || !options.tlsKey.isEmpty()))
+        return makeError("--insecure-loopback and --tls-cert/--tls-key contradict each other: choose one");
+    if (options.insecureLoopback && !listen->address.isLoopback())
+        return makeError(
+            "refusing plain HTTP on " + str(listen->address.toString()) +
+            ": --insecure-loopback only serves a loopback address (127.0.0.1, ::1, localhost). "
+            "Drop --insecure-loopback to serve HTTPS (a certificate is made when none is given)");
+    if (options.tlsCert.isEmpty() != options.tlsKey.isEmpty())
+        return makeError("--tls-cert and --tls-key go together: give both, or neither for a self-signed "
+                         "certificate in the data dir");
+
+    if (Status s = createDataDir(options.dataDir); !s)
+        return s.error();
+    const QDir dataDir(options.dataDir);
+    std::unique_ptr<Coordinator> c(new Coordinator);
+    Parts& p = *c->m_parts;
+    p.listen = *listen;
+
+    Result<Identity> key = Identity::loadOrCreate(dataDir.filePath(QStringLiteral("coordinator.key")));
+    if (!key)
+        return makeError("the coordinator key: " + key.message());
+    p.key = std::move(*key);
+
+    std::optional<TlsCertificate> tls;
+    if (!options.insecureLoopback) {
+        const bool given = !options.tlsCert.isEmpty();
+        c->m_tlsCertPath = given ? options.tlsCert : dataDir.filePath(QStringLiteral("tls.crt"));
+        Result<TlsCertificate> loaded =
+            given
+                ? TlsCertificate::load(options.tlsCert, options.tlsKey)
+                : TlsCertificate::loadOrCreate(c->m_tlsCertPath, dataDir.filePath(QStringLiteral("tls.key")),
+                                               certificateNames(*listen));
+        if (!loaded)
+            return makeError("the TLS certificate: " + loaded.message());
+        c->m_tlsFingerprint = loaded->sha256Fingerprint();
+        tls = std::move(*loaded);
+    }
+
+    Result<std::unique_ptr<Database>> db = Database::open(options.dbUrl, options.dataDir);
+    if (!db)
+        return db.error();
+    p.db = std::move(*db);
+    if (Result<int> migrated = p.db->migrate(); !migrated)
+        return makeError(str(p.db->displayName()) + ": " + migrated.message());
+
+    Result<CoordinatorRun> run =
+        CoordinatorRun::openOrCreate(options.dataDir, *p.db, *p.key, options.model, options.stages, nowMs());
+    if (!run)
+        return run.error();
+    p.run = std::move(*run);
+    const gpu::ModelConfig& model = p.run->config();
+
+    const AdmissionSettings admission;
+    p.admission =
+        std::make_unique<AdmissionService>(*p.db, AssignmentPolicy(model, AssignmentSettings{}), admission);
+    p.admissionApi = std::make_unique<AdmissionApi>(*p.admission, *p.db, p.metrics);
+    p.shardApi = std::make_unique<ShardApi>(*p.db, p.run->shardDir(), model.stages);
+    p.statusApi =
+        std::make_unique<StatusApi>(*p.db, p.metrics,
+                                    StatusApiSettings{model, p.key->publicKeyBase64(),
+                                                      admission.minimumClientVersion.toString(), nowMs()});
+
+    p.server = std::make_unique<http::HttpServer>();
+    if (tls)
+        p.server->useTls(*tls);
+    p.scheme = tls ? QStringLiteral("https") : QStringLiteral("http");
+    StatusApi& status = *p.statusApi;
+    AdmissionApi& admit = *p.admissionApi;
+    ShardApi& shards = *p.shardApi;
+    p.route("GET", QStringLiteral("/"), [&status](const HttpRequest& r) { return status.page(r); });
+    p.route("GET", QStringLiteral("/v1/info"), [&status](const HttpRequest& r) { return status.info(r); });
+    p.route("GET", QStringLiteral("/v1/status"),
+            [&status](const HttpRequest& r) { return status.status(r); });
+    p.route("GET", QStringLiteral("/metrics"), [&status](const HttpRequest& r) { return status.metrics(r); });
+    p.route("POST", QStringLiteral("/v1/admission/challenge"),
+            [&admit](const HttpRequest& r) { return admit.challenge(r); });
+    p.route("POST", QStringLiteral("/v1/admission"),
+            [&admit](const HttpRequest& r) { return admit.admit(r); });
+    p.route("GET", QStringLiteral("/v1/shards/{stage}/manifest"),
+            [&shards](const HttpRequest& r) { return shards.manifest(r); });
+    p.route("GET", QStringLiteral("/v1/shards/{stage}/{version}/{file}"),
+            [&shards](const HttpRequest& r) { return shards.file(r); });
+    if (Status s = p.server->listen(listen->address, listen->port); !s)
+        return makeError("cannot listen on " + str(options.listen) + ": " + s.message());
+
+    Database& database = *p.db;
+    p.purgeTimer.setInterval(kPurgeInterval);
+    QObject::connect(&p.purgeTimer, &QTimer::timeout, [&database] {
+        const qint64 now = nowMs();
+        if (Result<int> n = NonceStore(database).purge(now); !n)
+            qWarning("coordinator: purging nonces failed: %s", n.message().c_str());
+        if (Result<int> n = SessionStore(database).purge(now); !n)
+            qWarning("coordinator: purging sessions failed: %s", n.message().c_str());
+    });
+    p.purgeTimer.start();
+    return c;
+}
+
+quint16 Coordinator::port() const {
+    return m_parts->server->port();
+}
+
+QString Coordinator::url() const {
+    const QHostAddress& a = m_parts->listen.address;
+    QString host = a == QHostAddress::AnyIPv4 || a == QHostAddress::Any ? QStringLiteral("127.0.0.1")
+                   : a == QHostAddress::AnyIPv6                         ? QStringLiteral("::1")
+                                                                        : a.toString();
+    if (host.contains(u':'))
+        host = u'[' + host + u']';
+    return QStringLiteral("%1://%2:%3").arg(m_parts->scheme, host).arg(port());
+}
+
+QString Coordinator::coordinatorKey() const {
+    return m_parts->key->publicKeyBase64();
+}
+
+const gpu::ModelConfig& Coordinator::model() const {
+    return m_parts->run->config();
+}
+
+bool Coordinator::runCreated() const {
+    return m_parts->run->created();
+}
+
+QString Coordinator::databaseName() const {
+    return m_parts->db->displayName();
+}
+
+} // namespace tessera::coordinator

@@ -1,0 +1,132 @@
+#include "coordinator/CoordinatorCommandLine.h"
+
+#include "common/Version.h"
+#include "coordinator/Coordinator.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+
+#include <ostream>
+
+namespace tessera::coordinator {
+
+namespace {
+
+const QString kProgram = QStringLiteral("tessera-coordinator");
+
+std::ostream& operator<<(std::ostream& os, const QString& s) {
+    return os << s.toStdString();
+}
+
+QCommandLineOption valueOption(const char* name, const char* description, const char* valueName) {
+    return QCommandLineOption(QString::fromLatin1(name), QString::fromLatin1(description),
+                              QString::fromLatin1(valueName));
+}
+
+} // namespace
+
+CoordinatorCommandLine::CoordinatorCommandLine(std::ostream& out, std::ostream& err)
+    : m_out(out)
+    , m_err(err) {}
+
+std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringList& arguments, int& exitCode) {
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral("Tessera's coordinator: admits volunteer nodes, assigns pipeline stages and serves\n"
+                       "their signed stage shards over HTTPS."));
+    const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")},
+                                  QStringLiteral("Show this help."));
+    const QCommandLineOption version({QStringLiteral("v"), QStringLiteral("version")},
+                                     QStringLiteral("Show the version."));
+    const auto dataDir =
+        valueOption("data-dir", "Folder of the run, its keys and SQLite database (required).", "DIR");
+    const auto listen =
+        valueOption("listen", "Address to serve on [127.0.0.1:8443]; port 0 picks one.", "HOST:PORT");
+    const auto tlsCert =
+        valueOption("tls-cert", "TLS certificate chain (PEM); default: self-signed in DIR.", "FILE");
+    const auto tlsKey = valueOption("tls-key", "TLS private key (PEM) of --tls-cert.", "FILE");
+    const QCommandLineOption insecure(QStringLiteral("insecure-loopback"),
+                                      QStringLiteral("Serve plain HTTP; only on a loopback address."));
+    const auto db =
+        valueOption("db", "sqlite:PATH [DIR/coordinator.sqlite] or postgresql://user@host/db.", "URL");
+    const auto model =
+        valueOption("model", "New run's model: tiny, small, 8b or CONFIG.json [tiny].", "MODEL");
+    const auto stages = valueOption("stages", "New run's pipeline stage count (overrides the model's).", "S");
+    parser.addOptions({help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages});
+
+    exitCode = 2;
+    if (!parser.parse(arguments)) {
+        m_err << kProgram << ": " << parser.errorText() << "\nTry 'tessera-coordinator --help'.\n";
+        return std::nullopt;
+    }
+    if (parser.isSet(help)) {
+        m_out << parser.helpText();
+        exitCode = 0;
+        return std::nullopt;
+    }
+    if (parser.isSet(version)) {
+        m_out << versionLine(kProgram) << "\n";
+        exitCode = 0;
+        return std::nullopt;
+    }
+    if (!parser.positionalArguments().isEmpty()) {
+        m_err << kProgram << ": unexpected argument '" << parser.positionalArguments().first()
+              << "'\nTry 'tessera-coordinator --help'.\n";
+        return std::nullopt;
+    }
+    CoordinatorOptions o;
+    o.dataDir = parser.value(dataDir);
+    if (o.dataDir.isEmpty()) {
+        m_err << kProgram << ": --data-dir is required\nTry 'tessera-coordinator --help'.\n";
+        return std::nullopt;
+    }
+    if (parser.isSet(listen))
+        o.listen = parser.value(listen);
+    o.tlsCert = parser.value(tlsCert);
+    o.tlsKey = parser.value(tlsKey);
+    o.insecureLoopback = parser.isSet(insecure);
+    o.dbUrl = parser.value(db);
+    o.model = parser.value(model);
+    if (parser.isSet(stages)) {
+        bool ok = false;
+        const int s = parser.value(stages).toInt(&ok);
+        if (!ok || s < 1) {
+            m_err << kProgram << ": --stages must be a positive whole number\n";
+            return std::nullopt;
+        }
+        o.stages = s;
+    }
+    exitCode = 0;
+    return o;
+}
+
+int CoordinatorCommandLine::run(const QStringList& arguments) {
+    int exitCode = 0;
+    const std::optional<CoordinatorOptions> options = parse(arguments, exitCode);
+    if (!options)
+        return exitCode;
+
+    Result<std::unique_ptr<Coordinator>> started = Coordinator::start(*options);
+    if (!started) {
+        m_err << kProgram << ": " << started.message() << std::endl;
+        return 1;
+    }
+    const Coordinator& c = **started;
+    const gpu::ModelConfig& model = c.model();
+    m_out << kProgram << " " << tesseraVersion() << ": "
+          << (c.runCreated() ? "created the run" : "resumed the run") << " of model '" << model.name << "' ("
+          << model.parameterCount() << " parameters, " << model.stages << " stages) in " << options->dataDir
+          << "\n"
+          << "database: " << c.databaseName() << "\n"
+          << "coordinator key: " << c.coordinatorKey() << "\n";
+    if (c.tls())
+        m_out << "TLS certificate: " << c.tlsCertPath() << "\n"
+              << "TLS SHA-256 fingerprint: " << c.tlsFingerprint() << "\n";
+    else
+        m_out << "warning: plain HTTP (--insecure-loopback): for local testing only\n";
+    // Tests and scripts wait for this line (it carries the port chosen for port 0).
+    m_out << "listening on " << c.url() << std::endl;
+    return QCoreApplication::exec();
+}
+
+} // namespace tessera::coordinator

@@ -1,0 +1,21 @@
+#pragma once
+// CoordinatorOptions: what tessera-coordinator is started with (its command line, parsed).
+
+#include <QString>
+
+#include <optional>
+
+namespace tessera::coordinator {
+
+struct CoordinatorOptions {
+    QString dataDir;                                   // created on first start
+    QString listen = QStringLiteral("127.0.0.1:8443"); // HOST:PORT, [v6]:PORT; port 0 picks one
+    QString tlsCert;                                   // both or neither; neither: self-signed in dataDir
+    QString tlsKey;
+    bool insecureLoopback = false; // plain HTTP, refused unless listen is loopback
+    QString dbUrl;                 // empty: sqlite in dataDir (see Database::open)
+    QString model;                 // preset name or CONFIG.json; empty: the run's, or tiny
+    std::optional<int> stages;     // overrides the model's stage count
+};
+
+} // namespace tessera::coordinator

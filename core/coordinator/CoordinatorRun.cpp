@@ -1,0 +1,181 @@
+#include "coordinator/CoordinatorRun.h"
+
+#include "common/Identity.h"
+#include "coordinator/Database.h"
+#include "coordinator/StageVersionStore.h"
+#include "coordinator/api/ManifestSignature.h"
+#include "shard/InitialShards.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QSaveFile>
+
+namespace tessera::coordinator {
+
+namespace {
+
+constexpr qint64 kInitialVersion = 1;
+const QString kRunFile = QStringLiteral("run.json");
+
+std::string str(const QString& s) {
+    return s.toStdString();
+}
+
+Result<QByteArray> readFile(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return makeError("cannot read " + str(path) + ": " + str(f.errorString()));
+    return f.readAll();
+}
+
+Status writeFileAtomically(const QString& path, const QByteArray& bytes) {
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
+        return makeError("cannot write " + str(path) + ": " + str(f.errorString()));
+    return {};
+}
+
+} // namespace
+
+CoordinatorRun::CoordinatorRun(gpu::ModelConfig config, QString shardDir, bool created)
+    : m_config(std::move(config))
+    , m_shardDir(std::move(shardDir))
+    , m_created(created) {}
+
+Result<gpu::ModelConfig> CoordinatorRun::resolveModel(const QString& model, std::optional<int> stages) {
+    Result<gpu::ModelConfig> config = makeError("");
+    // A preset name never contains a dot or a slash; anything else is a config file.
+    if (!model.contains(u'.') && !model.contains(u'/')) {
+        config = gpu::ModelConfig::preset(str(model));
+        if (!config)
+            return makeError("--model " + str(model) + ": " + config.message() +
+                             " (give a preset name: tiny, small, 8b, or a config JSON file)");
+    } else {
+        Result<QByteArray> text = readFile(model);
+        if (!text)
+            return makeError("--model: " + text.message());
+        config = gpu::ModelConfig::fromJson(text->toStdString());
+        if (!config)
+            return makeError("--model " + str(model) + ": " + config.message());
+    }
+    if (stages)
+        config->stages = *stages;
+    if (Status valid = config->validate(); !valid)
+        return makeError("the model: " + valid.message());
+    return config;
+}
+
+Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Database& db,
+                                                    const Identity& coordinatorKey, const QString& model,
+                                                    std::optional<int> stages, qint64 nowMs) {
+    const QString runPath = QDir(dataDir).filePath(kRunFile);
+    const QString shardDir = QDir(dataDir).filePath(QStringLiteral("shards"));
+    if (!QFileInfo::exists(runPath)) {
+        Result<gpu::ModelConfig> config =
+            resolveModel(model.isEmpty() ? QStringLiteral("tiny") : model, stages);
+        if (!config)
+            return config.error();
+        if (Status w = writeFileAtomically(runPath, QByteArray::fromStdString(config->toJson())); !w)
+            return w.error();
+        CoordinatorRun run(*config, shardDir, true);
+        if (Status s = run.createShards(db, coordinatorKey, nowMs); !s)
+            return s.error();
+        return run;
+    }
+
+    Result<QByteArray> text = readFile(runPath);
+    if (!text)
+        return text.error();
+    Result<gpu::ModelConfig> stored = gpu::ModelConfig::fromJson(text->toStdString());
+    if (!stored)
+        return makeError(str(runPath) + ": " + stored.message());
+    if (!model.isEmpty() || stages) {
+        // Only --stages given: it is compared against the run's own model.
+        Result<gpu::ModelConfig> requested = *stored;
+        if (!model.isEmpty())
+            requested = resolveModel(model, stages);
+        else
+            requested->stages = *stages;
+        if (!requested)
+            return requested.error();
+        if (requested->toJson() != stored->toJson())
+            return makeError(
+                "this data dir holds a run of model '" + stored->name + "' with " +
+                std::to_string(stored->stages) + " stages (config hash " + stored->hash().substr(0, 12) +
+                "), which --model/--stages would change to '" + requested->name + "' with " +
+                std::to_string(requested->stages) + " stages (" + requested->hash().substr(0, 12) +
+                "). A run's model never changes: omit --model and --stages to resume it, or give "
+                "another --data-dir for a new run");
+    }
+
+    CoordinatorRun run(*stored, shardDir, false);
+    Result<bool> published = run.checkPublished(db);
+    if (!published)
+        return published.error();
+    if (!*published) {
+        run.m_created = true;
+        if (Status s = run.createShards(db, coordinatorKey, nowMs); !s)
+            return s.error();
+    }
+    return run;
+}
+
+Status CoordinatorRun::createShards(Database& db, const Identity& coordinatorKey, qint64 nowMs) {
+    Result<std::vector<gpu::ShardManifest>> manifests =
+        gpu::writeInitialShards(m_config, m_shardDir.toStdString(), kInitialVersion);
+    if (!manifests)
+        return makeError("writing the initial shards: " + manifests.message());
+    return db.writeTransaction([&]() -> Status {
+        StageVersionStore store(db);
+        for (gpu::ShardManifest& m : *manifests) {
+            signManifest(m, coordinatorKey);
+            StageVersion v;
+            v.stage = int(m.stage);
+            v.version = m.version;
+            v.step = m.step;
+            v.file = QString::fromStdString(m.file);
+            v.fileSize = qint64(m.fileSize);
+            v.sha256 = QString::fromStdString(m.sha256);
+            v.manifestJson = QString::fromStdString(m.toJson());
+            v.createdAtMs = nowMs;
+            if (Status s = store.add(v); !s)
+                return s;
+        }
+        return {};
+    });
+}
+
+Result<bool> CoordinatorRun::checkPublished(Database& db) const {
+    StageVersionStore store(db);
+    const std::string hash = m_config.hash();
+    int found = 0;
+    for (int stage = 0; stage < m_config.stages; ++stage) {
+        Result<std::optional<StageVersion>> latest = store.latest(stage);
+        if (!latest)
+            return latest.error();
+        if (!*latest)
+            continue;
+        ++found;
+        const StageVersion& v = **latest;
+        Result<gpu::ShardManifest> m = gpu::ShardManifest::fromJson(v.manifestJson.toStdString());
+        if (!m)
+            return makeError("stage " + std::to_string(stage) + "'s stored manifest: " + m.message());
+        if (m->modelConfigHash != hash)
+            return makeError("the database " + str(db.displayName()) +
+                             " holds shards of another model (config hash " +
+                             m->modelConfigHash.substr(0, 12) + ", run.json's is " + hash.substr(0, 12) +
+                             "): give this run its own --db");
+        const QFileInfo file(QDir(m_shardDir).filePath(v.file));
+        if (!file.isFile() || file.size() != v.fileSize)
+            return makeError("stage " + std::to_string(stage) + "'s shard " + str(file.filePath()) +
+                             " is missing or has the wrong size (expected " + std::to_string(v.fileSize) +
+                             " bytes)");
+    }
+    if (found != 0 && found != m_config.stages)
+        return makeError("the database has shards for " + std::to_string(found) + " of " +
+                         std::to_string(m_config.stages) + " stages; it does not belong to this run");
+    return found != 0;
+}
+
+} // namespace tessera::coordinator

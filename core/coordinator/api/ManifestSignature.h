@@ -1,0 +1,27 @@
+#pragma once
+// ManifestSignature: the coordinator's Ed25519 signature on a stage shard manifest.
+//
+// manifest.signature = base64url (unpadded) of the Ed25519 signature, by the coordinator key
+// that /v1/info publishes, over the UTF-8 bytes of ShardManifest::toJson() of the same manifest
+// with no signature field. toJson() has one fixed key order and number spelling, so a client
+// that reparses a manifest (ShardManifest::fromJson, whatever the key order it arrived in),
+// clears the signature and calls toJson() again verifies the very bytes that were signed.
+
+#include "shard/ShardManifest.h"
+
+#include <QByteArray>
+
+namespace tessera {
+class Identity;
+}
+
+namespace tessera::coordinator {
+
+// The bytes signed: the manifest's JSON without its signature.
+QByteArray manifestSigningPayload(const gpu::ShardManifest& manifest);
+// Sets manifest.signature.
+void signManifest(gpu::ShardManifest& manifest, const Identity& coordinatorKey);
+// False when unsigned, badly encoded or not signed by publicKey (32 raw bytes).
+bool manifestSignatureValid(const gpu::ShardManifest& manifest, const QByteArray& publicKey);
+
+} // namespace tessera::coordinator

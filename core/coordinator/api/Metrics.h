@@ -1,0 +1,25 @@
+#pragma once
+// Metrics: the coordinator's counters since start, for /metrics (gauges are read from the
+// database when scraped).
+
+#include <QMap>
+#include <QString>
+
+namespace tessera::coordinator {
+
+class Metrics final {
+public:
+    // route: the route's pattern, e.g. "/v1/shards/{stage}/manifest" (bounded label values).
+    void countRequest(const QString& route) { ++m_requests[route]; }
+    // outcome: admitted, denied, unauthorized, waitlisted, bad_request, error.
+    void countAdmission(const QString& outcome) { ++m_admissions[outcome]; }
+
+    const QMap<QString, quint64>& requests() const { return m_requests; }
+    const QMap<QString, quint64>& admissions() const { return m_admissions; }
+
+private:
+    QMap<QString, quint64> m_requests;
+    QMap<QString, quint64> m_admissions;
+};
+
+} // namespace tessera::coordinator

@@ -1,0 +1,56 @@
+#pragma once
+// StatusApi: what the coordinator tells about itself and the swarm: GET /v1/info, /v1/status,
+// /metrics (Prometheus text) and / (a small HTML page).
+
+#include "Result.h"
+#include "coordinator/http/HttpRequest.h"
+#include "coordinator/http/HttpResponse.h"
+#include "model/ModelConfig.h"
+
+#include <QJsonObject>
+#include <QString>
+
+#include <vector>
+
+namespace tessera::coordinator {
+
+class Database;
+class Metrics;
+
+struct StatusApiSettings {
+    gpu::ModelConfig model;
+    QString coordinatorKey;   // base64url Ed25519 public key
+    QString minClientVersion; // "0.1.0"
+    qint64 startedAtMs = 0;
+};
+
+class StatusApi final {
+public:
+    StatusApi(Database& db, Metrics& metrics, StatusApiSettings settings);
+
+    http::HttpResponse info(const http::HttpRequest& request) const;
+    http::HttpResponse status(const http::HttpRequest& request) const;
+    http::HttpResponse metrics(const http::HttpRequest& request) const;
+    http::HttpResponse page(const http::HttpRequest& request) const;
+
+private:
+    struct StageRow {
+        int stage = 0;
+        qint64 nodesOnline = 0;
+        qint64 version = 0; // 0: none published
+        qint64 step = 0;
+    };
+    struct Snapshot {
+        qint64 nodesOnline = 0;
+        qint64 nodesTotal = 0;
+        std::vector<StageRow> stages;
+    };
+    Result<Snapshot> snapshot() const;
+    QJsonObject statusJson(const Snapshot& s) const;
+
+    Database& m_db;
+    Metrics& m_metrics;
+    StatusApiSettings m_settings;
+};
+
+} // namespace tessera::coordinator

@@ -1,0 +1,431 @@
+// The real tessera-coordinator process on loopback, over HTTPS with the certificate it makes
+// itself (and over plain HTTP with --insecure-loopback), driven by Qt's network classes and by
+// curl: info, challenge and signed admission, replay, bad JSON, signed manifests, ranged shard
+// downloads, status and metrics, a restart that resumes the run, and the refusals at startup.
+#include "common/Identity.h"
+#include "coordinator/admission/AdmissionClaims.h"
+#include "coordinator/api/ManifestSignature.h"
+#include "shard/ShardManifest.h"
+
+#include <QCryptographicHash>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QProcess>
+#include <QSslCertificate>
+#include <QSslConfiguration>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+using namespace tessera;
+using namespace tessera::coordinator;
+
+namespace {
+
+const QString kProgram = QStringLiteral(TESSERA_COORDINATOR_PATH);
+constexpr int kStartMs = 120'000; // the first start writes every stage's shard
+
+// One coordinator process: started with arguments, ready once it prints its URL.
+class CoordinatorProcess final {
+public:
+    explicit CoordinatorProcess(const QStringList& arguments) {
+        m_process.setProgram(kProgram);
+        m_process.setArguments(arguments);
+        m_process.start();
+    }
+    ~CoordinatorProcess() { stop(); }
+
+    // Waits for "listening on URL"; false when the process ended first.
+    bool waitReady() {
+        // Either way the checks below tell; the wait only bounds how long.
+        (void)QTest::qWaitFor(
+            [this] {
+                m_out += m_process.readAllStandardOutput();
+                return (m_out.contains("listening on ") && m_out.endsWith('\n')) ||
+                       m_process.state() == QProcess::NotRunning;
+            },
+            kStartMs);
+        m_err += m_process.readAllStandardError();
+        m_out += m_process.readAllStandardOutput();
+        const qsizetype at = m_out.indexOf("listening on ");
+        if (at < 0)
+            return false;
+        m_url = QString::fromUtf8(m_out.mid(at + 13, m_out.indexOf('\n', at) - at - 13));
+        return true;
+    }
+    // For a start that must fail: the exit code, stderr collected.
+    int waitExit() {
+        m_process.waitForFinished(kStartMs);
+        m_out += m_process.readAllStandardOutput();
+        m_err += m_process.readAllStandardError();
+        return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
+    }
+    void stop() {
+        if (m_process.state() == QProcess::NotRunning)
+            return;
+        m_process.terminate();
+        if (!m_process.waitForFinished(10'000))
+            m_process.kill();
+        m_process.waitForFinished(5'000);
+    }
+    // The value printed after "label: " on its own line.
+    QString printed(const QByteArray& label) const {
+        const qsizetype at = m_out.indexOf(QByteArray("\n" + label + ": "));
+        if (at < 0)
+            return {};
+        const qsizetype from = at + label.size() + 3;
+        return QString::fromUtf8(m_out.mid(from, m_out.indexOf('\n', from) - from));
+    }
+    const QString& url() const { return m_url; }
+    const QByteArray& out() const { return m_out; }
+    const QByteArray& err() const { return m_err; }
+
+private:
+    QProcess m_process;
+    QByteArray m_out;
+    QByteArray m_err;
+    QString m_url;
+};
+
+struct Reply {
+    int status = 0;
+    QByteArray body;
+    QMap<QByteArray, QByteArray> headers; // lowercase names
+    QJsonObject json() const { return QJsonDocument::fromJson(body).object(); }
+    QString error() const { return json().value(u"error").toString(); }
+};
+
+QByteArray sha256File(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    QCryptographicHash h(QCryptographicHash::Sha256);
+    h.addData(&f);
+    return h.result().toHex();
+}
+
+QJsonObject hardware() {
+    return QJsonObject{{QStringLiteral("device"), QStringLiteral("cpu")},
+                       {QStringLiteral("name"), QStringLiteral("Test CPU")},
+                       {QStringLiteral("memory_bytes"), qint64(8) << 30}};
+}
+
+QJsonObject bench() {
+    return QJsonObject{{QStringLiteral("gflops"), 50.0}, {QStringLiteral("dtype"), QStringLiteral("fp32")}};
+}
+
+} // namespace
+
+class TestCoordinatorProcess final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+
+    void infoOverVerifiedTls();
+    void admissionAndReplay();
+    void badRequestsName400();
+    void manifestIsSignedAndMatchesDownload();
+    void rangedDownloadWithCurl();
+    void shardPathTricksAre404();
+    void statusMetricsAndPage();
+    void restartResumesTheRun();
+    void insecureLoopbackServesPlainHttp();
+    void plainHttpOffLoopbackRefused();
+
+private:
+    Reply send(const QString& base, const QByteArray& method, const QString& path,
+               const QByteArray& body = {});
+    Reply get(const QString& path) { return send(m_server->url(), "GET", path); }
+    Reply post(const QString& path, const QJsonObject& body) {
+        return send(m_server->url(), "POST", path, QJsonDocument(body).toJson(QJsonDocument::Compact));
+    }
+    // challenge → signed admission; the request body is returned for replays.
+    Reply admit(const QString& base, const Identity& id, QJsonObject* request = nullptr);
+    QStringList args(const QString& dataDir, const QStringList& extra = {}) const {
+        return QStringList{QStringLiteral("--data-dir"), dataDir, QStringLiteral("--listen"),
+                           QStringLiteral("127.0.0.1:0")} +
+               extra;
+    }
+
+    QTemporaryDir m_dir;
+    QString m_runDir;
+    QString m_curl;
+    std::unique_ptr<CoordinatorProcess> m_server;
+    QNetworkAccessManager m_net;
+    QSslConfiguration m_ssl;
+};
+
+void TestCoordinatorProcess::initTestCase() {
+    QVERIFY(m_dir.isValid());
+    QVERIFY2(QFileInfo(kProgram).isExecutable(), qPrintable(kProgram));
+    m_curl = QStandardPaths::findExecutable(QStringLiteral("curl"));
+    m_runDir = m_dir.filePath(QStringLiteral("run"));
+    m_server = std::make_unique<CoordinatorProcess>(
+        args(m_runDir, {QStringLiteral("--model"), QStringLiteral("tiny"), QStringLiteral("--stages"),
+                        QStringLiteral("2")}));
+    QVERIFY2(m_server->waitReady(), m_server->err().constData());
+    QVERIFY(m_server->url().startsWith(u"https://127.0.0.1:"));
+    QVERIFY(m_server->out().contains("created the run of model 'tiny'"));
+
+    // The client trusts exactly the certificate the coordinator made, checked by its fingerprint.
+    const QList<QSslCertificate> certs =
+        QSslCertificate::fromPath(m_runDir + QStringLiteral("/tls.crt"), QSsl::Pem);
+    QCOMPARE(certs.size(), 1);
+    const QString fingerprint =
+        QString::fromLatin1(certs.first().digest(QCryptographicHash::Sha256).toHex(':').toUpper());
+    QCOMPARE(m_server->printed("TLS SHA-256 fingerprint"), fingerprint);
+    m_ssl = QSslConfiguration::defaultConfiguration();
+    m_ssl.setCaCertificates(certs);
+}
+
+void TestCoordinatorProcess::cleanupTestCase() {
+    m_server.reset();
+}
+
+Reply TestCoordinatorProcess::send(const QString& base, const QByteArray& method, const QString& path,
+                                   const QByteArray& body) {
+    QNetworkRequest request(QUrl(base + path));
+    request.setSslConfiguration(m_ssl);
+    if (!body.isNull())
+        request.setHeader(QNetworkRequest::ContentTypeHeader, QStringLiteral("application/json"));
+    std::unique_ptr<QNetworkReply> reply(m_net.sendCustomRequest(request, method, body));
+    if (!QTest::qWaitFor([&] { return reply->isFinished(); }, 30'000))
+        return {};
+    Reply r;
+    r.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+    r.body = reply->readAll();
+    for (const auto& [name, value] : reply->rawHeaderPairs())
+        r.headers.insert(name.toLower(), value);
+    if (r.status == 0)
+        qWarning("request %s failed: %s", qPrintable(path), qPrintable(reply->errorString()));
+    return r;
+}
+
+Reply TestCoordinatorProcess::admit(const QString& base, const Identity& id, QJsonObject* request) {
+    const Reply challenge =
+        send(base, "POST", QStringLiteral("/v1/admission/challenge"),
+             QJsonDocument(QJsonObject{{QStringLiteral("node_key"), id.publicKeyBase64()}}).toJson());
+    if (challenge.status != 200)
+        return challenge;
+    const QJsonObject body = makeAdmissionRequest(id, challenge.json().value(u"nonce").toString(), hardware(),
+                                                  bench(), QStringLiteral("0.1.0"));
+    if (request)
+        *request = body;
+    return send(base, "POST", QStringLiteral("/v1/admission"), QJsonDocument(body).toJson());
+}
+
+void TestCoordinatorProcess::infoOverVerifiedTls() {
+    const Reply r = get(QStringLiteral("/v1/info"));
+    QCOMPARE(r.status, 200);
+    const QJsonObject info = r.json();
+    QCOMPARE(info.value(u"name").toString(), QStringLiteral("tessera-coordinator"));
+    QCOMPARE(info.value(u"stages").toInt(), 2);
+    QCOMPARE(info.value(u"model").toObject().value(u"name").toString(), QStringLiteral("tiny"));
+    QCOMPARE(info.value(u"model").toObject().value(u"stages").toInt(), 2);
+    QCOMPARE(info.value(u"coordinator_key").toString(), m_server->printed("coordinator key"));
+    QCOMPARE(info.value(u"min_client_version").toString(), QStringLiteral("0.1.0"));
+}
+
+void TestCoordinatorProcess::admissionAndReplay() {
+    Result<Identity> id = Identity::generate();
+    QVERIFY2(id, id ? "" : id.message().c_str());
+    QJsonObject request;
+    const Reply r = admit(m_server->url(), *id, &request);
+    QVERIFY2(r.status == 200, r.body.constData());
+    const QJsonObject o = r.json();
+    QCOMPARE(o.value(u"node_id").toString(), id->nodeId());
+    QVERIFY(!o.value(u"session_token").toString().isEmpty());
+    const int stage = o.value(u"stage").toInt(-1);
+    QVERIFY(stage == 0 || stage == 1);
+    QCOMPARE(o.value(u"manifest").toObject().value(u"stage").toInt(), stage);
+
+    // The same signed request again: its nonce is spent.
+    const Reply replay =
+        send(m_server->url(), "POST", QStringLiteral("/v1/admission"), QJsonDocument(request).toJson());
+    QCOMPARE(replay.status, 401);
+    QVERIFY2(replay.error().startsWith(u"nonce:"), qPrintable(replay.error()));
+
+    // A second node goes to the other, emptier stage.
+    Result<Identity> other = Identity::generate();
+    QVERIFY(other);
+    const Reply second = admit(m_server->url(), *other);
+    QCOMPARE(second.status, 200);
+    QCOMPARE(second.json().value(u"stage").toInt(), 1 - stage);
+}
+
+void TestCoordinatorProcess::badRequestsName400() {
+    const QString base = m_server->url();
+    Reply r = send(base, "POST", QStringLiteral("/v1/admission"), "{not json");
+    QCOMPARE(r.status, 400);
+    QVERIFY2(r.error().startsWith(u"body:"), qPrintable(r.error()));
+    r = send(base, "POST", QStringLiteral("/v1/admission/challenge"), "[1,2]");
+    QCOMPARE(r.status, 400);
+    r = post(QStringLiteral("/v1/admission/challenge"), QJsonObject{{QStringLiteral("node_key"), 5}});
+    QCOMPARE(r.status, 400);
+    QVERIFY2(r.error().startsWith(u"node_key:"), qPrintable(r.error()));
+    r = post(QStringLiteral("/v1/admission/challenge"),
+             QJsonObject{{QStringLiteral("node_key"), QStringLiteral("abc")}});
+    QCOMPARE(r.status, 400);
+
+    Result<Identity> id = Identity::generate();
+    QVERIFY(id);
+    QJsonObject request = makeAdmissionRequest(id.value(), Identity::toBase64Url(QByteArray(32, 'x')),
+                                               hardware(), bench(), QStringLiteral("0.1.0"));
+    request.remove(QStringLiteral("hardware"));
+    r = post(QStringLiteral("/v1/admission"), request);
+    QCOMPARE(r.status, 400);
+    QVERIFY2(r.error().startsWith(u"hardware"), qPrintable(r.error()));
+}
+
+void TestCoordinatorProcess::manifestIsSignedAndMatchesDownload() {
+    const QByteArray key =
+        *Identity::fromBase64Url(m_server->printed("coordinator key"), Identity::kPublicKeySize);
+    for (int stage = 0; stage < 2; ++stage) {
+        const Reply r = get(QStringLiteral("/v1/shards/%1/manifest").arg(stage));
+        QCOMPARE(r.status, 200);
+        Result<gpu::ShardManifest> m = gpu::ShardManifest::fromJson(r.body.toStdString());
+        QVERIFY2(m, m ? "" : m.message().c_str());
+        QCOMPARE(m->stage, stage);
+        QVERIFY(manifestSignatureValid(*m, key));
+        gpu::ShardManifest tampered = *m;
+        tampered.fileSize += 1;
+        QVERIFY(!manifestSignatureValid(tampered, key));
+
+        const QString path = QStringLiteral("/v1/shards/%1/%2/%3")
+                                 .arg(stage)
+                                 .arg(m->version)
+                                 .arg(QString::fromStdString(m->file));
+        const Reply file = get(path);
+        QCOMPARE(file.status, 200);
+        QCOMPARE(quint64(file.body.size()), m->fileSize);
+        QCOMPARE(QCryptographicHash::hash(file.body, QCryptographicHash::Sha256).toHex().toStdString(),
+                 m->sha256);
+        QCOMPARE(file.headers.value("etag"), "\"sha256-" + QByteArray::fromStdString(m->sha256) + '"');
+        // And the downloaded bytes pass the node's own check.
+        const QString saved = m_dir.filePath(QString::fromStdString(m->file));
+        QFile out(saved);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(file.body);
+        out.close();
+        const Status verified = m->verifyFile(saved.toStdString());
+        QVERIFY2(verified, verified ? "" : verified.message().c_str());
+    }
+    QCOMPARE(get(QStringLiteral("/v1/shards/2/manifest")).status, 404);
+    QCOMPARE(get(QStringLiteral("/v1/shards/x/manifest")).status, 404);
+}
+
+void TestCoordinatorProcess::rangedDownloadWithCurl() {
+    if (m_curl.isEmpty())
+        QSKIP("the curl binary is not installed");
+    const QString file = m_runDir + QStringLiteral("/shards/stage-0-v1.safetensors");
+    const QString out = m_dir.filePath(QStringLiteral("curl-range.bin"));
+    QProcess curl;
+    curl.start(m_curl,
+               {QStringLiteral("-sS"), QStringLiteral("--cacert"), m_runDir + QStringLiteral("/tls.crt"),
+                QStringLiteral("-r"), QStringLiteral("1000-5095"), QStringLiteral("-o"), out,
+                QStringLiteral("-w"), QStringLiteral("%{http_code}"),
+                m_server->url() + QStringLiteral("/v1/shards/0/1/stage-0-v1.safetensors")});
+    QVERIFY(curl.waitForFinished(30'000));
+    QVERIFY2(curl.exitCode() == 0, curl.readAllStandardError().constData());
+    QCOMPARE(curl.readAllStandardOutput(), QByteArrayLiteral("206"));
+    QFile original(file);
+    QVERIFY(original.open(QIODevice::ReadOnly));
+    original.seek(1000);
+    QFile got(out);
+    QVERIFY(got.open(QIODevice::ReadOnly));
+    QCOMPARE(got.readAll(), original.read(4096));
+}
+
+void TestCoordinatorProcess::shardPathTricksAre404() {
+    for (const char* path :
+         {"/v1/shards/0/1/stage-1-v1.safetensors", "/v1/shards/0/1/..%2Fcoordinator.key",
+          "/v1/shards/0/1/%2E%2E%2F..%2Frun.json", "/v1/shards/0/2/stage-0-v1.safetensors",
+          "/v1/shards/0/01/stage-0-v1.safetensors", "/v1/shards/9/1/stage-9-v1.safetensors",
+          "/v1/shards/0/1/stage-0-v1.safetensors%00"}) {
+        const Reply r = get(QString::fromLatin1(path));
+        QVERIFY2(r.status == 404 || r.status == 400, path);
+        QVERIFY2(!r.body.contains("BEGIN"), path);
+    }
+}
+
+void TestCoordinatorProcess::statusMetricsAndPage() {
+    Reply r = get(QStringLiteral("/v1/status"));
+    QCOMPARE(r.status, 200);
+    const QJsonObject status = r.json();
+    QCOMPARE(status.value(u"nodes").toObject().value(u"online").toInt(), 2); // admitted above
+    QCOMPARE(status.value(u"stages").toArray().size(), 2);
+    QCOMPARE(status.value(u"stages").toArray().at(0).toObject().value(u"version").toInt(), 1);
+
+    r = get(QStringLiteral("/metrics"));
+    QCOMPARE(r.status, 200);
+    QVERIFY(r.headers.value("content-type").startsWith("text/plain"));
+    QVERIFY2(r.body.contains("\ntessera_nodes_online 2\n"), r.body.constData());
+    QVERIFY(r.body.contains("tessera_admissions_total{outcome=\"admitted\"} 2\n"));
+    QVERIFY(r.body.contains("tessera_admissions_total{outcome=\"unauthorized\"} 1\n"));
+    QVERIFY(r.body.contains("tessera_http_requests_total{route=\"/v1/info\"} 1\n"));
+
+    r = get(QStringLiteral("/"));
+    QCOMPARE(r.status, 200);
+    QVERIFY(r.headers.value("content-type").startsWith("text/html"));
+    QVERIFY(r.body.contains("Nodes online: <b>2</b>"));
+}
+
+void TestCoordinatorProcess::restartResumesTheRun() {
+    const QString key = m_server->printed("coordinator key");
+    const QString shard = m_runDir + QStringLiteral("/shards/stage-1-v1.safetensors");
+    const QByteArray hash = sha256File(shard);
+    const QDateTime modified = QFileInfo(shard).lastModified();
+    m_server.reset();
+
+    m_server = std::make_unique<CoordinatorProcess>(args(m_runDir));
+    QVERIFY2(m_server->waitReady(), m_server->err().constData());
+    QVERIFY(m_server->out().contains("resumed the run of model 'tiny'"));
+    QCOMPARE(m_server->printed("coordinator key"), key);
+    QCOMPARE(sha256File(shard), hash);
+    QCOMPARE(QFileInfo(shard).lastModified(), modified); // not rewritten
+    QCOMPARE(get(QStringLiteral("/v1/info")).json().value(u"coordinator_key").toString(), key);
+    QCOMPARE(get(QStringLiteral("/v1/status")).json().value(u"nodes").toObject().value(u"total").toInt(), 2);
+
+    // The same run may be named again; another model may not.
+    CoordinatorProcess other(args(m_runDir, {QStringLiteral("--model"), QStringLiteral("tiny"),
+                                             QStringLiteral("--stages"), QStringLiteral("3")}));
+    QCOMPARE(other.waitExit(), 1);
+    QVERIFY2(other.err().contains("A run's model never changes"), other.err().constData());
+}
+
+void TestCoordinatorProcess::insecureLoopbackServesPlainHttp() {
+    CoordinatorProcess plain(
+        args(m_dir.filePath(QStringLiteral("plain")), {QStringLiteral("--insecure-loopback")}));
+    QVERIFY2(plain.waitReady(), plain.err().constData());
+    QVERIFY(plain.url().startsWith(u"http://127.0.0.1:"));
+    QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("plain/tls.crt"))));
+    Reply r = send(plain.url(), "GET", QStringLiteral("/v1/info"));
+    QCOMPARE(r.status, 200);
+    QCOMPARE(r.json().value(u"stages").toInt(), 4); // tiny's own split
+    Result<Identity> id = Identity::generate();
+    QVERIFY(id);
+    r = admit(plain.url(), *id);
+    QCOMPARE(r.status, 200);
+    QCOMPARE(r.json().value(u"stage").toInt(), 0);
+}
+
+void TestCoordinatorProcess::plainHttpOffLoopbackRefused() {
+    const QString dir = m_dir.filePath(QStringLiteral("refused"));
+    CoordinatorProcess refused({QStringLiteral("--data-dir"), dir, QStringLiteral("--listen"),
+                                QStringLiteral("0.0.0.0:0"), QStringLiteral("--insecure-loopback")});
+    QCOMPARE(refused.waitExit(), 1);
+    QVERIFY2(refused.err().contains("refusing plain HTTP on 0.0.0.0"), refused.err().constData());
+    QVERIFY(!QFileInfo::exists(dir)); // refused before anything was written
+}
+
+QTEST_GUILESS_MAIN(TestCoordinatorProcess)
+#include "test_coordinator_process.moc"
