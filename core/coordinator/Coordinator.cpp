@@ -8,7 +8,9 @@
 #include "coordinator/SessionStore.h"
 #include "coordinator/admission/AdmissionService.h"
 #include "coordinator/api/AdmissionApi.h"
+#include "coordinator/api/CreditsApi.h"
 #include "coordinator/api/Metrics.h"
+#include "coordinator/api/SessionApi.h"
 #include "coordinator/api/ShardApi.h"
 #include "coordinator/api/StatusApi.h"
 #include "coordinator/http/HttpServer.h"
@@ -100,6 +102,8 @@ struct Coordinator::Parts {
     std::unique_ptr<AdmissionApi> admissionApi;
     std::unique_ptr<ShardApi> shardApi;
     std::unique_ptr<StatusApi> statusApi;
+    std::unique_ptr<CreditsApi> creditsApi;
+    std::unique_ptr<SessionApi> sessionApi;
     std::unique_ptr<http::HttpServer> server;
     QTimer purgeTimer;
     QString scheme;
@@ -187,6 +191,13 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
                                     StatusApiSettings{model, p.key->publicKeyBase64(),
                                                       admission.minimumClientVersion.toString(), nowMs()});
 
+    p.creditsApi = std::make_unique<CreditsApi>(*p.db, p.key->publicKeyBase64());
+    SessionSettings session;
+    session.heartbeatTimeout = options.heartbeatTimeout;
+    p.sessionApi = std::make_unique<SessionApi>(*p.db, p.metrics, session);
+    // Nodes left online by a previous process have no socket here any more.
+    p.sessionApi->sweep();
+
     p.server = std::make_unique<http::HttpServer>();
     if (tls)
         p.server->useTls(*tls);
@@ -194,6 +205,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     StatusApi& status = *p.statusApi;
     AdmissionApi& admit = *p.admissionApi;
     ShardApi& shards = *p.shardApi;
+    CreditsApi& credits = *p.creditsApi;
     p.route("GET", QStringLiteral("/"), [&status](const HttpRequest& r) { return status.page(r); });
     p.route("GET", QStringLiteral("/v1/info"), [&status](const HttpRequest& r) { return status.info(r); });
     p.route("GET", QStringLiteral("/v1/status"),
@@ -207,6 +219,9 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
             [&shards](const HttpRequest& r) { return shards.manifest(r); });
     p.route("GET", QStringLiteral("/v1/shards/{stage}/{version}/{file}"),
             [&shards](const HttpRequest& r) { return shards.file(r); });
+    p.route("GET", QStringLiteral("/v1/nodes/{node_id}/credits"),
+            [&credits](const HttpRequest& r) { return credits.credits(r); });
+    p.server->setUpgradeHandler(QStringLiteral("/v1/session"), p.sessionApi->upgradeHandler());
     if (Status s = p.server->listen(listen->address, listen->port); !s)
         return makeError("cannot listen on " + str(options.listen) + ": " + s.message());
 

@@ -52,7 +52,10 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
     const auto model =
         valueOption("model", "New run's model: tiny, small, 8b or CONFIG.json [tiny].", "MODEL");
     const auto stages = valueOption("stages", "New run's pipeline stage count (overrides the model's).", "S");
-    parser.addOptions({help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages});
+    const auto heartbeat = valueOption("heartbeat-timeout-ms",
+                                       "A node silent this long on /v1/session is offline [30000].", "MS");
+    parser.addOptions(
+        {help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages, heartbeat});
 
     exitCode = 2;
     if (!parser.parse(arguments)) {
@@ -95,6 +98,15 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
             return std::nullopt;
         }
         o.stages = s;
+    }
+    if (parser.isSet(heartbeat)) {
+        bool ok = false;
+        const qint64 ms = parser.value(heartbeat).toLongLong(&ok);
+        if (!ok || ms < 100 || ms > 3'600'000) {
+            m_err << kProgram << ": --heartbeat-timeout-ms must be a whole number from 100 to 3600000\n";
+            return std::nullopt;
+        }
+        o.heartbeatTimeout = std::chrono::milliseconds(ms);
     }
     exitCode = 0;
     return o;

@@ -3,6 +3,7 @@
 
 #include <QString>
 
+#include <chrono>
 #include <optional>
 
 namespace tessera::coordinator {
@@ -16,6 +17,8 @@ struct CoordinatorOptions {
     QString dbUrl;                 // empty: sqlite in dataDir (see Database::open)
     QString model;                 // preset name or CONFIG.json; empty: the run's, or tiny
     std::optional<int> stages;     // overrides the model's stage count
+    // A node without a heartbeat for this long is offline (tests shorten it).
+    std::chrono::milliseconds heartbeatTimeout{std::chrono::seconds(30)};
 };
 
 } // namespace tessera::coordinator

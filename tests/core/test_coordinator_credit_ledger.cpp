@@ -1,14 +1,13 @@
 // CreditLedger on a real SQLite file and a real PostgreSQL server: receipts are numbered and
 // hash-chained per node, a write that never commits leaves nothing behind, tampering is found,
 // and two connections appending at once still build one unbroken chain.
-#include "PostgresServer.h"
+#include "DatabaseBackends.h"
 #include "coordinator/CreditLedger.h"
 #include "coordinator/Database.h"
 #include "coordinator/NodeRegistry.h"
 #include "coordinator/Sql.h"
 
 #include <QCryptographicHash>
-#include <QTemporaryDir>
 #include <QTest>
 
 #include <array>
@@ -16,14 +15,9 @@
 
 using namespace tessera;
 using namespace tessera::coordinator;
+using test::failure;
 
 namespace {
-
-// QVERIFY2 builds its message even when the check passes: read it only from a failure.
-template <class R>
-const char* failure(const R& r) {
-    return r ? "" : r.message().c_str();
-}
 
 // Stands in for the coordinator's Ed25519 key: deterministic, so the test can recompute it.
 Result<QByteArray> fakeSign(const QByteArray& payload) {
@@ -42,74 +36,29 @@ class TestCoordinatorCreditLedger final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    void initTestCase();
-    void cleanupTestCase() { m_pg.reset(); }
+    void initTestCase() {
+        const Status started = m_backends.start();
+        QVERIFY2(started, failure(started));
+    }
+    void cleanupTestCase() { m_backends.stop(); }
 
-    void receiptsChainPerNode_data() { backends(); }
+    void receiptsChainPerNode_data() { test::DatabaseBackends::addRows(); }
     void receiptsChainPerNode();
-    void failedSigningWritesNothing_data() { backends(); }
+    void failedSigningWritesNothing_data() { test::DatabaseBackends::addRows(); }
     void failedSigningWritesNothing();
-    void uncommittedWriteLeavesNoReceipt_data() { backends(); }
+    void uncommittedWriteLeavesNoReceipt_data() { test::DatabaseBackends::addRows(); }
     void uncommittedWriteLeavesNoReceipt();
-    void tamperingBreaksTheChain_data() { backends(); }
+    void tamperingBreaksTheChain_data() { test::DatabaseBackends::addRows(); }
     void tamperingBreaksTheChain();
-    void concurrentAppendsKeepOneChain_data() { backends(); }
+    void concurrentAppendsKeepOneChain_data() { test::DatabaseBackends::addRows(); }
     void concurrentAppendsKeepOneChain();
 
 private:
-    void backends();
-    QString freshUrl();
-    std::unique_ptr<Database> open(const QString& url);
+    QString freshUrl() { return m_backends.freshUrl(); }
+    std::unique_ptr<Database> open(const QString& url) { return m_backends.open(url); }
 
-    QTemporaryDir m_dir;
-    std::unique_ptr<test::PostgresServer> m_pg;
-    int m_files = 0;
+    test::DatabaseBackends m_backends;
 };
-
-void TestCoordinatorCreditLedger::initTestCase() {
-    QVERIFY(m_dir.isValid());
-    if (test::PostgresServer::findBinDir().isEmpty())
-        return; // the postgresql rows skip
-    Result<std::unique_ptr<test::PostgresServer>> pg = test::PostgresServer::start();
-    QVERIFY2(pg, failure(pg));
-    m_pg = std::move(*pg);
-}
-
-void TestCoordinatorCreditLedger::backends() {
-    QTest::addColumn<QString>("backend");
-    QTest::newRow("sqlite") << QStringLiteral("sqlite");
-    QTest::newRow("postgresql") << QStringLiteral("postgresql");
-}
-
-// A new, empty database for the current row; empty when the row was skipped or failed.
-QString TestCoordinatorCreditLedger::freshUrl() {
-    QFETCH(QString, backend);
-    if (backend == u"sqlite")
-        return QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("db%1.sqlite").arg(++m_files));
-    if (!m_pg) {
-        QTest::qSkip(test::PostgresServer::kNotInstalled, __FILE__, __LINE__);
-        return {};
-    }
-    Result<QString> url = m_pg->createDatabase();
-    if (!url) {
-        QTest::qFail(url.message().c_str(), __FILE__, __LINE__);
-        return {};
-    }
-    return *url;
-}
-
-// Opens and migrates; null (and the test failed) on error.
-std::unique_ptr<Database> TestCoordinatorCreditLedger::open(const QString& url) {
-    if (url.isEmpty())
-        return nullptr;
-    Result<std::unique_ptr<Database>> db = Database::open(url, m_dir.path());
-    Result<int> migrated = db ? (*db)->migrate() : Result<int>(db.error());
-    if (!migrated) {
-        QTest::qFail(migrated.message().c_str(), __FILE__, __LINE__);
-        return nullptr;
-    }
-    return std::move(*db);
-}
 
 void TestCoordinatorCreditLedger::receiptsChainPerNode() {
     std::unique_ptr<Database> db = open(freshUrl());
@@ -260,7 +209,7 @@ void TestCoordinatorCreditLedger::concurrentAppendsKeepOneChain() {
     // Two connections on two threads append to one node's chain at the same time.
     constexpr int kEach = 10;
     std::array<std::string, 2> errors;
-    const QString dataDir = m_dir.path();
+    const QString dataDir = m_backends.dir().path();
     const auto appender = [&](int w) {
         Result<std::unique_ptr<Database>> mine = Database::open(url, dataDir);
         if (!mine) {

@@ -1,34 +1,27 @@
 // Database: urls, SQLite settings, and migrations on a real SQLite file and a real PostgreSQL
 // server: applied once, re-run as a no-op, and a database from a newer coordinator refused.
-#include "PostgresServer.h"
+#include "DatabaseBackends.h"
 #include "coordinator/Database.h"
 #include "coordinator/NodeRegistry.h"
 #include "coordinator/Sql.h"
 
 #include <QFile>
 #include <QFileInfo>
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace tessera;
 using namespace tessera::coordinator;
-
-namespace {
-
-// QVERIFY2 builds its message even when the check passes: read it only from a failure.
-template <class R>
-const char* failure(const R& r) {
-    return r ? "" : r.message().c_str();
-}
-
-} // namespace
+using test::failure;
 
 class TestCoordinatorDatabase final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    void initTestCase();
-    void cleanupTestCase() { m_pg.reset(); }
+    void initTestCase() {
+        const Status started = m_backends.start();
+        QVERIFY2(started, failure(started));
+    }
+    void cleanupTestCase() { m_backends.stop(); }
 
     void sqliteDefaultsToDataDir();
     void sqliteRelativePathIsUnderDataDir();
@@ -37,66 +30,22 @@ private Q_SLOTS:
     void refusesBadUrls();
     void passwordIsNeverShown();
 
-    void migrateCreatesTheSchemaOnce_data() { backends(); }
+    void migrateCreatesTheSchemaOnce_data() { test::DatabaseBackends::addRows(); }
     void migrateCreatesTheSchemaOnce();
-    void refusesANewerSchema_data() { backends(); }
+    void refusesANewerSchema_data() { test::DatabaseBackends::addRows(); }
     void refusesANewerSchema();
-    void writeTransactionCommitsOrRollsBack_data() { backends(); }
+    void writeTransactionCommitsOrRollsBack_data() { test::DatabaseBackends::addRows(); }
     void writeTransactionCommitsOrRollsBack();
 
 private:
-    void backends();
-    QString freshUrl();
-    std::unique_ptr<Database> openUnmigrated(const QString& url);
+    QString freshUrl() { return m_backends.freshUrl(); }
+    std::unique_ptr<Database> openUnmigrated(const QString& url) { return m_backends.openUnmigrated(url); }
 
-    QTemporaryDir m_dir;
-    std::unique_ptr<test::PostgresServer> m_pg;
-    int m_files = 0;
+    test::DatabaseBackends m_backends;
 };
 
-void TestCoordinatorDatabase::initTestCase() {
-    QVERIFY(m_dir.isValid());
-    if (test::PostgresServer::findBinDir().isEmpty())
-        return; // the postgresql rows skip
-    Result<std::unique_ptr<test::PostgresServer>> pg = test::PostgresServer::start();
-    QVERIFY2(pg, failure(pg));
-    m_pg = std::move(*pg);
-}
-
-void TestCoordinatorDatabase::backends() {
-    QTest::addColumn<QString>("backend");
-    QTest::newRow("sqlite") << QStringLiteral("sqlite");
-    QTest::newRow("postgresql") << QStringLiteral("postgresql");
-}
-
-// A new, empty database for the current row; empty when the row was skipped or failed.
-QString TestCoordinatorDatabase::freshUrl() {
-    QFETCH(QString, backend);
-    if (backend == u"sqlite")
-        return QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("db%1.sqlite").arg(++m_files));
-    if (!m_pg) {
-        QTest::qSkip(test::PostgresServer::kNotInstalled, __FILE__, __LINE__);
-        return {};
-    }
-    Result<QString> url = m_pg->createDatabase();
-    if (!url) {
-        QTest::qFail(url.message().c_str(), __FILE__, __LINE__);
-        return {};
-    }
-    return *url;
-}
-
-std::unique_ptr<Database> TestCoordinatorDatabase::openUnmigrated(const QString& url) {
-    Result<std::unique_ptr<Database>> db = Database::open(url, m_dir.path());
-    if (!db) {
-        QTest::qFail(db.message().c_str(), __FILE__, __LINE__);
-        return nullptr;
-    }
-    return std::move(*db);
-}
-
 void TestCoordinatorDatabase::sqliteDefaultsToDataDir() {
-    const QString dataDir = m_dir.filePath(QStringLiteral("defaults"));
+    const QString dataDir = m_backends.dir().filePath(QStringLiteral("defaults"));
     Result<std::unique_ptr<Database>> db = Database::open({}, dataDir);
     QVERIFY2(db, failure(db));
     QCOMPARE((*db)->backend(), Database::Backend::Sqlite);
@@ -114,7 +63,7 @@ void TestCoordinatorDatabase::sqliteDefaultsToDataDir() {
 }
 
 void TestCoordinatorDatabase::sqliteRelativePathIsUnderDataDir() {
-    const QString dataDir = m_dir.filePath(QStringLiteral("relative"));
+    const QString dataDir = m_backends.dir().filePath(QStringLiteral("relative"));
     Result<std::unique_ptr<Database>> db = Database::open(QStringLiteral("sqlite:state/swarm.db"), dataDir);
     QVERIFY2(db, failure(db));
     QVERIFY(QFileInfo::exists(dataDir + QStringLiteral("/state/swarm.db")));
@@ -122,12 +71,13 @@ void TestCoordinatorDatabase::sqliteRelativePathIsUnderDataDir() {
 }
 
 void TestCoordinatorDatabase::sqliteRefusesAFileThatIsNoDatabase() {
-    const QString path = m_dir.filePath(QStringLiteral("garbage.sqlite"));
+    const QString path = m_backends.dir().filePath(QStringLiteral("garbage.sqlite"));
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(QByteArray(4096, 'x'));
     f.close();
-    Result<std::unique_ptr<Database>> db = Database::open(QStringLiteral("sqlite:") + path, m_dir.path());
+    Result<std::unique_ptr<Database>> db =
+        Database::open(QStringLiteral("sqlite:") + path, m_backends.dir().path());
     QVERIFY(!db);
     QVERIFY2(db.message().find("garbage.sqlite") != std::string::npos, db.message().c_str());
 }
@@ -152,7 +102,7 @@ void TestCoordinatorDatabase::refusesBadUrls_data() {
 void TestCoordinatorDatabase::refusesBadUrls() {
     QFETCH(QString, url);
     QFETCH(QString, reason);
-    Result<std::unique_ptr<Database>> db = Database::open(url, m_dir.path());
+    Result<std::unique_ptr<Database>> db = Database::open(url, m_backends.dir().path());
     QVERIFY(!db);
     QVERIFY2(QString::fromStdString(db.message()).contains(reason), db.message().c_str());
     QVERIFY2(db.message().find(":pw@") == std::string::npos, db.message().c_str());
@@ -160,8 +110,9 @@ void TestCoordinatorDatabase::refusesBadUrls() {
 
 void TestCoordinatorDatabase::passwordIsNeverShown() {
     // A socket directory that does not exist: the connection fails at once, no network needed.
-    Result<std::unique_ptr<Database>> db = Database::open(
-        QStringLiteral("postgresql://tessera:s3cret@/swarm?host=/nonexistent-tessera-dir"), m_dir.path());
+    Result<std::unique_ptr<Database>> db =
+        Database::open(QStringLiteral("postgresql://tessera:s3cret@/swarm?host=/nonexistent-tessera-dir"),
+                       m_backends.dir().path());
     QVERIFY(!db);
     QVERIFY2(db.message().find("cannot connect to postgresql://tessera@/swarm") != std::string::npos,
              db.message().c_str());

@@ -1,22 +1,16 @@
 // NodeRegistry on a real SQLite file and a real PostgreSQL server: admission inserts then
 // updates a node, its state, stage and last-seen time change, and nodes list by state and stage.
-#include "PostgresServer.h"
+#include "DatabaseBackends.h"
 #include "coordinator/Database.h"
 #include "coordinator/NodeRegistry.h"
 
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace tessera;
 using namespace tessera::coordinator;
+using test::failure;
 
 namespace {
-
-// QVERIFY2 builds its message even when the check passes: read it only from a failure.
-template <class R>
-const char* failure(const R& r) {
-    return r ? "" : r.message().c_str();
-}
 
 NodeAdmission admission(const QString& id,
                         const QString& hardware = QStringLiteral("{\"gpu\":\"RTX 4090\"}")) {
@@ -37,72 +31,27 @@ class TestCoordinatorNodeRegistry final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    void initTestCase();
-    void cleanupTestCase() { m_pg.reset(); }
+    void initTestCase() {
+        const Status started = m_backends.start();
+        QVERIFY2(started, failure(started));
+    }
+    void cleanupTestCase() { m_backends.stop(); }
 
-    void admitInsertsThenUpdates_data() { backends(); }
+    void admitInsertsThenUpdates_data() { test::DatabaseBackends::addRows(); }
     void admitInsertsThenUpdates();
-    void stateStageAndLastSeen_data() { backends(); }
+    void stateStageAndLastSeen_data() { test::DatabaseBackends::addRows(); }
     void stateStageAndLastSeen();
-    void listAndCountByStateAndStage_data() { backends(); }
+    void listAndCountByStateAndStage_data() { test::DatabaseBackends::addRows(); }
     void listAndCountByStateAndStage();
-    void storesTextVerbatim_data() { backends(); }
+    void storesTextVerbatim_data() { test::DatabaseBackends::addRows(); }
     void storesTextVerbatim();
 
 private:
-    void backends();
-    QString freshUrl();
-    std::unique_ptr<Database> open(const QString& url);
+    QString freshUrl() { return m_backends.freshUrl(); }
+    std::unique_ptr<Database> open(const QString& url) { return m_backends.open(url); }
 
-    QTemporaryDir m_dir;
-    std::unique_ptr<test::PostgresServer> m_pg;
-    int m_files = 0;
+    test::DatabaseBackends m_backends;
 };
-
-void TestCoordinatorNodeRegistry::initTestCase() {
-    QVERIFY(m_dir.isValid());
-    if (test::PostgresServer::findBinDir().isEmpty())
-        return; // the postgresql rows skip
-    Result<std::unique_ptr<test::PostgresServer>> pg = test::PostgresServer::start();
-    QVERIFY2(pg, failure(pg));
-    m_pg = std::move(*pg);
-}
-
-void TestCoordinatorNodeRegistry::backends() {
-    QTest::addColumn<QString>("backend");
-    QTest::newRow("sqlite") << QStringLiteral("sqlite");
-    QTest::newRow("postgresql") << QStringLiteral("postgresql");
-}
-
-// A new, empty database for the current row; empty when the row was skipped or failed.
-QString TestCoordinatorNodeRegistry::freshUrl() {
-    QFETCH(QString, backend);
-    if (backend == u"sqlite")
-        return QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("db%1.sqlite").arg(++m_files));
-    if (!m_pg) {
-        QTest::qSkip(test::PostgresServer::kNotInstalled, __FILE__, __LINE__);
-        return {};
-    }
-    Result<QString> url = m_pg->createDatabase();
-    if (!url) {
-        QTest::qFail(url.message().c_str(), __FILE__, __LINE__);
-        return {};
-    }
-    return *url;
-}
-
-// Opens and migrates; null (and the test failed) on error.
-std::unique_ptr<Database> TestCoordinatorNodeRegistry::open(const QString& url) {
-    if (url.isEmpty())
-        return nullptr;
-    Result<std::unique_ptr<Database>> db = Database::open(url, m_dir.path());
-    Result<int> migrated = db ? (*db)->migrate() : Result<int>(db.error());
-    if (!migrated) {
-        QTest::qFail(migrated.message().c_str(), __FILE__, __LINE__);
-        return nullptr;
-    }
-    return std::move(*db);
-}
 
 void TestCoordinatorNodeRegistry::admitInsertsThenUpdates() {
     std::unique_ptr<Database> db = open(freshUrl());

@@ -1,10 +1,9 @@
 // NonceStore on a real SQLite file and a real PostgreSQL server: a nonce is spent once, by the
 // key it was issued to, before it expires; two connections racing for it never both win.
-#include "PostgresServer.h"
+#include "DatabaseBackends.h"
 #include "coordinator/Database.h"
 #include "coordinator/NonceStore.h"
 
-#include <QTemporaryDir>
 #include <QTest>
 
 #include <array>
@@ -14,15 +13,10 @@
 
 using namespace tessera;
 using namespace tessera::coordinator;
+using test::failure;
 using namespace std::chrono_literals;
 
 namespace {
-
-// QVERIFY2 builds its message even when the check passes: read it only from a failure.
-template <class R>
-const char* failure(const R& r) {
-    return r ? "" : r.message().c_str();
-}
 
 bool mentions(const Status& s, const char* text) {
     return s.message().find(text) != std::string::npos;
@@ -34,74 +28,29 @@ class TestCoordinatorNonceStore final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    void initTestCase();
-    void cleanupTestCase() { m_pg.reset(); }
+    void initTestCase() {
+        const Status started = m_backends.start();
+        QVERIFY2(started, failure(started));
+    }
+    void cleanupTestCase() { m_backends.stop(); }
 
-    void spentOnce_data() { backends(); }
+    void spentOnce_data() { test::DatabaseBackends::addRows(); }
     void spentOnce();
-    void expiredNonceFails_data() { backends(); }
+    void expiredNonceFails_data() { test::DatabaseBackends::addRows(); }
     void expiredNonceFails();
-    void boundToItsKey_data() { backends(); }
+    void boundToItsKey_data() { test::DatabaseBackends::addRows(); }
     void boundToItsKey();
-    void purgeDropsSpentAndExpired_data() { backends(); }
+    void purgeDropsSpentAndExpired_data() { test::DatabaseBackends::addRows(); }
     void purgeDropsSpentAndExpired();
-    void racingConnectionsExactlyOneWins_data() { backends(); }
+    void racingConnectionsExactlyOneWins_data() { test::DatabaseBackends::addRows(); }
     void racingConnectionsExactlyOneWins();
 
 private:
-    void backends();
-    QString freshUrl();
-    std::unique_ptr<Database> open(const QString& url);
+    QString freshUrl() { return m_backends.freshUrl(); }
+    std::unique_ptr<Database> open(const QString& url) { return m_backends.open(url); }
 
-    QTemporaryDir m_dir;
-    std::unique_ptr<test::PostgresServer> m_pg;
-    int m_files = 0;
+    test::DatabaseBackends m_backends;
 };
-
-void TestCoordinatorNonceStore::initTestCase() {
-    QVERIFY(m_dir.isValid());
-    if (test::PostgresServer::findBinDir().isEmpty())
-        return; // the postgresql rows skip
-    Result<std::unique_ptr<test::PostgresServer>> pg = test::PostgresServer::start();
-    QVERIFY2(pg, failure(pg));
-    m_pg = std::move(*pg);
-}
-
-void TestCoordinatorNonceStore::backends() {
-    QTest::addColumn<QString>("backend");
-    QTest::newRow("sqlite") << QStringLiteral("sqlite");
-    QTest::newRow("postgresql") << QStringLiteral("postgresql");
-}
-
-// A new, empty database for the current row; empty when the row was skipped or failed.
-QString TestCoordinatorNonceStore::freshUrl() {
-    QFETCH(QString, backend);
-    if (backend == u"sqlite")
-        return QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("db%1.sqlite").arg(++m_files));
-    if (!m_pg) {
-        QTest::qSkip(test::PostgresServer::kNotInstalled, __FILE__, __LINE__);
-        return {};
-    }
-    Result<QString> url = m_pg->createDatabase();
-    if (!url) {
-        QTest::qFail(url.message().c_str(), __FILE__, __LINE__);
-        return {};
-    }
-    return *url;
-}
-
-// Opens and migrates; null (and the test failed) on error.
-std::unique_ptr<Database> TestCoordinatorNonceStore::open(const QString& url) {
-    if (url.isEmpty())
-        return nullptr;
-    Result<std::unique_ptr<Database>> db = Database::open(url, m_dir.path());
-    Result<int> migrated = db ? (*db)->migrate() : Result<int>(db.error());
-    if (!migrated) {
-        QTest::qFail(migrated.message().c_str(), __FILE__, __LINE__);
-        return nullptr;
-    }
-    return std::move(*db);
-}
 
 void TestCoordinatorNonceStore::spentOnce() {
     std::unique_ptr<Database> db = open(freshUrl());
@@ -183,7 +132,7 @@ void TestCoordinatorNonceStore::racingConnectionsExactlyOneWins() {
     std::barrier start(2);
     std::array<std::vector<bool>, 2> won;
     std::array<std::string, 2> errors;
-    const QString dataDir = m_dir.path();
+    const QString dataDir = m_backends.dir().path();
     const auto racer = [&](int r) {
         Result<std::unique_ptr<Database>> mine = Database::open(url, dataDir);
         if (!mine)

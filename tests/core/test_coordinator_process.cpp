@@ -2,6 +2,7 @@
 // itself (and over plain HTTP with --insecure-loopback), driven by Qt's network classes and by
 // curl: info, challenge and signed admission, replay, bad JSON, signed manifests, ranged shard
 // downloads, status and metrics, a restart that resumes the run, and the refusals at startup.
+#include "CoordinatorProcess.h"
 #include "common/Identity.h"
 #include "coordinator/admission/AdmissionClaims.h"
 #include "coordinator/api/ManifestSignature.h"
@@ -28,71 +29,6 @@ using namespace tessera;
 using namespace tessera::coordinator;
 
 namespace {
-
-const QString kProgram = QStringLiteral(TESSERA_COORDINATOR_PATH);
-constexpr int kStartMs = 120'000; // the first start writes every stage's shard
-
-// One coordinator process: started with arguments, ready once it prints its URL.
-class CoordinatorProcess final {
-public:
-    explicit CoordinatorProcess(const QStringList& arguments) {
-        m_process.setProgram(kProgram);
-        m_process.setArguments(arguments);
-        m_process.start();
-    }
-    ~CoordinatorProcess() { stop(); }
-
-    // Waits for "listening on URL"; false when the process ended first.
-    bool waitReady() {
-        // Either way the checks below tell; the wait only bounds how long.
-        (void)QTest::qWaitFor(
-            [this] {
-                m_out += m_process.readAllStandardOutput();
-                return (m_out.contains("listening on ") && m_out.endsWith('\n')) ||
-                       m_process.state() == QProcess::NotRunning;
-            },
-            kStartMs);
-        m_err += m_process.readAllStandardError();
-        m_out += m_process.readAllStandardOutput();
-        const qsizetype at = m_out.indexOf("listening on ");
-        if (at < 0)
-            return false;
-        m_url = QString::fromUtf8(m_out.mid(at + 13, m_out.indexOf('\n', at) - at - 13));
-        return true;
-    }
-    // For a start that must fail: the exit code, stderr collected.
-    int waitExit() {
-        m_process.waitForFinished(kStartMs);
-        m_out += m_process.readAllStandardOutput();
-        m_err += m_process.readAllStandardError();
-        return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
-    }
-    void stop() {
-        if (m_process.state() == QProcess::NotRunning)
-            return;
-        m_process.terminate();
-        if (!m_process.waitForFinished(10'000))
-            m_process.kill();
-        m_process.waitForFinished(5'000);
-    }
-    // The value printed after "label: " on its own line.
-    QString printed(const QByteArray& label) const {
-        const qsizetype at = m_out.indexOf(QByteArray("\n" + label + ": "));
-        if (at < 0)
-            return {};
-        const qsizetype from = at + label.size() + 3;
-        return QString::fromUtf8(m_out.mid(from, m_out.indexOf('\n', from) - from));
-    }
-    const QString& url() const { return m_url; }
-    const QByteArray& out() const { return m_out; }
-    const QByteArray& err() const { return m_err; }
-
-private:
-    QProcess m_process;
-    QByteArray m_out;
-    QByteArray m_err;
-    QString m_url;
-};
 
 struct Reply {
     int status = 0;
@@ -166,7 +102,7 @@ private:
 
 void TestCoordinatorProcess::initTestCase() {
     QVERIFY(m_dir.isValid());
-    QVERIFY2(QFileInfo(kProgram).isExecutable(), qPrintable(kProgram));
+    QVERIFY2(QFileInfo(coordinatorProgram()).isExecutable(), qPrintable(coordinatorProgram()));
     m_curl = QStandardPaths::findExecutable(QStringLiteral("curl"));
     m_runDir = m_dir.filePath(QStringLiteral("run"));
     m_server = std::make_unique<CoordinatorProcess>(

@@ -1,24 +1,18 @@
 // SessionStore on a real SQLite file and a real PostgreSQL server: a session is found while
 // valid, heartbeats, expires, is revoked, is purged, and only exists for a registered node.
-#include "PostgresServer.h"
+#include "DatabaseBackends.h"
 #include "coordinator/Database.h"
 #include "coordinator/NodeRegistry.h"
 #include "coordinator/SessionStore.h"
 
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace tessera;
 using namespace tessera::coordinator;
+using test::failure;
 using namespace std::chrono_literals;
 
 namespace {
-
-// QVERIFY2 builds its message even when the check passes: read it only from a failure.
-template <class R>
-const char* failure(const R& r) {
-    return r ? "" : r.message().c_str();
-}
 
 Status admit(Database& db, const QString& nodeId) {
     return NodeRegistry(db).admit(
@@ -32,72 +26,27 @@ class TestCoordinatorSessionStore final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    void initTestCase();
-    void cleanupTestCase() { m_pg.reset(); }
+    void initTestCase() {
+        const Status started = m_backends.start();
+        QVERIFY2(started, failure(started));
+    }
+    void cleanupTestCase() { m_backends.stop(); }
 
-    void validUntilExpiry_data() { backends(); }
+    void validUntilExpiry_data() { test::DatabaseBackends::addRows(); }
     void validUntilExpiry();
-    void revokedSessionsEnd_data() { backends(); }
+    void revokedSessionsEnd_data() { test::DatabaseBackends::addRows(); }
     void revokedSessionsEnd();
-    void purgeDropsOnlyDeadSessions_data() { backends(); }
+    void purgeDropsOnlyDeadSessions_data() { test::DatabaseBackends::addRows(); }
     void purgeDropsOnlyDeadSessions();
-    void refusesUnknownNodesAndDuplicates_data() { backends(); }
+    void refusesUnknownNodesAndDuplicates_data() { test::DatabaseBackends::addRows(); }
     void refusesUnknownNodesAndDuplicates();
 
 private:
-    void backends();
-    QString freshUrl();
-    std::unique_ptr<Database> open(const QString& url);
+    QString freshUrl() { return m_backends.freshUrl(); }
+    std::unique_ptr<Database> open(const QString& url) { return m_backends.open(url); }
 
-    QTemporaryDir m_dir;
-    std::unique_ptr<test::PostgresServer> m_pg;
-    int m_files = 0;
+    test::DatabaseBackends m_backends;
 };
-
-void TestCoordinatorSessionStore::initTestCase() {
-    QVERIFY(m_dir.isValid());
-    if (test::PostgresServer::findBinDir().isEmpty())
-        return; // the postgresql rows skip
-    Result<std::unique_ptr<test::PostgresServer>> pg = test::PostgresServer::start();
-    QVERIFY2(pg, failure(pg));
-    m_pg = std::move(*pg);
-}
-
-void TestCoordinatorSessionStore::backends() {
-    QTest::addColumn<QString>("backend");
-    QTest::newRow("sqlite") << QStringLiteral("sqlite");
-    QTest::newRow("postgresql") << QStringLiteral("postgresql");
-}
-
-// A new, empty database for the current row; empty when the row was skipped or failed.
-QString TestCoordinatorSessionStore::freshUrl() {
-    QFETCH(QString, backend);
-    if (backend == u"sqlite")
-        return QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("db%1.sqlite").arg(++m_files));
-    if (!m_pg) {
-        QTest::qSkip(test::PostgresServer::kNotInstalled, __FILE__, __LINE__);
-        return {};
-    }
-    Result<QString> url = m_pg->createDatabase();
-    if (!url) {
-        QTest::qFail(url.message().c_str(), __FILE__, __LINE__);
-        return {};
-    }
-    return *url;
-}
-
-// Opens and migrates; null (and the test failed) on error.
-std::unique_ptr<Database> TestCoordinatorSessionStore::open(const QString& url) {
-    if (url.isEmpty())
-        return nullptr;
-    Result<std::unique_ptr<Database>> db = Database::open(url, m_dir.path());
-    Result<int> migrated = db ? (*db)->migrate() : Result<int>(db.error());
-    if (!migrated) {
-        QTest::qFail(migrated.message().c_str(), __FILE__, __LINE__);
-        return nullptr;
-    }
-    return std::move(*db);
-}
 
 void TestCoordinatorSessionStore::validUntilExpiry() {
     std::unique_ptr<Database> db = open(freshUrl());

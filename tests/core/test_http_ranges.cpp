@@ -10,6 +10,8 @@
 #include <QTcpSocket>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include "TestSupport.h"
 #include <QTimer>
 
 #include <optional>
@@ -68,14 +70,14 @@ QByteArray pattern(qint64 size, int seed) {
     return data;
 }
 
-bool writeFile(const QString& path, const QByteArray& data) {
-    QFile f(path);
-    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(data) == data.size();
-}
+using Run = tessera::test::ProcessRun;
+using tessera::test::readFile;
+using tessera::test::writeFile;
 
-QByteArray readFile(const QString& path) {
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+// Runs a program while the event loop keeps serving.
+Run run(const QString& program, const QStringList& arguments) {
+    return tessera::test::runProcess(program, arguments,
+                                     {QProcessEnvironment::systemEnvironment(), true, 20'000});
 }
 
 qint64 residentBytes() {
@@ -87,27 +89,6 @@ qint64 residentBytes() {
             return line.mid(6).trimmed().split(' ').first().toLongLong() * 1024;
     }
     return -1;
-}
-
-struct Run {
-    int exitCode = -1;
-    QByteArray out;
-};
-
-// Runs a program while the event loop keeps serving.
-Run run(const QString& program, const QStringList& arguments) {
-    QProcess process;
-    process.setProcessChannelMode(QProcess::MergedChannels);
-    process.start(program, arguments);
-    Run r;
-    if (!QTest::qWaitFor([&] { return process.state() == QProcess::NotRunning; }, 20'000)) {
-        process.kill();
-        process.waitForFinished();
-        return r;
-    }
-    r.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    r.out = process.readAll();
-    return r;
 }
 
 } // namespace

@@ -10,47 +10,19 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "TestSupport.h"
+
 #include <sys/stat.h>
 
 using namespace tessera;
+using test::fileMode;
+using test::readFile;
+using test::writeFile;
 
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QByteArray out;
-};
-
-Run run(const QString& program, const QStringList& arguments) {
-    QProcess process;
-    process.setProcessChannelMode(QProcess::MergedChannels);
-    process.start(program, arguments);
-    Run result;
-    if (!process.waitForFinished(60'000)) {
-        process.kill();
-        process.waitForFinished();
-        return result;
-    }
-    result.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    result.out = process.readAll();
-    return result;
-}
-
-bool writeFile(const QString& path, const QByteArray& data) {
-    QFile f(path);
-    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(data) == data.size();
-}
-
-QByteArray readFile(const QString& path) {
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
-int fileMode(const QString& path) {
-    struct stat st {};
-    if (::stat(QFile::encodeName(path).constData(), &st) != 0)
-        return -1;
-    return int(st.st_mode & 07777);
+test::ProcessRun runMerged(const QString& program, const QStringList& arguments) {
+    return test::runProcess(program, arguments, {QProcessEnvironment::systemEnvironment(), true, 60'000});
 }
 
 bool chmod(const QString& path, mode_t mode) {
@@ -227,8 +199,9 @@ private Q_SLOTS:
     void refusesAnRsaKey() {
         requireOpenssl();
         const QString file = path(QStringLiteral("rsa.key"));
-        const Run made = run(m_openssl, {QStringLiteral("genpkey"), QStringLiteral("-algorithm"),
-                                         QStringLiteral("RSA"), QStringLiteral("-out"), file});
+        const test::ProcessRun made =
+            runMerged(m_openssl, {QStringLiteral("genpkey"), QStringLiteral("-algorithm"),
+                                  QStringLiteral("RSA"), QStringLiteral("-out"), file});
         QVERIFY2(made.exitCode == 0, made.out.constData());
         QVERIFY(chmod(file, 0600));
         Result<Identity> r = Identity::load(file);
@@ -241,14 +214,14 @@ private Q_SLOTS:
     void loadsAKeyMadeByOpenssl() {
         requireOpenssl();
         const QString file = path(QStringLiteral("openssl-made.key"));
-        QVERIFY(run(m_openssl, {QStringLiteral("genpkey"), QStringLiteral("-algorithm"),
-                                QStringLiteral("ED25519"), QStringLiteral("-out"), file})
+        QVERIFY(runMerged(m_openssl, {QStringLiteral("genpkey"), QStringLiteral("-algorithm"),
+                                      QStringLiteral("ED25519"), QStringLiteral("-out"), file})
                     .exitCode == 0);
         QVERIFY(chmod(file, 0600));
         Result<Identity> id = Identity::load(file);
         QVERIFY2(id.ok(), id.ok() ? "" : id.message().c_str());
-        const Run pub =
-            run(m_openssl, {QStringLiteral("pkey"), QStringLiteral("-in"), file, QStringLiteral("-pubout")});
+        const test::ProcessRun pub = runMerged(
+            m_openssl, {QStringLiteral("pkey"), QStringLiteral("-in"), file, QStringLiteral("-pubout")});
         QCOMPARE(pub.exitCode, 0);
         QCOMPARE(id->publicKeyPem(), pub.out);
     }
@@ -267,12 +240,12 @@ private Q_SLOTS:
         QVERIFY(writeFile(bad, tampered));
 
         auto verify = [&](const QString& signature) {
-            return run(m_openssl,
-                       {QStringLiteral("pkeyutl"), QStringLiteral("-verify"), QStringLiteral("-pubin"),
-                        QStringLiteral("-inkey"), pub, QStringLiteral("-rawin"), QStringLiteral("-in"), msg,
-                        QStringLiteral("-sigfile"), signature});
+            return runMerged(m_openssl,
+                             {QStringLiteral("pkeyutl"), QStringLiteral("-verify"), QStringLiteral("-pubin"),
+                              QStringLiteral("-inkey"), pub, QStringLiteral("-rawin"), QStringLiteral("-in"),
+                              msg, QStringLiteral("-sigfile"), signature});
         };
-        const Run good = verify(sig);
+        const test::ProcessRun good = verify(sig);
         QVERIFY2(good.exitCode == 0 && good.out.contains("Signature Verified Successfully"),
                  good.out.constData());
         QVERIFY(verify(bad).exitCode != 0);
@@ -286,9 +259,9 @@ private Q_SLOTS:
         QVERIFY(id.ok());
         const QByteArray message = QByteArrayLiteral("signed by the openssl CLI with our key file");
         QVERIFY(writeFile(msg, message));
-        const Run signedRun = run(m_openssl, {QStringLiteral("pkeyutl"), QStringLiteral("-sign"),
-                                              QStringLiteral("-inkey"), key, QStringLiteral("-rawin"),
-                                              QStringLiteral("-in"), msg, QStringLiteral("-out"), sig});
+        const test::ProcessRun signedRun = runMerged(
+            m_openssl, {QStringLiteral("pkeyutl"), QStringLiteral("-sign"), QStringLiteral("-inkey"), key,
+                        QStringLiteral("-rawin"), QStringLiteral("-in"), msg, QStringLiteral("-out"), sig});
         QVERIFY2(signedRun.exitCode == 0, signedRun.out.constData());
         const QByteArray signature = readFile(sig);
         QCOMPARE(signature.size(), Identity::kSignatureSize);

@@ -5,29 +5,15 @@
 #include <QProcess>
 #include <QTest>
 
+#include "TestSupport.h"
+
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QByteArray out;
-    QByteArray err;
-};
+using Run = tessera::test::ProcessRun;
 
 Run runNode(const QStringList& arguments,
             const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
-    QProcess process;
-    process.setProcessEnvironment(env);
-    process.start(QStringLiteral(TESSERA_NODE_PATH), arguments);
-    Run run;
-    if (!process.waitForFinished(240'000)) {
-        process.kill();
-        process.waitForFinished();
-        return run;
-    }
-    run.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    run.out = process.readAllStandardOutput();
-    run.err = process.readAllStandardError();
-    return run;
+    return tessera::test::runProcess(QStringLiteral(TESSERA_NODE_PATH), arguments, {env});
 }
 
 } // namespace

@@ -13,6 +13,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "TestSupport.h"
+
 #include <filesystem>
 #include <vector>
 
@@ -20,25 +22,10 @@ using namespace tessera;
 
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QByteArray out;
-    QByteArray err;
-};
+using Run = tessera::test::ProcessRun;
 
 Run runNode(const QStringList& arguments) {
-    QProcess process;
-    process.start(QStringLiteral(TESSERA_NODE_PATH), arguments);
-    Run run;
-    if (!process.waitForFinished(60'000)) {
-        process.kill();
-        process.waitForFinished();
-        return run;
-    }
-    run.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    run.out = process.readAllStandardOutput();
-    run.err = process.readAllStandardError();
-    return run;
+    return tessera::test::runProcess(QStringLiteral(TESSERA_NODE_PATH), arguments);
 }
 
 Run inspect(const QString& file, const QString& manifest = {}) {

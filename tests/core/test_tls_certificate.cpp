@@ -13,44 +13,21 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "TestSupport.h"
+
 #include <algorithm>
 
 #include <sys/stat.h>
 
 using namespace tessera;
+using test::fileMode;
+using test::readFile;
+using test::writeFile;
 
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QByteArray out;
-};
-
-Run run(const QString& program, const QStringList& arguments) {
-    QProcess process;
-    process.setProcessChannelMode(QProcess::MergedChannels);
-    process.start(program, arguments);
-    Run result;
-    if (!process.waitForFinished(60'000)) {
-        process.kill();
-        process.waitForFinished();
-        return result;
-    }
-    result.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    result.out = process.readAll();
-    return result;
-}
-
-bool writeFile(const QString& path, const QByteArray& data) {
-    QFile f(path);
-    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(data) == data.size();
-}
-
-int fileMode(const QString& path) {
-    struct stat st {};
-    if (::stat(QFile::encodeName(path).constData(), &st) != 0)
-        return -1;
-    return int(st.st_mode & 07777);
+test::ProcessRun runMerged(const QString& program, const QStringList& arguments) {
+    return test::runProcess(program, arguments, {QProcessEnvironment::systemEnvironment(), true, 60'000});
 }
 
 QString messageOf(const Result<TlsCertificate>& r) {
@@ -152,9 +129,9 @@ private Q_SLOTS:
 
     void fingerprintMatchesOpenssl() {
         requireOpenssl();
-        const Run printed =
-            run(m_openssl, {QStringLiteral("x509"), QStringLiteral("-noout"), QStringLiteral("-fingerprint"),
-                            QStringLiteral("-sha256"), QStringLiteral("-in"), m_cert});
+        const test::ProcessRun printed = runMerged(
+            m_openssl, {QStringLiteral("x509"), QStringLiteral("-noout"), QStringLiteral("-fingerprint"),
+                        QStringLiteral("-sha256"), QStringLiteral("-in"), m_cert});
         QCOMPARE(printed.exitCode, 0);
         // "sha256 Fingerprint=AB:CD:..."
         const QString expected = QString::fromLatin1(printed.out.trimmed()).section(u'=', 1);
@@ -207,7 +184,7 @@ private Q_SLOTS:
     void loadsAnOperatorsRsaCertificate() {
         requireOpenssl();
         const QString cert = path(QStringLiteral("operator.crt")), key = path(QStringLiteral("operator.key"));
-        const Run made = run(
+        const test::ProcessRun made = runMerged(
             m_openssl, {QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"),
                         QStringLiteral("rsa:2048"), QStringLiteral("-nodes"), QStringLiteral("-keyout"), key,
                         QStringLiteral("-out"), cert, QStringLiteral("-days"), QStringLiteral("2"),

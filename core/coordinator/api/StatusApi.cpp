@@ -135,6 +135,14 @@ HttpResponse StatusApi::metrics(const HttpRequest&) const {
     for (auto it = m_metrics.admissions().begin(); it != m_metrics.admissions().end(); ++it)
         out += "tessera_admissions_total{outcome=\"" + label(it.key()) + "\"} " +
                QByteArray::number(it.value()) + '\n';
+    out += "# HELP tessera_sessions_connected Node session WebSockets open and authenticated.\n"
+           "# TYPE tessera_sessions_connected gauge\n";
+    out += "tessera_sessions_connected " + QByteArray::number(m_metrics.sessionsConnected()) + '\n';
+    out += "# HELP tessera_session_events_total Session WebSockets opened, rejected and timed out.\n"
+           "# TYPE tessera_session_events_total counter\n";
+    for (auto it = m_metrics.sessions().begin(); it != m_metrics.sessions().end(); ++it)
+        out += "tessera_session_events_total{event=\"" + label(it.key()) + "\"} " +
+               QByteArray::number(it.value()) + '\n';
     out += "# HELP tessera_http_requests_total HTTP requests routed, by route.\n"
            "# TYPE tessera_http_requests_total counter\n";
     for (auto it = m_metrics.requests().begin(); it != m_metrics.requests().end(); ++it)

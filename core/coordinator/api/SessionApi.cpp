@@ -1,0 +1,223 @@
+#include "coordinator/api/SessionApi.h"
+
+#include "coordinator/NodeRegistry.h"
+#include "coordinator/SessionStore.h"
+#include "coordinator/admission/AdmissionService.h"
+#include "coordinator/api/Metrics.h"
+
+#include <QDateTime>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTcpSocket>
+#include <QWebSocket>
+#include <QWebSocketServer>
+
+#include <algorithm>
+
+namespace tessera::coordinator {
+
+namespace {
+
+qint64 nowMs() {
+    return QDateTime::currentMSecsSinceEpoch();
+}
+
+void reply(QWebSocket* socket, const QJsonObject& message) {
+    socket->sendTextMessage(QString::fromUtf8(QJsonDocument(message).toJson(QJsonDocument::Compact)));
+}
+
+// A peer that never answers the close frame (gone, or hostile) is cut off anyway.
+constexpr std::chrono::seconds kCloseGrace{5};
+
+void closeSocket(QWebSocket* socket, QWebSocketProtocol::CloseCode code, const QString& reason) {
+    socket->close(code, reason);
+    QTimer::singleShot(kCloseGrace, socket, [socket] { socket->abort(); });
+}
+
+void replyError(QWebSocket* socket, const QString& error) {
+    reply(socket,
+          QJsonObject{{QStringLiteral("type"), QStringLiteral("error")}, {QStringLiteral("error"), error}});
+}
+
+// "Bearer <token>" → token; empty when the header is missing or has another scheme.
+QString bearerToken(const QByteArray& authorization) {
+    const QByteArray scheme = "bearer ";
+    if (authorization.size() <= scheme.size() || authorization.left(scheme.size()).toLower() != scheme)
+        return {};
+    return QString::fromLatin1(authorization.mid(scheme.size()).trimmed());
+}
+
+} // namespace
+
+SessionApi::SessionApi(Database& db, Metrics& metrics, SessionSettings settings, QObject* parent)
+    : QObject(parent)
+    , m_db(db)
+    , m_metrics(metrics)
+    , m_settings(settings)
+    , m_server(std::make_unique<QWebSocketServer>(QStringLiteral("tessera-coordinator"),
+                                                  QWebSocketServer::NonSecureMode)) {
+    // NonSecureMode even behind TLS: HttpServer hands over a QSslSocket that is already
+    // encrypted, and QWebSocketServer only speaks the WebSocket protocol over it.
+    connect(m_server.get(), &QWebSocketServer::newConnection, this, [this] {
+        while (QWebSocket* socket = m_server->nextPendingConnection())
+            accept(socket);
+    });
+    // Checking a few times per timeout bounds how late a silent node is noticed.
+    m_sweepTimer.setInterval(std::clamp(m_settings.heartbeatTimeout / 4, std::chrono::milliseconds(50),
+                                        std::chrono::milliseconds(5000)));
+    connect(&m_sweepTimer, &QTimer::timeout, this, &SessionApi::sweep);
+    m_sweepTimer.start();
+    publishCount();
+}
+
+SessionApi::~SessionApi() {
+    // Sockets still open go with the process; their nodes are found offline by the next
+    // start's sweep, so nothing is written here.
+    for (auto it = m_live.begin(); it != m_live.end(); ++it) {
+        it.key()->disconnect(this);
+        it.key()->abort();
+        delete it.key();
+    }
+}
+
+http::HttpServer::UpgradeHandler SessionApi::upgradeHandler() {
+    return [this](QTcpSocket* socket) { m_server->handleConnection(socket); };
+}
+
+void SessionApi::accept(QWebSocket* socket) {
+    connect(socket, &QWebSocket::disconnected, socket, &QObject::deleteLater);
+    socket->setMaxAllowedIncomingFrameSize(quint64(m_settings.maxMessageBytes));
+    socket->setMaxAllowedIncomingMessageSize(quint64(m_settings.maxMessageBytes));
+
+    const QString token = bearerToken(socket->request().rawHeader("Authorization"));
+    const QString tokenHash = token.isEmpty() ? QString() : AdmissionService::sessionTokenHash(token);
+    const qint64 now = nowMs();
+    Result<std::optional<SessionRecord>> session =
+        tokenHash.isEmpty() ? Result<std::optional<SessionRecord>>(std::optional<SessionRecord>())
+                            : SessionStore(m_db).findValid(tokenHash, now);
+    if (!session) {
+        qWarning("coordinator: looking up a session failed: %s", session.message().c_str());
+        closeSocket(socket, QWebSocketProtocol::CloseCodeBadOperation,
+                    QStringLiteral("the coordinator failed to check the session; try again later"));
+        return;
+    }
+    if (!*session) {
+        m_metrics.countSession(QStringLiteral("rejected"));
+        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                    token.isEmpty() ? QStringLiteral("missing Authorization: Bearer <session token>")
+                                    : QStringLiteral("invalid, expired or revoked session token; "
+                                                     "admit again for a new one"));
+        return;
+    }
+    const QString nodeId = (*session)->nodeId;
+    NodeRegistry nodes(m_db);
+    SessionStore sessions(m_db);
+    if (Status s = nodes.setState(nodeId, NodeState::Online, now); !s)
+        qWarning("coordinator: marking node %s online failed: %s", qPrintable(nodeId), s.message().c_str());
+    if (Status s = sessions.heartbeat(tokenHash, now); !s)
+        qWarning("coordinator: recording a heartbeat failed: %s", s.message().c_str());
+    m_live.insert(socket, Live{tokenHash, nodeId, now});
+    m_metrics.countSession(QStringLiteral("opened"));
+    publishCount();
+
+    connect(socket, &QWebSocket::textMessageReceived, this,
+            [this, socket](const QString& message) { onText(socket, message); });
+    connect(socket, &QWebSocket::binaryMessageReceived, this, [socket](const QByteArray&) {
+        replyError(socket, QStringLiteral("binary frames are not understood; send JSON text frames"));
+    });
+    connect(socket, &QWebSocket::disconnected, this, [this, socket] { drop(socket); });
+}
+
+void SessionApi::onText(QWebSocket* socket, const QString& message) {
+    const auto live = m_live.find(socket);
+    if (live == m_live.end())
+        return;
+    QJsonParseError parseError;
+    const QJsonDocument doc = QJsonDocument::fromJson(message.toUtf8(), &parseError);
+    if (parseError.error != QJsonParseError::NoError || !doc.isObject()) {
+        replyError(socket, parseError.error != QJsonParseError::NoError
+                               ? QStringLiteral("message: not JSON (%1)").arg(parseError.errorString())
+                               : QStringLiteral("message: must be a JSON object"));
+        return;
+    }
+    const QJsonValue type = doc.object().value(u"type");
+    if (!type.isString()) {
+        replyError(socket, QStringLiteral("type: missing or not a string"));
+        return;
+    }
+    if (type.toString() != u"heartbeat") {
+        replyError(socket, QStringLiteral("type: unknown message type '%1'").arg(type.toString().left(64)));
+        return;
+    }
+    const qint64 now = nowMs();
+    if (Status s = SessionStore(m_db).heartbeat(live->tokenHash, now); !s) {
+        // Revoked or expired while connected: the token no longer admits this node.
+        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                    QStringLiteral("the session was revoked or expired; admit again for a new one"));
+        drop(socket);
+        return;
+    }
+    if (Status s = NodeRegistry(m_db).touch(live->nodeId, now); !s)
+        qWarning("coordinator: recording node %s as seen failed: %s", qPrintable(live->nodeId),
+                 s.message().c_str());
+    live->lastHeartbeatMs = now;
+    reply(socket, QJsonObject{{QStringLiteral("type"), QStringLiteral("heartbeat_ack")},
+                              {QStringLiteral("server_time_ms"), now}});
+}
+
+bool SessionApi::nodeHasOtherSession(const QString& nodeId, const QWebSocket* except) const {
+    for (auto it = m_live.cbegin(); it != m_live.cend(); ++it)
+        if (it.key() != except && it->nodeId == nodeId)
+            return true;
+    return false;
+}
+
+void SessionApi::drop(QWebSocket* socket) {
+    const auto live = m_live.find(socket);
+    if (live == m_live.end())
+        return;
+    const QString nodeId = live->nodeId;
+    m_live.erase(live);
+    publishCount();
+    if (nodeHasOtherSession(nodeId, socket))
+        return;
+    if (Status s = NodeRegistry(m_db).setState(nodeId, NodeState::Offline, nowMs()); !s)
+        qWarning("coordinator: marking node %s offline failed: %s", qPrintable(nodeId), s.message().c_str());
+}
+
+void SessionApi::sweep() {
+    const qint64 now = nowMs();
+    const qint64 cutoff = now - m_settings.heartbeatTimeout.count();
+    // Silent sockets are closed and their nodes marked offline at once: a vanished peer never
+    // answers the close frame.
+    QList<QWebSocket*> stale;
+    for (auto it = m_live.cbegin(); it != m_live.cend(); ++it)
+        if (it->lastHeartbeatMs < cutoff)
+            stale << it.key();
+    for (QWebSocket* socket : stale) {
+        m_metrics.countSession(QStringLiteral("timed_out"));
+        closeSocket(socket, QWebSocketProtocol::CloseCodeGoingAway,
+                    QStringLiteral("no heartbeat for %1 ms").arg(m_settings.heartbeatTimeout.count()));
+        drop(socket);
+    }
+    // Nodes admitted but never connected (or left online by a previous process) go offline too.
+    NodeRegistry nodes(m_db);
+    Result<std::vector<NodeRecord>> online = nodes.list(NodeState::Online);
+    if (!online) {
+        qWarning("coordinator: listing online nodes failed: %s", online.message().c_str());
+        return;
+    }
+    for (const NodeRecord& node : *online) {
+        if (node.lastSeenMs >= cutoff || nodeHasOtherSession(node.nodeId, nullptr))
+            continue;
+        if (Status s = nodes.setState(node.nodeId, NodeState::Offline, node.lastSeenMs); !s)
+            qWarning("coordinator: marking node %s offline failed: %s", qPrintable(node.nodeId),
+                     s.message().c_str());
+    }
+}
+
+void SessionApi::publishCount() {
+    m_metrics.setSessionsConnected(m_live.size());
+}
+
+} // namespace tessera::coordinator

@@ -1,0 +1,59 @@
+#include "CoordinatorProcess.h"
+
+#include <QTest>
+
+namespace {
+constexpr int kStartMs = 120'000; // the first start writes every stage's shard
+}
+
+QString coordinatorProgram() {
+    return QStringLiteral(TESSERA_COORDINATOR_PATH);
+}
+
+CoordinatorProcess::CoordinatorProcess(const QStringList& arguments) {
+    m_process.setProgram(coordinatorProgram());
+    m_process.setArguments(arguments);
+    m_process.start();
+}
+
+bool CoordinatorProcess::waitReady() {
+    // Either way the checks below tell; the wait only bounds how long.
+    (void)QTest::qWaitFor(
+        [this] {
+            m_out += m_process.readAllStandardOutput();
+            return (m_out.contains("listening on ") && m_out.endsWith('\n')) ||
+                   m_process.state() == QProcess::NotRunning;
+        },
+        kStartMs);
+    m_err += m_process.readAllStandardError();
+    m_out += m_process.readAllStandardOutput();
+    const qsizetype at = m_out.indexOf("listening on ");
+    if (at < 0)
+        return false;
+    m_url = QString::fromUtf8(m_out.mid(at + 13, m_out.indexOf('\n', at) - at - 13));
+    return true;
+}
+
+int CoordinatorProcess::waitExit() {
+    m_process.waitForFinished(kStartMs);
+    m_out += m_process.readAllStandardOutput();
+    m_err += m_process.readAllStandardError();
+    return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
+}
+
+void CoordinatorProcess::stop() {
+    if (m_process.state() == QProcess::NotRunning)
+        return;
+    m_process.terminate();
+    if (!m_process.waitForFinished(10'000))
+        m_process.kill();
+    m_process.waitForFinished(5'000);
+}
+
+QString CoordinatorProcess::printed(const QByteArray& label) const {
+    const qsizetype at = m_out.indexOf(QByteArray("\n" + label + ": "));
+    if (at < 0)
+        return {};
+    const qsizetype from = at + label.size() + 3;
+    return QString::fromUtf8(m_out.mid(from, m_out.indexOf('\n', from) - from));
+}
