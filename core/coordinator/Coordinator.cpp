@@ -4,6 +4,7 @@
 #include "common/TlsCertificate.h"
 #include "coordinator/CoordinatorRun.h"
 #include "coordinator/Database.h"
+#include "coordinator/DatasetSpec.h"
 #include "coordinator/NonceStore.h"
 #include "coordinator/SessionStore.h"
 #include "coordinator/admission/AdmissionService.h"
@@ -38,6 +39,9 @@ std::string str(const QString& s) {
 qint64 nowMs() {
     return QDateTime::currentMSecsSinceEpoch();
 }
+
+// How long a clean stop waits for sessions to take their close frames.
+constexpr std::chrono::seconds kStopGrace{2};
 
 // Spent and expired nonces and sessions are only garbage: a slow sweep is enough.
 constexpr std::chrono::minutes kPurgeInterval{1};
@@ -106,6 +110,7 @@ struct Coordinator::Parts {
     std::unique_ptr<SessionApi> sessionApi;
     std::unique_ptr<http::HttpServer> server;
     QTimer purgeTimer;
+    bool stopping = false;
     QString scheme;
     ListenAddress listen;
 
@@ -139,6 +144,10 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     if (options.tlsCert.isEmpty() != options.tlsKey.isEmpty())
         return makeError("--tls-cert and --tls-key go together: give both, or neither for a self-signed "
                          "certificate in the data dir");
+
+    if (!options.dataset.isEmpty())
+        if (Result<DatasetSpec> d = DatasetSpec::parse(options.dataset); !d)
+            return d.error();
 
     if (Status s = createDataDir(options.dataDir); !s)
         return s.error();
@@ -174,8 +183,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     if (Result<int> migrated = p.db->migrate(); !migrated)
         return makeError(str(p.db->displayName()) + ": " + migrated.message());
 
-    Result<CoordinatorRun> run =
-        CoordinatorRun::openOrCreate(options.dataDir, *p.db, *p.key, options.model, options.stages, nowMs());
+    Result<CoordinatorRun> run = CoordinatorRun::openOrCreate(options.dataDir, *p.db, *p.key, options.model,
+                                                              options.stages, options.dataset, nowMs());
     if (!run)
         return run.error();
     p.run = std::move(*run);
@@ -238,6 +247,28 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     return c;
 }
 
+void Coordinator::stop(std::function<void()> done) {
+    Parts& p = *m_parts;
+    if (p.stopping)
+        return;
+    p.stopping = true;
+    p.purgeTimer.stop();
+    p.server->close();
+    p.sessionApi->closeAll(QStringLiteral("the coordinator is shutting down"));
+    auto* poll = new QTimer;
+    const qint64 deadline = nowMs() + std::chrono::milliseconds(kStopGrace).count();
+    poll->setInterval(20);
+    QObject::connect(poll, &QTimer::timeout, [poll, deadline, &p, done = std::move(done)] {
+        if (p.sessionApi->closing() && nowMs() < deadline)
+            return;
+        poll->stop();
+        poll->deleteLater();
+        p.db->close();
+        done();
+    });
+    poll->start();
+}
+
 quint16 Coordinator::port() const {
     return m_parts->server->port();
 }
@@ -258,6 +289,10 @@ QString Coordinator::coordinatorKey() const {
 
 const gpu::ModelConfig& Coordinator::model() const {
     return m_parts->run->config();
+}
+
+QString Coordinator::dataset() const {
+    return m_parts->run->dataset();
 }
 
 bool Coordinator::runCreated() const {

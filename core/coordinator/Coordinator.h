@@ -9,6 +9,7 @@
 #include <QHostAddress>
 #include <QString>
 
+#include <functional>
 #include <memory>
 
 namespace tessera::coordinator {
@@ -26,6 +27,11 @@ public:
     Coordinator(const Coordinator&) = delete;
     Coordinator& operator=(const Coordinator&) = delete;
 
+    // A clean stop: stops listening, closes every session with 1001 and marks its node offline,
+    // waits (at most a couple of seconds) for the peers to take the close frames, closes the
+    // database, then calls done. Later calls do nothing.
+    void stop(std::function<void()> done);
+
     quint16 port() const;
     QString url() const; // "https://127.0.0.1:8443"
     bool tls() const { return !m_tlsFingerprint.isEmpty(); }
@@ -33,6 +39,7 @@ public:
     QString tlsCertPath() const { return m_tlsCertPath; }
     QString coordinatorKey() const; // base64url Ed25519 public key
     const gpu::ModelConfig& model() const;
+    QString dataset() const; // the run's DatasetSpec, normalised
     bool runCreated() const; // this start created the run's initial shards
     QString databaseName() const;
 

@@ -2,6 +2,7 @@
 
 #include "common/Version.h"
 #include "coordinator/Coordinator.h"
+#include "coordinator/ShutdownSignals.h"
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
@@ -52,10 +53,14 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
     const auto model =
         valueOption("model", "New run's model: tiny, small, 8b or CONFIG.json [tiny].", "MODEL");
     const auto stages = valueOption("stages", "New run's pipeline stage count (overrides the model's).", "S");
+    const auto dataset = valueOption(
+        "dataset",
+        "New run's data: synthetic[:order=N,...], text:PATH, tokens16:PATH, tokens32:PATH [synthetic].",
+        "SPEC");
     const auto heartbeat = valueOption("heartbeat-timeout-ms",
                                        "A node silent this long on /v1/session is offline [30000].", "MS");
     parser.addOptions(
-        {help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages, heartbeat});
+        {help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages, dataset, heartbeat});
 
     exitCode = 2;
     if (!parser.parse(arguments)) {
@@ -90,6 +95,7 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
     o.insecureLoopback = parser.isSet(insecure);
     o.dbUrl = parser.value(db);
     o.model = parser.value(model);
+    o.dataset = parser.value(dataset);
     if (parser.isSet(stages)) {
         bool ok = false;
         const int s = parser.value(stages).toInt(&ok);
@@ -118,17 +124,24 @@ int CoordinatorCommandLine::run(const QStringList& arguments) {
     if (!options)
         return exitCode;
 
+    // Installed before the start so that a signal during it is held until the loop runs.
+    Result<std::unique_ptr<ShutdownSignals>> shutdownSignals = ShutdownSignals::install();
+    if (!shutdownSignals) {
+        m_err << kProgram << ": " << shutdownSignals.message() << std::endl;
+        return 1;
+    }
     Result<std::unique_ptr<Coordinator>> started = Coordinator::start(*options);
     if (!started) {
         m_err << kProgram << ": " << started.message() << std::endl;
         return 1;
     }
-    const Coordinator& c = **started;
+    Coordinator& c = **started;
     const gpu::ModelConfig& model = c.model();
     m_out << kProgram << " " << tesseraVersion() << ": "
           << (c.runCreated() ? "created the run" : "resumed the run") << " of model '" << model.name << "' ("
           << model.parameterCount() << " parameters, " << model.stages << " stages) in " << options->dataDir
           << "\n"
+          << "dataset: " << c.dataset() << "\n"
           << "database: " << c.databaseName() << "\n"
           << "coordinator key: " << c.coordinatorKey() << "\n";
     if (c.tls())
@@ -138,6 +151,10 @@ int CoordinatorCommandLine::run(const QStringList& arguments) {
         m_out << "warning: plain HTTP (--insecure-loopback): for local testing only\n";
     // Tests and scripts wait for this line (it carries the port chosen for port 0).
     m_out << "listening on " << c.url() << std::endl;
+    QObject::connect((*shutdownSignals).get(), &ShutdownSignals::received, [this, &c](int signalNumber) {
+        m_out << kProgram << ": signal " << signalNumber << ", shutting down" << std::endl;
+        c.stop([] { QCoreApplication::exit(0); });
+    });
     return QCoreApplication::exec();
 }
 

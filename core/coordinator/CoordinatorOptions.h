@@ -17,6 +17,7 @@ struct CoordinatorOptions {
     QString dbUrl;                 // empty: sqlite in dataDir (see Database::open)
     QString model;                 // preset name or CONFIG.json; empty: the run's, or tiny
     std::optional<int> stages;     // overrides the model's stage count
+    QString dataset;               // DatasetSpec; empty: the run's, or synthetic
     // A node without a heartbeat for this long is offline (tests shorten it).
     std::chrono::milliseconds heartbeatTimeout{std::chrono::seconds(30)};
 };

@@ -2,6 +2,7 @@
 
 #include "common/Identity.h"
 #include "coordinator/Database.h"
+#include "coordinator/DatasetSpec.h"
 #include "coordinator/StageVersionStore.h"
 #include "coordinator/api/ManifestSignature.h"
 #include "shard/InitialShards.h"
@@ -9,6 +10,8 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QSaveFile>
 
 namespace tessera::coordinator {
@@ -36,10 +39,39 @@ Status writeFileAtomically(const QString& path, const QByteArray& bytes) {
     return {};
 }
 
+// run.json: {"model": <ModelConfig JSON>, "dataset": "<spec>"}.
+QByteArray runJson(const gpu::ModelConfig& config, const QString& dataset) {
+    QJsonObject run;
+    run.insert(QStringLiteral("model"),
+               QJsonDocument::fromJson(QByteArray::fromStdString(config.toJson())).object());
+    run.insert(QStringLiteral("dataset"), dataset);
+    return QJsonDocument(run).toJson();
+}
+
+struct StoredRun {
+    gpu::ModelConfig config;
+    QString dataset;
+};
+
+Result<StoredRun> parseRunJson(const QString& path, const QByteArray& text) {
+    const QJsonObject run = QJsonDocument::fromJson(text).object();
+    // Runs made before --dataset hold the bare model config, and trained on synthetic data.
+    const bool bare = !run.contains(u"model");
+    const QByteArray model = bare ? text : QJsonDocument(run.value(u"model").toObject()).toJson();
+    Result<gpu::ModelConfig> config = gpu::ModelConfig::fromJson(model.toStdString());
+    if (!config)
+        return makeError(str(path) + ": " + config.message());
+    const QJsonValue dataset = run.value(u"dataset");
+    if (!bare && (!dataset.isString() || dataset.toString().isEmpty()))
+        return makeError(str(path) + ": dataset: missing or not a string");
+    return StoredRun{*config, bare ? DatasetSpec::defaultSpec() : dataset.toString()};
+}
+
 } // namespace
 
-CoordinatorRun::CoordinatorRun(gpu::ModelConfig config, QString shardDir, bool created)
+CoordinatorRun::CoordinatorRun(gpu::ModelConfig config, QString dataset, QString shardDir, bool created)
     : m_config(std::move(config))
+    , m_dataset(std::move(dataset))
     , m_shardDir(std::move(shardDir))
     , m_created(created) {}
 
@@ -68,17 +100,26 @@ Result<gpu::ModelConfig> CoordinatorRun::resolveModel(const QString& model, std:
 
 Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Database& db,
                                                     const Identity& coordinatorKey, const QString& model,
-                                                    std::optional<int> stages, qint64 nowMs) {
+                                                    std::optional<int> stages, const QString& dataset,
+                                                    qint64 nowMs) {
     const QString runPath = QDir(dataDir).filePath(kRunFile);
     const QString shardDir = QDir(dataDir).filePath(QStringLiteral("shards"));
+    std::optional<DatasetSpec> requestedDataset;
+    if (!dataset.isEmpty()) {
+        Result<DatasetSpec> parsed = DatasetSpec::parse(dataset);
+        if (!parsed)
+            return parsed.error();
+        requestedDataset = *parsed;
+    }
     if (!QFileInfo::exists(runPath)) {
         Result<gpu::ModelConfig> config =
             resolveModel(model.isEmpty() ? QStringLiteral("tiny") : model, stages);
         if (!config)
             return config.error();
-        if (Status w = writeFileAtomically(runPath, QByteArray::fromStdString(config->toJson())); !w)
+        const QString data = requestedDataset ? requestedDataset->text() : DatasetSpec::defaultSpec();
+        if (Status w = writeFileAtomically(runPath, runJson(*config, data)); !w)
             return w.error();
-        CoordinatorRun run(*config, shardDir, true);
+        CoordinatorRun run(*config, data, shardDir, true);
         if (Status s = run.createShards(db, coordinatorKey, nowMs); !s)
             return s.error();
         return run;
@@ -87,9 +128,15 @@ Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Data
     Result<QByteArray> text = readFile(runPath);
     if (!text)
         return text.error();
-    Result<gpu::ModelConfig> stored = gpu::ModelConfig::fromJson(text->toStdString());
-    if (!stored)
-        return makeError(str(runPath) + ": " + stored.message());
+    Result<StoredRun> storedRun = parseRunJson(runPath, *text);
+    if (!storedRun)
+        return storedRun.error();
+    const gpu::ModelConfig* stored = &storedRun->config;
+    if (requestedDataset && requestedDataset->text() != storedRun->dataset)
+        return makeError("this data dir holds a run trained on --dataset " + str(storedRun->dataset) +
+                         ", which --dataset would change to " + str(requestedDataset->text()) +
+                         ". A run's dataset never changes: omit --dataset to resume it, or give another "
+                         "--data-dir for a new run");
     if (!model.isEmpty() || stages) {
         // Only --stages given: it is compared against the run's own model.
         Result<gpu::ModelConfig> requested = *stored;
@@ -109,7 +156,7 @@ Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Data
                 "another --data-dir for a new run");
     }
 
-    CoordinatorRun run(*stored, shardDir, false);
+    CoordinatorRun run(*stored, storedRun->dataset, shardDir, false);
     Result<bool> published = run.checkPublished(db);
     if (!published)
         return published.error();

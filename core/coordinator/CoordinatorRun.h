@@ -1,6 +1,7 @@
 #pragma once
-// CoordinatorRun: the training run a coordinator serves — its model (dataDir/run.json) and every
-// stage's published shard — created on the first start and found again on each restart.
+// CoordinatorRun: the training run a coordinator serves — its model and dataset
+// (dataDir/run.json) and every stage's published shard — created on the first start and found
+// again on each restart.
 //
 // First start: run.json is written (atomically), then the seeded initial shards go to
 // dataDir/shards, their manifests are signed with the coordinator key and all stages' versions
@@ -27,24 +28,28 @@ class CoordinatorRun final {
 public:
     // model: a preset name ("tiny", "small", "8b") or a path to a config JSON; empty means the
     // run's own model, or tiny for a new run. A model or stage count that differs from the
-    // run's is refused: a run's model never changes.
+    // run's is refused: a run's model never changes. dataset: a DatasetSpec; empty means the
+    // run's own, or synthetic for a new run; one that differs from the run's is refused too.
     static Result<CoordinatorRun> openOrCreate(const QString& dataDir, Database& db,
                                                const Identity& coordinatorKey, const QString& model,
-                                               std::optional<int> stages, qint64 nowMs);
+                                               std::optional<int> stages, const QString& dataset,
+                                               qint64 nowMs);
 
     // A preset name or a config JSON file, with the stage count overridden, validated.
     static Result<gpu::ModelConfig> resolveModel(const QString& model, std::optional<int> stages);
 
     const gpu::ModelConfig& config() const { return m_config; }
     const QString& shardDir() const { return m_shardDir; }
-    bool created() const { return m_created; } // this start wrote the initial shards
+    const QString& dataset() const { return m_dataset; } // normalised DatasetSpec text
+    bool created() const { return m_created; }           // this start wrote the initial shards
 
 private:
-    CoordinatorRun(gpu::ModelConfig config, QString shardDir, bool created);
+    CoordinatorRun(gpu::ModelConfig config, QString dataset, QString shardDir, bool created);
     Status createShards(Database& db, const Identity& coordinatorKey, qint64 nowMs);
     Result<bool> checkPublished(Database& db) const; // false: nothing published yet
 
     gpu::ModelConfig m_config;
+    QString m_dataset;
     QString m_shardDir;
     bool m_created = false;
 };

@@ -37,6 +37,8 @@ public:
     // transaction. Returns how many were applied (0 when already current). A database written
     // by a newer coordinator is refused rather than half-understood.
     Result<int> migrate();
+    // Closes the connection (SQLite checkpoints its WAL); every later statement fails.
+    void close() { m_db.close(); }
     // 0 for an empty database.
     Result<int> schemaVersion();
     static int latestSchemaVersion();

@@ -90,6 +90,15 @@ Status NodeRegistry::touch(const QString& nodeId, qint64 nowMs) {
                      {nowMs, nodeId});
 }
 
+Result<int> NodeRegistry::markStaleOffline(qint64 cutoffMs) {
+    Result<QSqlQuery> q = sql::exec(
+        m_db.connection(), QStringLiteral("UPDATE nodes SET state = ? WHERE state = ? AND last_seen < ?"),
+        {nodeStateName(NodeState::Offline), nodeStateName(NodeState::Online), cutoffMs});
+    if (!q)
+        return q.error();
+    return q->numRowsAffected();
+}
+
 Result<std::optional<NodeRecord>> NodeRegistry::find(const QString& nodeId) {
     Result<QSqlQuery> q = sql::exec(
         m_db.connection(),

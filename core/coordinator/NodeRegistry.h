@@ -49,6 +49,9 @@ public:
     Status setState(const QString& nodeId, NodeState state, qint64 nowMs);
     Status setStage(const QString& nodeId, std::optional<int> stage);
     Status touch(const QString& nodeId, qint64 nowMs);
+    // Marks offline, in one conditional UPDATE, every online node last seen before cutoffMs
+    // (keeping its last_seen); returns how many.
+    Result<int> markStaleOffline(qint64 cutoffMs);
 
     Result<std::optional<NodeRecord>> find(const QString& nodeId);
     // Filters are optional: nothing given lists every node, ordered by node id.

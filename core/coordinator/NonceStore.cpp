@@ -5,6 +5,22 @@
 
 namespace tessera::coordinator {
 
+std::string nonceRefusalText(NonceVerdict verdict) {
+    switch (verdict) {
+    case NonceVerdict::Spent:
+        return {};
+    case NonceVerdict::Unknown:
+        return "unknown admission nonce; ask for a new challenge";
+    case NonceVerdict::Replayed:
+        return "admission nonce already used (replay refused); ask for a new challenge";
+    case NonceVerdict::ForeignKey:
+        return "admission nonce was issued to another node key";
+    case NonceVerdict::Expired:
+        return "admission nonce expired; ask for a new challenge";
+    }
+    return "admission nonce refused";
+}
+
 Status NonceStore::issue(const QString& nonce, const QString& nodeKey, qint64 nowMs,
                          std::chrono::milliseconds ttl) {
     if (ttl.count() <= 0)
@@ -17,7 +33,7 @@ Status NonceStore::issue(const QString& nonce, const QString& nodeKey, qint64 no
     return q ? Status() : Status(q.error());
 }
 
-Status NonceStore::consume(const QString& nonce, const QString& nodeKey, qint64 nowMs) {
+Result<NonceVerdict> NonceStore::consume(const QString& nonce, const QString& nodeKey, qint64 nowMs) {
     Result<QSqlQuery> q =
         sql::exec(m_db.connection(),
                   QStringLiteral("UPDATE admission_nonces SET used = 1 "
@@ -26,19 +42,21 @@ Status NonceStore::consume(const QString& nonce, const QString& nodeKey, qint64 
     if (!q)
         return q.error();
     if (q->numRowsAffected() == 1)
-        return {};
+        return NonceVerdict::Spent;
 
     // Refused. Look again only to say why: the decision above is already final.
     Result<QSqlQuery> why = sql::exec(
         m_db.connection(),
         QStringLiteral("SELECT node_key, expires_at, used FROM admission_nonces WHERE nonce = ?"), {nonce});
-    if (!why || !why->next())
-        return makeError("unknown admission nonce; ask for a new challenge");
+    if (!why)
+        return why.error();
+    if (!why->next())
+        return NonceVerdict::Unknown;
     if (why->value(2).toInt() != 0)
-        return makeError("admission nonce already used (replay refused); ask for a new challenge");
+        return NonceVerdict::Replayed;
     if (why->value(0).toString() != nodeKey)
-        return makeError("admission nonce was issued to another node key");
-    return makeError("admission nonce expired; ask for a new challenge");
+        return NonceVerdict::ForeignKey;
+    return NonceVerdict::Expired;
 }
 
 Result<int> NonceStore::purge(qint64 nowMs) {

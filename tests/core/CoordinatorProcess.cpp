@@ -41,6 +41,16 @@ int CoordinatorProcess::waitExit() {
     return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
 }
 
+int CoordinatorProcess::terminate(int ms) {
+    m_process.terminate();
+    const bool finished = m_process.waitForFinished(ms);
+    m_out += m_process.readAllStandardOutput();
+    m_err += m_process.readAllStandardError();
+    if (!finished)
+        return -1;
+    return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
+}
+
 void CoordinatorProcess::stop() {
     if (m_process.state() == QProcess::NotRunning)
         return;

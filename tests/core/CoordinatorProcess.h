@@ -19,6 +19,8 @@ public:
     // For a start that must fail: the exit code, stderr collected.
     int waitExit();
     void stop();
+    // Sends SIGTERM; the exit code when it exits normally within ms, else -1.
+    int terminate(int ms);
     // The value printed after "label: " on its own line.
     QString printed(const QByteArray& label) const;
     const QString& url() const { return m_url; }

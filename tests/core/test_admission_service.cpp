@@ -11,6 +11,8 @@
 
 #include <QFile>
 #include <QJsonDocument>
+#include <QSqlError>
+#include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -63,6 +65,7 @@ private Q_SLOTS:
     void nodesSpreadOverStagesByLoad();
     void fullSwarmWaitlists();
     void challengeNeedsAKey();
+    void failingNonceTableIsAnErrorNot401();
 
 private:
     Identity newIdentity();
@@ -306,6 +309,17 @@ void TestAdmissionService::challengeNeedsAKey() {
     QVERIFY2(a && b, "challenge failed");
     QVERIFY(*a != *b);
     QVERIFY(Identity::fromBase64Url(*a, 32));
+}
+
+void TestAdmissionService::failingNonceTableIsAnErrorNot401() {
+    AdmissionService service(*m_db, AssignmentPolicy(preset("small"), {}));
+    const AdmissionClaims claims = request(service, newIdentity(), gpuHardware(24));
+    // The transaction still begins, so it is the nonce's UPDATE that fails.
+    QSqlQuery drop(m_db->connection());
+    QVERIFY2(drop.exec(QStringLiteral("DROP TABLE admission_nonces")), qPrintable(drop.lastError().text()));
+    Result<AdmissionOutcome> outcome = service.admit(claims, kNow + 1);
+    QVERIFY(!outcome); // an error: AdmissionApi answers 500
+    QVERIFY2(outcome.message().find("admission_nonces") != std::string::npos, outcome.message().c_str());
 }
 
 QTEST_GUILESS_MAIN(TestAdmissionService)

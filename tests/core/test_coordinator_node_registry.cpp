@@ -43,6 +43,8 @@ private Q_SLOTS:
     void stateStageAndLastSeen();
     void listAndCountByStateAndStage_data() { test::DatabaseBackends::addRows(); }
     void listAndCountByStateAndStage();
+    void markStaleOfflineIsOneConditionalUpdate_data() { test::DatabaseBackends::addRows(); }
+    void markStaleOfflineIsOneConditionalUpdate();
     void storesTextVerbatim_data() { test::DatabaseBackends::addRows(); }
     void storesTextVerbatim();
 
@@ -152,6 +154,29 @@ void TestCoordinatorNodeRegistry::listAndCountByStateAndStage() {
     QCOMPARE(nodes.count(std::nullopt, 1).valueOr(-1), qint64(3));
     QCOMPARE(nodes.count(NodeState::Online, 1).valueOr(-1), qint64(2));
     QCOMPARE(nodes.count(NodeState::Online, 7).valueOr(-1), qint64(0));
+}
+
+void TestCoordinatorNodeRegistry::markStaleOfflineIsOneConditionalUpdate() {
+    std::unique_ptr<Database> db = open(freshUrl());
+    if (!db)
+        return;
+    NodeRegistry nodes(*db);
+    QVERIFY(nodes.admit(admission(QStringLiteral("old")), 1000));
+    QVERIFY(nodes.admit(admission(QStringLiteral("edge")), 2000));
+    QVERIFY(nodes.admit(admission(QStringLiteral("fresh")), 3000));
+    QVERIFY(nodes.admit(admission(QStringLiteral("gone")), 500));
+    QVERIFY(nodes.setState(QStringLiteral("gone"), NodeState::Offline, 500));
+
+    Result<int> n = nodes.markStaleOffline(2000);
+    QVERIFY2(n, failure(n));
+    QCOMPARE(*n, 1); // "gone" was offline already; "edge" was seen exactly at the cutoff
+    QCOMPARE(nodes.find(QStringLiteral("old")).value()->state, NodeState::Offline);
+    QCOMPARE(nodes.find(QStringLiteral("old")).value()->lastSeenMs, qint64(1000));
+    QCOMPARE(nodes.find(QStringLiteral("edge")).value()->state, NodeState::Online);
+    QCOMPARE(nodes.find(QStringLiteral("fresh")).value()->state, NodeState::Online);
+    QCOMPARE(nodes.markStaleOffline(2000).value(), 0);
+    QCOMPARE(nodes.markStaleOffline(10'000).value(), 2);
+    QCOMPARE(nodes.count(NodeState::Online).value(), qint64(0));
 }
 
 void TestCoordinatorNodeRegistry::storesTextVerbatim() {

@@ -1,7 +1,8 @@
 // The real tessera-coordinator process on loopback, over HTTPS with the certificate it makes
 // itself (and over plain HTTP with --insecure-loopback), driven by Qt's network classes and by
 // curl: info, challenge and signed admission, replay, bad JSON, signed manifests, ranged shard
-// downloads, status and metrics, a restart that resumes the run, and the refusals at startup.
+// downloads and If-Range, status and metrics, a restart that resumes the run, --dataset, and the
+// refusals at startup.
 #include "CoordinatorProcess.h"
 #include "common/Identity.h"
 #include "coordinator/admission/AdmissionClaims.h"
@@ -71,10 +72,12 @@ private Q_SLOTS:
     void badRequestsName400();
     void manifestIsSignedAndMatchesDownload();
     void rangedDownloadWithCurl();
+    void ifRangeCurrentEtagIs206StaleIsWholeFile();
     void shardPathTricksAre404();
     void statusMetricsAndPage();
     void restartResumesTheRun();
     void insecureLoopbackServesPlainHttp();
+    void datasetIsCheckedStoredAndNeverChanges();
     void plainHttpOffLoopbackRefused();
 
 private:
@@ -281,6 +284,62 @@ void TestCoordinatorProcess::rangedDownloadWithCurl() {
     QCOMPARE(got.readAll(), original.read(4096));
 }
 
+// A node resuming a download sends the ETag it started with: the same shard continues (206), a
+// shard replaced meanwhile (any other ETag) comes whole (200), so stale and new bytes never mix.
+void TestCoordinatorProcess::ifRangeCurrentEtagIs206StaleIsWholeFile() {
+    const QString path = QStringLiteral("/v1/shards/0/1/stage-0-v1.safetensors");
+    const QString file = m_runDir + QStringLiteral("/shards/stage-0-v1.safetensors");
+    QFile original(file);
+    QVERIFY(original.open(QIODevice::ReadOnly));
+    const QByteArray whole = original.readAll();
+    const QByteArray etag = "\"sha256-" + sha256File(file) + '"';
+    const QByteArray stale = "\"sha256-" + QByteArray(64, '0') + '"';
+
+    // Qt's client.
+    auto ranged = [&](const QByteArray& ifRange) {
+        QNetworkRequest request(QUrl(m_server->url() + path));
+        request.setSslConfiguration(m_ssl);
+        request.setRawHeader("Range", "bytes=100-199");
+        request.setRawHeader("If-Range", ifRange);
+        std::unique_ptr<QNetworkReply> reply(m_net.get(request));
+        (void)QTest::qWaitFor([&] { return reply->isFinished(); }, 30'000);
+        return Reply{
+            reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt(), reply->readAll(), {}};
+    };
+    Reply r = ranged(etag);
+    QCOMPARE(r.status, 206);
+    QCOMPARE(r.body, whole.mid(100, 100));
+    for (const QByteArray& other : QByteArrayList{stale, "W/" + etag, etag.mid(1, etag.size() - 2)}) {
+        r = ranged(other);
+        QVERIFY2(r.status == 200, other.constData());
+        QCOMPARE(r.body.size(), whole.size());
+        QVERIFY(r.body == whole);
+    }
+
+    // And curl, a client nobody here wrote.
+    if (m_curl.isEmpty())
+        QSKIP("the curl binary is not installed");
+    auto curlRanged = [&](const QByteArray& ifRange, const QString& out) {
+        QProcess curl;
+        curl.start(m_curl,
+                   {QStringLiteral("-sS"), QStringLiteral("--cacert"), m_runDir + QStringLiteral("/tls.crt"),
+                    QStringLiteral("-r"), QStringLiteral("100-199"), QStringLiteral("-H"),
+                    QStringLiteral("If-Range: ") + QString::fromLatin1(ifRange), QStringLiteral("-o"), out,
+                    QStringLiteral("-w"), QStringLiteral("%{http_code}"), m_server->url() + path});
+        if (!curl.waitForFinished(30'000) || curl.exitCode() != 0)
+            qWarning("curl: %s", curl.readAllStandardError().constData());
+        return curl.readAllStandardOutput();
+    };
+    const QString partOut = m_dir.filePath(QStringLiteral("if-range-part.bin"));
+    const QString wholeOut = m_dir.filePath(QStringLiteral("if-range-whole.bin"));
+    QCOMPARE(curlRanged(etag, partOut), QByteArrayLiteral("206"));
+    QCOMPARE(curlRanged(stale, wholeOut), QByteArrayLiteral("200"));
+    QFile part(partOut);
+    QVERIFY(part.open(QIODevice::ReadOnly));
+    QCOMPARE(part.readAll(), whole.mid(100, 100));
+    QCOMPARE(sha256File(wholeOut), sha256File(file));
+}
+
 void TestCoordinatorProcess::shardPathTricksAre404() {
     for (const char* path :
          {"/v1/shards/0/1/stage-1-v1.safetensors", "/v1/shards/0/1/..%2Fcoordinator.key",
@@ -352,6 +411,67 @@ void TestCoordinatorProcess::insecureLoopbackServesPlainHttp() {
     r = admit(plain.url(), *id);
     QCOMPARE(r.status, 200);
     QCOMPARE(r.json().value(u"stage").toInt(), 0);
+}
+
+void TestCoordinatorProcess::datasetIsCheckedStoredAndNeverChanges() {
+    const QString tokens = m_dir.filePath(QStringLiteral("tokens.u16"));
+    const QString odd = m_dir.filePath(QStringLiteral("odd.u16"));
+    for (const auto& [path, size] : {std::pair{tokens, 64}, std::pair{odd, 63}}) {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray(size, '\1'));
+    }
+    const QString dir = m_dir.filePath(QStringLiteral("dataset"));
+    const auto start = [&](const QString& spec) {
+        return std::make_unique<CoordinatorProcess>(
+            args(dir, spec.isEmpty() ? QStringList{QStringLiteral("--insecure-loopback")}
+                                     : QStringList{QStringLiteral("--insecure-loopback"),
+                                                   QStringLiteral("--dataset"), spec}));
+    };
+
+    // Refused before anything is written, each with a message naming --dataset.
+    for (const QString& bad :
+         QStringList{QStringLiteral("nope:x"), QStringLiteral("text:"),
+                     QStringLiteral("text:") + m_dir.filePath(u"missing"_qs),
+                     QStringLiteral("tokens32:") + m_dir.path(), QStringLiteral("tokens16:") + odd,
+                     QStringLiteral("synthetic:order=x"), QStringLiteral("synthetic:colour=2")}) {
+        std::unique_ptr<CoordinatorProcess> refused = start(bad);
+        QCOMPARE(refused->waitExit(), 1);
+        QVERIFY2(refused->err().contains("--dataset"), refused->err().constData());
+        QVERIFY2(!QFileInfo::exists(dir), qPrintable(bad));
+    }
+
+    const QString spec = QStringLiteral("tokens16:") + tokens;
+    std::unique_ptr<CoordinatorProcess> server = start(spec);
+    QVERIFY2(server->waitReady(), server->err().constData());
+    QCOMPARE(server->printed("dataset"), spec);
+    QFile run(dir + QStringLiteral("/run.json"));
+    QVERIFY(run.open(QIODevice::ReadOnly));
+    const QJsonObject stored = QJsonDocument::fromJson(run.readAll()).object();
+    QCOMPARE(stored.value(u"dataset").toString(), spec);
+    QCOMPARE(stored.value(u"model").toObject().value(u"name").toString(), QStringLiteral("tiny"));
+    server.reset();
+
+    // Resumed with or without naming it again; another dataset is refused like another model.
+    for (const QString& again : QStringList{QString(), spec}) {
+        server = start(again);
+        QVERIFY2(server->waitReady(), server->err().constData());
+        QVERIFY(server->out().contains("resumed the run"));
+        QCOMPARE(server->printed("dataset"), spec);
+        server.reset();
+    }
+    server = start(QStringLiteral("synthetic"));
+    QCOMPARE(server->waitExit(), 1);
+    QVERIFY2(server->err().contains("A run's dataset never changes"), server->err().constData());
+
+    // A run.json from before --dataset (the bare model config) is a synthetic run.
+    QFile legacy(dir + QStringLiteral("/run.json"));
+    QVERIFY(legacy.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    legacy.write(QJsonDocument(stored.value(u"model").toObject()).toJson());
+    legacy.close();
+    server = start(QString());
+    QVERIFY2(server->waitReady(), server->err().constData());
+    QCOMPARE(server->printed("dataset"), QStringLiteral("synthetic"));
 }
 
 void TestCoordinatorProcess::plainHttpOffLoopbackRefused() {

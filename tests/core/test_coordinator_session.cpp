@@ -1,12 +1,15 @@
 // The real tessera-coordinator process over TLS: a node's /v1/session WebSocket (bearer token,
 // heartbeats, bad frames, a silent node going offline, bad tokens refused with 1008) and its
-// signed credit receipts at /v1/nodes/{id}/credits.
+// signed credit receipts at /v1/nodes/{id}/credits; and SIGTERM: sessions closed with 1001,
+// exit 0, the node offline after a restart.
 #include "CoordinatorProcess.h"
 #include "common/Identity.h"
 #include "coordinator/CreditLedger.h"
 #include "coordinator/Database.h"
 #include "coordinator/admission/AdmissionClaims.h"
 
+#include <QElapsedTimer>
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -92,6 +95,7 @@ private Q_SLOTS:
     void badTokensClosedWith1008();
     void creditsUnknownNodeIs404();
     void creditReceiptsAreSignedChainedAndPaged();
+    void sigtermClosesSessionsAndExitsZero();
 
 private:
     Reply get(const QString& path);
@@ -334,6 +338,39 @@ void TestCoordinatorSession::creditReceiptsAreSignedChainedAndPaged() {
     QCOMPARE(get(path + u"?after=3"_qs).json().value(u"receipts").toArray().size(), 0);
     QCOMPARE(get(path + u"?after=-1"_qs).status, 400);
     QCOMPARE(get(path + u"?after=x"_qs).status, 400);
+}
+
+void TestCoordinatorSession::sigtermClosesSessionsAndExitsZero() {
+    // A heartbeat timeout far longer than the test: only the clean stop can mark the node
+    // offline before the restart looks.
+    const QStringList args{
+        u"--data-dir"_qs, m_runDir, u"--listen"_qs, u"127.0.0.1:0"_qs, u"--heartbeat-timeout-ms"_qs,
+        u"600000"_qs};
+    m_clients.clear();
+    QCOMPARE(m_server->terminate(5'000), 0);
+    m_server = std::make_unique<CoordinatorProcess>(args);
+    QVERIFY2(m_server->waitReady(), m_server->err().constData());
+
+    Result<Identity> id = Identity::generate();
+    QVERIFY(id);
+    SessionClient* node = open("Bearer " + admit(*id).value(u"session_token").toString().toLatin1());
+    QVERIFY(node->waitConnected());
+    QCOMPARE(node->heartbeat().value(u"type").toString(), u"heartbeat_ack"_qs);
+    QCOMPARE(nodesOnline(), 1);
+
+    QElapsedTimer timer;
+    timer.start();
+    QCOMPARE(m_server->terminate(5'000), 0);
+    QVERIFY(timer.elapsed() < 5'000);
+    QVERIFY(node->waitClosed(1'000));
+    QCOMPARE(node->socket().closeCode(), QWebSocketProtocol::CloseCodeGoingAway);
+    QVERIFY2(m_server->out().contains("shutting down"), m_server->out().constData());
+    // A clean stop checkpoints SQLite's WAL into the database file.
+    QVERIFY(!QFile::exists(m_runDir + u"/coordinator.sqlite-wal"_qs));
+
+    m_server = std::make_unique<CoordinatorProcess>(args);
+    QVERIFY2(m_server->waitReady(), m_server->err().constData());
+    QCOMPARE(nodesOnline(), 0);
 }
 
 QTEST_GUILESS_MAIN(TestCoordinatorSession)

@@ -78,8 +78,11 @@ Result<AdmissionOutcome> AdmissionService::admit(const AdmissionClaims& claims, 
 }
 
 Status AdmissionService::decide(const AdmissionClaims& claims, qint64 nowMs, AdmissionOutcome& outcome) {
-    if (Status spent = NonceStore(m_db).consume(claims.nonce, claims.nodeKey, nowMs); !spent) {
-        outcome = Unauthorized{"nonce: " + spent.message()};
+    Result<NonceVerdict> nonce = NonceStore(m_db).consume(claims.nonce, claims.nodeKey, nowMs);
+    if (!nonce)
+        return nonce.error(); // the database failed, not the client: 500, not 401
+    if (*nonce != NonceVerdict::Spent) {
+        outcome = Unauthorized{"nonce: " + nonceRefusalText(*nonce)};
         return {};
     }
     if (claims.clientVersion < m_settings.minimumClientVersion) {

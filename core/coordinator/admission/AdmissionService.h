@@ -6,7 +6,8 @@
 //   1. signature over the claims (AdmissionClaims::signingPayload) → else Unauthorized; the nonce
 //      is left alone, so a forged request cannot burn a genuine node's challenge;
 //   2. inside one write transaction: spend the nonce (one conditional UPDATE: unknown, expired,
-//      foreign or already spent → Unauthorized; of two replays exactly one gets past here);
+//      foreign or already spent → Unauthorized; of two replays exactly one gets past here; a
+//      failing database is an error, never Unauthorized);
 //   3. client version >= minimum → else Denied;
 //   4. AssignmentPolicy on the online nodes' loads → Denied (fits no stage) or Waitlisted;
 //   5. record the node (online, stage), the assignment and a new session, revoking the node's

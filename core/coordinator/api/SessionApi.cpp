@@ -201,19 +201,26 @@ void SessionApi::sweep() {
         drop(socket);
     }
     // Nodes admitted but never connected (or left online by a previous process) go offline too.
-    NodeRegistry nodes(m_db);
-    Result<std::vector<NodeRecord>> online = nodes.list(NodeState::Online);
-    if (!online) {
-        qWarning("coordinator: listing online nodes failed: %s", online.message().c_str());
-        return;
+    // A node with a live socket here is not among them: its heartbeats keep last_seen recent,
+    // and a silent socket was closed above.
+    if (Result<int> n = NodeRegistry(m_db).markStaleOffline(cutoff); !n)
+        qWarning("coordinator: marking stale nodes offline failed: %s", n.message().c_str());
+}
+
+void SessionApi::closeAll(const QString& reason) {
+    m_sweepTimer.stop();
+    const QList<QWebSocket*> sockets = m_live.keys();
+    for (QWebSocket* socket : sockets) {
+        m_closing << socket;
+        closeSocket(socket, QWebSocketProtocol::CloseCodeGoingAway, reason);
+        drop(socket);
     }
-    for (const NodeRecord& node : *online) {
-        if (node.lastSeenMs >= cutoff || nodeHasOtherSession(node.nodeId, nullptr))
-            continue;
-        if (Status s = nodes.setState(node.nodeId, NodeState::Offline, node.lastSeenMs); !s)
-            qWarning("coordinator: marking node %s offline failed: %s", qPrintable(node.nodeId),
-                     s.message().c_str());
-    }
+}
+
+bool SessionApi::closing() const {
+    return std::any_of(m_closing.cbegin(), m_closing.cend(), [](const QPointer<QWebSocket>& s) {
+        return s && s->state() != QAbstractSocket::UnconnectedState;
+    });
 }
 
 void SessionApi::publishCount() {

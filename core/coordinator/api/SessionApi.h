@@ -9,7 +9,9 @@
 #include "coordinator/http/HttpServer.h"
 
 #include <QHash>
+#include <QList>
 #include <QObject>
+#include <QPointer>
 #include <QString>
 #include <QTimer>
 
@@ -44,6 +46,10 @@ public:
     // Closes stale sockets and marks nodes offline whose last heartbeat is too old; runs on a
     // timer, public so that a test can run it at once.
     void sweep();
+    // For a clean stop: closes every socket with 1001 (going away), marks their nodes offline
+    // and stops the sweep. closing() stays true until the peers have taken the close frames.
+    void closeAll(const QString& reason);
+    bool closing() const;
 
 private:
     struct Live {
@@ -64,6 +70,7 @@ private:
     SessionSettings m_settings;
     std::unique_ptr<QWebSocketServer> m_server;
     QHash<QWebSocket*, Live> m_live;
+    QList<QPointer<QWebSocket>> m_closing;
     QTimer m_sweepTimer;
 };
 
