@@ -30,9 +30,11 @@ demo: build
 # Side-by-side measurements recorded in BENCHMARKS.md (not part of the tests; the learning
 # comparison takes ~25 minutes on 2 cores and writes its CSVs and plot to build/bench-learning).
 bench: build
+	@scripts/install-deps.sh --bench
 	$(BUILD_DIR)/bin/bench_cpu_gemm
 	$(BUILD_DIR)/bin/bench_stage_model
 	$(BUILD_DIR)/bin/bench_codec
+	$(BUILD_DIR)/bin/bench_coordinator
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 
 format: configure

@@ -20,9 +20,13 @@ packages=(
     curl
     # GUI tests and the tray app on a machine without a display
     xvfb xauth
-    # plots of the benchmarks (make bench)
-    gnuplot-nox
 )
+# `install-deps.sh --bench` (make bench) adds what only the benchmarks use: gnuplot for the
+# plots, and the web server bench_coordinator measures shard downloads against (bench_coordinator
+# runs its own nginx on a loopback port; the system service is stopped and disabled again).
+bench=0
+[ "${1:-}" = "--bench" ] && bench=1
+((bench)) && packages+=(gnuplot-nox nginx-light)
 
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
     echo "install-deps: this is not a Debian-like system; install the equivalents of: ${packages[*]}" >&2
@@ -57,3 +61,7 @@ case "$blas" in
     echo "  fix: sudo update-alternatives --set libblas.so.3-$arch /usr/lib/$arch/openblas-pthread/libblas.so.3" >&2
     ;;
 esac
+
+if ((bench)) && command -v systemctl >/dev/null && systemctl is-enabled --quiet nginx 2>/dev/null; then
+    systemctl disable --now nginx >/dev/null 2>&1 || true
+fi
