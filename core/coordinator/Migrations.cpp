@@ -16,6 +16,8 @@ const std::vector<Migration>& migrations() {
              " state TEXT NOT NULL,"
              " hardware_json TEXT NOT NULL,"
              " bench_json TEXT NOT NULL,"
+             // bench.gflops again as a column: admission sums it per stage in one query.
+             " bench_gflops DOUBLE PRECISION NOT NULL DEFAULT 0,"
              " client_version TEXT NOT NULL,"
              " stage INTEGER)",
              "CREATE INDEX nodes_state_stage ON nodes (state, stage)",

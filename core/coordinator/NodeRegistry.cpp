@@ -55,14 +55,15 @@ QString nodeStateName(NodeState state) {
 Status NodeRegistry::admit(const NodeAdmission& a, qint64 nowMs) {
     Result<QSqlQuery> q = sql::exec(
         m_db.connection(),
-        QStringLiteral("INSERT INTO nodes (node_id, public_key, first_seen, last_seen, state, hardware_json, "
-                       "bench_json, client_version, stage) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL) "
-                       "ON CONFLICT (node_id) DO UPDATE SET public_key = excluded.public_key, "
-                       "last_seen = excluded.last_seen, state = excluded.state, "
-                       "hardware_json = excluded.hardware_json, bench_json = excluded.bench_json, "
-                       "client_version = excluded.client_version"),
+        QStringLiteral(
+            "INSERT INTO nodes (node_id, public_key, first_seen, last_seen, state, hardware_json, "
+            "bench_json, client_version, stage, bench_gflops) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?) "
+            "ON CONFLICT (node_id) DO UPDATE SET public_key = excluded.public_key, "
+            "last_seen = excluded.last_seen, state = excluded.state, "
+            "hardware_json = excluded.hardware_json, bench_json = excluded.bench_json, "
+            "client_version = excluded.client_version, bench_gflops = excluded.bench_gflops"),
         {a.nodeId, a.publicKey, nowMs, nowMs, nodeStateName(NodeState::Online), a.hardwareJson, a.benchJson,
-         a.clientVersion});
+         a.clientVersion, a.benchGflops});
     return q ? Status() : Status(q.error());
 }
 
@@ -133,6 +134,22 @@ Result<qint64> NodeRegistry::count(std::optional<NodeState> state, std::optional
     if (!v)
         return v.error();
     return *v ? (*v)->toLongLong() : qint64(0);
+}
+
+Result<std::vector<StageTotals>> NodeRegistry::stageTotals(const QString& exceptNodeId) {
+    Result<QSqlQuery> q = sql::exec(
+        m_db.connection(),
+        QStringLiteral(
+            "SELECT stage, COUNT(*), SUM(bench_gflops) FROM nodes "
+            "WHERE state = ? AND stage IS NOT NULL AND node_id <> ? GROUP BY stage ORDER BY stage"),
+        // A null QString binds as SQL NULL, and `node_id <> NULL` matches nothing.
+        {nodeStateName(NodeState::Online), exceptNodeId.isNull() ? QStringLiteral("") : exceptNodeId});
+    if (!q)
+        return q.error();
+    std::vector<StageTotals> out;
+    while (q->next())
+        out.push_back({q->value(0).toInt(), q->value(1).toLongLong(), q->value(2).toDouble()});
+    return out;
 }
 
 } // namespace tessera::coordinator

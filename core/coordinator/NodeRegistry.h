@@ -36,6 +36,14 @@ struct NodeAdmission {
     QString hardwareJson;
     QString benchJson;
     QString clientVersion;
+    double benchGflops = 0; // bench_json's gflops, kept as a column for stageTotals()
+};
+
+// Online nodes of one stage and their summed benchmark throughput.
+struct StageTotals {
+    int stage = 0;
+    qint64 nodes = 0;
+    double gflops = 0;
 };
 
 class NodeRegistry final {
@@ -59,6 +67,9 @@ public:
                                          std::optional<int> stage = std::nullopt);
     Result<qint64> count(std::optional<NodeState> state = std::nullopt,
                          std::optional<int> stage = std::nullopt);
+    // Per stage with at least one online node, leaving `exceptNodeId` out: one GROUP BY, so
+    // an admission costs the same with 10 nodes known as with 10,000.
+    Result<std::vector<StageTotals>> stageTotals(const QString& exceptNodeId = {});
 
 private:
     Status updateOne(const QString& nodeId, const QString& sql, const QVariantList& values);

@@ -14,8 +14,9 @@ namespace {
 
 NodeAdmission admission(const QString& id,
                         const QString& hardware = QStringLiteral("{\"gpu\":\"RTX 4090\"}")) {
-    return {id, QStringLiteral("pk-") + id, hardware, QStringLiteral("{\"tflops\":80}"),
-            QStringLiteral("0.1.0")};
+    return {
+        id, QStringLiteral("pk-") + id, hardware, QStringLiteral("{\"gflops\":1.5}"), QStringLiteral("0.1.0"),
+        1.5};
 }
 
 QStringList ids(const std::vector<NodeRecord>& nodes) {
@@ -72,7 +73,7 @@ void TestCoordinatorNodeRegistry::admitInsertsThenUpdates() {
     QCOMPARE(n.lastSeenMs, qint64(1000));
     QCOMPARE(n.state, NodeState::Online);
     QCOMPARE(n.hardwareJson, QStringLiteral("{\"gpu\":\"RTX 4090\"}"));
-    QCOMPARE(n.benchJson, QStringLiteral("{\"tflops\":80}"));
+    QCOMPARE(n.benchJson, QStringLiteral("{\"gflops\":1.5}"));
     QCOMPARE(n.clientVersion, QStringLiteral("0.1.0"));
     QCOMPARE(n.stage, std::optional<int>());
 
@@ -154,6 +155,21 @@ void TestCoordinatorNodeRegistry::listAndCountByStateAndStage() {
     QCOMPARE(nodes.count(std::nullopt, 1).valueOr(-1), qint64(3));
     QCOMPARE(nodes.count(NodeState::Online, 1).valueOr(-1), qint64(2));
     QCOMPARE(nodes.count(NodeState::Online, 7).valueOr(-1), qint64(0));
+
+    // Online nodes with a stage, summed per stage; "b" left out as admission leaves out the
+    // node being admitted.
+    NodeAdmission fast = admission(QStringLiteral("d"));
+    fast.benchGflops = 2.5;
+    QVERIFY(nodes.admit(fast, 3000));
+    Result<std::vector<StageTotals>> totals = nodes.stageTotals(QStringLiteral("b"));
+    QVERIFY2(totals, failure(totals));
+    QCOMPARE(totals->size(), std::size_t(2));
+    QCOMPARE((*totals)[0].stage, 0);
+    QCOMPARE((*totals)[0].nodes, qint64(1));
+    QCOMPARE((*totals)[0].gflops, 1.5);
+    QCOMPARE((*totals)[1].stage, 1);
+    QCOMPARE((*totals)[1].nodes, qint64(1));
+    QCOMPARE((*totals)[1].gflops, 2.5);
 }
 
 void TestCoordinatorNodeRegistry::markStaleOfflineIsOneConditionalUpdate() {

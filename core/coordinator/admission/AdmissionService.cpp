@@ -51,18 +51,13 @@ Result<QString> AdmissionService::challenge(const QString& nodeKey, qint64 nowMs
 }
 
 Result<std::vector<StageLoad>> AdmissionService::stageLoads(const QString& except) {
-    Result<std::vector<NodeRecord>> online = NodeRegistry(m_db).list(NodeState::Online);
-    if (!online)
-        return online.error();
+    Result<std::vector<StageTotals>> totals = NodeRegistry(m_db).stageTotals(except);
+    if (!totals)
+        return totals.error();
     std::vector<StageLoad> loads(std::size_t(m_policy.config().stages));
-    for (const NodeRecord& n : *online) {
-        if (!n.stage || *n.stage < 0 || *n.stage >= int(loads.size()) || n.nodeId == except)
-            continue;
-        StageLoad& l = loads[std::size_t(*n.stage)];
-        ++l.nodes;
-        // Stored by admit() after range checks; an unreadable one counts as no throughput.
-        l.gflops += QJsonDocument::fromJson(n.benchJson.toUtf8()).object().value(u"gflops").toDouble();
-    }
+    for (const StageTotals& t : *totals)
+        if (t.stage >= 0 && t.stage < int(loads.size()))
+            loads[std::size_t(t.stage)] = StageLoad{int(t.nodes), t.gflops};
     return loads;
 }
 
@@ -110,9 +105,10 @@ Status AdmissionService::decide(const AdmissionClaims& claims, qint64 nowMs, Adm
 
     NodeRegistry registry(m_db);
     SessionStore sessions(m_db);
-    if (Status r = registry.admit(NodeAdmission{nodeId, claims.nodeKey, compact(claims.hardware),
-                                                compact(claims.bench), claims.clientVersionText},
-                                  nowMs);
+    if (Status r =
+            registry.admit(NodeAdmission{nodeId, claims.nodeKey, compact(claims.hardware),
+                                         compact(claims.bench), claims.clientVersionText, claims.gflops},
+                           nowMs);
         !r)
         return r;
     if (Status r = registry.setStage(nodeId, stage); !r)
