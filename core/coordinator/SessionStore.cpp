@@ -37,16 +37,14 @@ Result<std::optional<SessionRecord>> SessionStore::findValid(const QString& toke
     return std::optional<SessionRecord>(s);
 }
 
-Status SessionStore::heartbeat(const QString& tokenHash, qint64 nowMs) {
+Result<bool> SessionStore::heartbeat(const QString& tokenHash, qint64 nowMs) {
     Result<QSqlQuery> q = sql::exec(m_db.connection(),
                                     QStringLiteral("UPDATE sessions SET last_heartbeat = ? "
                                                    "WHERE token_hash = ? AND revoked = 0 AND expires_at > ?"),
                                     {nowMs, tokenHash, nowMs});
     if (!q)
         return q.error();
-    if (q->numRowsAffected() != 1)
-        return makeError("the session is unknown, revoked or expired");
-    return {};
+    return q->numRowsAffected() == 1;
 }
 
 Status SessionStore::revoke(const QString& tokenHash) {

@@ -32,8 +32,9 @@ public:
                   std::chrono::milliseconds ttl);
     // The session when it exists, is not revoked and has not expired at nowMs.
     Result<std::optional<SessionRecord>> findValid(const QString& tokenHash, qint64 nowMs);
-    // Records a heartbeat; fails when the session is no longer valid, so the caller drops it.
-    Status heartbeat(const QString& tokenHash, qint64 nowMs);
+    // Records a heartbeat: false when the session is no longer valid (unknown, revoked or
+    // expired), so the caller drops it; an error is a failed statement.
+    Result<bool> heartbeat(const QString& tokenHash, qint64 nowMs);
     Status revoke(const QString& tokenHash);
     // Revokes every session of a node (banned, or re-admitted elsewhere); returns how many.
     Result<int> revokeNode(const QString& nodeId);

@@ -93,6 +93,8 @@ private Q_SLOTS:
     void oversizeFrameClosedWith1009();
     void closedSocketIsOfflineAtOnce();
     void badTokensClosedWith1008();
+    void floodClosedWith1008();
+    void sessionRevokedByReadmissionIsClosed();
     void creditsUnknownNodeIs404();
     void creditReceiptsAreSignedChainedAndPaged();
     void sigtermClosesSessionsAndExitsZero();
@@ -262,6 +264,49 @@ void TestCoordinatorSession::badTokensClosedWith1008() {
     QVERIFY(metrics().contains("tessera_session_events_total{event=\"rejected\"} 4\n"));
     QVERIFY(before.contains("\ntessera_sessions_connected 0\n"));
     QVERIFY(metrics().contains("\ntessera_sessions_connected 0\n"));
+}
+
+// A node that sends 200 heartbeats at once (a bug or a hostile client) is over its message
+// allowance (5/s, bursts of 20): closed with 1008, offline, counted; the coordinator stays up.
+void TestCoordinatorSession::floodClosedWith1008() {
+    Result<Identity> id = Identity::generate();
+    QVERIFY(id);
+    SessionClient* node = open("Bearer " + admit(*id).value(u"session_token").toString().toLatin1());
+    QVERIFY(node->waitConnected());
+    for (int i = 0; i < 200; ++i)
+        node->socket().sendTextMessage(u"{\"type\":\"heartbeat\"}"_qs);
+    QVERIFY(node->waitClosed());
+    QCOMPARE(node->socket().closeCode(), QWebSocketProtocol::CloseCodePolicyViolated);
+    QVERIFY2(node->socket().closeReason().contains(u"messages per second"),
+             qPrintable(node->socket().closeReason()));
+    QTRY_COMPARE(nodesOnline(), 0);
+    const QByteArray m = metrics();
+    QVERIFY2(m.contains("tessera_session_events_total{event=\"rate_limited\"} 1\n"),
+             m.mid(m.indexOf("tessera_session_events_total{"), 300).constData());
+}
+
+// The same node admitted again (say, after a restart) gets a new token and the old one is
+// revoked: the old socket's next heartbeat is acknowledged, but the batch that stores it finds
+// the session revoked and closes it with 1008, while the new session keeps the node online.
+void TestCoordinatorSession::sessionRevokedByReadmissionIsClosed() {
+    Result<Identity> id = Identity::generate();
+    QVERIFY(id);
+    SessionClient* old = open("Bearer " + admit(*id).value(u"session_token").toString().toLatin1());
+    QVERIFY(old->waitConnected());
+    QCOMPARE(old->heartbeat().value(u"type").toString(), u"heartbeat_ack"_qs);
+    SessionClient* renewed = open("Bearer " + admit(*id).value(u"session_token").toString().toLatin1());
+    QVERIFY(renewed->waitConnected());
+    QCOMPARE(renewed->heartbeat().value(u"type").toString(), u"heartbeat_ack"_qs);
+
+    old->socket().sendTextMessage(u"{\"type\":\"heartbeat\"}"_qs);
+    QVERIFY(old->waitClosed(kHeartbeatTimeoutMs));
+    QCOMPARE(old->socket().closeCode(), QWebSocketProtocol::CloseCodePolicyViolated);
+    QVERIFY2(old->socket().closeReason().contains(u"revoked"), qPrintable(old->socket().closeReason()));
+    QCOMPARE(renewed->heartbeat().value(u"type").toString(), u"heartbeat_ack"_qs);
+    QCOMPARE(nodesOnline(), 1);
+    renewed->socket().close();
+    QVERIFY(renewed->waitClosed());
+    QTRY_COMPARE(nodesOnline(), 0);
 }
 
 void TestCoordinatorSession::creditsUnknownNodeIs404() {

@@ -1,5 +1,6 @@
 #include "coordinator/api/SessionApi.h"
 
+#include "coordinator/Database.h"
 #include "coordinator/NodeRegistry.h"
 #include "coordinator/SessionStore.h"
 #include "coordinator/admission/AdmissionService.h"
@@ -13,6 +14,7 @@
 #include <QWebSocketServer>
 
 #include <algorithm>
+#include <utility>
 
 namespace tessera::coordinator {
 
@@ -29,6 +31,8 @@ void reply(QWebSocket* socket, const QJsonObject& message) {
 // A peer that never answers the close frame (gone, or hostile) is cut off anyway.
 constexpr std::chrono::seconds kCloseGrace{5};
 
+// Callers drop() the socket first: close() may deliver frames still buffered, re-entering
+// onText for a socket that is on its way out.
 void closeSocket(QWebSocket* socket, QWebSocketProtocol::CloseCode code, const QString& reason) {
     socket->close(code, reason);
     QTimer::singleShot(kCloseGrace, socket, [socket] { socket->abort(); });
@@ -114,9 +118,9 @@ void SessionApi::accept(QWebSocket* socket) {
     SessionStore sessions(m_db);
     if (Status s = nodes.setState(nodeId, NodeState::Online, now); !s)
         qWarning("coordinator: marking node %s online failed: %s", qPrintable(nodeId), s.message().c_str());
-    if (Status s = sessions.heartbeat(tokenHash, now); !s)
+    if (Result<bool> s = sessions.heartbeat(tokenHash, now); !s)
         qWarning("coordinator: recording a heartbeat failed: %s", s.message().c_str());
-    m_live.insert(socket, Live{tokenHash, nodeId, now});
+    m_live.insert(socket, Live{tokenHash, nodeId, now, false, m_settings.messageBurst, now});
     m_metrics.countSession(QStringLiteral("opened"));
     publishCount();
 
@@ -128,10 +132,28 @@ void SessionApi::accept(QWebSocket* socket) {
     connect(socket, &QWebSocket::disconnected, this, [this, socket] { drop(socket); });
 }
 
+bool SessionApi::allowMessage(Live& live, qint64 nowMs) const {
+    const double refill = double(nowMs - live.allowanceAtMs) / 1000.0 * m_settings.messagesPerSecond;
+    live.messageAllowance = std::min(m_settings.messageBurst, live.messageAllowance + std::max(0.0, refill));
+    live.allowanceAtMs = nowMs;
+    if (live.messageAllowance < 1)
+        return false;
+    live.messageAllowance -= 1;
+    return true;
+}
+
 void SessionApi::onText(QWebSocket* socket, const QString& message) {
     const auto live = m_live.find(socket);
     if (live == m_live.end())
         return;
+    const qint64 now = nowMs();
+    if (!allowMessage(*live, now)) {
+        m_metrics.countSession(QStringLiteral("rate_limited"));
+        drop(socket);
+        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                    QStringLiteral("more than %1 messages per second").arg(m_settings.messagesPerSecond));
+        return;
+    }
     QJsonParseError parseError;
     const QJsonDocument doc = QJsonDocument::fromJson(message.toUtf8(), &parseError);
     if (parseError.error != QJsonParseError::NoError || !doc.isObject()) {
@@ -149,18 +171,8 @@ void SessionApi::onText(QWebSocket* socket, const QString& message) {
         replyError(socket, QStringLiteral("type: unknown message type '%1'").arg(type.toString().left(64)));
         return;
     }
-    const qint64 now = nowMs();
-    if (Status s = SessionStore(m_db).heartbeat(live->tokenHash, now); !s) {
-        // Revoked or expired while connected: the token no longer admits this node.
-        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
-                    QStringLiteral("the session was revoked or expired; admit again for a new one"));
-        drop(socket);
-        return;
-    }
-    if (Status s = NodeRegistry(m_db).touch(live->nodeId, now); !s)
-        qWarning("coordinator: recording node %s as seen failed: %s", qPrintable(live->nodeId),
-                 s.message().c_str());
     live->lastHeartbeatMs = now;
+    live->heartbeatUnsaved = true;
     reply(socket, QJsonObject{{QStringLiteral("type"), QStringLiteral("heartbeat_ack")},
                               {QStringLiteral("server_time_ms"), now}});
 }
@@ -185,7 +197,53 @@ void SessionApi::drop(QWebSocket* socket) {
         qWarning("coordinator: marking node %s offline failed: %s", qPrintable(nodeId), s.message().c_str());
 }
 
+void SessionApi::flushHeartbeats() {
+    QList<QWebSocket*> heard;
+    for (auto it = m_live.begin(); it != m_live.end(); ++it)
+        if (std::exchange(it->heartbeatUnsaved, false))
+            heard << it.key();
+    if (heard.isEmpty())
+        return;
+    QList<QWebSocket*> ended;
+    const Status written = m_db.writeTransaction([&]() -> Status {
+        SessionStore sessions(m_db);
+        NodeRegistry nodes(m_db);
+        for (QWebSocket* socket : heard) {
+            const Live& live = m_live[socket];
+            Result<bool> valid = sessions.heartbeat(live.tokenHash, live.lastHeartbeatMs);
+            if (!valid)
+                return valid.error();
+            if (!*valid) {
+                ended << socket;
+                continue;
+            }
+            // A node row removed meanwhile is not an error worth losing the batch for.
+            if (Status s = nodes.touch(live.nodeId, live.lastHeartbeatMs); !s)
+                qWarning("coordinator: recording node %s as seen failed: %s", qPrintable(live.nodeId),
+                         s.message().c_str());
+        }
+        return {};
+    });
+    if (!written) {
+        // Kept in memory: the next sweep tries again, and the sockets stay open meanwhile.
+        qWarning("coordinator: recording %lld heartbeats failed: %s", qlonglong(heard.size()),
+                 written.message().c_str());
+        for (QWebSocket* socket : heard)
+            if (auto it = m_live.find(socket); it != m_live.end())
+                it->heartbeatUnsaved = true;
+        return;
+    }
+    // Revoked or expired while connected: the token no longer admits this node.
+    for (QWebSocket* socket : ended) {
+        drop(socket);
+        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                    QStringLiteral("the session was revoked or expired; admit again for a new one"));
+    }
+}
+
 void SessionApi::sweep() {
+    // First, so that the stale-node query below sees every heartbeat heard until now.
+    flushHeartbeats();
     const qint64 now = nowMs();
     const qint64 cutoff = now - m_settings.heartbeatTimeout.count();
     // Silent sockets are closed and their nodes marked offline at once: a vanished peer never
@@ -196,9 +254,9 @@ void SessionApi::sweep() {
             stale << it.key();
     for (QWebSocket* socket : stale) {
         m_metrics.countSession(QStringLiteral("timed_out"));
+        drop(socket);
         closeSocket(socket, QWebSocketProtocol::CloseCodeGoingAway,
                     QStringLiteral("no heartbeat for %1 ms").arg(m_settings.heartbeatTimeout.count()));
-        drop(socket);
     }
     // Nodes admitted but never connected (or left online by a previous process) go offline too.
     // A node with a live socket here is not among them: its heartbeats keep last_seen recent,
@@ -209,11 +267,12 @@ void SessionApi::sweep() {
 
 void SessionApi::closeAll(const QString& reason) {
     m_sweepTimer.stop();
+    flushHeartbeats();
     const QList<QWebSocket*> sockets = m_live.keys();
     for (QWebSocket* socket : sockets) {
         m_closing << socket;
-        closeSocket(socket, QWebSocketProtocol::CloseCodeGoingAway, reason);
         drop(socket);
+        closeSocket(socket, QWebSocketProtocol::CloseCodeGoingAway, reason);
     }
 }
 
