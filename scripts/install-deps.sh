@@ -18,6 +18,8 @@ packages=(
     postgresql
     # the real HTTP client the coordinator's HTTP server is tested against
     curl
+    # the CLI the TLS tests make an operator's CA and certificates with (and check signatures)
+    openssl
     # GUI tests and the tray app on a machine without a display
     xvfb xauth
 )

@@ -190,9 +190,13 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     p.run = std::move(*run);
     const gpu::ModelConfig& model = p.run->config();
 
-    const AdmissionSettings admission;
-    p.admission =
-        std::make_unique<AdmissionService>(*p.db, AssignmentPolicy(model, AssignmentSettings{}), admission);
+    AdmissionSettings admission;
+    admission.minimumClientVersion = options.minClientVersion;
+    AssignmentSettings assignment;
+    assignment.maxNodesTotal = options.maxNodes;
+    assignment.maxNodesPerStage = options.maxNodesPerStage;
+    assignment.waitlistRetryAfter = options.waitlistRetryAfter;
+    p.admission = std::make_unique<AdmissionService>(*p.db, AssignmentPolicy(model, assignment), admission);
     p.admissionApi = std::make_unique<AdmissionApi>(*p.admission, *p.db, p.metrics);
     p.shardApi = std::make_unique<ShardApi>(*p.db, p.run->shardDir(), model.stages);
     p.statusApi =
@@ -207,7 +211,14 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     // Nodes left online by a previous process have no socket here any more.
     p.sessionApi->sweep();
 
-    p.server = std::make_unique<http::HttpServer>();
+    http::HttpServerConfig serverConfig;
+    if (options.maxConnections)
+        serverConfig.maxConnections = *options.maxConnections;
+    if (options.requestTimeout) {
+        serverConfig.headerTimeout = *options.requestTimeout;
+        serverConfig.bodyTimeout = *options.requestTimeout;
+    }
+    p.server = std::make_unique<http::HttpServer>(serverConfig);
     if (tls)
         p.server->useTls(*tls);
     p.scheme = tls ? QStringLiteral("https") : QStringLiteral("http");

@@ -59,8 +59,24 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         "SPEC");
     const auto heartbeat = valueOption("heartbeat-timeout-ms",
                                        "A node silent this long on /v1/session is offline [30000].", "MS");
-    parser.addOptions(
-        {help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages, dataset, heartbeat});
+    const auto maxNodes =
+        valueOption("max-nodes", "Nodes online at once; more are waitlisted (503) [0: no limit].", "N");
+    const auto maxNodesPerStage =
+        valueOption("max-nodes-per-stage", "Nodes online per stage; more are waitlisted [0: no limit].", "N");
+    const auto retryAfter = valueOption(
+        "waitlist-retry-after", "Seconds a waitlisted node is told to wait (Retry-After) [300].", "SECONDS");
+    const auto minClient = valueOption("min-client-version",
+                                       "Oldest node release admitted; older ones get 403 [0.1.0].", "X.Y.Z");
+    const auto maxConnections = valueOption(
+        "max-connections", "HTTP connections served at once; one more is told 503 and closed [512].", "N");
+    const auto requestTimeout =
+        valueOption("request-timeout-ms",
+                    "Deadline for a request's header block and for its body, each from its first byte; a "
+                    "slower client gets 408 [10000 header, 30000 body].",
+                    "MS");
+    parser.addOptions({help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages, dataset,
+                       heartbeat, maxNodes, maxNodesPerStage, retryAfter, minClient, maxConnections,
+                       requestTimeout});
 
     exitCode = 2;
     if (!parser.parse(arguments)) {
@@ -113,6 +129,56 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
             return std::nullopt;
         }
         o.heartbeatTimeout = std::chrono::milliseconds(ms);
+    }
+    // A whole number in [min, max] or a usage error naming the option and the range.
+    const auto number = [&](const QCommandLineOption& option, qint64 min, qint64 max,
+                            const char* range) -> std::optional<qint64> {
+        bool ok = false;
+        const qint64 n = parser.value(option).toLongLong(&ok);
+        if (ok && n >= min && n <= max)
+            return n;
+        m_err << kProgram << ": --" << option.names().first() << " must be a whole number " << range << "\n";
+        return std::nullopt;
+    };
+    if (parser.isSet(maxNodes)) {
+        const std::optional<qint64> n = number(maxNodes, 0, 1'000'000, "from 0 (no limit) to 1000000");
+        if (!n)
+            return std::nullopt;
+        o.maxNodes = int(*n);
+    }
+    if (parser.isSet(maxNodesPerStage)) {
+        const std::optional<qint64> n =
+            number(maxNodesPerStage, 0, 1'000'000, "from 0 (no limit) to 1000000");
+        if (!n)
+            return std::nullopt;
+        o.maxNodesPerStage = int(*n);
+    }
+    if (parser.isSet(retryAfter)) {
+        const std::optional<qint64> n = number(retryAfter, 1, 86'400, "of seconds from 1 to 86400");
+        if (!n)
+            return std::nullopt;
+        o.waitlistRetryAfter = std::chrono::seconds(*n);
+    }
+    if (parser.isSet(minClient)) {
+        Result<ClientVersion> v = ClientVersion::parse(parser.value(minClient));
+        if (!v) {
+            m_err << kProgram << ": --min-client-version " << parser.value(minClient) << ": " << v.message()
+                  << "\n";
+            return std::nullopt;
+        }
+        o.minClientVersion = *v;
+    }
+    if (parser.isSet(maxConnections)) {
+        const std::optional<qint64> n = number(maxConnections, 1, 100'000, "from 1 to 100000");
+        if (!n)
+            return std::nullopt;
+        o.maxConnections = int(*n);
+    }
+    if (parser.isSet(requestTimeout)) {
+        const std::optional<qint64> n = number(requestTimeout, 100, 3'600'000, "from 100 to 3600000");
+        if (!n)
+            return std::nullopt;
+        o.requestTimeout = std::chrono::milliseconds(*n);
     }
     exitCode = 0;
     return o;

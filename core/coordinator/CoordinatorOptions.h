@@ -1,6 +1,8 @@
 #pragma once
 // CoordinatorOptions: what tessera-coordinator is started with (its command line, parsed).
 
+#include "coordinator/admission/ClientVersion.h"
+
 #include <QString>
 
 #include <chrono>
@@ -20,6 +22,15 @@ struct CoordinatorOptions {
     QString dataset;               // DatasetSpec; empty: the run's, or synthetic
     // A node without a heartbeat for this long is offline (tests shorten it).
     std::chrono::milliseconds heartbeatTimeout{std::chrono::seconds(30)};
+
+    // Admission limits (AssignmentSettings, AdmissionSettings); 0 nodes means no limit.
+    int maxNodes = 0;
+    int maxNodesPerStage = 0;
+    std::chrono::seconds waitlistRetryAfter{300};
+    ClientVersion minClientVersion{0, 1, 0};
+    // HTTP limits (HttpServerConfig); unset: the server's own defaults.
+    std::optional<int> maxConnections;
+    std::optional<std::chrono::milliseconds> requestTimeout; // header block and body deadlines
 };
 
 } // namespace tessera::coordinator

@@ -60,6 +60,13 @@ void CoordinatorProcess::stop() {
     m_process.waitForFinished(5'000);
 }
 
+void CoordinatorProcess::kill() {
+    m_process.kill();
+    m_process.waitForFinished(10'000);
+    m_out += m_process.readAllStandardOutput();
+    m_err += m_process.readAllStandardError();
+}
+
 QString CoordinatorProcess::printed(const QByteArray& label) const {
     const qsizetype at = m_out.indexOf(QByteArray("\n" + label + ": "));
     if (at < 0)

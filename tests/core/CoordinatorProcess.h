@@ -19,6 +19,9 @@ public:
     // For a start that must fail: the exit code, stderr collected.
     int waitExit();
     void stop();
+    // SIGKILL: the coordinator vanishes mid-request, as a crash or power cut would do.
+    void kill();
+    qint64 pid() const { return m_process.processId(); }
     // Sends SIGTERM; the exit code when it exits normally within ms, else -1.
     int terminate(int ms);
     // The value printed after "label: " on its own line.

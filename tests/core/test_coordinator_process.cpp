@@ -1,8 +1,8 @@
 // The real tessera-coordinator process on loopback, over HTTPS with the certificate it makes
 // itself (and over plain HTTP with --insecure-loopback), driven by Qt's network classes and by
 // curl: info, challenge and signed admission, replay, bad JSON, signed manifests, ranged shard
-// downloads and If-Range, status and metrics, a restart that resumes the run, --dataset, and the
-// refusals at startup.
+// downloads and If-Range (a shard replaced on disk gets a new ETag), status and metrics, a restart
+// that resumes the run, --dataset, and the refusals at startup.
 #include "CoordinatorProcess.h"
 #include "common/Identity.h"
 #include "coordinator/admission/AdmissionClaims.h"
@@ -24,7 +24,10 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cstdio>
 #include <memory>
+
+#include <sys/stat.h>
 
 using namespace tessera;
 using namespace tessera::coordinator;
@@ -46,6 +49,17 @@ QByteArray sha256File(const QString& path) {
     QCryptographicHash h(QCryptographicHash::Sha256);
     h.addData(&f);
     return h.result().toHex();
+}
+
+// The ETag a shard is served with: the database's "sha256-<hex>" plus the file's size,
+// modification time in ns and inode (hex), so it changes whenever the file on disk does.
+QByteArray servedEtag(const QString& path, const QByteArray& recordedSha256) {
+    struct stat st {};
+    if (::stat(QFile::encodeName(path).constData(), &st) != 0)
+        return {};
+    const quint64 mtimeNs = quint64(st.st_mtim.tv_sec) * 1'000'000'000u + quint64(st.st_mtim.tv_nsec);
+    return "\"sha256-" + recordedSha256 + '-' + QByteArray::number(quint64(st.st_size), 16) + '-' +
+           QByteArray::number(mtimeNs, 16) + '-' + QByteArray::number(quint64(st.st_ino), 16) + '"';
 }
 
 QJsonObject hardware() {
@@ -73,6 +87,7 @@ private Q_SLOTS:
     void manifestIsSignedAndMatchesDownload();
     void rangedDownloadWithCurl();
     void ifRangeCurrentEtagIs206StaleIsWholeFile();
+    void replacedShardStaleIfRangeGetsWholeNewFile();
     void shardPathTricksAre404();
     void statusMetricsAndPage();
     void restartResumesTheRun();
@@ -248,7 +263,10 @@ void TestCoordinatorProcess::manifestIsSignedAndMatchesDownload() {
         QCOMPARE(quint64(file.body.size()), m->fileSize);
         QCOMPARE(QCryptographicHash::hash(file.body, QCryptographicHash::Sha256).toHex().toStdString(),
                  m->sha256);
-        QCOMPARE(file.headers.value("etag"), "\"sha256-" + QByteArray::fromStdString(m->sha256) + '"');
+        const QString onDisk = m_runDir + QStringLiteral("/shards/") + QString::fromStdString(m->file);
+        QVERIFY(file.headers.value("etag").startsWith(
+            QByteArray("\"sha256-" + QByteArray::fromStdString(m->sha256) + '-')));
+        QCOMPARE(file.headers.value("etag"), servedEtag(onDisk, QByteArray::fromStdString(m->sha256)));
         // And the downloaded bytes pass the node's own check.
         const QString saved = m_dir.filePath(QString::fromStdString(m->file));
         QFile out(saved);
@@ -292,8 +310,9 @@ void TestCoordinatorProcess::ifRangeCurrentEtagIs206StaleIsWholeFile() {
     QFile original(file);
     QVERIFY(original.open(QIODevice::ReadOnly));
     const QByteArray whole = original.readAll();
-    const QByteArray etag = "\"sha256-" + sha256File(file) + '"';
+    const QByteArray etag = servedEtag(file, sha256File(file));
     const QByteArray stale = "\"sha256-" + QByteArray(64, '0') + '"';
+    const QByteArray hashOnly = "\"sha256-" + sha256File(file) + '"'; // names bytes, not this file
 
     // Qt's client.
     auto ranged = [&](const QByteArray& ifRange) {
@@ -309,7 +328,8 @@ void TestCoordinatorProcess::ifRangeCurrentEtagIs206StaleIsWholeFile() {
     Reply r = ranged(etag);
     QCOMPARE(r.status, 206);
     QCOMPARE(r.body, whole.mid(100, 100));
-    for (const QByteArray& other : QByteArrayList{stale, "W/" + etag, etag.mid(1, etag.size() - 2)}) {
+    for (const QByteArray& other :
+         QByteArrayList{stale, hashOnly, "W/" + etag, etag.mid(1, etag.size() - 2)}) {
         r = ranged(other);
         QVERIFY2(r.status == 200, other.constData());
         QCOMPARE(r.body.size(), whole.size());
@@ -338,6 +358,89 @@ void TestCoordinatorProcess::ifRangeCurrentEtagIs206StaleIsWholeFile() {
     QVERIFY(part.open(QIODevice::ReadOnly));
     QCOMPARE(part.readAll(), whole.mid(100, 100));
     QCOMPARE(sha256File(wholeOut), sha256File(file));
+}
+
+// An operator restores another file (or a checkpoint is rewritten) while the database still
+// records the old hash: a node resuming with the ETag it started with must get the whole new
+// file, never the old first half spliced to the new second half. Its own process and run dir,
+// so the shared run's shards stay untouched.
+void TestCoordinatorProcess::replacedShardStaleIfRangeGetsWholeNewFile() {
+    const QString dir = m_dir.filePath(QStringLiteral("replaced"));
+    CoordinatorProcess server(
+        args(dir, {QStringLiteral("--insecure-loopback"), QStringLiteral("--stages"), QStringLiteral("2")}));
+    QVERIFY2(server.waitReady(), server.err().constData());
+    const Reply manifest = send(server.url(), "GET", QStringLiteral("/v1/shards/0/manifest"));
+    QCOMPARE(manifest.status, 200);
+    Result<gpu::ShardManifest> m = gpu::ShardManifest::fromJson(manifest.body.toStdString());
+    QVERIFY2(m, m ? "" : m.message().c_str());
+    const QString name = QString::fromStdString(m->file);
+    const QString file = dir + QStringLiteral("/shards/") + name;
+    const QString url = server.url() + QStringLiteral("/v1/shards/0/%1/%2").arg(m->version).arg(name);
+    QFile original(file);
+    QVERIFY(original.open(QIODevice::ReadOnly));
+    const QByteArray old = original.readAll();
+    original.close();
+    QCOMPARE(quint64(old.size()), m->fileSize);
+    const qint64 half = old.size() / 2;
+
+    auto ranged = [&](const QByteArray& range, const QByteArray& ifRange) {
+        QNetworkRequest request{QUrl(url)};
+        request.setRawHeader("Range", range);
+        if (!ifRange.isEmpty())
+            request.setRawHeader("If-Range", ifRange);
+        std::unique_ptr<QNetworkReply> reply(m_net.get(request));
+        (void)QTest::qWaitFor([&] { return reply->isFinished(); }, 30'000);
+        Reply r{reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt(), reply->readAll(), {}};
+        r.headers.insert("etag", reply->rawHeader("ETag"));
+        return r;
+    };
+    const Reply first = ranged("bytes=0-" + QByteArray::number(half - 1), {});
+    QCOMPARE(first.status, 206);
+    QVERIFY(first.body == old.left(half));
+    const QByteArray oldEtag = first.headers.value("etag");
+    const QByteArray recorded = QByteArray::fromStdString(m->sha256);
+    QCOMPARE(oldEtag, servedEtag(file, recorded));
+
+    // Other bytes of the same size, written beside it and renamed over it (an atomic replace).
+    QByteArray fresh = old;
+    for (char& c : fresh)
+        c = char(c ^ 0x5a);
+    const QString temp = file + QStringLiteral(".restore");
+    {
+        QFile t(temp);
+        QVERIFY(t.open(QIODevice::WriteOnly) && t.write(fresh) == fresh.size());
+    }
+    QCOMPARE(std::rename(QFile::encodeName(temp).constData(), QFile::encodeName(file).constData()), 0);
+    const QByteArray newEtag = servedEtag(file, recorded); // the database still names the old bytes
+    QVERIFY(newEtag != oldEtag);
+
+    const QByteArray from = "bytes=" + QByteArray::number(half) + '-';
+    Reply rest = ranged(from, oldEtag);
+    QCOMPARE(rest.status, 200);
+    QCOMPARE(rest.body.size(), fresh.size());
+    QVERIFY(rest.body == fresh);
+    QCOMPARE(rest.headers.value("etag"), newEtag);
+    rest = ranged(from, newEtag); // the new ETag resumes the new file
+    QCOMPARE(rest.status, 206);
+    QVERIFY(rest.body == fresh.mid(half));
+
+    if (m_curl.isEmpty())
+        QSKIP("the curl binary is not installed");
+    const QString out = m_dir.filePath(QStringLiteral("replaced-rest.bin"));
+    const QString head = m_dir.filePath(QStringLiteral("replaced-rest.head"));
+    QProcess curl;
+    curl.start(m_curl, {QStringLiteral("-sS"), QStringLiteral("-H"),
+                        QStringLiteral("If-Range: ") + QString::fromLatin1(oldEtag), QStringLiteral("-r"),
+                        QString::number(half) + u'-', QStringLiteral("-o"), out, QStringLiteral("-D"), head,
+                        QStringLiteral("-w"), QStringLiteral("%{http_code}"), url});
+    QVERIFY(curl.waitForFinished(30'000));
+    QVERIFY2(curl.exitCode() == 0, curl.readAllStandardError().constData());
+    QCOMPARE(curl.readAllStandardOutput(), QByteArrayLiteral("200"));
+    QCOMPARE(sha256File(out), QCryptographicHash::hash(fresh, QCryptographicHash::Sha256).toHex());
+    QFile headers(head);
+    QVERIFY(headers.open(QIODevice::ReadOnly));
+    const QByteArray block = headers.readAll().toLower();
+    QVERIFY2(block.contains(QByteArray("\r\netag: " + newEtag.toLower() + "\r\n")), block.constData());
 }
 
 void TestCoordinatorProcess::shardPathTricksAre404() {

@@ -1,11 +1,13 @@
-// HttpServer file streaming: RFC 9110 byte ranges and If-Range, bounded memory for a large
-// file sent to a slow reader, and the real curl binary (ranges, resume, TLS verification).
+// HttpServer file streaming: RFC 9110 byte ranges and If-Range against an ETag that follows the
+// file on disk, bounded memory for a large file sent to a slow reader, and the real curl binary
+// (ranges, resume, TLS verification).
 #include "common/TlsCertificate.h"
 #include "coordinator/http/HttpServer.h"
 
 #include <QEventLoop>
 #include <QFile>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QStandardPaths>
 #include <QTcpSocket>
 #include <QTemporaryDir>
@@ -14,7 +16,10 @@
 #include "TestSupport.h"
 #include <QTimer>
 
+#include <cstdio>
 #include <optional>
+
+#include <sys/stat.h>
 
 using namespace tessera;
 using namespace tessera::coordinator::http;
@@ -80,6 +85,24 @@ Run run(const QString& program, const QStringList& arguments) {
                                      {QProcessEnvironment::systemEnvironment(), true, 20'000});
 }
 
+// The ETag the server must send, by the documented rule: the route's tag plus the file's size,
+// modification time in ns and inode, in hex, inside the quotes.
+QByteArray expectedEtag(const QByteArray& tag, const QString& path) {
+    struct stat st {};
+    if (::stat(QFile::encodeName(path).constData(), &st) != 0)
+        return {};
+    const quint64 mtimeNs = quint64(st.st_mtim.tv_sec) * 1'000'000'000u + quint64(st.st_mtim.tv_nsec);
+    return tag.chopped(1) + '-' + QByteArray::number(quint64(st.st_size), 16) + '-' +
+           QByteArray::number(mtimeNs, 16) + '-' + QByteArray::number(quint64(st.st_ino), 16) + '"';
+}
+
+// Replaces `path` the way a publisher or an operator's restore does: a temp file renamed over it.
+bool replaceFile(const QString& path, const QByteArray& data) {
+    const QString temp = path + QStringLiteral(".tmp");
+    return writeFile(temp, data) &&
+           std::rename(QFile::encodeName(temp).constData(), QFile::encodeName(path).constData()) == 0;
+}
+
 qint64 residentBytes() {
     QFile f(QStringLiteral("/proc/self/status"));
     if (!f.open(QIODevice::ReadOnly))
@@ -104,6 +127,7 @@ private:
     QString m_curl;
 
     QString path(const QString& name) const { return m_dir.filePath(name); }
+    QByteArray served() const { return expectedEtag(m_etag, path(QStringLiteral("shard.bin"))); }
 
     void serve(HttpServer& server) {
         server.route("GET", QStringLiteral("/v1/shards/{stage}/{version}/{file}"),
@@ -145,7 +169,8 @@ private Q_SLOTS:
         auto r = request({});
         QVERIFY(r);
         QCOMPARE(r->status, 200);
-        QCOMPARE(r->headers.value("ETag"), m_etag);
+        QCOMPARE(r->headers.value("ETag"), served());
+        QVERIFY(r->headers.value("ETag").startsWith("\"v1-"));
         QCOMPARE(r->headers.value("Accept-Ranges"), QByteArrayLiteral("bytes"));
         QCOMPARE(r->headers.value("Content-Type"), QByteArrayLiteral("application/octet-stream"));
         QVERIFY(r->body == m_data);
@@ -156,7 +181,7 @@ private Q_SLOTS:
         QVERIFY(r);
         QCOMPARE(r->status, 200);
         QCOMPARE(r->headers.value("Content-Length"), QByteArray::number(m_data.size()));
-        QCOMPARE(r->headers.value("ETag"), m_etag);
+        QCOMPARE(r->headers.value("ETag"), served());
     }
 
     void ranges_data() {
@@ -188,7 +213,7 @@ private Q_SLOTS:
         auto r = request("Range: " + range + "\r\n");
         QVERIFY(r);
         QCOMPARE(r->status, status);
-        QCOMPARE(r->headers.value("ETag"), m_etag);
+        QCOMPARE(r->headers.value("ETag"), served());
         if (status == 416) {
             QCOMPARE(r->headers.value("Content-Range"), QByteArrayLiteral("bytes */1000000"));
             return;
@@ -203,32 +228,63 @@ private Q_SLOTS:
     }
 
     void ifRange() {
-        auto r = request("Range: bytes=10-19\r\nIf-Range: " + m_etag + "\r\n");
+        auto r = request("Range: bytes=10-19\r\nIf-Range: " + served() + "\r\n");
         QVERIFY(r);
         QCOMPARE(r->status, 206);
         QVERIFY(r->body == m_data.mid(10, 10));
 
-        r = request("Range: bytes=10-19\r\nIf-Range: W/" + m_etag + "\r\n");
+        r = request("Range: bytes=10-19\r\nIf-Range: W/" + served() + "\r\n");
+        QCOMPARE(r->status, 200);
+        // The route's own tag is not the served ETag: it does not name the file's bytes.
+        r = request("Range: bytes=10-19\r\nIf-Range: " + m_etag + "\r\n");
         QCOMPARE(r->status, 200);
         r = request("Range: bytes=10-19\r\nIf-Range: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
         QCOMPARE(r->status, 200);
     }
 
     void staleIfRangeGetsTheNewFile() {
+        const QByteArray oldEtag = served();
         const QByteArray fresh = pattern(300'000, 2);
-        QVERIFY(writeFile(path(QStringLiteral("shard2.bin")), fresh));
-        const QByteArray oldEtag = m_etag;
-        // The file is replaced on disk the way a publisher would: rename over it.
-        QVERIFY(QFile::remove(path(QStringLiteral("shard.bin"))));
-        QVERIFY(QFile::rename(path(QStringLiteral("shard2.bin")), path(QStringLiteral("shard.bin"))));
+        // Back for the next tests, whatever happens here.
+        const auto restore = qScopeGuard([this] {
+            (void)replaceFile(path(QStringLiteral("shard.bin")), m_data);
+            m_etag = QByteArrayLiteral("\"v1\"");
+        });
+        // The file is replaced on disk the way a publisher would, and the route's tag changes.
+        QVERIFY(replaceFile(path(QStringLiteral("shard.bin")), fresh));
         m_etag = QByteArrayLiteral("\"v2\"");
         auto r = request("Range: bytes=500000-\r\nIf-Range: " + oldEtag + "\r\n");
         QVERIFY(r);
         QCOMPARE(r->status, 200);
-        QCOMPARE(r->headers.value("ETag"), m_etag);
+        QCOMPARE(r->headers.value("ETag"), served());
         QVERIFY(r->body == fresh);
-        QVERIFY(writeFile(path(QStringLiteral("shard.bin")), m_data)); // back for the next tests
-        m_etag = oldEtag;
+    }
+
+    // The case the route's tag cannot see: the database still names the old hash while an
+    // operator restored another file of the same size. The served ETag changes all the same.
+    void sameTagFileReplacedWithSameSizeGetsWholeNewFile() {
+        auto first = request("Range: bytes=0-499999\r\n");
+        QVERIFY(first);
+        QCOMPARE(first->status, 206);
+        const QByteArray oldEtag = first->headers.value("ETag");
+        QCOMPARE(oldEtag, served());
+
+        const QByteArray fresh = pattern(m_data.size(), 3);
+        const auto restore =
+            qScopeGuard([this] { (void)replaceFile(path(QStringLiteral("shard.bin")), m_data); });
+        QVERIFY(replaceFile(path(QStringLiteral("shard.bin")), fresh));
+        auto rest = request("Range: bytes=500000-\r\nIf-Range: " + oldEtag + "\r\n");
+        QVERIFY(rest);
+        QCOMPARE(rest->status, 200);
+        QVERIFY(rest->body == fresh);
+        const QByteArray newEtag = rest->headers.value("ETag");
+        QVERIFY(newEtag != oldEtag);
+        QCOMPARE(newEtag, served());
+        QVERIFY(newEtag.startsWith("\"v1-"));
+        // The new ETag resumes the new file.
+        rest = request("Range: bytes=500000-\r\nIf-Range: " + newEtag + "\r\n");
+        QCOMPARE(rest->status, 206);
+        QVERIFY(rest->body == fresh.mid(500000));
     }
 
     void largeFileToSlowReaderStaysBounded() {

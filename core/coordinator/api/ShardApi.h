@@ -19,9 +19,10 @@ public:
 
     // The latest signed manifest of the stage; 404 for a stage the run does not have.
     http::HttpResponse manifest(const http::HttpRequest& request);
-    // The shard file of a published (stage, version), streamed with Range/If-Range against the
-    // strong ETag "sha256-<hex>". {file} must equal the manifest's file name exactly: the path
-    // on disk comes from the database, never from the request.
+    // The shard file of a published (stage, version), streamed with Range/If-Range against a
+    // strong ETag: "sha256-<hex>" extended by HttpConnection with the served file's size, mtime
+    // and inode, so a file replaced on disk gets a new tag. {file} must equal the manifest's file
+    // name exactly: the path on disk comes from the database, never from the request.
     http::HttpResponse file(const http::HttpRequest& request);
 
 private:

@@ -12,6 +12,7 @@
 #include <exception>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 namespace tessera::coordinator::http {
 
@@ -25,6 +26,19 @@ QByteArray httpDate() {
 
 bool bodyless(int status) {
     return status == 204 || status == 304 || (status >= 100 && status < 200);
+}
+
+// The caller's tag says what content it believes is at the path; the opened file's size,
+// modification time (ns) and inode are added, so a file replaced on disk (renamed over: a new
+// inode) or rewritten in place (a new mtime) gets a new ETag while the caller's record still
+// names the old content, and a resuming client never splices old and new bytes.
+QByteArray servedEtag(const QByteArray& tag, const struct stat& st) {
+    QByteArray opaque = tag;
+    if (opaque.size() >= 2 && opaque.startsWith('"') && opaque.endsWith('"'))
+        opaque = opaque.mid(1, opaque.size() - 2);
+    const qint64 mtimeNs = qint64(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    return '"' + opaque + '-' + QByteArray::number(quint64(st.st_size), 16) + '-' +
+           QByteArray::number(quint64(mtimeNs), 16) + '-' + QByteArray::number(quint64(st.st_ino), 16) + '"';
 }
 
 } // namespace
@@ -284,19 +298,27 @@ void HttpConnection::sendFile(HttpResponse& response) {
                  qUtf8Printable(file->errorString()));
         return send(HttpResponse::error(404, QStringLiteral("no such file")));
     }
-    const qint64 size = file->size();
-    response.headers.set(QByteArrayLiteral("ETag"), response.etag());
+    // fstat of the open descriptor, not a stat of the path: a file renamed over the path between
+    // the two would otherwise be sent under the other file's ETag.
+    struct stat st {};
+    if (::fstat(file->handle(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        qWarning("http: cannot stat %s", qUtf8Printable(response.filePath()));
+        return send(HttpResponse::error(500, QStringLiteral("the file cannot be read")));
+    }
+    const qint64 size = st.st_size;
+    const QByteArray etag = servedEtag(response.etag(), st);
+    response.headers.set(QByteArrayLiteral("ETag"), etag);
     response.headers.set(QByteArrayLiteral("Accept-Ranges"), QByteArrayLiteral("bytes"));
     // RFC 9110 §14.2: range handling is defined for GET only; HEAD describes the whole file.
     const bool get = m_request.method == "GET";
     const HttpHeaders& h = m_request.headers;
     const ByteRange range = ByteRange::evaluate(get ? h.value("Range") : QByteArray(), h.contains("If-Range"),
-                                                h.value("If-Range"), response.etag(), size);
+                                                h.value("If-Range"), etag, size);
     if (range.kind == ByteRange::Kind::Unsatisfiable) {
         HttpResponse r =
             HttpResponse::error(416, QStringLiteral("the range is outside the file's %1 bytes").arg(size));
         r.headers.set(QByteArrayLiteral("Content-Range"), "bytes */" + QByteArray::number(size));
-        r.headers.set(QByteArrayLiteral("ETag"), response.etag());
+        r.headers.set(QByteArrayLiteral("ETag"), etag);
         r.headers.set(QByteArrayLiteral("Accept-Ranges"), QByteArrayLiteral("bytes"));
         return send(std::move(r));
     }

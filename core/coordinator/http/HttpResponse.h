@@ -17,8 +17,11 @@ public:
     static HttpResponse json(int status, const QJsonDocument& document);
     // {"error": message}, the shape every /v1 error takes.
     static HttpResponse error(int status, const QString& message);
-    // A file streamed from disk in chunks, with Range/If-Range answered against `strongEtag`
-    // (quoted, e.g. "\"sha256-ab12\""). The caller changes the ETag whenever the file changes.
+    // A file streamed from disk in chunks, with Range/If-Range answered against a strong ETag
+    // made of `strongEtag` (quoted, e.g. "\"sha256-ab12\"") and the opened file's size,
+    // modification time in ns and inode, in hex: "\"sha256-ab12-f4240-17e3c2a1b9d0e4c0-2a31\"".
+    // So the served ETag changes when the file on disk is replaced or rewritten, even when the
+    // caller's tag (e.g. a hash recorded in the database) does not.
     static HttpResponse file(const QString& path, const QByteArray& contentType,
                              const QByteArray& strongEtag);
 
