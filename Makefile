@@ -23,9 +23,10 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
-# Today the main job is the benchmark a volunteer's machine runs before it is admitted.
+# The main job: a local coordinator (tiny model, SQLite) and this machine contributing to it,
+# one node per stage (headless until the desktop app lands). Ctrl-C stops it.
 demo: build
-	$(BUILD_DIR)/bin/tessera-node bench
+	scripts/demo.sh $(BUILD_DIR)
 
 # Side-by-side measurements recorded in BENCHMARKS.md (not part of the tests; the learning
 # comparison takes ~25 minutes on 2 cores and writes its CSVs and plot to build/bench-learning).

@@ -2,6 +2,9 @@
 
 #include "BenchCommand.h"
 #include "common/Version.h"
+#include "node/LedgerCommand.h"
+#include "node/NodeFiles.h"
+#include "node/NodeRunCommands.h"
 #include "node/ShardInspect.h"
 
 #include <QCommandLineParser>
@@ -32,6 +35,16 @@ QString NodeCommandLine::usage() const {
                           "large language model.\n"
                           "\n"
                           "Commands:\n"
+                          "  run       Join a coordinator's swarm and compute until stopped\n"
+                          "            --coordinator URL [--data-dir DIR] [--device cpu|cuda:N] [--gpu-limit PCT]\n"
+                          "            [--coordinator-key KEY] [--coordinator-ca FILE] [--max-download-rate KIBPS]\n"
+                          "  status    What the node on --data-dir is doing [--json]\n"
+                          "  pause     Stop computing within a microbatch; --hard exits to free all GPU memory\n"
+                          "  resume    Compute again\n"
+                          "  stop      Leave the swarm and exit\n"
+                          "  limit PCT Change the share of time spent computing (1-100)\n"
+                          "  ledger verify | export --csv\n"
+                          "            Check the local credit ledger offline, or print it as CSV [--data-dir DIR]\n"
                           "  bench     Measure this machine: GEMM throughput per dtype and memory bandwidth\n"
                           "            of the CPU and every CUDA GPU\n"
                           "            [--json] [--device cpu|cuda:N]... [--seconds S]\n"
@@ -67,6 +80,12 @@ int NodeCommandLine::run(const QStringList& arguments) {
         return runBench(args);
     if (first == u"shard")
         return runShard(args);
+    if (first == u"run")
+        return runNodeCommand(args, m_out, m_err);
+    if (first == u"status" || first == u"pause" || first == u"resume" || first == u"stop" || first == u"limit")
+        return runControlCommand(args, m_out, m_err);
+    if (first == u"ledger")
+        return runLedger(args);
     return usageError(QStringLiteral("unknown command '%1'").arg(first));
 }
 
@@ -107,6 +126,25 @@ int NodeCommandLine::runBench(const QStringList& arguments) {
         options.devices.push_back(d.toStdString());
     }
     return gpu::runBenchCommand(std::move(options), parser.isSet(json), m_out, m_err);
+}
+
+int NodeCommandLine::runLedger(const QStringList& arguments) {
+    // --data-dir DIR anywhere after "ledger"; the rest is the ledger command's.
+    QStringList rest = arguments.mid(1);
+    QString dataDir = NodeFiles::defaultDataDir();
+    for (qsizetype i = 0; i < rest.size(); ++i) {
+        if (rest.at(i) == u"--data-dir" && i + 1 < rest.size()) {
+            dataDir = rest.at(i + 1);
+            rest.remove(i, 2);
+            break;
+        }
+        if (rest.at(i).startsWith(u"--data-dir=")) {
+            dataDir = rest.at(i).mid(11);
+            rest.remove(i);
+            break;
+        }
+    }
+    return runLedgerCommand(rest, dataDir, m_out, m_err);
 }
 
 int NodeCommandLine::runShard(const QStringList& arguments) {

@@ -17,6 +17,7 @@ public:
 private:
     int runBench(const QStringList& arguments);
     int runShard(const QStringList& arguments);
+    int runLedger(const QStringList& arguments);
     int usageError(const QString& message);
     QString usage() const;
 

@@ -120,7 +120,8 @@ void SessionApi::accept(QWebSocket* socket) {
         qWarning("coordinator: marking node %s online failed: %s", qPrintable(nodeId), s.message().c_str());
     if (Result<bool> s = sessions.heartbeat(tokenHash, now); !s)
         qWarning("coordinator: recording a heartbeat failed: %s", s.message().c_str());
-    m_live.insert(socket, Live{tokenHash, nodeId, now, false, m_settings.messageBurst, now});
+    m_live.insert(socket, Live{.tokenHash = tokenHash, .nodeId = nodeId, .lastHeartbeatMs = now,
+                               .messageAllowance = m_settings.messageBurst, .allowanceAtMs = now});
     m_metrics.countSession(QStringLiteral("opened"));
     publishCount();
 
@@ -130,6 +131,15 @@ void SessionApi::accept(QWebSocket* socket) {
         replyError(socket, QStringLiteral("binary frames are not understood; send JSON text frames"));
     });
     connect(socket, &QWebSocket::disconnected, this, [this, socket] { drop(socket); });
+
+    // A new node's first task is a probe: a synthetic microbatch of its stage, which tells how
+    // fast it computes (the router's first estimate) and that its engine works at all.
+    reply(socket, QJsonObject{{QStringLiteral("type"), QStringLiteral("task")},
+                              {QStringLiteral("kind"), QStringLiteral("probe")},
+                              {QStringLiteral("task_id"), ++m_lastTaskId},
+                              {QStringLiteral("batch"), 2},
+                              {QStringLiteral("seq"), 64},
+                              {QStringLiteral("seed"), m_lastTaskId}});
 }
 
 bool SessionApi::allowMessage(Live& live, qint64 nowMs) const {
@@ -165,6 +175,22 @@ void SessionApi::onText(QWebSocket* socket, const QString& message) {
     const QJsonValue type = doc.object().value(u"type");
     if (!type.isString()) {
         replyError(socket, QStringLiteral("type: missing or not a string"));
+        return;
+    }
+    if (type.toString() == u"task_result") {
+        const QJsonObject result = doc.object();
+        const double seconds = result.value(u"compute_seconds").toDouble();
+        const qint64 tokens = result.value(u"tokens").toInteger();
+        if (result.value(u"ok").toBool() && seconds > 0 && tokens > 0) {
+            live->secondsPerToken = seconds / double(tokens);
+            m_metrics.countSession(QStringLiteral("probe_ok"));
+            qInfo("coordinator: node %s probe: %.3g s per token", qPrintable(live->nodeId.left(12)),
+                  live->secondsPerToken);
+        } else {
+            m_metrics.countSession(QStringLiteral("probe_failed"));
+            qWarning("coordinator: node %s probe failed: %s", qPrintable(live->nodeId.left(12)),
+                     qPrintable(result.value(u"error").toString().left(200)));
+        }
         return;
     }
     if (type.toString() != u"heartbeat") {

@@ -67,6 +67,7 @@ private:
         QString nodeId;
         qint64 lastHeartbeatMs = 0;
         bool heartbeatUnsaved = false; // heard since the last flush
+        double secondsPerToken = 0;    // from the node's last probe; 0 until it answers
         // Token bucket of the message-rate limit.
         double messageAllowance = 0;
         qint64 allowanceAtMs = 0;
@@ -91,6 +92,7 @@ private:
     QHash<QWebSocket*, Live> m_live;
     QList<QPointer<QWebSocket>> m_closing;
     QTimer m_sweepTimer;
+    qint64 m_lastTaskId = 0;
 };
 
 } // namespace tessera::coordinator

@@ -1,0 +1,77 @@
+#pragma once
+// EngineTask, EngineResult, EngineStats, EngineLoadOptions: what crosses between the node's
+// session and its EngineWorker thread (plain values, registered as Qt metatypes).
+
+#include "engine/StageEngine.h"
+#include "shard/ShardManifest.h"
+
+#include <QByteArray>
+#include <QMetaType>
+#include <QString>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace tessera::node {
+
+struct EngineTask {
+    enum Kind {
+        Forward,  // input (+ targets on the last stage) → output activation frame, loss
+        Backward, // gradOutput (+ input/targets when the forward ran elsewhere) → gradInput
+        Step,     // AdamW over what was accumulated, averaged over `microbatches`
+        Probe,    // synthetic forward + backward of batch×seq: how fast this stage runs here
+    };
+
+    std::int64_t taskId = 0;
+    Kind kind = Forward;
+    std::int64_t microbatch = 0;
+    QByteArray input;       // stage 0: a token frame; else a codec activation frame
+    QByteArray targets;     // last stage: a token frame of the input's shape
+    QByteArray gradOutput;  // the next stage's codec gradient frame (ignored on the last stage)
+    int microbatches = 0;   // Step
+    int batch = 0;          // Probe
+    int seq = 0;            // Probe
+    std::uint64_t seed = 0; // Probe
+};
+
+struct EngineResult {
+    std::int64_t taskId = 0;
+    EngineTask::Kind kind = EngineTask::Forward;
+    std::int64_t microbatch = 0;
+    bool ok = false;
+    QString error;        // what went wrong, when !ok
+    QByteArray output;    // Forward: activation frame for the next stage (empty on the last)
+    QByteArray gradInput; // Backward: gradient frame for the previous stage (empty on stage 0)
+    double loss = std::numeric_limits<double>::quiet_NaN(); // last stage's forward/backward only
+    qint64 tokens = 0;
+    qint64 flop = 0; // what the coordinator credits for this task (0 when it failed)
+    double computeSeconds = 0;
+    // steady_clock time since its epoch, so a caller can line compute up with its own clock.
+    qint64 startedNs = 0;
+    qint64 finishedNs = 0;
+};
+
+struct EngineStats {
+    double computeShareWindow = 0; // over the throttle's sliding window
+    double computeShareTotal = 0;  // since the first task started
+    qint64 tasksDone = 0;
+    int queued = 0;
+    bool paused = false;
+    double limit = 1.0;
+    double lastTaskSeconds = 0;
+};
+
+struct EngineLoadOptions {
+    gpu::StageEngineOptions engine;
+    // Empty: the stage's seeded initial weights. Otherwise verified against `manifest`.
+    QString shardPath;
+    std::optional<gpu::ShardManifest> manifest;
+};
+
+} // namespace tessera::node
+
+Q_DECLARE_METATYPE(tessera::node::EngineTask)
+Q_DECLARE_METATYPE(tessera::node::EngineResult)
+Q_DECLARE_METATYPE(tessera::node::EngineStats)
+Q_DECLARE_METATYPE(tessera::node::EngineLoadOptions)

@@ -1,0 +1,27 @@
+#pragma once
+// EngineThread: owns the QThread an EngineWorker lives on and ends both in order.
+
+#include <QThread>
+
+namespace tessera::node {
+
+class EngineWorker;
+
+class EngineThread final {
+public:
+    // Starts the thread with a fresh worker on it.
+    EngineThread();
+    // Stops the worker (a running microbatch finishes first), ends the thread, and has the worker
+    // deleted on it, so the stage's memory is freed by the thread that used it.
+    ~EngineThread();
+    EngineThread(const EngineThread&) = delete;
+    EngineThread& operator=(const EngineThread&) = delete;
+
+    EngineWorker* worker() const { return m_worker; }
+
+private:
+    QThread m_thread;
+    EngineWorker* m_worker;
+};
+
+} // namespace tessera::node

@@ -1,0 +1,592 @@
+#include "node/Node.h"
+
+#include "common/Version.h"
+#include "coordinator/admission/AdmissionClaims.h"
+#include "node/BenchmarkCache.h"
+#include "node/ControlServer.h"
+#include "node/CoordinatorClient.h"
+#include "node/CreditsPage.h"
+#include "node/EngineThread.h"
+#include "node/EngineWorker.h"
+#include "node/LocalLedger.h"
+#include "node/NodeSession.h"
+#include "node/ShardDownload.h"
+#include "node/ShardStore.h"
+
+#include <QDateTime>
+#include <QJsonDocument>
+#include <QThread>
+
+#include <cmath>
+
+namespace tessera::node {
+
+namespace {
+
+const QString kSessionFile = QStringLiteral("session.json");
+const QString kCoordinatorFile = QStringLiteral("coordinator.json");
+const QString kSettingsFile = QStringLiteral("settings.json");
+
+qint64 nowMs() {
+    return QDateTime::currentMSecsSinceEpoch();
+}
+
+std::string str(const QString& s) {
+    return s.toStdString();
+}
+
+} // namespace
+
+Node::Node(NodeOptions options, QObject* parent)
+    : QObject(parent)
+    , m_options(std::move(options))
+    , m_files(m_options.dataDir)
+    , m_limit(m_options.computeLimit) {
+    m_retry.setSingleShot(true);
+    m_creditsTimer.setInterval(m_options.creditsPollInterval);
+    connect(&m_creditsTimer, &QTimer::timeout, this, &Node::pollCredits);
+}
+
+Node::~Node() = default;
+
+Status Node::start() {
+    if (Status s = CoordinatorClient::checkUrl(m_options.coordinator); !s)
+        return s;
+    if (Status s = m_files.ensureExists(); !s)
+        return s;
+    Result<Identity> identity = Identity::loadOrCreate(m_files.keyPath());
+    if (!identity)
+        return makeError("node key " + str(m_files.keyPath()) + ": " + identity.message());
+    m_identity = *identity;
+
+    // The user's last choice of limit outlives restarts; the command line sets it when given.
+    if (Result<QJsonObject> settings = m_files.read(kSettingsFile); settings && settings->contains(u"limit"))
+        m_limit = settings->value(u"limit").toDouble(m_limit);
+    if (m_options.computeLimit != NodeOptions{}.computeLimit)
+        m_limit = m_options.computeLimit;
+
+    m_control = std::make_unique<ControlServer>(
+        m_files.dir(), [this](const QString& command, const QJsonObject& arguments) {
+            return onControl(command, arguments);
+        });
+    if (Status s = m_control->listen(); !s)
+        return s;
+
+    m_client = std::make_unique<CoordinatorClient>(m_options.coordinator, m_options.coordinatorCa, this);
+    if (Status s = m_client->loadCa(); !s)
+        return s;
+    m_store = std::make_unique<ShardStore>(m_files.shardDir());
+    if (Status s = m_store->ensureDir(); !s)
+        return s;
+
+    qInfo("tessera-node %s: node %s, data dir %s, coordinator %s, device %s, limit %d%%",
+          qPrintable(tesseraVersion()), qPrintable(m_identity->nodeId()), qPrintable(m_files.dir()),
+          qPrintable(m_options.coordinator.toString()), qPrintable(m_options.device), int(std::lround(m_limit * 100)));
+    runBenchmark();
+    return {};
+}
+
+// --- lifecycle ---------------------------------------------------------------------------------
+
+void Node::enter(NodeState next, const QString& detail) {
+    if (m_state == next && m_stateDetail == detail)
+        return;
+    if (m_state != next && !transitionAllowed(m_state, next)) {
+        qWarning("node: ignoring the transition %s -> %s", qPrintable(nodeStateName(m_state)),
+                 qPrintable(nodeStateName(next)));
+        return;
+    }
+    const bool changed = m_state != next;
+    m_state = next;
+    m_stateDetail = detail;
+    qInfo("node: %s%s", qPrintable(nodeStateName(next)), detail.isEmpty() ? "" : qPrintable(u" — "_qs + detail));
+    if (changed)
+        Q_EMIT stateChanged(next);
+}
+
+void Node::fail(const QString& message, int exitCode) {
+    m_lastError = message;
+    qCritical("node: %s", qPrintable(message));
+    m_exitCode = exitCode;
+    stop(message);
+}
+
+void Node::retryLater(const QString& why, NodeState from) {
+    m_lastError = why;
+    const std::chrono::milliseconds delay = m_backoff.next();
+    m_retryAtMs = nowMs() + delay.count();
+    qWarning("node: %s; trying again in %.1f s", qPrintable(why), double(delay.count()) / 1000);
+    m_retry.disconnect();
+    connect(&m_retry, &QTimer::timeout, this, [this, from] {
+        if (m_stopping)
+            return;
+        switch (from) {
+        case NodeState::Downloading: return download();
+        case NodeState::Joining: return join();
+        default: return fetchInfo();
+        }
+    });
+    m_retry.start(delay);
+}
+
+void Node::runBenchmark() {
+    enter(NodeState::Benchmarking);
+    const QString device = m_options.device;
+    const double seconds = m_options.benchSeconds;
+    const NodeFiles files = m_files;
+    QThread* thread = QThread::create([this, files, device, seconds] {
+        Result<HardwareClaims> claims = benchmarkOrCached(files, device, seconds);
+        QMetaObject::invokeMethod(this, [this, claims = std::move(claims)] {
+            if (m_stopping)
+                return;
+            if (!claims)
+                return fail(QString::fromStdString(claims.message()), ExitError);
+            m_hardware = claims->hardware;
+            m_bench = claims->bench;
+            qInfo("node: %s %s: %.1f GFLOP/s %s%s", qPrintable(m_hardware.value(u"device").toString()),
+                  qPrintable(m_hardware.value(u"name").toString()), m_bench.value(u"gflops").toDouble(),
+                  qPrintable(m_bench.value(u"dtype").toString()), claims->fromCache ? " (cached benchmark)" : "");
+            enter(NodeState::Admitting);
+            fetchInfo();
+        });
+    });
+    connect(thread, &QThread::finished, thread, &QObject::deleteLater);
+    thread->start();
+}
+
+void Node::fetchInfo() {
+    enter(NodeState::Admitting, QStringLiteral("contacting the coordinator"));
+    m_client->get(QStringLiteral("/v1/info"), [this](const HttpReply& reply) {
+        if (m_stopping)
+            return;
+        if (!reply.ok())
+            return retryLater(QStringLiteral("the coordinator did not answer /v1/info: ") + reply.describe(),
+                              NodeState::Admitting);
+        const QJsonObject info = reply.json();
+        if (!checkCoordinatorKey(info.value(u"coordinator_key").toString()))
+            return;
+        m_modelConfig = info.value(u"model").toObject();
+        // A token from an earlier run (a hard pause, a restart) is used again while it is valid.
+        Result<QJsonObject> session = m_files.read(kSessionFile);
+        if (session && session->value(u"coordinator_key").toString() == Identity::toBase64Url(m_coordinatorKey) &&
+            !session->value(u"session_token").toString().isEmpty()) {
+            m_sessionToken = session->value(u"session_token").toString();
+            m_stage = session->value(u"stage").toInt(-1);
+            qInfo("node: resuming the session from an earlier run (stage %d)", m_stage);
+            m_backoff.reset();
+            return fetchManifest();
+        }
+        admit();
+    });
+}
+
+bool Node::checkCoordinatorKey(const QString& presented) {
+    Result<QByteArray> key = Identity::fromBase64Url(presented, Identity::kPublicKeySize);
+    if (!key) {
+        fail(QStringLiteral("the coordinator's /v1/info has no valid coordinator_key"), ExitRefused);
+        return false;
+    }
+    QString pinned = m_options.coordinatorKey;
+    QString source = QStringLiteral("--coordinator-key");
+    if (pinned.isEmpty()) {
+        Result<QJsonObject> record = m_files.read(kCoordinatorFile);
+        if (!record) {
+            fail(QString::fromStdString(record.message()), ExitError);
+            return false;
+        }
+        pinned = record->value(u"coordinator_key").toString();
+        source = QStringLiteral("the key pinned on first use in %1").arg(m_files.path(kCoordinatorFile));
+    }
+    if (!pinned.isEmpty() && pinned != presented) {
+        fail(QStringLiteral("refusing the coordinator at %1: it presents the key %2, but %3 is %4. If its "
+                            "operator really changed keys, start with --coordinator-key %2 (or delete %5).")
+                 .arg(m_options.coordinator.toString(), presented, source, pinned, m_files.path(kCoordinatorFile)),
+             ExitRefused);
+        return false;
+    }
+    if (pinned.isEmpty() || !m_options.coordinatorKey.isEmpty()) {
+        const Status s = m_files.write(kCoordinatorFile, QJsonObject{{QStringLiteral("url"), m_options.coordinator.toString()},
+                                                                     {QStringLiteral("coordinator_key"), presented}});
+        if (!s) {
+            fail(QString::fromStdString(s.message()), ExitError);
+            return false;
+        }
+        if (pinned.isEmpty())
+            qInfo("node: pinned the coordinator key %s (first use)", qPrintable(presented));
+    }
+    m_coordinatorKey = *key;
+    return true;
+}
+
+void Node::admit() {
+    enter(NodeState::Admitting, QStringLiteral("asking to join"));
+    m_client->postJson(QStringLiteral("/v1/admission/challenge"),
+                       QJsonObject{{QStringLiteral("node_key"), m_identity->publicKeyBase64()}},
+                       [this](const HttpReply& challenge) {
+                           if (m_stopping)
+                               return;
+                           if (!challenge.ok())
+                               return retryLater(QStringLiteral("admission challenge: ") + challenge.describe(),
+                                                 NodeState::Admitting);
+                           const QJsonObject body = coordinator::makeAdmissionRequest(
+                               *m_identity, challenge.json().value(u"nonce").toString(), m_hardware, m_bench,
+                               tesseraVersion());
+                           m_client->postJson(QStringLiteral("/v1/admission"), body,
+                                              [this](const HttpReply& r) { onAdmission(r); });
+                       });
+}
+
+void Node::onAdmission(const HttpReply& reply) {
+    if (m_stopping)
+        return;
+    const QJsonObject json = reply.json();
+    if (reply.status == 403 || reply.status == 426 || reply.status == 400)
+        return fail(QStringLiteral("the coordinator refused this node: ") + reply.describe(), ExitRefused);
+    if (reply.status == 503 || reply.status == 429) {
+        const qint64 retryAfter = std::max<qint64>(1, json.value(u"retry_after").toInteger(60));
+        m_retryAtMs = nowMs() + retryAfter * 1000;
+        enter(NodeState::Waitlisted, json.value(u"error").toString());
+        qInfo("node: waitlisted (%s); asking again in %lld s", qPrintable(json.value(u"error").toString()),
+              qlonglong(retryAfter));
+        m_retry.disconnect();
+        connect(&m_retry, &QTimer::timeout, this, [this] {
+            if (!m_stopping) {
+                enter(NodeState::Admitting);
+                fetchInfo();
+            }
+        });
+        m_retry.start(std::chrono::seconds(retryAfter));
+        return;
+    }
+    if (!reply.ok())
+        return retryLater(QStringLiteral("admission: ") + reply.describe(), NodeState::Admitting);
+    m_backoff.reset();
+    m_sessionToken = json.value(u"session_token").toString();
+    m_stage = json.value(u"stage").toInt(-1);
+    if (json.value(u"node_id").toString() != m_identity->nodeId() || m_sessionToken.isEmpty() || m_stage < 0)
+        return retryLater(QStringLiteral("admission: the coordinator's answer is incomplete"), NodeState::Admitting);
+    const Status saved = m_files.write(kSessionFile,
+                                       QJsonObject{{QStringLiteral("coordinator_key"), Identity::toBase64Url(m_coordinatorKey)},
+                                                   {QStringLiteral("node_id"), m_identity->nodeId()},
+                                                   {QStringLiteral("session_token"), m_sessionToken},
+                                                   {QStringLiteral("stage"), m_stage},
+                                                   {QStringLiteral("admitted_at_ms"), nowMs()}},
+                                       true);
+    if (!saved)
+        qWarning("node: %s (the next start admits again)", saved.message().c_str());
+    qInfo("node: admitted as %s for stage %d", qPrintable(m_identity->nodeId()), m_stage);
+    useManifest(QJsonDocument(json.value(u"manifest").toObject()).toJson(QJsonDocument::Compact));
+}
+
+void Node::fetchManifest() {
+    m_client->get(QStringLiteral("/v1/shards/%1/manifest").arg(m_stage), [this](const HttpReply& reply) {
+        if (m_stopping)
+            return;
+        if (reply.status == 404) {
+            // The run has no such stage any more: the old session is of no use.
+            (void)m_files.remove(kSessionFile);
+            return admit();
+        }
+        if (!reply.ok())
+            return retryLater(QStringLiteral("stage manifest: ") + reply.describe(), NodeState::Admitting);
+        useManifest(reply.body);
+    });
+}
+
+void Node::useManifest(const QByteArray& manifestJson) {
+    Result<gpu::ShardManifest> manifest = parseSignedManifest(manifestJson, m_coordinatorKey);
+    if (!manifest)
+        return retryLater(QString::fromStdString(manifest.message()), NodeState::Admitting);
+    m_manifest = *manifest;
+    download();
+}
+
+void Node::download() {
+    enter(NodeState::Downloading, QString::fromStdString(m_manifest->file));
+    const std::optional<gpu::ShardManifest> have = m_store->verifiedShard(m_stage);
+    if (have && have->version == m_manifest->version && have->sha256 == m_manifest->sha256) {
+        qInfo("node: stage %d version %lld is already here", m_stage, qlonglong(have->version));
+        return join();
+    }
+    ShardDownloadOptions options;
+    options.maxBytesPerSecond = m_options.maxDownloadBytesPerSecond;
+    m_download = std::make_unique<ShardDownload>(m_client->network(), m_client->ssl(), m_client->base(), *m_manifest,
+                                                 *m_store, options);
+    connect(m_download.get(), &ShardDownload::finished, this, [this](const Status& result) {
+        if (m_stopping)
+            return;
+        if (!result)
+            return retryLater(QStringLiteral("download: ") + QString::fromStdString(result.message()),
+                              NodeState::Downloading);
+        m_backoff.reset();
+        qInfo("node: %s downloaded and verified", m_manifest->file.c_str());
+        if (Status s = m_store->evictExcept(m_stage, m_manifest->version); !s)
+            qWarning("node: %s", s.message().c_str());
+        join();
+    });
+    m_download->start();
+    if (m_download->resumedFrom() > 0)
+        qInfo("node: resuming %s at byte %lld of %llu", m_manifest->file.c_str(), qlonglong(m_download->resumedFrom()),
+              qulonglong(m_manifest->fileSize));
+}
+
+void Node::join() {
+    enter(NodeState::Joining);
+    if (!m_ledger) {
+        Result<std::unique_ptr<LocalLedger>> ledger =
+            LocalLedger::open(m_files.ledgerPath(), m_identity->nodeId(), m_coordinatorKey);
+        if (!ledger)
+            return fail(QStringLiteral("ledger: ") + QString::fromStdString(ledger.message()), ExitError);
+        m_ledger = std::move(*ledger);
+    }
+    if (!m_engine) {
+        m_engine = std::make_unique<EngineThread>();
+        EngineWorker* worker = m_engine->worker();
+        connect(worker, &EngineWorker::loaded, this, [this](const QString& error, qint64 parameters) {
+            if (!error.isEmpty())
+                return retryLater(QStringLiteral("loading the stage: ") + error, NodeState::Joining);
+            qInfo("node: stage %d loaded (%lld parameters)", m_stage, qlonglong(parameters));
+            m_engineLoaded = true;
+            maybeWorking();
+        });
+        connect(worker, &EngineWorker::taskFinished, this, &Node::onTaskFinished);
+        connect(worker, &EngineWorker::pausedChanged, this, [this](bool paused) {
+            m_enginePaused = paused;
+            if (m_state == NodeState::Working && paused)
+                enter(NodeState::Paused);
+            else if (m_state == NodeState::Paused && !paused)
+                enter(NodeState::Working);
+        });
+        connect(worker, &EngineWorker::statsChanged, this, [this](const EngineStats& stats) {
+            m_computeShare = stats.computeShareWindow;
+            m_tasksDone = stats.tasksDone;
+        });
+        worker->setLimit(m_limit);
+    }
+    Result<gpu::ModelConfig> config =
+        gpu::ModelConfig::fromJson(QJsonDocument(m_modelConfig).toJson(QJsonDocument::Compact).toStdString());
+    if (!config)
+        return fail(QStringLiteral("the coordinator's model: ") + QString::fromStdString(config.message()), ExitRefused);
+    EngineLoadOptions load;
+    load.engine.config = *config;
+    load.engine.stage = m_stage;
+    load.engine.device = m_options.device.toStdString();
+    load.shardPath = m_store->pathFor(*m_manifest);
+    load.manifest = *m_manifest;
+    m_engineLoaded = false;
+    m_engine->worker()->load(load);
+
+    if (!m_session) {
+        m_session = std::make_unique<NodeSession>(m_client->sessionUrl(), m_client->ssl(), m_options.heartbeatInterval);
+        connect(m_session.get(), &NodeSession::opened, this, [this] {
+            qInfo("node: session open");
+            maybeWorking();
+            pollCredits();
+        });
+        connect(m_session.get(), &NodeSession::dropped, this,
+                [](const QString& reason) { qWarning("node: session dropped (%s); reconnecting", qPrintable(reason)); });
+        connect(m_session.get(), &NodeSession::invalidated, this, [this](const QString& reason) {
+            qWarning("node: the coordinator ended the session (%s); admitting again", qPrintable(reason));
+            (void)m_files.remove(kSessionFile);
+            m_creditsTimer.stop();
+            enter(NodeState::Admitting);
+            admit();
+        });
+        connect(m_session.get(), &NodeSession::message, this, &Node::onSessionMessage);
+    }
+    m_session->open(m_sessionToken);
+}
+
+void Node::maybeWorking() {
+    if (m_state != NodeState::Joining || !m_engineLoaded || !m_session || !m_session->isOpen())
+        return;
+    m_creditsTimer.start();
+    enter(NodeState::Working);
+    if (m_pauseRequested)
+        setPaused(true);
+}
+
+void Node::onSessionMessage(const QJsonObject& message) {
+    const QString type = message.value(u"type").toString();
+    if (type == u"task") {
+        // The data plane's task protocol (forward/backward/step with binary frames) arrives with
+        // the router; until then the coordinator may send probes: synthetic microbatches that
+        // measure this node's speed.
+        EngineTask task;
+        task.taskId = message.value(u"task_id").toInteger();
+        task.kind = EngineTask::Kind::Probe;
+        task.batch = std::clamp(message.value(u"batch").toInt(1), 1, 64);
+        task.seq = std::clamp(message.value(u"seq").toInt(16), 1, 4096);
+        task.seed = quint64(message.value(u"seed").toInteger(1));
+        m_engine->worker()->submit(task);
+        return;
+    }
+    if (type == u"credits")
+        return pollCredits();
+    if (type == u"error")
+        qWarning("node: the coordinator says: %s", qPrintable(message.value(u"error").toString()));
+}
+
+void Node::onTaskFinished(const EngineResult& result) {
+    if (!m_session)
+        return;
+    QJsonObject reply{{QStringLiteral("type"), QStringLiteral("task_result")},
+                      {QStringLiteral("task_id"), qint64(result.taskId)},
+                      {QStringLiteral("ok"), result.ok},
+                      {QStringLiteral("compute_seconds"), result.computeSeconds},
+                      {QStringLiteral("tokens"), result.tokens}};
+    if (!result.ok)
+        reply.insert(QStringLiteral("error"), result.error);
+    m_session->send(reply);
+}
+
+void Node::pollCredits() {
+    if (!m_ledger || m_stopping)
+        return;
+    Result<LedgerTotals> totals = m_ledger->totals();
+    const qint64 after = totals ? totals->lastSeq : 0;
+    m_client->get(QStringLiteral("/v1/nodes/%1/credits?after=%2").arg(m_identity->nodeId()).arg(after),
+                  [this](const HttpReply& reply) {
+                      if (m_stopping || !m_ledger)
+                          return;
+                      if (!reply.ok()) {
+                          qWarning("node: credits: %s", qPrintable(reply.describe()));
+                          return;
+                      }
+                      Result<std::vector<CreditReceipt>> receipts =
+                          parseCreditsPage(reply.json(), m_identity->nodeId());
+                      if (!receipts) {
+                          qWarning("node: credits: %s", receipts.message().c_str());
+                          return;
+                      }
+                      if (receipts->empty())
+                          return;
+                      Result<IngestResult> stored = m_ledger->ingest(*receipts);
+                      if (!stored) {
+                          qWarning("node: ledger: %s", stored.message().c_str());
+                          return;
+                      }
+                      // Printed only after the commit: what is acknowledged here is on disk.
+                      qInfo("ledger: stored receipts through #%lld", qlonglong(stored->lastSeq));
+                      // A full page: there may be more.
+                      if (receipts->size() >= 1000)
+                          pollCredits();
+                  });
+}
+
+// --- local commands ----------------------------------------------------------------------------
+
+void Node::setPaused(bool paused) {
+    m_pauseRequested = paused;
+    if (m_engine)
+        m_engine->worker()->setPaused(paused);
+    if (!paused && m_state == NodeState::Paused)
+        enter(NodeState::Working);
+}
+
+void Node::hardPause() {
+    // Everything that matters is already on disk (session, shard, ledger): leaving the process
+    // frees all GPU memory; the next start resumes the session without a new admission.
+    qInfo("node: hard pause: exiting so that the GPU memory is freed; start again to resume");
+    stop(QStringLiteral("hard pause"));
+}
+
+QJsonObject Node::onControl(const QString& command, const QJsonObject& arguments) {
+    if (command == u"status")
+        return status();
+    if (command == u"pause") {
+        if (arguments.value(u"hard").toBool()) {
+            QTimer::singleShot(0, this, &Node::hardPause);
+            return QJsonObject{{QStringLiteral("state"), QStringLiteral("Stopping")}};
+        }
+        setPaused(true);
+        return status();
+    }
+    if (command == u"resume") {
+        setPaused(false);
+        return status();
+    }
+    if (command == u"stop") {
+        QTimer::singleShot(0, this, [this] { stop(QStringLiteral("stop requested")); });
+        return QJsonObject{{QStringLiteral("state"), QStringLiteral("Stopping")}};
+    }
+    if (command == u"set-limit") {
+        const double percent = arguments.value(u"percent").toDouble(-1);
+        if (!(percent >= 1 && percent <= 100))
+            return QJsonObject{{QStringLiteral("ok"), false},
+                               {QStringLiteral("error"), QStringLiteral("percent: must be from 1 to 100")}};
+        m_limit = percent / 100;
+        (void)m_files.write(kSettingsFile, QJsonObject{{QStringLiteral("limit"), m_limit}});
+        if (m_engine)
+            m_engine->worker()->setLimit(m_limit);
+        return status();
+    }
+    return QJsonObject{{QStringLiteral("ok"), false}, {QStringLiteral("error"), QStringLiteral("unknown command")}};
+}
+
+QJsonObject Node::status() const {
+    QJsonObject download{{QStringLiteral("bytes"), qint64(0)}, {QStringLiteral("total"), qint64(0)}};
+    if (m_manifest) {
+        download.insert(QStringLiteral("total"), qint64(m_manifest->fileSize));
+        download.insert(QStringLiteral("file"), QString::fromStdString(m_manifest->file));
+        const bool done = m_state != NodeState::Downloading && m_state >= NodeState::Joining;
+        if (m_download && m_state == NodeState::Downloading) {
+            download.insert(QStringLiteral("bytes"), m_download->bytes());
+            download.insert(QStringLiteral("bytes_per_second"), m_download->rate());
+            download.insert(QStringLiteral("eta_s"), m_download->etaSeconds());
+        } else if (done) {
+            download.insert(QStringLiteral("bytes"), qint64(m_manifest->fileSize));
+        }
+    }
+    QJsonObject s{{QStringLiteral("state"), nodeStateName(m_state)},
+                  {QStringLiteral("detail"), m_stateDetail},
+                  {QStringLiteral("node_id"), m_identity ? m_identity->nodeId() : QString()},
+                  {QStringLiteral("coordinator"), m_options.coordinator.toString()},
+                  {QStringLiteral("device"), m_options.device},
+                  {QStringLiteral("stage"), m_stage},
+                  {QStringLiteral("download"), download},
+                  {QStringLiteral("compute_share"), m_computeShare},
+                  {QStringLiteral("compute_limit"), m_limit},
+                  {QStringLiteral("paused"), m_pauseRequested},
+                  {QStringLiteral("tasks_done"), m_tasksDone},
+                  {QStringLiteral("version"), tesseraVersion()}};
+    if (m_retryAtMs > nowMs())
+        s.insert(QStringLiteral("retry_in_s"), double(m_retryAtMs - nowMs()) / 1000);
+    if (!m_lastError.isEmpty())
+        s.insert(QStringLiteral("last_error"), m_lastError);
+    qint64 micro = 0, receipts = 0;
+    if (m_ledger) {
+        if (Result<LedgerTotals> t = m_ledger->totals(); t) {
+            micro = t->microCredits;
+            receipts = t->receipts;
+        }
+    }
+    s.insert(QStringLiteral("credits_total"), double(micro) / 1e6);
+    s.insert(QStringLiteral("ledger_receipts"), receipts);
+    return s;
+}
+
+void Node::stop(const QString& why) {
+    if (m_stopping)
+        return;
+    m_stopping = true;
+    enter(NodeState::Stopping, why);
+    m_retry.stop();
+    m_creditsTimer.stop();
+    if (m_download)
+        m_download->cancel();
+    if (m_session)
+        m_session->close();
+    // Ends the worker (a running microbatch finishes first) and frees the stage's memory.
+    m_engine.reset();
+    m_ledger.reset();
+    // A moment for the WebSocket close frame and the control socket's last reply (to `stop`
+    // itself) to leave, so the coordinator marks us offline now and the caller hears back.
+    QTimer::singleShot(200, this, [this] {
+        if (m_control)
+            m_control->close();
+        Q_EMIT finished(m_exitCode);
+    });
+}
+
+} // namespace tessera::node

@@ -1,0 +1,44 @@
+#pragma once
+// NodeFiles: what a node keeps in its data dir, and small JSON records written atomically.
+//
+//   node.key          Ed25519 identity (0600)          ledger.sqlite   credit receipts
+//   coordinator.json  the pinned coordinator key        shards/         stage shards, downloads
+//   session.json      admission: node id, token (0600)  node.log[.1-3]  the log, rotated
+//   bench.json        cached benchmark + hardware key   control.sock / control.token
+//   settings.json     the user's pause and limit, kept across restarts (and hard pauses)
+
+#include "Result.h"
+
+#include <QJsonObject>
+#include <QString>
+
+namespace tessera::node {
+
+class NodeFiles final {
+public:
+    explicit NodeFiles(QString dataDir)
+        : m_dir(std::move(dataDir)) {}
+
+    // QStandardPaths' app-data location for tessera-node (e.g. ~/.local/share/tessera/node).
+    static QString defaultDataDir();
+    // Creates the dir (0700: it holds keys and tokens).
+    Status ensureExists() const;
+
+    const QString& dir() const { return m_dir; }
+    QString path(const QString& name) const;
+    QString keyPath() const { return path(QStringLiteral("node.key")); }
+    QString shardDir() const { return path(QStringLiteral("shards")); }
+    QString ledgerPath() const { return path(QStringLiteral("ledger.sqlite")); }
+    QString logPath() const { return path(QStringLiteral("node.log")); }
+
+    // nullopt-like empty object when absent; an error when present but unreadable or not JSON.
+    Result<QJsonObject> read(const QString& name) const;
+    // temp file, fsync, rename; owner-only when `secret`.
+    Status write(const QString& name, const QJsonObject& record, bool secret = false) const;
+    Status remove(const QString& name) const;
+
+private:
+    QString m_dir;
+};
+
+} // namespace tessera::node

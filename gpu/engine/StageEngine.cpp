@@ -1,0 +1,493 @@
+#include "engine/StageEngine.h"
+
+#include "CudaBackend.h"
+#include "codec/Codec.h"
+#include "model/StageModel.h"
+#include "shard/StageShard.h"
+#include "train/StageOptimizer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <c10/util/Exception.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <string_view>
+#include <unordered_map>
+
+namespace tessera::gpu {
+
+namespace {
+
+std::string str(std::int64_t v) {
+    return std::to_string(v);
+}
+
+// Runs body, turning any exception into an Error, and prefixes every error with what was being
+// done (the node logs it as is). c10::Error's what() carries a C++ backtrace; what a user can act
+// on is the message without it.
+template <class Body>
+auto guarded(const std::string& what, Body&& body) -> decltype(body()) {
+    try {
+        auto result = body();
+        if (!result.ok())
+            return makeError(what + ": " + result.message());
+        return result;
+    } catch (const c10::Error& e) {
+        return makeError(what + ": " + e.what_without_backtrace());
+    } catch (const std::exception& e) {
+        return makeError(what + ": " + e.what());
+    } catch (...) {
+        return makeError(what + ": unknown exception");
+    }
+}
+
+// "cpu", "cuda" or "cuda:N", checked against what this LibTorch and machine have.
+Result<torch::Device> parseDevice(const std::string& name) {
+    if (name == "cpu")
+        return torch::Device(torch::kCPU);
+    int index = 0;
+    if (name != "cuda") {
+        const std::string_view digits = name.starts_with("cuda:") ? std::string_view(name).substr(5) : "";
+        const char* last = digits.data() + digits.size();
+        if (digits.empty() || std::from_chars(digits.data(), last, index).ptr != last || index < 0)
+            return makeError("unknown device '" + name + "': use \"cpu\" or \"cuda:N\"");
+    }
+    if (!at::hasCUDA())
+        return makeError("device '" + name +
+                         "': this build's LibTorch has no CUDA support (CPU only); "
+                         "use \"cpu\", or build against a CUDA LibTorch");
+    const auto count = static_cast<int>(torch::cuda::device_count());
+    if (index >= count)
+        return makeError("device '" + name + "' does not exist: " +
+                         (count ? "this machine has cuda:0 to cuda:" + str(count - 1)
+                                : std::string("no CUDA device is visible")));
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+Result<torch::ScalarType> resolveComputeDtype(std::optional<Dtype> asked, torch::Device device) {
+    if (asked == Dtype::F32)
+        return torch::kFloat;
+    if (asked == Dtype::BF16)
+        return torch::kBFloat16;
+    if (asked)
+        return makeError("compute dtype " + std::string(dtypeName(*asked)) +
+                         " is not supported: fp32 or bf16");
+    if (!device.is_cuda())
+        return torch::kFloat;
+    // LibTorch's CPU headers cannot ask for the compute capability; our CUDA module can. Without
+    // it, fp32 is the choice that works everywhere.
+    int major = 0;
+    if (auto backend = loadCudaBackend())
+        if (auto info = (*backend)->deviceInfo(device.index()))
+            major = info->computeMajor;
+    return StageModel::computeDtypeFor(device, major);
+}
+
+Status checkOptimizer(const EngineOptimizerSettings& o) {
+    const auto finite = [](double v) { return std::isfinite(v); };
+    if (!finite(o.learningRate) || o.learningRate < 0)
+        return makeError("optimizer: the learning rate must be finite and non-negative");
+    if (!finite(o.beta1) || !finite(o.beta2) || o.beta1 < 0 || o.beta1 >= 1 || o.beta2 < 0 || o.beta2 >= 1)
+        return makeError("optimizer: beta1 and beta2 must be in [0, 1)");
+    if (!finite(o.weightDecay) || o.weightDecay < 0 || !finite(o.epsilon) || o.epsilon <= 0)
+        return makeError("optimizer: weight decay must be non-negative and epsilon positive");
+    if (o.warmupSteps < 0)
+        return makeError("optimizer: warm-up steps must be non-negative");
+    return {};
+}
+
+std::string countWords(std::int64_t n) {
+    char buffer[32];
+    if (n < 10'000)
+        return str(n);
+    if (n < 1'000'000)
+        return str((n + 500) / 1000) + "k";
+    std::snprintf(buffer, sizeof buffer, n < 1'000'000'000 ? "%.2fM" : "%.2fB",
+                  static_cast<double>(n) / (n < 1'000'000'000 ? 1e6 : 1e9));
+    return buffer;
+}
+
+// splitmix64: the same synthetic ids on every machine (std distributions are not portable).
+std::uint64_t splitmix64(std::uint64_t& state) {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+std::vector<std::int32_t> seededIds(std::int64_t count, int vocab, std::uint64_t seed) {
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(count));
+    for (auto& id : ids)
+        id = static_cast<std::int32_t>(splitmix64(seed) % static_cast<std::uint64_t>(vocab));
+    return ids;
+}
+
+torch::Tensor idsTensor(const std::vector<std::int32_t>& ids, int batch, int seq) {
+    // from_blob borrows; .to(kLong) makes the tensor's own copy.
+    return torch::from_blob(const_cast<std::int32_t*>(ids.data()), {batch, seq}, torch::kInt)
+        .to(torch::kLong);
+}
+
+std::int64_t saturatingFlop(std::int64_t factor, std::int64_t parameters, std::int64_t tokens) {
+    if (parameters <= 0 || tokens <= 0)
+        return 0;
+    std::int64_t out = 0;
+    if (parameters > INT64_MAX / factor || __builtin_mul_overflow(factor * parameters, tokens, &out))
+        return INT64_MAX;
+    return out;
+}
+
+} // namespace
+
+struct StageEngine::State {
+    // What forward decoded: the stage's input tensor and the token ids the next frame carries.
+    struct Input {
+        torch::Tensor x;      // stage 0: ids [B, T] int64; else hidden [B, T, d] fp32
+        torch::Tensor tokens; // [B, T] int64
+        int batch = 0;
+        int seq = 0;
+    };
+    struct Shape {
+        int batch = 0;
+        int seq = 0;
+    };
+
+    StageEngineOptions options;
+    torch::Device device{torch::kCPU};
+    std::unique_ptr<Codec> codec;
+    std::unique_ptr<StageModel> model;
+    std::unique_ptr<StageOptimizer> optimizer;
+    std::unordered_map<std::int64_t, Shape> kept; // mirrors the model's kept graphs
+    std::int64_t accumulated = 0;
+
+    bool first() const { return model->isFirst(); }
+    bool last() const { return model->isLast(); }
+
+    Result<Input> decodeInput(std::span<const std::uint8_t> frame) const {
+        const ModelConfig& c = options.config;
+        if (first()) {
+            auto tokens = decodeTokens(frame, c.vocabSize, c.maxSeqLen, options.maxTokens);
+            if (!tokens)
+                return makeError("input: " + tokens.message());
+            const torch::Tensor ids = idsTensor(tokens->ids, tokens->batch, tokens->seq);
+            return Input{ids, ids, tokens->batch, tokens->seq};
+        }
+        auto activation = codec->decodeActivation(frame);
+        if (!activation)
+            return makeError("input: " + activation.message());
+        const auto& hidden = activation->hidden;
+        return Input{hidden, activation->tokens, static_cast<int>(hidden.size(0)),
+                     static_cast<int>(hidden.size(1))};
+    }
+
+    Result<torch::Tensor> decodeTargets(std::span<const std::uint8_t> frame, const Shape& shape) const {
+        if (frame.empty())
+            return makeError("the last stage needs the targets (a token frame)");
+        const ModelConfig& c = options.config;
+        auto targets = decodeTokens(frame, c.vocabSize, c.maxSeqLen, options.maxTokens);
+        if (!targets)
+            return makeError("targets: " + targets.message());
+        if (targets->batch != shape.batch || targets->seq != shape.seq)
+            return makeError("targets are " + str(targets->batch) + "x" + str(targets->seq) +
+                             " tokens, the input " + str(shape.batch) + "x" + str(shape.seq));
+        return idsTensor(targets->ids, targets->batch, targets->seq);
+    }
+
+    Result<torch::Tensor> decodeGradient(std::span<const std::uint8_t> frame, const Shape& shape) const {
+        if (frame.empty())
+            return makeError("the gradient from stage " + str(options.stage + 1) + " is missing");
+        auto grad = codec->decodeGradient(frame);
+        if (!grad)
+            return makeError("gradient: " + grad.message());
+        if (grad->size(0) != shape.batch || grad->size(1) != shape.seq)
+            return makeError("the gradient is for " + str(grad->size(0)) + "x" + str(grad->size(1)) +
+                             " tokens, the microbatch has " + str(shape.batch) + "x" + str(shape.seq));
+        return *grad;
+    }
+
+    Status checkShape(int batch, int seq) const {
+        const std::int64_t maxSeq = options.config.maxSeqLen;
+        if (batch < 1 || seq < 1 || seq > maxSeq || std::int64_t(batch) * seq > options.maxTokens)
+            return makeError("a microbatch must be at least 1x1, at most max_seq_len " + str(maxSeq) +
+                             " long and " + str(options.maxTokens) + " tokens: got " + str(batch) + "x" +
+                             str(seq));
+        return {};
+    }
+
+    void dropAllKept() {
+        for (const auto& [id, shape] : kept)
+            model->dropKept(id);
+        kept.clear();
+    }
+
+    StageBackwardResult finish(const BackwardResult& back, const Shape& shape) {
+        ++accumulated;
+        StageBackwardResult result;
+        result.tokens = std::int64_t(shape.batch) * shape.seq;
+        if (!first())
+            result.gradInput = codec->encodeGradient(back.gradInput, torch::Tensor());
+        if (last())
+            result.loss = back.loss.item<double>();
+        return result;
+    }
+};
+
+StageEngine::StageEngine(std::unique_ptr<State> state)
+    : m_state(std::move(state)) {}
+
+StageEngine::~StageEngine() = default;
+
+Result<std::unique_ptr<StageEngine>> StageEngine::create(const StageEngineOptions& options) {
+    const ModelConfig& config = options.config;
+    if (auto valid = config.validate(); !valid)
+        return makeError("model config: " + valid.message());
+    if (options.stage < 0 || options.stage >= config.stages)
+        return makeError("stage " + str(options.stage) + " is not in [0, " + str(config.stages) + ")");
+    if (options.maxTokens < 1 || options.maxTokens > (std::int64_t(1) << 24))
+        return makeError("max tokens per frame must be between 1 and 16777216");
+    if (auto valid = checkOptimizer(options.optimizer); !valid)
+        return valid.error();
+    return guarded(
+        "could not build stage " + str(options.stage), [&]() -> Result<std::unique_ptr<StageEngine>> {
+            auto device = parseDevice(options.device);
+            if (!device)
+                return device.error();
+            auto dtype = resolveComputeDtype(options.computeDtype, *device);
+            if (!dtype)
+                return dtype.error();
+            CodecOptions codecOptions;
+            codecOptions.activationDtype = options.activationDtype;
+            codecOptions.gradientDtype = options.gradientDtype;
+            codecOptions.maxTokens = options.maxTokens;
+            auto codec = makeCodec(config, codecOptions);
+            if (!codec)
+                return codec.error();
+
+            auto state = std::make_unique<State>();
+            state->options = options;
+            state->device = *device;
+            state->codec = std::move(*codec);
+            state->model = std::make_unique<StageModel>(config, options.stage, *device, *dtype);
+            std::vector<torch::Tensor> parameters;
+            for (const auto& [name, tensor] : state->model->namedParameters())
+                parameters.push_back(tensor);
+            const EngineOptimizerSettings& o = options.optimizer;
+            state->optimizer = std::make_unique<StageOptimizer>(
+                std::move(parameters),
+                OptimizerOptions{o.learningRate, o.beta1, o.beta2, o.weightDecay, o.epsilon, o.warmupSteps});
+            return std::unique_ptr<StageEngine>(new StageEngine(std::move(state)));
+        });
+}
+
+Status StageEngine::loadShard(const std::filesystem::path& file, const ShardManifest& manifest) {
+    return guarded("loading " + file.filename().string(), [&]() -> Status {
+        if (auto loaded = loadStageShard(*m_state->model, file, &manifest); !loaded)
+            return loaded;
+        // Graphs and gradients made with the old weights mean nothing for the new ones.
+        m_state->dropAllKept();
+        m_state->model->zeroGrad();
+        m_state->accumulated = 0;
+        return {};
+    });
+}
+
+Result<ShardManifest> StageEngine::saveShard(const std::filesystem::path& file, std::int64_t version,
+                                             std::int64_t step) {
+    return guarded("saving " + file.filename().string(),
+                   [&] { return writeStageShard(*m_state->model, file, version, step); });
+}
+
+Result<StageForwardResult> StageEngine::forward(std::int64_t microbatch, std::span<const std::uint8_t> input,
+                                                std::span<const std::uint8_t> targets) {
+    State& st = *m_state;
+    return guarded("stage " + str(st.options.stage), [&]() -> Result<StageForwardResult> {
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        const State::Shape shape{in->batch, in->seq};
+        torch::Tensor target;
+        if (st.last()) {
+            auto decoded = st.decodeTargets(targets, shape);
+            if (!decoded)
+                return decoded.error();
+            target = *decoded;
+        }
+        torch::Tensor out;
+        if (st.options.keepActivations) {
+            out = st.model->forwardKeep(microbatch, in->x, target);
+            st.kept[microbatch] = shape;
+        } else {
+            out = st.model->forward(in->x, target);
+        }
+        StageForwardResult result;
+        result.tokens = std::int64_t(shape.batch) * shape.seq;
+        if (st.last())
+            result.loss = out.item<double>();
+        else
+            result.output = st.codec->encodeActivation(out, in->tokens);
+        return result;
+    });
+}
+
+Result<StageBackwardResult> StageEngine::backward(std::int64_t microbatch,
+                                                  std::span<const std::uint8_t> gradOutput,
+                                                  std::span<const std::uint8_t> input,
+                                                  std::span<const std::uint8_t> targets) {
+    State& st = *m_state;
+    return guarded("stage " + str(st.options.stage), [&]() -> Result<StageBackwardResult> {
+        if (const auto it = st.kept.find(microbatch); it != st.kept.end()) {
+            const State::Shape shape = it->second;
+            torch::Tensor grad;
+            if (!st.last()) {
+                auto decoded = st.decodeGradient(gradOutput, shape);
+                if (!decoded) // the kept graph stays: a correct gradient may follow
+                    return decoded.error();
+                grad = *decoded;
+            }
+            // The model consumes the graph even if its backward throws: forget it first.
+            st.kept.erase(it);
+            return st.finish(st.model->backward(microbatch, grad), shape);
+        }
+        if (input.empty())
+            return makeError("no activations are kept for microbatch " + str(microbatch) +
+                             ": pass its forward input to recompute");
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        const State::Shape shape{in->batch, in->seq};
+        auto second = st.last() ? st.decodeTargets(targets, shape) : st.decodeGradient(gradOutput, shape);
+        if (!second)
+            return second.error();
+        return st.finish(st.model->backward(in->x, *second), shape);
+    });
+}
+
+void StageEngine::drop(std::int64_t microbatch) {
+    m_state->kept.erase(microbatch);
+    m_state->model->dropKept(microbatch);
+}
+
+Status StageEngine::isolated(const std::function<Status()>& body) {
+    State& st = *m_state;
+    try {
+        std::vector<torch::Tensor> saved;
+        const auto parameters = st.model->namedParameters();
+        saved.reserve(parameters.size());
+        for (const auto& [name, p] : parameters)
+            saved.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+        const std::int64_t accumulated = st.accumulated;
+        const Status result = body();
+        for (std::size_t i = 0; i < parameters.size(); ++i)
+            parameters[i].second.mutable_grad() = saved[i];
+        st.accumulated = accumulated;
+        return result;
+    } catch (const std::exception& e) {
+        return makeError(std::string("isolated run: ") + e.what());
+    }
+}
+
+Status StageEngine::step(int microbatches) {
+    State& st = *m_state;
+    if (microbatches < 0)
+        return makeError("step: the microbatch count must be non-negative, got " + str(microbatches));
+    return guarded("step " + str(steps() + 1), [&]() -> Status {
+        st.dropAllKept(); // they hold the weights this step replaces
+        if (microbatches > 0 && st.accumulated > 0)
+            st.optimizer->step(microbatches); // zeroes the gradients
+        else
+            st.model->zeroGrad();
+        st.accumulated = 0;
+        return {};
+    });
+}
+
+std::int64_t StageEngine::steps() const {
+    return m_state->optimizer->steps();
+}
+
+std::int64_t StageEngine::parameterCount() const {
+    return m_state->model->parameterCount();
+}
+
+int StageEngine::stage() const {
+    return m_state->options.stage;
+}
+
+const ModelConfig& StageEngine::config() const {
+    return m_state->options.config;
+}
+
+std::int64_t StageEngine::keptCount() const {
+    return static_cast<std::int64_t>(m_state->model->keptCount());
+}
+
+std::int64_t StageEngine::accumulatedMicrobatches() const {
+    return m_state->accumulated;
+}
+
+std::string StageEngine::device() const {
+    return m_state->device.str();
+}
+
+Dtype StageEngine::computeDtype() const {
+    return m_state->model->computeDtype() == torch::kBFloat16 ? Dtype::BF16 : Dtype::F32;
+}
+
+std::int64_t StageEngine::forwardFlop(std::int64_t parameters, std::int64_t tokens) {
+    return saturatingFlop(2, parameters, tokens);
+}
+
+std::int64_t StageEngine::backwardFlop(std::int64_t parameters, std::int64_t tokens) {
+    return saturatingFlop(4, parameters, tokens);
+}
+
+Result<Bytes> StageEngine::syntheticInput(int batch, int seq, std::uint64_t seed) const {
+    const State& st = *m_state;
+    if (auto valid = st.checkShape(batch, seq); !valid)
+        return valid.error();
+    return guarded("synthetic input", [&]() -> Result<Bytes> {
+        const auto ids = seededIds(std::int64_t(batch) * seq, st.options.config.vocabSize, seed);
+        if (st.first())
+            return encodeTokens(ids, batch, seq);
+        // Unit-RMS hidden states, like the embeddings a real stage 0 sends.
+        auto generator = at::detail::createCPUGenerator(seed);
+        const auto hidden = torch::randn({batch, seq, st.options.config.dModel}, generator);
+        return st.codec->encodeActivation(hidden, idsTensor(ids, batch, seq));
+    });
+}
+
+Result<Bytes> StageEngine::syntheticTargets(int batch, int seq, std::uint64_t seed) const {
+    const State& st = *m_state;
+    if (auto valid = st.checkShape(batch, seq); !valid)
+        return valid.error();
+    // A different stream from the input's ids of the same seed.
+    return encodeTokens(seededIds(std::int64_t(batch) * seq, st.options.config.vocabSize, ~seed), batch, seq);
+}
+
+Result<Bytes> StageEngine::syntheticGradient(int batch, int seq, std::uint64_t seed) const {
+    const State& st = *m_state;
+    if (auto valid = st.checkShape(batch, seq); !valid)
+        return valid.error();
+    return guarded("synthetic gradient", [&]() -> Result<Bytes> {
+        // The gradient of a mean loss over B·T tokens is about 1/(B·T) per token.
+        auto generator = at::detail::createCPUGenerator(seed);
+        const auto grad = torch::randn({batch, seq, st.options.config.dModel}, generator) /
+                          static_cast<double>(std::int64_t(batch) * seq);
+        return st.codec->encodeGradient(grad, torch::Tensor());
+    });
+}
+
+std::string StageEngine::describe() const {
+    const State& st = *m_state;
+    const ModelConfig& c = st.options.config;
+    return "stage " + str(st.options.stage) + "/" + str(c.stages) + " of " + c.name + " on " + device() +
+           " (" + std::string(dtypeName(computeDtype())) + "), " + countWords(parameterCount()) +
+           " parameters, codec " + st.codec->describe();
+}
+
+} // namespace tessera::gpu

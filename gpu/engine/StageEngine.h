@@ -1,0 +1,147 @@
+#pragma once
+// StageEngine: one pipeline stage behind a torch-free facade — token frames and codec frames
+// in, codec frames out — for the node's engine in core/, which cannot include torch.
+//
+// Wraps StageModel (forward / kept or recompute backward), the run's Codec, StageOptimizer
+// (AdamW) and StageShard. Every exception (c10::Error included) is caught here and returned as
+// an Error: nothing throws out of this class. A bad frame, a shape that does not match, a
+// microbatch the engine knows nothing of: each is an Error that changes no state.
+//
+// Lifecycle of a microbatch on one stage:
+//   forward(id, input[, targets])  → KEPT (keepActivations) or FORGOTTEN
+//   backward(id, gradOutput)        KEPT → ACCUMULATED (the graph is consumed)
+//   backward(id, gradOutput, input[, targets])  FORGOTTEN → ACCUMULATED (recomputes)
+//   drop(id)                        KEPT → FORGOTTEN (abandoned)
+//   step(n)                         ACCUMULATED → applied; every KEPT graph is dropped
+//
+// Not thread-safe: one thread (the engine worker) drives a StageEngine.
+
+#include "Dtype.h"
+#include "Result.h"
+#include "engine/TokenFrame.h"
+#include "model/ModelConfig.h"
+#include "shard/ShardManifest.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <functional>
+#include <span>
+#include <string>
+
+namespace tessera::gpu {
+
+// AdamW settings, mirroring train/StageOptimizer.h's OptimizerOptions (which includes torch);
+// a test keeps the defaults equal.
+struct EngineOptimizerSettings {
+    double learningRate = 3e-3;
+    double beta1 = 0.9;
+    double beta2 = 0.95;
+    double weightDecay = 0.1;
+    double epsilon = 1e-8;
+    int warmupSteps = 20; // linear warm-up of the learning rate
+};
+
+struct StageEngineOptions {
+    ModelConfig config; // the run's model, stages and codec included
+    int stage = 0;
+    std::string device = "cpu"; // "cpu", "cuda" or "cuda:N"
+    // fp32 or bf16; nullopt: bf16 on CUDA devices of compute capability 8+, else fp32.
+    std::optional<Dtype> computeDtype;
+    EngineOptimizerSettings optimizer;
+    // Wire element types of the codec (nullopt: the codec's default; see codec/Codec.h).
+    std::optional<Dtype> activationDtype;
+    std::optional<Dtype> gradientDtype;
+    std::int64_t maxTokens = 65536; // most B·T one frame may carry: bounds what decoding allocates
+    // Keep each forward's graph so backward of the same microbatch needs no recompute (costs the
+    // activations' memory until backward, drop or step).
+    bool keepActivations = true;
+};
+
+struct StageForwardResult {
+    Bytes output; // codec activation frame for the next stage; empty on the last stage
+    double loss = std::numeric_limits<double>::quiet_NaN(); // mean cross-entropy, last stage only
+    std::int64_t tokens = 0;                                // B·T
+};
+
+struct StageBackwardResult {
+    Bytes gradInput; // codec gradient frame for the previous stage; empty on stage 0
+    double loss = std::numeric_limits<double>::quiet_NaN(); // last stage only
+    std::int64_t tokens = 0;
+};
+
+class StageEngine {
+public:
+    // Builds the stage with its seeded initial weights (those of a fresh StageModel) on the
+    // device. An unknown or absent device is an Error that says which devices exist.
+    static Result<std::unique_ptr<StageEngine>> create(const StageEngineOptions& options);
+    ~StageEngine();
+    StageEngine(const StageEngine&) = delete;
+    StageEngine& operator=(const StageEngine&) = delete;
+
+    // Verifies the file against the manifest (size, chunks, SHA-256, model and stage) and its
+    // tensor set, then loads it. On failure no weight changes. On success kept graphs and
+    // accumulated gradients (made with the old weights) are discarded; AdamW's moments stay.
+    Status loadShard(const std::filesystem::path& file, const ShardManifest& manifest);
+    // Writes the weights atomically and returns the manifest of what was written.
+    Result<ShardManifest> saveShard(const std::filesystem::path& file, std::int64_t version,
+                                    std::int64_t step);
+
+    // Stage 0 takes a token frame, the others a codec activation frame. The last stage also needs
+    // `targets`, a token frame of the same shape (ignored on other stages).
+    Result<StageForwardResult> forward(std::int64_t microbatch, std::span<const std::uint8_t> input,
+                                       std::span<const std::uint8_t> targets = {});
+    // Backward of a microbatch: through its kept graph when there is one, else recomputed from
+    // `input` (the relayed forward input; on the last stage with its targets). gradOutput is the
+    // next stage's codec gradient frame, ignored on the last stage. Gradients accumulate until
+    // step().
+    Result<StageBackwardResult> backward(std::int64_t microbatch, std::span<const std::uint8_t> gradOutput,
+                                         std::span<const std::uint8_t> input = {},
+                                         std::span<const std::uint8_t> targets = {});
+    // Forgets a kept graph (the microbatch was abandoned or went elsewhere); no-op when none.
+    void drop(std::int64_t microbatch);
+    // Runs body (forwards and backwards of synthetic microbatches: a probe of this stage's
+    // speed), then puts every gradient and the accumulated count back as they were, so nothing
+    // of it reaches the optimizer. Kept graphs of other microbatches are untouched.
+    Status isolated(const std::function<Status()>& body);
+
+    // AdamW over what was accumulated since the last step, averaged over `microbatches`. With 0,
+    // or when nothing was accumulated, the weights do not move (and what was accumulated is
+    // discarded). Either way the step ends every kept graph (they hold the old weights).
+    Status step(int microbatches);
+
+    std::int64_t steps() const;
+    std::int64_t parameterCount() const;
+    int stage() const;
+    const ModelConfig& config() const;
+    std::int64_t keptCount() const;
+    std::int64_t accumulatedMicrobatches() const;
+    // "cpu" or "cuda:N", and "fp32" or "bf16".
+    std::string device() const;
+    Dtype computeDtype() const;
+
+    // FLOPs the coordinator credits (DESIGN.md): forward 2·N·T, backward 4·N·T, with N the
+    // stage's parameters and T the tokens; 0 for negative inputs, saturating at INT64_MAX.
+    static std::int64_t forwardFlop(std::int64_t parameters, std::int64_t tokens);
+    static std::int64_t backwardFlop(std::int64_t parameters, std::int64_t tokens);
+
+    // Seeded, valid frames for benchmarks and self-tests: this stage's forward input, the last
+    // stage's targets, and a gradient as the next stage would send it.
+    Result<Bytes> syntheticInput(int batch, int seq, std::uint64_t seed) const;
+    Result<Bytes> syntheticTargets(int batch, int seq, std::uint64_t seed) const;
+    Result<Bytes> syntheticGradient(int batch, int seq, std::uint64_t seed) const;
+
+    // e.g. "stage 1/4 of tiny on cpu (fp32), 410k parameters, codec none, activations fp32,
+    // gradients fp32"
+    std::string describe() const;
+
+    struct State;
+
+private:
+    explicit StageEngine(std::unique_ptr<State> state);
+    std::unique_ptr<State> m_state;
+};
+
+} // namespace tessera::gpu

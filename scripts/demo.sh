@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The main job on this machine: a local coordinator (tiny model, SQLite in demo/coordinator)
+# and this machine contributing to it with one node per pipeline stage, so every stage is
+# held. Prints the swarm's status every few seconds; Ctrl-C stops everything cleanly.
+#
+#   scripts/demo.sh [BUILD_DIR] [STAGES]
+set -euo pipefail
+build=${1:-build}
+stages=${2:-2}
+bin="$build/bin"
+root=${TESSERA_DEMO_DIR:-demo}
+mkdir -p "$root"
+log="$root/coordinator.log"
+
+pids=()
+cleanup() {
+    trap - INT TERM EXIT
+    echo
+    echo "stopping the nodes and the coordinator..."
+    for ((s = 0; s < stages; s++)); do "$bin/tessera-node" stop --data-dir "$root/node-$s" >/dev/null 2>&1 || true; done
+    sleep 1
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup INT TERM EXIT
+
+"$bin/tessera-coordinator" --data-dir "$root/coordinator" --listen 127.0.0.1:0 --model tiny \
+    --stages "$stages" >"$log" 2>&1 &
+pids+=($!)
+url=""
+for _ in $(seq 1 600); do
+    url=$(sed -n 's/^listening on //p' "$log" | head -n1)
+    [[ -n "$url" ]] && break
+    kill -0 "${pids[0]}" 2>/dev/null || { cat "$log"; exit 1; }
+    sleep 0.2
+done
+[[ -n "$url" ]] || { echo "the coordinator did not start; see $log"; exit 1; }
+grep -E "^(tessera-coordinator|TLS SHA-256|coordinator key)" "$log" || true
+echo "coordinator: $url (status page: $url/ — its certificate is $root/coordinator/tls.crt)"
+
+for ((s = 0; s < stages; s++)); do
+    "$bin/tessera-node" run --coordinator "$url" --data-dir "$root/node-$s" \
+        --coordinator-ca "$root/coordinator/tls.crt" --gpu-limit 70 2>"$root/node-$s.log" &
+    pids+=($!)
+done
+echo "started $stages nodes (logs: $root/node-*.log); Ctrl-C to stop"
+while true; do
+    sleep 5
+    echo "--- $(date +%T)"
+    for ((s = 0; s < stages; s++)); do
+        "$bin/tessera-node" status --data-dir "$root/node-$s" 2>/dev/null | grep -E "^(state|stage|download|compute|credits):" |
+            paste -sd' ' | sed "s/^/node-$s  /; s/  */ /g" || echo "node-$s  (starting)"
+    done
+    { curl -s --cacert "$root/coordinator/tls.crt" "$url/v1/status"; echo; } |
+        sed -n 's/.*"nodes":{\([^}]*\)}.*/swarm nodes: \1/p' || true
+done
