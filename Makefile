@@ -36,6 +36,8 @@ bench: build
 	$(BUILD_DIR)/bin/bench_stage_model
 	$(BUILD_DIR)/bin/bench_codec
 	$(BUILD_DIR)/bin/bench_coordinator
+	$(BUILD_DIR)/bin/bench_node_engine
+	$(BUILD_DIR)/bin/bench_node
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 
 format: configure

@@ -148,6 +148,14 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     if (!options.dataset.isEmpty())
         if (Result<DatasetSpec> d = DatasetSpec::parse(options.dataset); !d)
             return d.error();
+    // The operator's certificate and key are checked before the data dir is made.
+    std::optional<TlsCertificate> given;
+    if (!options.tlsCert.isEmpty()) {
+        Result<TlsCertificate> loaded = TlsCertificate::load(options.tlsCert, options.tlsKey);
+        if (!loaded)
+            return makeError("the TLS certificate: " + loaded.message());
+        given = std::move(*loaded);
+    }
 
     if (Status s = createDataDir(options.dataDir); !s)
         return s.error();
@@ -163,13 +171,11 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
 
     std::optional<TlsCertificate> tls;
     if (!options.insecureLoopback) {
-        const bool given = !options.tlsCert.isEmpty();
         c->m_tlsCertPath = given ? options.tlsCert : dataDir.filePath(QStringLiteral("tls.crt"));
         Result<TlsCertificate> loaded =
-            given
-                ? TlsCertificate::load(options.tlsCert, options.tlsKey)
-                : TlsCertificate::loadOrCreate(c->m_tlsCertPath, dataDir.filePath(QStringLiteral("tls.key")),
-                                               certificateNames(*listen));
+            given ? Result<TlsCertificate>(std::move(*given))
+                  : TlsCertificate::loadOrCreate(c->m_tlsCertPath, dataDir.filePath(QStringLiteral("tls.key")),
+                                                 certificateNames(*listen));
         if (!loaded)
             return makeError("the TLS certificate: " + loaded.message());
         c->m_tlsFingerprint = loaded->sha256Fingerprint();

@@ -91,6 +91,24 @@ Status NodeRegistry::touch(const QString& nodeId, qint64 nowMs) {
                      {nowMs, nodeId});
 }
 
+Status NodeRegistry::touchMany(const QStringList& nodeIds, qint64 nowMs) {
+    constexpr qsizetype kChunk = 500;
+    for (qsizetype from = 0; from < nodeIds.size(); from += kChunk) {
+        const QStringList chunk = nodeIds.mid(from, kChunk);
+        QVariantList values{nowMs};
+        QString in;
+        for (const QString& id : chunk) {
+            values << id;
+            in += in.isEmpty() ? QStringLiteral("?") : QStringLiteral(",?");
+        }
+        Result<QSqlQuery> q = sql::exec(
+            m_db.connection(), QStringLiteral("UPDATE nodes SET last_seen = ? WHERE node_id IN (%1)").arg(in), values);
+        if (!q)
+            return q.error();
+    }
+    return {};
+}
+
 Result<int> NodeRegistry::markStaleOffline(qint64 cutoffMs) {
     Result<QSqlQuery> q = sql::exec(
         m_db.connection(), QStringLiteral("UPDATE nodes SET state = ? WHERE state = ? AND last_seen < ?"),

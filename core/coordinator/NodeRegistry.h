@@ -4,6 +4,7 @@
 #include "Result.h"
 
 #include <QString>
+#include <QStringList>
 #include <QVariantList>
 
 #include <optional>
@@ -57,6 +58,8 @@ public:
     Status setState(const QString& nodeId, NodeState state, qint64 nowMs);
     Status setStage(const QString& nodeId, std::optional<int> stage);
     Status touch(const QString& nodeId, qint64 nowMs);
+    // last_seen = nowMs for every node named, in a few statements; unknown ids are skipped.
+    Status touchMany(const QStringList& nodeIds, qint64 nowMs);
     // Marks offline, in one conditional UPDATE, every online node last seen before cutoffMs
     // (keeping its last_seen); returns how many.
     Result<int> markStaleOffline(qint64 cutoffMs);

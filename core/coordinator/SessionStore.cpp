@@ -1,5 +1,7 @@
 #include "coordinator/SessionStore.h"
 
+#include <QSet>
+
 #include "coordinator/Database.h"
 #include "coordinator/Sql.h"
 
@@ -45,6 +47,55 @@ Result<bool> SessionStore::heartbeat(const QString& tokenHash, qint64 nowMs) {
     if (!q)
         return q.error();
     return q->numRowsAffected() == 1;
+}
+
+namespace {
+
+// Statements bind at most this many values: well under SQLite's and PostgreSQL's limits.
+constexpr qsizetype kInListChunk = 500;
+
+QString placeholders(qsizetype n) {
+    QString p;
+    p.reserve(n * 2);
+    for (qsizetype i = 0; i < n; ++i)
+        p += i ? QStringLiteral(",?") : QStringLiteral("?");
+    return p;
+}
+
+} // namespace
+
+Result<QStringList> SessionStore::heartbeatMany(const QStringList& tokenHashes, qint64 nowMs) {
+    QStringList ended;
+    for (qsizetype from = 0; from < tokenHashes.size(); from += kInListChunk) {
+        const QStringList chunk = tokenHashes.mid(from, kInListChunk);
+        QVariantList values;
+        for (const QString& h : chunk)
+            values << h;
+        const QString in = placeholders(chunk.size());
+        Result<QSqlQuery> valid = sql::exec(
+            m_db.connection(),
+            QStringLiteral("SELECT token_hash FROM sessions WHERE token_hash IN (%1) AND revoked = 0 AND "
+                           "expires_at > ?")
+                .arg(in),
+            values + QVariantList{nowMs});
+        if (!valid)
+            return valid.error();
+        QSet<QString> alive;
+        while (valid->next())
+            alive.insert(valid->value(0).toString());
+        for (const QString& h : chunk)
+            if (!alive.contains(h))
+                ended << h;
+        Result<QSqlQuery> q = sql::exec(
+            m_db.connection(),
+            QStringLiteral("UPDATE sessions SET last_heartbeat = ? WHERE token_hash IN (%1) AND revoked = 0 AND "
+                           "expires_at > ?")
+                .arg(in),
+            QVariantList{nowMs} + values + QVariantList{nowMs});
+        if (!q)
+            return q.error();
+    }
+    return ended;
 }
 
 Status SessionStore::revoke(const QString& tokenHash) {

@@ -4,6 +4,7 @@
 #include "Result.h"
 
 #include <QString>
+#include <QStringList>
 
 #include <chrono>
 #include <optional>
@@ -35,6 +36,9 @@ public:
     // Records a heartbeat: false when the session is no longer valid (unknown, revoked or
     // expired), so the caller drops it; an error is a failed statement.
     Result<bool> heartbeat(const QString& tokenHash, qint64 nowMs);
+    // Many heartbeats at once, all recorded at nowMs, in a few statements whatever their number
+    // (what the session API flushes); returns the hashes that are no longer valid.
+    Result<QStringList> heartbeatMany(const QStringList& tokenHashes, qint64 nowMs);
     Status revoke(const QString& tokenHash);
     // Revokes every session of a node (banned, or re-admitted elsewhere); returns how many.
     Result<int> revokeNode(const QString& nodeId);

@@ -14,6 +14,7 @@
 #include "node/ShardStore.h"
 
 #include <QDateTime>
+#include <QFile>
 #include <QJsonDocument>
 #include <QThread>
 
@@ -343,8 +344,13 @@ void Node::join() {
         m_engine = std::make_unique<EngineThread>();
         EngineWorker* worker = m_engine->worker();
         connect(worker, &EngineWorker::loaded, this, [this](const QString& error, qint64 parameters) {
-            if (!error.isEmpty())
-                return retryLater(QStringLiteral("loading the stage: ") + error, NodeState::Joining);
+            if (!error.isEmpty()) {
+                // The loader checks the whole file against the manifest first: a shard that fails
+                // (damaged on disk since it was downloaded) is removed and fetched again.
+                QFile::remove(m_store->pathFor(*m_manifest));
+                QFile::remove(m_store->manifestPathFor(*m_manifest));
+                return retryLater(QStringLiteral("loading the stage: ") + error, NodeState::Downloading);
+            }
             qInfo("node: stage %d loaded (%lld parameters)", m_stage, qlonglong(parameters));
             m_engineLoaded = true;
             maybeWorking();

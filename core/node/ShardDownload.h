@@ -20,7 +20,6 @@
 
 class QNetworkAccessManager;
 class QNetworkReply;
-class QThread;
 
 namespace tessera::node {
 
@@ -126,7 +125,6 @@ private:
     QElapsedTimer m_clock;
     TransferRate m_rate;
     qint64 m_lastProgressMs = -1;
-    QThread* m_verifier = nullptr;
 };
 
 } // namespace tessera::node

@@ -36,6 +36,8 @@ private Q_SLOTS:
     void validUntilExpiry();
     void revokedSessionsEnd_data() { test::DatabaseBackends::addRows(); }
     void revokedSessionsEnd();
+    void heartbeatManyRecordsValidAndNamesTheRest_data() { test::DatabaseBackends::addRows(); }
+    void heartbeatManyRecordsValidAndNamesTheRest();
     void purgeDropsOnlyDeadSessions_data() { test::DatabaseBackends::addRows(); }
     void purgeDropsOnlyDeadSessions();
     void refusesUnknownNodesAndDuplicates_data() { test::DatabaseBackends::addRows(); }
@@ -141,6 +143,45 @@ void TestCoordinatorSessionStore::refusesUnknownNodesAndDuplicates() {
     QVERIFY(sessions.create(QStringLiteral("h"), QStringLiteral("n1"), 0, 1h));
     QVERIFY(!sessions.create(QStringLiteral("h"), QStringLiteral("n1"), 0, 1h));
     QVERIFY(!sessions.create(QStringLiteral("h2"), QStringLiteral("n1"), 0, 0ms));
+}
+
+
+// The session API's batched flush: 1,200 sessions (over two IN-list chunks) in one call; the
+// valid ones get the time, the revoked, expired and unknown ones come back by name; nodes'
+// last_seen moves in one call too.
+void TestCoordinatorSessionStore::heartbeatManyRecordsValidAndNamesTheRest() {
+    std::unique_ptr<Database> db = open(freshUrl());
+    if (!db)
+        return;
+    QVERIFY(admit(*db, QStringLiteral("n1")));
+    QVERIFY(admit(*db, QStringLiteral("n2")));
+    SessionStore sessions(*db);
+    QStringList hashes;
+    const Status created = db->writeTransaction([&]() -> Status {
+        for (int i = 0; i < 1200; ++i) {
+            hashes << QStringLiteral("h%1").arg(i);
+            if (Status s = sessions.create(hashes.last(), i % 2 ? QStringLiteral("n1") : QStringLiteral("n2"),
+                                           0, i == 7 ? 1s : 1h);
+                !s)
+                return s;
+        }
+        return {};
+    });
+    QVERIFY2(created, failure(created));
+    QVERIFY(sessions.revoke(QStringLiteral("h1100")));
+    Result<QStringList> ended = sessions.heartbeatMany(hashes + QStringList{QStringLiteral("unknown")}, 5000);
+    QVERIFY2(ended, failure(ended));
+    QStringList sorted = *ended;
+    sorted.sort();
+    QCOMPARE(sorted, (QStringList{QStringLiteral("h1100"), QStringLiteral("h7"), QStringLiteral("unknown")}));
+    QCOMPARE(sessions.findValid(QStringLiteral("h0"), 5000).value()->lastHeartbeatMs, qint64(5000));
+    QCOMPARE(sessions.findValid(QStringLiteral("h1199"), 5000).value()->lastHeartbeatMs, qint64(5000));
+
+    NodeRegistry nodes(*db);
+    const Status touched = nodes.touchMany({QStringLiteral("n1"), QStringLiteral("n2"), QStringLiteral("gone")}, 6000);
+    QVERIFY2(touched, failure(touched));
+    QCOMPARE(nodes.find(QStringLiteral("n1")).value()->lastSeenMs, qint64(6000));
+    QCOMPARE(nodes.find(QStringLiteral("n2")).value()->lastSeenMs, qint64(6000));
 }
 
 QTEST_GUILESS_MAIN(TestCoordinatorSessionStore)

@@ -9,6 +9,7 @@
 #include <QDateTime>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QSet>
 #include <QTcpSocket>
 #include <QWebSocket>
 #include <QWebSocketServer>
@@ -71,6 +72,11 @@ SessionApi::SessionApi(Database& db, Metrics& metrics, SessionSettings settings,
                                         std::chrono::milliseconds(5000)));
     connect(&m_sweepTimer, &QTimer::timeout, this, &SessionApi::sweep);
     m_sweepTimer.start();
+    // Small batches often: one big batch every few seconds would stall the event loop (and every
+    // request behind it) for as long as it takes to write.
+    m_flushTimer.setInterval(std::min(m_sweepTimer.intervalAsDuration(), std::chrono::milliseconds(1000)));
+    connect(&m_flushTimer, &QTimer::timeout, this, &SessionApi::flushHeartbeats);
+    m_flushTimer.start();
     publishCount();
 }
 
@@ -225,33 +231,28 @@ void SessionApi::drop(QWebSocket* socket) {
 
 void SessionApi::flushHeartbeats() {
     QList<QWebSocket*> heard;
-    for (auto it = m_live.begin(); it != m_live.end(); ++it)
-        if (std::exchange(it->heartbeatUnsaved, false))
+    QStringList tokens, nodes;
+    for (auto it = m_live.begin(); it != m_live.end(); ++it) {
+        if (std::exchange(it->heartbeatUnsaved, false)) {
             heard << it.key();
+            tokens << it->tokenHash;
+            nodes << it->nodeId;
+        }
+    }
     if (heard.isEmpty())
         return;
-    QList<QWebSocket*> ended;
+    // All recorded at the flush's time: last_seen needs no finer grain than the flush interval.
+    const qint64 now = nowMs();
+    QStringList ended;
     const Status written = m_db.writeTransaction([&]() -> Status {
-        SessionStore sessions(m_db);
-        NodeRegistry nodes(m_db);
-        for (QWebSocket* socket : heard) {
-            const Live& live = m_live[socket];
-            Result<bool> valid = sessions.heartbeat(live.tokenHash, live.lastHeartbeatMs);
-            if (!valid)
-                return valid.error();
-            if (!*valid) {
-                ended << socket;
-                continue;
-            }
-            // A node row removed meanwhile is not an error worth losing the batch for.
-            if (Status s = nodes.touch(live.nodeId, live.lastHeartbeatMs); !s)
-                qWarning("coordinator: recording node %s as seen failed: %s", qPrintable(live.nodeId),
-                         s.message().c_str());
-        }
-        return {};
+        Result<QStringList> invalid = SessionStore(m_db).heartbeatMany(tokens, now);
+        if (!invalid)
+            return invalid.error();
+        ended = *invalid;
+        return NodeRegistry(m_db).touchMany(nodes, now);
     });
     if (!written) {
-        // Kept in memory: the next sweep tries again, and the sockets stay open meanwhile.
+        // Kept in memory: the next flush tries again, and the sockets stay open meanwhile.
         qWarning("coordinator: recording %lld heartbeats failed: %s", qlonglong(heard.size()),
                  written.message().c_str());
         for (QWebSocket* socket : heard)
@@ -259,8 +260,14 @@ void SessionApi::flushHeartbeats() {
                 it->heartbeatUnsaved = true;
         return;
     }
+    if (ended.isEmpty())
+        return;
     // Revoked or expired while connected: the token no longer admits this node.
-    for (QWebSocket* socket : ended) {
+    const QSet<QString> endedSet(ended.cbegin(), ended.cend());
+    for (QWebSocket* socket : heard) {
+        const auto it = m_live.find(socket);
+        if (it == m_live.end() || !endedSet.contains(it->tokenHash))
+            continue;
         drop(socket);
         closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
                     QStringLiteral("the session was revoked or expired; admit again for a new one"));
@@ -293,6 +300,7 @@ void SessionApi::sweep() {
 
 void SessionApi::closeAll(const QString& reason) {
     m_sweepTimer.stop();
+    m_flushTimer.stop();
     flushHeartbeats();
     const QList<QWebSocket*> sockets = m_live.keys();
     for (QWebSocket* socket : sockets) {
