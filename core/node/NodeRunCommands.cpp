@@ -205,7 +205,8 @@ int runControlCommand(const QStringList& arguments, std::ostream& out, std::ostr
     }
     if (command == u"status" && parser.isSet(json))
         out << QJsonDocument(*reply).toJson(QJsonDocument::Indented).toStdString();
-    else if (command == u"status" || command == u"limit" || command == u"pause" || command == u"resume")
+    else if (command == u"status" || command == u"limit" || command == u"resume" ||
+             (command == u"pause" && !parser.isSet(hard)))
         out << statusText(*reply);
     else
         out << "state: " << reply->value(u"state").toString() << "\n";

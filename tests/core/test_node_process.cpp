@@ -177,9 +177,21 @@ void TestNodeProcess::firstRunReachesWorkingAndControlsWork() {
     QVERIFY(refused.value(u"error").toString().contains(u"token"));
     QVERIFY(node.running());
 
-    r = runProcess(nodeProgram(), {u"stop"_qs, u"--data-dir"_qs, data});
+    // Hard pause: the process exits (all its memory freed); the next start resumes the same
+    // session without a new admission or download.
+    r = runProcess(nodeProgram(), {u"pause"_qs, u"--hard"_qs, u"--data-dir"_qs, data});
     QCOMPARE(r.exitCode, 0);
     QCOMPARE(node.waitExit(15'000), 0);
+    NodeProcess resumed(coordinator->url(), data, run + u"/tls.crt"_qs);
+    QVERIFY(waitState(data, u"Working"_qs, 60'000, &resumed));
+    QVERIFY2(resumed.log().contains("resuming the session"), resumed.log().constData());
+    QVERIFY(resumed.log().contains("is already here"));
+    QVERIFY(!resumed.log().contains("admitted as"));
+    QCOMPARE(status(data).value(u"node_id").toString(), s.value(u"node_id").toString());
+
+    r = runProcess(nodeProgram(), {u"stop"_qs, u"--data-dir"_qs, data});
+    QCOMPARE(r.exitCode, 0);
+    QCOMPARE(resumed.waitExit(15'000), 0);
     // `status` of a node that is not running says so.
     r = runProcess(nodeProgram(), {u"status"_qs, u"--data-dir"_qs, data});
     QVERIFY(r.exitCode != 0);
