@@ -88,11 +88,19 @@ void syncDirectory(const QByteArray& dir) {
 } // namespace
 
 Status KeyFile::writeNew(const QString& path, const QByteArray& secret) {
+    return write(path, secret, false);
+}
+
+Status KeyFile::replace(const QString& path, const QByteArray& secret) {
+    return write(path, secret, true);
+}
+
+Status KeyFile::write(const QString& path, const QByteArray& secret, bool overwrite) {
     const QFileInfo info(path);
     const QString dir = info.absolutePath();
     if (!QDir().mkpath(dir))
         return makeError("cannot create directory " + str(dir));
-    if (info.exists() || info.isSymLink())
+    if (!overwrite && (info.exists() || info.isSymLink()))
         return makeError(str(path) + " already exists");
 
 #ifdef Q_OS_UNIX
@@ -104,6 +112,13 @@ Status KeyFile::writeNew(const QString& path, const QByteArray& secret) {
     if (::fchmod(temp.fd(), S_IRUSR | S_IWUSR) != 0 || !writeAll(temp.fd(), secret) ||
         ::fsync(temp.fd()) != 0)
         return makeError("cannot write " + str(path) + ": " + errnoText());
+    if (overwrite) {
+        if (::rename(temp.path(), target.constData()) != 0)
+            return makeError("cannot write " + str(path) + ": " + errnoText());
+        temp.keep();
+        syncDirectory(QFile::encodeName(dir));
+        return {};
+    }
     // link() fails when the target exists, where rename() would replace it: the first key
     // written wins.
     if (::link(temp.path(), target.constData()) != 0) {

@@ -20,10 +20,16 @@ public:
     // two processes starting at once never overwrite each other's key. Creates missing parent
     // directories.
     static Status writeNew(const QString& path, const QByteArray& secret);
+    // Like writeNew, but swaps the new file in over an existing one (rename): for secrets that
+    // are renewed, such as a node's control token. Readers see the old file or the new, whole.
+    static Status replace(const QString& path, const QByteArray& secret);
 
     // Reads a key file of at most 64 KiB, refusing one that other users can read, with a
     // message that names the file and the fix.
     static Result<QByteArray> read(const QString& path, Readers readers = Readers::OwnerOnly);
+
+private:
+    static Status write(const QString& path, const QByteArray& secret, bool overwrite);
 };
 
 } // namespace tessera

@@ -1,5 +1,7 @@
 #include "node/ControlEndpoint.h"
 
+#include "common/KeyFile.h"
+
 #include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
@@ -47,21 +49,6 @@ QByteArray randomToken() {
 
 std::string errnoText() {
     return std::strerror(errno);
-}
-
-bool writeAll(int fd, const QByteArray& data) {
-    const char* p = data.constData();
-    qsizetype left = data.size();
-    while (left > 0) {
-        const ssize_t n = ::write(fd, p, static_cast<std::size_t>(left));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        p += n;
-        left -= n;
-    }
-    return true;
 }
 
 QString modeText(mode_t mode) {
@@ -114,32 +101,10 @@ QStringList ControlEndpoint::commands() {
 }
 
 Result<QByteArray> ControlEndpoint::writeNewToken() const {
-    const QString path = tokenPath();
     const QByteArray token = randomToken();
-#ifdef Q_OS_UNIX
-    const QByteArray target = QFile::encodeName(path);
-    QByteArray temp = target + ".tmp-XXXXXX";
-    // mkstemp creates the file O_EXCL with mode 0600: the token is never readable by others,
-    // not even for an instant, and rename() swaps it in whole for any reader.
-    const int fd = ::mkstemp(temp.data());
-    if (fd < 0)
-        return makeError("cannot create the control token in " + str(m_canonicalDir) + ": " + errnoText());
-    // Exactly 0600 even when a strict umask removed the owner's bits.
-    const bool written = ::fchmod(fd, S_IRUSR | S_IWUSR) == 0 && writeAll(fd, token);
-    const std::string writeError = written ? std::string() : errnoText();
-    ::close(fd);
-    if (!written || ::rename(temp.constData(), target.constData()) != 0) {
-        const std::string error = written ? errnoText() : writeError;
-        ::unlink(temp.constData());
-        return makeError("cannot write control token " + str(path) + ": " + error);
-    }
-#else
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) ||
-        !file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner) ||
-        file.write(token) != token.size() || !file.commit())
-        return makeError("cannot write control token " + str(path) + ": " + str(file.errorString()));
-#endif
+    // 0600 from creation, fsynced, renamed in whole over the previous run's token.
+    if (Status s = KeyFile::replace(tokenPath(), token); !s)
+        return makeError("cannot write the control token: " + s.message());
     return token;
 }
 
