@@ -2,6 +2,7 @@
 // denied, waitlisted and unauthorized admissions, unknown shards, oversized bodies, impossible
 // ranges, too many connections and trickling clients, after which it still serves and its
 // database passes SQLite's integrity check.
+#include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "common/Identity.h"
 #include "coordinator/admission/AdmissionClaims.h"
@@ -35,25 +36,9 @@ using namespace tessera::coordinator;
 
 namespace {
 
-struct Reply {
-    int status = 0;
-    QByteArray body;
-    QMap<QByteArray, QByteArray> headers; // lowercase names
-    QJsonObject json() const { return QJsonDocument::fromJson(body).object(); }
-    QString error() const { return json().value(u"error").toString(); }
-};
+using Reply = test::HttpReply;
 
 constexpr qint64 kGiB = qint64(1) << 30;
-
-QJsonObject hardware(qint64 memoryBytes = 8 * kGiB) {
-    return QJsonObject{{QStringLiteral("device"), QStringLiteral("cpu")},
-                       {QStringLiteral("name"), QStringLiteral("Test CPU")},
-                       {QStringLiteral("memory_bytes"), memoryBytes}};
-}
-
-QJsonObject bench() {
-    return QJsonObject{{QStringLiteral("gflops"), 50.0}, {QStringLiteral("dtype"), QStringLiteral("fp32")}};
-}
 
 Identity newIdentity() {
     Result<Identity> id = Identity::generate();
@@ -117,12 +102,16 @@ private Q_SLOTS:
 
 private:
     Reply send(const QString& base, const QByteArray& method, const QString& path,
-               const QByteArray& body = {});
+               const QByteArray& body = {}) {
+        return test::httpRequest(m_net, m_ssl, base + path, method, body);
+    }
     Reply get(const QString& path) { return send(m_server->url(), "GET", path); }
     // challenge → signed admission, claiming `memoryBytes` and `version`; the request body is
     // returned for replays and tampering.
     Reply admit(const QString& base, const Identity& id, qint64 memoryBytes = 8 * kGiB,
-                const QString& version = QStringLiteral("0.1.0"), QJsonObject* request = nullptr);
+                const QString& version = QStringLiteral("0.1.0"), QJsonObject* request = nullptr) {
+        return test::admitNode(m_net, m_ssl, base, id, request, test::testHardware(memoryBytes), version);
+    }
     // A new run in its own folder under the test's temporary dir.
     std::unique_ptr<CoordinatorProcess> start(const QString& name, const QStringList& extra) const;
     QString curl(const QStringList& arguments);
@@ -162,39 +151,6 @@ std::unique_ptr<CoordinatorProcess> TestCoordinatorLimits::start(const QString& 
                     QStringLiteral("127.0.0.1:0"), QStringLiteral("--model"), QStringLiteral("tiny"),
                     QStringLiteral("--stages"), QStringLiteral("2")} +
         extra);
-}
-
-Reply TestCoordinatorLimits::send(const QString& base, const QByteArray& method, const QString& path,
-                                  const QByteArray& body) {
-    QNetworkRequest request(QUrl(base + path));
-    request.setSslConfiguration(m_ssl);
-    if (!body.isNull())
-        request.setHeader(QNetworkRequest::ContentTypeHeader, QStringLiteral("application/json"));
-    std::unique_ptr<QNetworkReply> reply(m_net.sendCustomRequest(request, method, body));
-    if (!QTest::qWaitFor([&] { return reply->isFinished(); }, 30'000))
-        return {};
-    Reply r;
-    r.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-    r.body = reply->readAll();
-    for (const auto& [name, value] : reply->rawHeaderPairs())
-        r.headers.insert(name.toLower(), value);
-    if (r.status == 0)
-        qWarning("request %s failed: %s", qPrintable(path), qPrintable(reply->errorString()));
-    return r;
-}
-
-Reply TestCoordinatorLimits::admit(const QString& base, const Identity& id, qint64 memoryBytes,
-                                   const QString& version, QJsonObject* request) {
-    const Reply challenge =
-        send(base, "POST", QStringLiteral("/v1/admission/challenge"),
-             QJsonDocument(QJsonObject{{QStringLiteral("node_key"), id.publicKeyBase64()}}).toJson());
-    if (challenge.status != 200)
-        return challenge;
-    const QJsonObject body = makeAdmissionRequest(id, challenge.json().value(u"nonce").toString(),
-                                                  hardware(memoryBytes), bench(), version);
-    if (request)
-        *request = body;
-    return send(base, "POST", QStringLiteral("/v1/admission"), QJsonDocument(body).toJson());
 }
 
 QString TestCoordinatorLimits::curl(const QStringList& arguments) {
@@ -385,8 +341,9 @@ void TestCoordinatorLimits::badSignatureAndReplayAre401() {
         send(m_server->url(), "POST", QStringLiteral("/v1/admission/challenge"),
              QJsonDocument(QJsonObject{{QStringLiteral("node_key"), id.publicKeyBase64()}}).toJson());
     QCOMPARE(challenge.status, 200);
-    const QJsonObject genuine = makeAdmissionRequest(id, challenge.json().value(u"nonce").toString(),
-                                                     hardware(), bench(), QStringLiteral("0.1.0"));
+    const QJsonObject genuine =
+        makeAdmissionRequest(id, challenge.json().value(u"nonce").toString(), test::testHardware(),
+                             test::testBench(), QStringLiteral("0.1.0"));
     QJsonObject forged = genuine;
     QString signature = genuine.value(u"signature").toString();
     QVERIFY(!signature.isEmpty());

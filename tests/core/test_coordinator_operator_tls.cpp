@@ -1,6 +1,7 @@
 // The real tessera-coordinator with the operator's own certificate: a CA and a server certificate
 // made here by the openssl CLI; clients that trust only that CA connect (Qt and curl, by IP and by
 // DNS name), clients that trust only the system CAs do not; bad key/certificate files are refused.
+#include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "TestSupport.h"
 
@@ -20,15 +21,7 @@
 
 #include <memory>
 
-namespace {
-
-struct Reply {
-    int status = 0;
-    QNetworkReply::NetworkError error = QNetworkReply::NoError;
-    QByteArray body;
-};
-
-} // namespace
+using Reply = tessera::test::HttpReply;
 
 class TestCoordinatorOperatorTls final : public QObject {
     Q_OBJECT
@@ -46,7 +39,9 @@ private:
     QString path(const QString& name) const { return m_dir.filePath(name); }
     // Runs the openssl CLI in the temp dir; the failure's stderr goes to the test log.
     bool openssl(const QStringList& arguments);
-    Reply get(QNetworkAccessManager& net, const QString& url, const QSslConfiguration& ssl);
+    Reply get(QNetworkAccessManager& net, const QString& url, const QSslConfiguration& ssl) {
+        return tessera::test::httpRequest(net, ssl, url);
+    }
     QStringList args(const QString& dataDir, const QStringList& extra) const {
         return QStringList{QStringLiteral("--data-dir"), dataDir,
                            QStringLiteral("--listen"),   QStringLiteral("127.0.0.1:0"),
@@ -132,17 +127,6 @@ void TestCoordinatorOperatorTls::cleanupTestCase() {
     m_server.reset();
 }
 
-Reply TestCoordinatorOperatorTls::get(QNetworkAccessManager& net, const QString& url,
-                                      const QSslConfiguration& ssl) {
-    QNetworkRequest request{QUrl(url)};
-    request.setSslConfiguration(ssl);
-    std::unique_ptr<QNetworkReply> reply(net.get(request));
-    if (!QTest::qWaitFor([&] { return reply->isFinished(); }, 30'000))
-        return {};
-    return Reply{reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt(), reply->error(),
-                 reply->readAll()};
-}
-
 void TestCoordinatorOperatorTls::servesTheOperatorsCertificate() {
     // The fingerprint printed is the operator's certificate's, as openssl itself computes it.
     QProcess fingerprint;
@@ -191,7 +175,7 @@ void TestCoordinatorOperatorTls::clientTrustingOnlySystemCasRefuses() {
     const Reply r =
         get(net, m_server->url() + QStringLiteral("/v1/info"), QSslConfiguration::defaultConfiguration());
     QCOMPARE(r.status, 0);
-    QCOMPARE(r.error, QNetworkReply::SslHandshakeFailedError);
+    QCOMPARE(r.networkError, QNetworkReply::SslHandshakeFailedError);
 
     if (m_curl.isEmpty())
         QSKIP("the curl binary is not installed");

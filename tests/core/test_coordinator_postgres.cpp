@@ -1,10 +1,10 @@
 // The real tessera-coordinator process on PostgreSQL (a throwaway server this test starts):
 // admission, a shard manifest, a node's session counted in /v1/status, SIGTERM, and a restart on
 // the same data dir and database that resumes the run and still knows the node and its nonce.
+#include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "PostgresServer.h"
 #include "common/Identity.h"
-#include "coordinator/admission/AdmissionClaims.h"
 #include "coordinator/api/ManifestSignature.h"
 #include "shard/ShardManifest.h"
 
@@ -13,6 +13,7 @@
 #include <QJsonObject>
 #include <QNetworkAccessManager>
 #include <QNetworkReply>
+#include <QSslConfiguration>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QWebSocket>
@@ -22,15 +23,7 @@
 using namespace tessera;
 using namespace tessera::coordinator;
 
-namespace {
-
-struct Reply {
-    int status = 0;
-    QByteArray body;
-    QJsonObject json() const { return QJsonDocument::fromJson(body).object(); }
-};
-
-} // namespace
+using Reply = test::HttpReply;
 
 class TestCoordinatorPostgres final : public QObject {
     Q_OBJECT
@@ -42,8 +35,11 @@ private Q_SLOTS:
     void runsOnPostgresAndResumesAfterSigterm();
 
 private:
+    // Plain HTTP (--insecure-loopback): no TLS configuration to give.
     Reply send(const QString& base, const QByteArray& method, const QString& path,
-               const QByteArray& body = {});
+               const QByteArray& body = {}) {
+        return test::httpRequest(m_net, QSslConfiguration(), base + path, method, body);
+    }
     QJsonObject nodes(const QString& base) {
         return send(base, "GET", QStringLiteral("/v1/status")).json().value(u"nodes").toObject();
     }
@@ -65,17 +61,6 @@ void TestCoordinatorPostgres::initTestCase() {
 
 void TestCoordinatorPostgres::cleanupTestCase() {
     m_pg.reset();
-}
-
-Reply TestCoordinatorPostgres::send(const QString& base, const QByteArray& method, const QString& path,
-                                    const QByteArray& body) {
-    QNetworkRequest request(QUrl(base + path));
-    if (!body.isNull())
-        request.setHeader(QNetworkRequest::ContentTypeHeader, QStringLiteral("application/json"));
-    std::unique_ptr<QNetworkReply> reply(m_net.sendCustomRequest(request, method, body));
-    if (!QTest::qWaitFor([&] { return reply->isFinished(); }, 30'000))
-        return {};
-    return Reply{reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt(), reply->readAll()};
 }
 
 void TestCoordinatorPostgres::runsOnPostgresAndResumesAfterSigterm() {
@@ -103,19 +88,9 @@ void TestCoordinatorPostgres::runsOnPostgresAndResumesAfterSigterm() {
     // challenge → signed admission.
     Result<Identity> id = Identity::generate();
     QVERIFY2(id, id ? "" : id.message().c_str());
-    const Reply challenge =
-        send(server->url(), "POST", QStringLiteral("/v1/admission/challenge"),
-             QJsonDocument(QJsonObject{{QStringLiteral("node_key"), id->publicKeyBase64()}}).toJson());
-    QCOMPARE(challenge.status, 200);
-    const QJsonObject request = makeAdmissionRequest(
-        *id, challenge.json().value(u"nonce").toString(),
-        QJsonObject{{QStringLiteral("device"), QStringLiteral("cpu")},
-                    {QStringLiteral("name"), QStringLiteral("Test CPU")},
-                    {QStringLiteral("memory_bytes"), qint64(8) << 30}},
-        QJsonObject{{QStringLiteral("gflops"), 50.0}, {QStringLiteral("dtype"), QStringLiteral("fp32")}},
-        QStringLiteral("0.1.0"));
+    QJsonObject request;
+    const Reply admitted = test::admitNode(m_net, QSslConfiguration(), server->url(), *id, &request);
     const QByteArray requestBody = QJsonDocument(request).toJson();
-    const Reply admitted = send(server->url(), "POST", QStringLiteral("/v1/admission"), requestBody);
     QVERIFY2(admitted.status == 200, admitted.body.constData());
     QCOMPARE(admitted.json().value(u"node_id").toString(), id->nodeId());
     const int stage = admitted.json().value(u"stage").toInt(-1);

@@ -3,6 +3,7 @@
 // curl: info, challenge and signed admission, replay, bad JSON, signed manifests, ranged shard
 // downloads and If-Range (a shard replaced on disk gets a new ETag), status and metrics, a restart
 // that resumes the run, --dataset, and the refusals at startup.
+#include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "common/Identity.h"
 #include "coordinator/admission/AdmissionClaims.h"
@@ -34,13 +35,7 @@ using namespace tessera::coordinator;
 
 namespace {
 
-struct Reply {
-    int status = 0;
-    QByteArray body;
-    QMap<QByteArray, QByteArray> headers; // lowercase names
-    QJsonObject json() const { return QJsonDocument::fromJson(body).object(); }
-    QString error() const { return json().value(u"error").toString(); }
-};
+using Reply = test::HttpReply;
 
 QByteArray sha256File(const QString& path) {
     QFile f(path);
@@ -60,16 +55,6 @@ QByteArray servedEtag(const QString& path, const QByteArray& recordedSha256) {
     const quint64 mtimeNs = quint64(st.st_mtim.tv_sec) * 1'000'000'000u + quint64(st.st_mtim.tv_nsec);
     return "\"sha256-" + recordedSha256 + '-' + QByteArray::number(quint64(st.st_size), 16) + '-' +
            QByteArray::number(mtimeNs, 16) + '-' + QByteArray::number(quint64(st.st_ino), 16) + '"';
-}
-
-QJsonObject hardware() {
-    return QJsonObject{{QStringLiteral("device"), QStringLiteral("cpu")},
-                       {QStringLiteral("name"), QStringLiteral("Test CPU")},
-                       {QStringLiteral("memory_bytes"), qint64(8) << 30}};
-}
-
-QJsonObject bench() {
-    return QJsonObject{{QStringLiteral("gflops"), 50.0}, {QStringLiteral("dtype"), QStringLiteral("fp32")}};
 }
 
 } // namespace
@@ -97,13 +82,17 @@ private Q_SLOTS:
 
 private:
     Reply send(const QString& base, const QByteArray& method, const QString& path,
-               const QByteArray& body = {});
+               const QByteArray& body = {}) {
+        return test::httpRequest(m_net, m_ssl, base + path, method, body);
+    }
     Reply get(const QString& path) { return send(m_server->url(), "GET", path); }
     Reply post(const QString& path, const QJsonObject& body) {
         return send(m_server->url(), "POST", path, QJsonDocument(body).toJson(QJsonDocument::Compact));
     }
     // challenge → signed admission; the request body is returned for replays.
-    Reply admit(const QString& base, const Identity& id, QJsonObject* request = nullptr);
+    Reply admit(const QString& base, const Identity& id, QJsonObject* request = nullptr) {
+        return test::admitNode(m_net, m_ssl, base, id, request);
+    }
     QStringList args(const QString& dataDir, const QStringList& extra = {}) const {
         return QStringList{QStringLiteral("--data-dir"), dataDir, QStringLiteral("--listen"),
                            QStringLiteral("127.0.0.1:0")} +
@@ -143,38 +132,6 @@ void TestCoordinatorProcess::initTestCase() {
 
 void TestCoordinatorProcess::cleanupTestCase() {
     m_server.reset();
-}
-
-Reply TestCoordinatorProcess::send(const QString& base, const QByteArray& method, const QString& path,
-                                   const QByteArray& body) {
-    QNetworkRequest request(QUrl(base + path));
-    request.setSslConfiguration(m_ssl);
-    if (!body.isNull())
-        request.setHeader(QNetworkRequest::ContentTypeHeader, QStringLiteral("application/json"));
-    std::unique_ptr<QNetworkReply> reply(m_net.sendCustomRequest(request, method, body));
-    if (!QTest::qWaitFor([&] { return reply->isFinished(); }, 30'000))
-        return {};
-    Reply r;
-    r.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-    r.body = reply->readAll();
-    for (const auto& [name, value] : reply->rawHeaderPairs())
-        r.headers.insert(name.toLower(), value);
-    if (r.status == 0)
-        qWarning("request %s failed: %s", qPrintable(path), qPrintable(reply->errorString()));
-    return r;
-}
-
-Reply TestCoordinatorProcess::admit(const QString& base, const Identity& id, QJsonObject* request) {
-    const Reply challenge =
-        send(base, "POST", QStringLiteral("/v1/admission/challenge"),
-             QJsonDocument(QJsonObject{{QStringLiteral("node_key"), id.publicKeyBase64()}}).toJson());
-    if (challenge.status != 200)
-        return challenge;
-    const QJsonObject body = makeAdmissionRequest(id, challenge.json().value(u"nonce").toString(), hardware(),
-                                                  bench(), QStringLiteral("0.1.0"));
-    if (request)
-        *request = body;
-    return send(base, "POST", QStringLiteral("/v1/admission"), QJsonDocument(body).toJson());
 }
 
 void TestCoordinatorProcess::infoOverVerifiedTls() {
@@ -232,8 +189,9 @@ void TestCoordinatorProcess::badRequestsName400() {
 
     Result<Identity> id = Identity::generate();
     QVERIFY(id);
-    QJsonObject request = makeAdmissionRequest(id.value(), Identity::toBase64Url(QByteArray(32, 'x')),
-                                               hardware(), bench(), QStringLiteral("0.1.0"));
+    QJsonObject request =
+        makeAdmissionRequest(id.value(), Identity::toBase64Url(QByteArray(32, 'x')), test::testHardware(),
+                             test::testBench(), QStringLiteral("0.1.0"));
     request.remove(QStringLiteral("hardware"));
     r = post(QStringLiteral("/v1/admission"), request);
     QCOMPARE(r.status, 400);

@@ -2,11 +2,11 @@
 // heartbeats, bad frames, a silent node going offline, bad tokens refused with 1008) and its
 // signed credit receipts at /v1/nodes/{id}/credits; and SIGTERM: sessions closed with 1001,
 // exit 0, the node offline after a restart.
+#include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "common/Identity.h"
 #include "coordinator/CreditLedger.h"
 #include "coordinator/Database.h"
-#include "coordinator/admission/AdmissionClaims.h"
 
 #include <QElapsedTimer>
 #include <QFile>
@@ -30,11 +30,7 @@ namespace {
 
 constexpr int kHeartbeatTimeoutMs = 1500; // the coordinator's, shortened for the test
 
-struct Reply {
-    int status = 0;
-    QByteArray body;
-    QJsonObject json() const { return QJsonDocument::fromJson(body).object(); }
-};
+using Reply = test::HttpReply;
 
 // A node's end of /v1/session: what it received and how it was closed.
 class SessionClient final {
@@ -100,9 +96,11 @@ private Q_SLOTS:
     void sigtermClosesSessionsAndExitsZero();
 
 private:
-    Reply get(const QString& path);
+    Reply get(const QString& path) { return test::httpRequest(m_net, m_ssl, m_server->url() + path); }
     // challenge → signed admission → {node_id, session_token, ...}
-    QJsonObject admit(const Identity& id);
+    QJsonObject admit(const Identity& id) {
+        return test::admitNode(m_net, m_ssl, m_server->url(), id).json();
+    }
     SessionClient* open(const QByteArray& authorization) {
         m_clients.push_back(std::make_unique<SessionClient>(
             m_ssl, QUrl(QString(m_server->url()).replace(u"https://"_qs, u"wss://"_qs) + u"/v1/session"_qs),
@@ -140,33 +138,6 @@ void TestCoordinatorSession::initTestCase() {
 void TestCoordinatorSession::cleanupTestCase() {
     m_clients.clear();
     m_server.reset();
-}
-
-Reply TestCoordinatorSession::get(const QString& path) {
-    QNetworkRequest request(QUrl(m_server->url() + path));
-    request.setSslConfiguration(m_ssl);
-    std::unique_ptr<QNetworkReply> reply(m_net.get(request));
-    if (!QTest::qWaitFor([&] { return reply->isFinished(); }, 30'000))
-        return {};
-    return Reply{reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt(), reply->readAll()};
-}
-
-QJsonObject TestCoordinatorSession::admit(const Identity& id) {
-    auto post = [this](const QString& path, const QJsonObject& body) {
-        QNetworkRequest request(QUrl(m_server->url() + path));
-        request.setSslConfiguration(m_ssl);
-        request.setHeader(QNetworkRequest::ContentTypeHeader, u"application/json"_qs);
-        std::unique_ptr<QNetworkReply> reply(m_net.post(request, QJsonDocument(body).toJson()));
-        (void)QTest::qWaitFor([&] { return reply->isFinished(); }, 30'000);
-        return QJsonDocument::fromJson(reply->readAll()).object();
-    };
-    const QJsonObject challenge =
-        post(u"/v1/admission/challenge"_qs, QJsonObject{{u"node_key"_qs, id.publicKeyBase64()}});
-    const QJsonObject hardware{
-        {u"device"_qs, u"cpu"_qs}, {u"name"_qs, u"Test CPU"_qs}, {u"memory_bytes"_qs, qint64(8) << 30}};
-    const QJsonObject bench{{u"gflops"_qs, 50.0}, {u"dtype"_qs, u"fp32"_qs}};
-    return post(u"/v1/admission"_qs,
-                makeAdmissionRequest(id, challenge.value(u"nonce").toString(), hardware, bench, u"0.1.0"_qs));
 }
 
 void TestCoordinatorSession::heartbeatsKeepNodeOnlineUntilItFallsSilent() {
