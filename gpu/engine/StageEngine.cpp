@@ -88,7 +88,7 @@ Result<torch::ScalarType> resolveComputeDtype(std::optional<Dtype> asked, torch:
     return StageModel::computeDtypeFor(device, major);
 }
 
-Status checkOptimizer(const EngineOptimizerSettings& o) {
+Status checkOptimizer(const OptimizerOptions& o) {
     const auto finite = [](double v) { return std::isfinite(v); };
     if (!finite(o.learningRate) || o.learningRate < 0)
         return makeError("optimizer: the learning rate must be finite and non-negative");
@@ -276,10 +276,7 @@ Result<std::unique_ptr<StageEngine>> StageEngine::create(const StageEngineOption
             std::vector<torch::Tensor> parameters;
             for (const auto& [name, tensor] : state->model->namedParameters())
                 parameters.push_back(tensor);
-            const EngineOptimizerSettings& o = options.optimizer;
-            state->optimizer = std::make_unique<StageOptimizer>(
-                std::move(parameters),
-                OptimizerOptions{o.learningRate, o.beta1, o.beta2, o.weightDecay, o.epsilon, o.warmupSteps});
+            state->optimizer = std::make_unique<StageOptimizer>(std::move(parameters), options.optimizer);
             return std::unique_ptr<StageEngine>(new StageEngine(std::move(state)));
         });
 }

@@ -21,6 +21,7 @@
 #include "engine/TokenFrame.h"
 #include "model/ModelConfig.h"
 #include "shard/ShardManifest.h"
+#include "train/OptimizerOptions.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -33,24 +34,13 @@
 
 namespace tessera::gpu {
 
-// AdamW settings, mirroring train/StageOptimizer.h's OptimizerOptions (which includes torch);
-// a test keeps the defaults equal.
-struct EngineOptimizerSettings {
-    double learningRate = 3e-3;
-    double beta1 = 0.9;
-    double beta2 = 0.95;
-    double weightDecay = 0.1;
-    double epsilon = 1e-8;
-    int warmupSteps = 20; // linear warm-up of the learning rate
-};
-
 struct StageEngineOptions {
     ModelConfig config; // the run's model, stages and codec included
     int stage = 0;
     std::string device = "cpu"; // "cpu", "cuda" or "cuda:N"
     // fp32 or bf16; nullopt: bf16 on CUDA devices of compute capability 8+, else fp32.
     std::optional<Dtype> computeDtype;
-    EngineOptimizerSettings optimizer;
+    OptimizerOptions optimizer;
     // Wire element types of the codec (nullopt: the codec's default; see codec/Codec.h).
     std::optional<Dtype> activationDtype;
     std::optional<Dtype> gradientDtype;

@@ -2,21 +2,14 @@
 // StageOptimizer: AdamW over one stage's parameters, stepping on gradients accumulated over
 // however many microbatches this replica processed since its last step. Internal to gpu/.
 
+#include "train/OptimizerOptions.h"
+
 #include <torch/optim/adamw.h>
 
 #include <memory>
 #include <vector>
 
 namespace tessera::gpu {
-
-struct OptimizerOptions {
-    double learningRate = 3e-3;
-    double beta1 = 0.9;
-    double beta2 = 0.95;
-    double weightDecay = 0.1;
-    double epsilon = 1e-8;
-    int warmupSteps = 20; // linear warm-up of the learning rate
-};
 
 class StageOptimizer {
 public:

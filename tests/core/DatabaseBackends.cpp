@@ -1,5 +1,7 @@
 #include "DatabaseBackends.h"
 
+#include "coordinator/NodeRegistry.h"
+
 #include <QTest>
 
 namespace tessera::test {
@@ -63,6 +65,11 @@ std::unique_ptr<Database> DatabaseBackends::openUnmigrated(const QString& url) {
         return nullptr;
     }
     return std::move(*db);
+}
+
+Status admitTestNode(coordinator::Database& db, const QString& nodeId) {
+    return coordinator::NodeRegistry(db).admit(
+        {nodeId, QStringLiteral("pk"), QStringLiteral("{}"), QStringLiteral("{}"), QStringLiteral("0.1.0")}, 0);
 }
 
 } // namespace tessera::test

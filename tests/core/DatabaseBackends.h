@@ -19,6 +19,9 @@ const char* failure(const R& r) {
     return r ? "" : r.message().c_str();
 }
 
+// Registers a node with placeholder claims: what tests of the tables that refer to nodes need.
+Status admitTestNode(coordinator::Database& db, const QString& nodeId);
+
 class DatabaseBackends final {
 public:
     // From initTestCase: checks the temporary directory and starts the PostgreSQL server, unless

@@ -24,12 +24,6 @@ Result<QByteArray> fakeSign(const QByteArray& payload) {
     return QCryptographicHash::hash(QByteArray("test-key:" + payload), QCryptographicHash::Sha256);
 }
 
-Status admit(Database& db, const QString& nodeId) {
-    return NodeRegistry(db).admit(
-        {nodeId, QStringLiteral("pk"), QStringLiteral("{}"), QStringLiteral("{}"), QStringLiteral("0.1.0")},
-        0);
-}
-
 } // namespace
 
 class TestCoordinatorCreditLedger final : public QObject {
@@ -64,8 +58,8 @@ void TestCoordinatorCreditLedger::receiptsChainPerNode() {
     std::unique_ptr<Database> db = open(freshUrl());
     if (!db)
         return;
-    QVERIFY(admit(*db, QStringLiteral("n1")));
-    QVERIFY(admit(*db, QStringLiteral("n2")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n2")));
     CreditLedger ledger(*db);
 
     // 6·N·T FLOP for a stage of the 8B model: 1.2e9 params, 16k tokens, 1.2e14 FLOP.
@@ -125,7 +119,7 @@ void TestCoordinatorCreditLedger::failedSigningWritesNothing() {
     std::unique_ptr<Database> db = open(freshUrl());
     if (!db)
         return;
-    QVERIFY(admit(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
     CreditLedger ledger(*db);
     Result<CreditReceipt> r = ledger.append(QStringLiteral("n1"), 1, 100, 1, [](const QByteArray&) {
         return Result<QByteArray>(makeError("key locked"));
@@ -149,7 +143,7 @@ void TestCoordinatorCreditLedger::uncommittedWriteLeavesNoReceipt() {
     std::unique_ptr<Database> db = open(url);
     if (!db)
         return;
-    QVERIFY(admit(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
     Result<CreditReceipt> first = CreditLedger(*db).append(QStringLiteral("n1"), 1, 100, 1, fakeSign);
     QVERIFY2(first, failure(first));
     db.reset();
@@ -186,7 +180,7 @@ void TestCoordinatorCreditLedger::tamperingBreaksTheChain() {
     std::unique_ptr<Database> db = open(freshUrl());
     if (!db)
         return;
-    QVERIFY(admit(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
     CreditLedger ledger(*db);
     for (int i = 0; i < 3; ++i)
         QVERIFY(ledger.append(QStringLiteral("n1"), i, 1000, 10, fakeSign));
@@ -204,7 +198,7 @@ void TestCoordinatorCreditLedger::concurrentAppendsKeepOneChain() {
     std::unique_ptr<Database> db = open(url);
     if (!db)
         return;
-    QVERIFY(admit(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
 
     // Two connections on two threads append to one node's chain at the same time.
     constexpr int kEach = 10;

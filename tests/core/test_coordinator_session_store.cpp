@@ -12,16 +12,6 @@ using namespace tessera::coordinator;
 using test::failure;
 using namespace std::chrono_literals;
 
-namespace {
-
-Status admit(Database& db, const QString& nodeId) {
-    return NodeRegistry(db).admit(
-        {nodeId, QStringLiteral("pk"), QStringLiteral("{}"), QStringLiteral("{}"), QStringLiteral("0.1.0")},
-        0);
-}
-
-} // namespace
-
 class TestCoordinatorSessionStore final : public QObject {
     Q_OBJECT
 
@@ -54,7 +44,7 @@ void TestCoordinatorSessionStore::validUntilExpiry() {
     std::unique_ptr<Database> db = open(freshUrl());
     if (!db)
         return;
-    QVERIFY(admit(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
     SessionStore sessions(*db);
     Status s = sessions.create(QStringLiteral("hash-1"), QStringLiteral("n1"), 1000, 60s);
     QVERIFY2(s, failure(s));
@@ -87,8 +77,8 @@ void TestCoordinatorSessionStore::revokedSessionsEnd() {
     std::unique_ptr<Database> db = open(freshUrl());
     if (!db)
         return;
-    QVERIFY(admit(*db, QStringLiteral("n1")));
-    QVERIFY(admit(*db, QStringLiteral("n2")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n2")));
     SessionStore sessions(*db);
     QVERIFY(sessions.create(QStringLiteral("a"), QStringLiteral("n1"), 0, 1h));
     QVERIFY(sessions.create(QStringLiteral("b"), QStringLiteral("n1"), 0, 1h));
@@ -114,7 +104,7 @@ void TestCoordinatorSessionStore::purgeDropsOnlyDeadSessions() {
     std::unique_ptr<Database> db = open(freshUrl());
     if (!db)
         return;
-    QVERIFY(admit(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
     SessionStore sessions(*db);
     QVERIFY(sessions.create(QStringLiteral("expired"), QStringLiteral("n1"), 0, 10s));
     QVERIFY(sessions.create(QStringLiteral("revoked"), QStringLiteral("n1"), 0, 1h));
@@ -139,7 +129,7 @@ void TestCoordinatorSessionStore::refusesUnknownNodesAndDuplicates() {
     QVERIFY2(QString::fromStdString(s.message()).contains(QStringLiteral("FOREIGN KEY"), Qt::CaseInsensitive),
              s.message().c_str());
 
-    QVERIFY(admit(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
     QVERIFY(sessions.create(QStringLiteral("h"), QStringLiteral("n1"), 0, 1h));
     QVERIFY(!sessions.create(QStringLiteral("h"), QStringLiteral("n1"), 0, 1h));
     QVERIFY(!sessions.create(QStringLiteral("h2"), QStringLiteral("n1"), 0, 0ms));
@@ -153,8 +143,8 @@ void TestCoordinatorSessionStore::heartbeatManyRecordsValidAndNamesTheRest() {
     std::unique_ptr<Database> db = open(freshUrl());
     if (!db)
         return;
-    QVERIFY(admit(*db, QStringLiteral("n1")));
-    QVERIFY(admit(*db, QStringLiteral("n2")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n2")));
     SessionStore sessions(*db);
     QStringList hashes;
     const Status created = db->writeTransaction([&]() -> Status {

@@ -443,9 +443,3 @@ TESSERA_TEST(syntheticFramesFlopsAndDescription) {
     CHECK(StageEngine::backwardFlop(INT64_MAX / 2, 3) == INT64_MAX);
 }
 
-TESSERA_TEST(optimizerDefaultsMirrorStageOptimizer) {
-    const EngineOptimizerSettings e;
-    const OptimizerOptions o;
-    CHECK(e.learningRate == o.learningRate && e.beta1 == o.beta1 && e.beta2 == o.beta2 &&
-          e.weightDecay == o.weightDecay && e.epsilon == o.epsilon && e.warmupSteps == o.warmupSteps);
-}
