@@ -4,6 +4,7 @@
 #include "codec/Codec.h"
 #include "model/StageModel.h"
 #include "shard/StageShard.h"
+#include "train/Sparta.h"
 #include "train/StageOptimizer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -13,6 +14,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -133,6 +135,28 @@ torch::Tensor idsTensor(const std::vector<std::int32_t>& ids, int batch, int seq
         .to(torch::kLong);
 }
 
+Status checkPartition(int partition, int partitions) {
+    if (partitions < 1 || partitions > 1000)
+        return makeError("the partition count must be between 1 and 1000, got " + str(partitions));
+    if (partition < -1 || partition >= partitions)
+        return makeError("partition " + str(partition) + " is not in [0, " + str(partitions) +
+                         ") nor -1 (all of them)");
+    return {};
+}
+
+std::string partitionName(int partition, int partitions) {
+    return partition == -1 ? "all " + str(partitions) + " SPARTA partitions"
+                           : "SPARTA partition " + str(partition) + "/" + str(partitions);
+}
+
+// A NaN or infinity would spread through the whole model at the next step: refuse it at the door.
+Status checkFinite(std::span<const float> values, const char* what) {
+    const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != values.end())
+        return makeError("a non-finite value at index " + str(bad - values.begin()) + " in " + what);
+    return {};
+}
+
 std::int64_t saturatingFlop(std::int64_t factor, std::int64_t parameters, std::int64_t tokens) {
     if (parameters <= 0 || tokens <= 0)
         return 0;
@@ -164,6 +188,73 @@ struct StageEngine::State {
     std::unique_ptr<StageOptimizer> optimizer;
     std::unordered_map<std::int64_t, Shape> kept; // mirrors the model's kept graphs
     std::int64_t accumulated = 0;
+    std::unique_ptr<Sparta> sparta; // the partitioning last asked for (see spartaFor)
+
+    // Sparta over the live master tensors, built once per partition count (it shuffles every
+    // block). loadShard copies into those same tensors, so the references stay valid. In fp32
+    // the masters are what kept graphs saved: Sparta writes through aliases with a version
+    // counter of their own (Python's .data) so those graphs still backward. In bf16 the graphs
+    // hold the compute copies and the masters' version must move for StageModel to re-cast them.
+    Sparta& spartaFor(int partitions) {
+        if (!sparta || sparta->partitions() != partitions) {
+            auto named = model->namedParameters();
+            if (model->computeDtype() == torch::kFloat)
+                for (auto& [name, tensor] : named)
+                    tensor = tensor.variable_data();
+            sparta = std::make_unique<Sparta>(std::move(named), options.config.seed, partitions);
+        }
+        return *sparta;
+    }
+
+    // Partition `partition`, or every one in order for -1, as [begin, end).
+    static std::pair<int, int> partitionRange(int partition, int partitions) {
+        return partition < 0 ? std::pair{0, partitions} : std::pair{partition, partition + 1};
+    }
+
+    std::int64_t partitionSize(int partition, int partitions) {
+        Sparta& s = spartaFor(partitions);
+        const auto [begin, end] = partitionRange(partition, partitions);
+        std::int64_t n = 0;
+        for (int p = begin; p < end; ++p)
+            n += s.partitionSize(p);
+        return n;
+    }
+
+    // The span as a tensor on the device (borrowed, not copied, on the CPU: read only).
+    torch::Tensor onDevice(std::span<const float> values) const {
+        return torch::from_blob(const_cast<float*>(values.data()), {static_cast<std::int64_t>(values.size())},
+                                torch::kFloat)
+            .to(device);
+    }
+
+    // Validates the arguments and the spans (sizes, finite values), then calls
+    // apply(sparta, p, offset, size) for each partition in the order gatherPartition concatenates
+    // them: nothing is written unless all of it is valid.
+    template <class Apply>
+    Status forEachPartition(int partition, int partitions,
+                            std::initializer_list<std::pair<const char*, std::span<const float>>> spans,
+                            Apply&& apply) {
+        if (auto valid = checkPartition(partition, partitions); !valid)
+            return valid;
+        const std::int64_t size = partitionSize(partition, partitions);
+        for (const auto& [what, values] : spans) {
+            if (static_cast<std::int64_t>(values.size()) != size)
+                return makeError("got " + str(static_cast<std::int64_t>(values.size())) + " values for " +
+                                 what + ", the partition has " + str(size));
+            if (auto finite = checkFinite(values, what); !finite)
+                return finite;
+        }
+        Sparta& s = spartaFor(partitions);
+        const auto [begin, end] = partitionRange(partition, partitions);
+        std::int64_t offset = 0;
+        for (int p = begin; p < end; ++p) {
+            const std::int64_t n = s.partitionSize(p);
+            if (n > 0)
+                apply(s, p, static_cast<std::size_t>(offset), static_cast<std::size_t>(n));
+            offset += n;
+        }
+        return {};
+    }
 
     bool first() const { return model->isFirst(); }
     bool last() const { return model->isLast(); }
@@ -400,6 +491,56 @@ Status StageEngine::step(int microbatches) {
             st.model->zeroGrad();
         st.accumulated = 0;
         return {};
+    });
+}
+
+Result<std::vector<float>> StageEngine::gatherPartition(int partition, int partitions) const {
+    State& st = *m_state;
+    return guarded("gathering " + partitionName(partition, partitions), [&]() -> Result<std::vector<float>> {
+        if (auto valid = checkPartition(partition, partitions); !valid)
+            return valid.error();
+        std::vector<float> out;
+        out.reserve(static_cast<std::size_t>(st.partitionSize(partition, partitions)));
+        Sparta& sparta = st.spartaFor(partitions);
+        const auto [begin, end] = State::partitionRange(partition, partitions);
+        for (int p = begin; p < end; ++p) {
+            const torch::Tensor values = sparta.gather(p).contiguous(); // fp32, on the CPU
+            const float* data = values.data_ptr<float>();
+            out.insert(out.end(), data, data + values.numel());
+        }
+        return out;
+    });
+}
+
+Result<std::int64_t> StageEngine::partitionSize(int partition, int partitions) const {
+    State& st = *m_state;
+    return guarded("sizing " + partitionName(partition, partitions), [&]() -> Result<std::int64_t> {
+        if (auto valid = checkPartition(partition, partitions); !valid)
+            return valid.error();
+        return st.partitionSize(partition, partitions);
+    });
+}
+
+Status StageEngine::applyPartitionDelta(int partition, int partitions, std::span<const float> average,
+                                        std::span<const float> snapshot) {
+    State& st = *m_state;
+    return guarded("averaging " + partitionName(partition, partitions), [&]() -> Status {
+        return st.forEachPartition(partition, partitions,
+                                   {{"the average", average}, {"the snapshot", snapshot}},
+                                   [&](Sparta& sparta, int p, std::size_t offset, std::size_t n) {
+                                       sparta.applyDelta(p, st.onDevice(average.subspan(offset, n)),
+                                                         st.onDevice(snapshot.subspan(offset, n)));
+                                   });
+    });
+}
+
+Status StageEngine::setPartition(int partition, int partitions, std::span<const float> values) {
+    State& st = *m_state;
+    return guarded("setting " + partitionName(partition, partitions), [&]() -> Status {
+        return st.forEachPartition(partition, partitions, {{"the weights", values}},
+                                   [&](Sparta& sparta, int p, std::size_t offset, std::size_t n) {
+                                       sparta.scatter(p, st.onDevice(values.subspan(offset, n)));
+                                   });
     });
 }
 

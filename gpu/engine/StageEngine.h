@@ -31,6 +31,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace tessera::gpu {
 
@@ -101,6 +102,20 @@ public:
     // or when nothing was accumulated, the weights do not move (and what was accumulated is
     // discarded). Either way the step ends every kept graph (they hold the old weights).
     Status step(int microbatches);
+
+    // SPARTA sparse averaging (gpu/train/Sparta): the stage's parameters cut into `partitions`
+    // partitions by the run's seed (config().seed), identically on every replica and on the
+    // coordinator's copy. partition -1 means all of them, concatenated 0..partitions-1.
+    // Values travel as fp32 whatever the compute dtype. Kept graphs stay usable (the weights
+    // change in place through an alias autograd does not track, so a graph kept before the change
+    // still runs backward).
+    Result<std::vector<float>> gatherPartition(int partition, int partitions) const;
+    Result<std::int64_t> partitionSize(int partition, int partitions) const;
+    // The delta rule: w += average − snapshot (snapshot: what this replica sent for the round).
+    Status applyPartitionDelta(int partition, int partitions, std::span<const float> average,
+                               std::span<const float> snapshot);
+    // w = values (the coordinator's checkpoint taking an average; a ghost syncing all weights).
+    Status setPartition(int partition, int partitions, std::span<const float> values);
 
     std::int64_t steps() const;
     std::int64_t parameterCount() const;

@@ -237,7 +237,7 @@ void StageModel::syncComputeWeights() {
     torch::NoGradGuard noGrad;
     for (Parameter& p : m_parameters)
         if (p.master._version() != p.syncedVersion) {
-            p.compute.copy_(p.master);
+            p.compute.variable_data().copy_(p.master);
             p.syncedVersion = p.master._version();
         }
 }

@@ -4,4 +4,5 @@ target_sources(tessera_gpu PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/OptimizerOptions.h
     ${CMAKE_CURRENT_LIST_DIR}/Sparta.cpp ${CMAKE_CURRENT_LIST_DIR}/Sparta.h
     ${CMAKE_CURRENT_LIST_DIR}/StageOptimizer.cpp ${CMAKE_CURRENT_LIST_DIR}/StageOptimizer.h
-    ${CMAKE_CURRENT_LIST_DIR}/SwarmSimulator.cpp ${CMAKE_CURRENT_LIST_DIR}/SwarmSimulator.h)
+    ${CMAKE_CURRENT_LIST_DIR}/SwarmSimulator.cpp ${CMAKE_CURRENT_LIST_DIR}/SwarmSimulator.h
+    ${CMAKE_CURRENT_LIST_DIR}/TrainingData.cpp ${CMAKE_CURRENT_LIST_DIR}/TrainingData.h)

@@ -73,6 +73,23 @@ void Sparta::applyDelta(int p, const torch::Tensor& average, const torch::Tensor
     }
 }
 
+void Sparta::scatter(int p, const torch::Tensor& values) {
+    const std::int64_t size = partitionSize(p);
+    if (values.numel() != size)
+        throw std::invalid_argument("Sparta: the values must hold the partition's " + std::to_string(size) +
+                                    " values");
+    torch::NoGradGuard noGrad;
+    const torch::Tensor flatValues = values.reshape({-1});
+    std::int64_t offset = 0;
+    for (const Slice& s : m_slices.at(p)) {
+        m_parameters[s.parameter]
+            .second.view({-1})
+            .narrow(0, s.begin, s.length)
+            .copy_(flatValues.narrow(0, offset, s.length));
+        offset += s.length;
+    }
+}
+
 std::int64_t Sparta::partitionSize(int p) const {
     std::int64_t n = 0;
     for (const Slice& s : m_slices.at(p))

@@ -34,6 +34,9 @@ public:
     // The delta rule: w += average − snapshot, where snapshot is what this replica sent. It
     // keeps whatever the replica learned while the exchange ran.
     void applyDelta(int p, const torch::Tensor& average, const torch::Tensor& snapshot);
+    // w = values for partition p (values in gather's order): a checkpoint taking the average, a
+    // replica syncing all weights.
+    void scatter(int p, const torch::Tensor& values);
     std::int64_t partitionSize(int p) const;
 
 private:
