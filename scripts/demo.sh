@@ -24,8 +24,12 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-"$bin/tessera-coordinator" --data-dir "$root/coordinator" --listen 127.0.0.1:0 --model tiny \
-    --stages "$stages" >"$log" 2>&1 &
+# A new run: the tiny model in $stages stages with the subspace codec between them; an existing
+# demo run is resumed as it is.
+run_args=(--model tiny --stages "$stages" --codec subspace)
+[[ -f "$root/coordinator/run.json" ]] && run_args=()
+"$bin/tessera-coordinator" --data-dir "$root/coordinator" --listen 127.0.0.1:0 "${run_args[@]}" \
+    --credit-interval-ms 10000 >"$log" 2>&1 &
 pids+=($!)
 url=""
 for _ in $(seq 1 600); do
@@ -39,7 +43,8 @@ grep -E "^(tessera-coordinator|TLS SHA-256|coordinator key)" "$log" || true
 echo "coordinator: $url (status page: $url/ — its certificate is $root/coordinator/tls.crt)"
 
 for ((s = 0; s < stages; s++)); do
-    "$bin/tessera-node" run --coordinator "$url" --data-dir "$root/node-$s" \
+    # One compute thread per node: the nodes share this machine's cores.
+    OMP_NUM_THREADS=1 "$bin/tessera-node" run --coordinator "$url" --data-dir "$root/node-$s" \
         --coordinator-ca "$root/coordinator/tls.crt" --gpu-limit 70 2>"$root/node-$s.log" &
     pids+=($!)
 done
@@ -51,6 +56,10 @@ while true; do
         "$bin/tessera-node" status --data-dir "$root/node-$s" 2>/dev/null | grep -E "^(state|stage|download|compute|credits):" |
             paste -sd' ' | sed "s/^/node-$s  /; s/  */ /g" || echo "node-$s  (starting)"
     done
-    { curl -s --cacert "$root/coordinator/tls.crt" "$url/v1/status"; echo; } |
-        sed -n 's/.*"nodes":{\([^}]*\)}.*/swarm nodes: \1/p' || true
+    status=$(curl -s --cacert "$root/coordinator/tls.crt" "$url/v1/status" || true)
+    # Keys come sorted, so the last "step" is the top-level one (stages[] hold theirs before it).
+    field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" <<<"$status"; }
+    printf 'swarm  step %s  loss %s  %s tokens/s  microbatches %s completed, %s abandoned, %s in flight\n' \
+        "$(field step)" "$(field loss | cut -c1-6)" "$(field tokens_per_second | cut -d. -f1)" \
+        "$(field completed)" "$(field abandoned)" "$(field in_flight)"
 done

@@ -112,7 +112,7 @@ Result<TaskFrame> decodeTaskFrame(QByteArrayView frame, const TaskFrameLimits& l
                           std::to_string(kTaskFrameVersion) + "); update Tessera");
     if (version != kTaskFrameVersion)
         return frameError("protocol version " + std::to_string(version) + " is not supported");
-    if (type < quint8(TaskFrameType::ForwardInput) || type > quint8(TaskFrameType::Targets))
+    if (type < quint8(TaskFrameType::ForwardInput) || type > quint8(TaskFrameType::Partition))
         return frameError("type " + std::to_string(type) + " is unknown");
     header.type = static_cast<TaskFrameType>(type);
     if (reserved8 != 0 || reserved16 != 0)
@@ -120,12 +120,25 @@ Result<TaskFrame> decodeTaskFrame(QByteArrayView frame, const TaskFrameLimits& l
     if (header.stage > limits.maxStage)
         return frameError(bound("stage", header.stage, 0, limits.maxStage));
     const auto [batch, seq, width] = header.shape;
-    if (batch < 1 || batch > limits.maxBatch)
-        return frameError(bound("shape B", batch, 1, limits.maxBatch));
-    if (seq < 1 || seq > limits.maxSeq)
-        return frameError(bound("shape T", seq, 1, limits.maxSeq));
-    if (width > limits.maxWidth)
-        return frameError(bound("shape d", width, 0, limits.maxWidth));
+    if (header.type == TaskFrameType::Partition) {
+        // A flat vector of fp32 weights: its length is the whole shape.
+        const quint32 maxCount = limits.maxPayloadBytes / 4;
+        if (batch > maxCount)
+            return frameError(bound("partition count", batch, 0, maxCount));
+        if (seq != 0 || width != 0)
+            return frameError("partition shape must be {count, 0, 0}, got {" + std::to_string(batch) + ", " +
+                              std::to_string(seq) + ", " + std::to_string(width) + "}");
+        if (quint64(header.payloadBytes) != 4ull * batch)
+            return frameError("partition payload length " + std::to_string(header.payloadBytes) +
+                              " is not 4 × " + std::to_string(batch) + " floats");
+    } else {
+        if (batch < 1 || batch > limits.maxBatch)
+            return frameError(bound("shape B", batch, 1, limits.maxBatch));
+        if (seq < 1 || seq > limits.maxSeq)
+            return frameError(bound("shape T", seq, 1, limits.maxSeq));
+        if (width > limits.maxWidth)
+            return frameError(bound("shape d", width, 0, limits.maxWidth));
+    }
 
     if (header.payloadBytes > limits.maxPayloadBytes)
         return frameError("payload length " + std::to_string(header.payloadBytes) + " exceeds the limit of " +

@@ -13,7 +13,7 @@
 //       18     8  microbatch (i64)
 //       26     2  stage (u16)
 //       28     2  reserved, must be 0
-//       30    12  shape: B, T, d (3 × u32; d = 0 for token frames)
+//       30    12  shape: B, T, d (3 × u32; d = 0 for token frames; {count, 0, 0} for Partition)
 //       42     4  payload length in bytes (u32)
 //       46     4  CRC32C of the payload (u32)
 //       50     …  payload
@@ -35,6 +35,7 @@ enum class TaskFrameType : quint8 {
     BackwardInput = 3,
     BackwardOutput = 4,
     Targets = 5,
+    Partition = 6, // fp32 weights for averaging: shape {count, 0, 0}, payload 4·count bytes
 };
 
 struct TaskFrameHeader {
@@ -73,6 +74,8 @@ QByteArray encodeTaskFrame(const TaskFrameHeader& header, QByteArrayView payload
 
 // Checks, in order: size, magic, version, type, reserved bytes, stage, shape, payload length
 // (bound, then exact match with the frame size), CRC32C. The error names the failing field.
+// A Partition frame's shape is {count, 0, 0} with count ≤ maxPayloadBytes/4 and a payload of
+// exactly 4·count bytes.
 // Allocates nothing on success: the payload is a view into `frame`.
 Result<TaskFrame> decodeTaskFrame(QByteArrayView frame, const TaskFrameLimits& limits = {});
 

@@ -15,6 +15,7 @@
 #include "coordinator/api/ShardApi.h"
 #include "coordinator/api/StatusApi.h"
 #include "coordinator/http/HttpServer.h"
+#include "coordinator/router/Trainer.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -108,6 +109,7 @@ struct Coordinator::Parts {
     std::unique_ptr<StatusApi> statusApi;
     std::unique_ptr<CreditsApi> creditsApi;
     std::unique_ptr<SessionApi> sessionApi;
+    std::unique_ptr<Trainer> trainer;
     std::unique_ptr<http::HttpServer> server;
     QTimer purgeTimer;
     bool stopping = false;
@@ -190,7 +192,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
         return makeError(str(p.db->displayName()) + ": " + migrated.message());
 
     Result<CoordinatorRun> run = CoordinatorRun::openOrCreate(options.dataDir, *p.db, *p.key, options.model,
-                                                              options.stages, options.dataset, nowMs());
+                                                              ModelOverrides{options.stages, options.codec}, options.dataset, nowMs());
     if (!run)
         return run.error();
     p.run = std::move(*run);
@@ -216,6 +218,13 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     p.sessionApi = std::make_unique<SessionApi>(*p.db, p.metrics, session);
     // Nodes left online by a previous process have no socket here any more.
     p.sessionApi->sweep();
+    Result<std::unique_ptr<Trainer>> trainer = Trainer::create(*p.db, *p.key, model, p.run->dataset(),
+                                                               p.run->shardDir(), options.training, *p.sessionApi);
+    if (!trainer)
+        return trainer.error();
+    p.trainer = std::move(*trainer);
+    Trainer* training = p.trainer.get();
+    p.statusApi->setTrainingStatus([training] { return training->status(); });
 
     http::HttpServerConfig serverConfig;
     if (options.maxConnections)
@@ -271,6 +280,7 @@ void Coordinator::stop(std::function<void()> done) {
     p.stopping = true;
     p.purgeTimer.stop();
     p.server->close();
+    p.trainer->stop();
     p.sessionApi->closeAll(QStringLiteral("the coordinator is shutting down"));
     auto* poll = new QTimer;
     const qint64 deadline = nowMs() + std::chrono::milliseconds(kStopGrace).count();

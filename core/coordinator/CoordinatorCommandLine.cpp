@@ -7,7 +7,10 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 
+#include <functional>
+#include <limits>
 #include <ostream>
+#include <vector>
 
 namespace tessera::coordinator {
 
@@ -57,6 +60,10 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         "dataset",
         "New run's data: synthetic[:order=N,...], text:PATH, tokens16:PATH, tokens32:PATH [synthetic].",
         "SPEC");
+    const auto codec = valueOption("codec",
+                                   "A new run's boundary codec between stages: none, int8 or subspace "
+                                   "(~ratio x smaller activations) [the model's].",
+                                   "CODEC");
     const auto heartbeat = valueOption("heartbeat-timeout-ms",
                                        "A node silent this long on /v1/session is offline [30000].", "MS");
     const auto maxNodes =
@@ -76,8 +83,43 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
                     "MS");
     parser.addOptions({help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages, dataset,
                        heartbeat, maxNodes, maxNodesPerStage, retryAfter, minClient, maxConnections,
-                       requestTimeout});
+                       requestTimeout, codec});
 
+    // The data plane's settings: each a whole number in a range, written into TrainerSettings.
+    struct TrainingOption {
+        const char* name;
+        const char* description;
+        qint64 min, max;
+        std::function<void(TrainerSettings&, qint64)> apply;
+    };
+    const std::vector<TrainingOption> trainingOptions{
+        {"batch", "Sequences per microbatch [8].", 1, 4096, [](TrainerSettings& t, qint64 n) { t.batch = int(n); }},
+        {"seq", "Tokens per sequence [64].", 1, 65536, [](TrainerSettings& t, qint64 n) { t.seq = int(n); }},
+        {"microbatches-per-step", "Microbatches in one global batch: one optimizer step [8].", 1, 100'000,
+         [](TrainerSettings& t, qint64 n) { t.microbatchesPerStep = int(n); }},
+        {"window", "Microbatches in flight at once [8].", 1, 100'000,
+         [](TrainerSettings& t, qint64 n) { t.router.window = int(n); }},
+        {"averaging-interval", "Steps between two SPARTA averaging rounds [20].", 1, 1'000'000,
+         [](TrainerSettings& t, qint64 n) { t.averaging.interval = int(n); }},
+        {"averaging-partitions", "The weights are averaged 1/N at a time [20, i.e. 5%].", 1, 1000,
+         [](TrainerSettings& t, qint64 n) { t.averaging.partitions = int(n); }},
+        {"checkpoint-every", "Steps between published stage checkpoints [50].", 1, 1'000'000,
+         [](TrainerSettings& t, qint64 n) { t.checkpointEvery = int(n); }},
+        {"credit-interval-ms", "How often accepted work becomes signed credit receipts [60000].", 100, 86'400'000,
+         [](TrainerSettings& t, qint64 n) { t.creditInterval = std::chrono::milliseconds(n); }},
+        {"task-timeout-ms", "The least time a node gets for one task before it is retried elsewhere [10000].",
+         100, 3'600'000, [](TrainerSettings& t, qint64 n) { t.router.scheduler.minDeadlineMs = n; }},
+        {"microbatch-timeout-ms", "A microbatch not completed in this time is abandoned [120000].", 1000,
+         86'400'000, [](TrainerSettings& t, qint64 n) { t.router.microbatchTimeoutMs = n; }},
+        {"max-steps", "Stop issuing microbatches after this step [0: never].", 0, std::numeric_limits<int>::max(),
+         [](TrainerSettings& t, qint64 n) { t.maxSteps = n; }},
+    };
+    std::vector<QCommandLineOption> trainingParsed;
+    for (const TrainingOption& t : trainingOptions) {
+        trainingParsed.push_back(valueOption(t.name, t.description, "N"));
+        parser.addOption(trainingParsed.back());
+    }
+    
     exitCode = 2;
     if (!parser.parse(arguments)) {
         m_err << kProgram << ": " << parser.errorText() << "\nTry 'tessera-coordinator --help'.\n";
@@ -120,6 +162,14 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
             return std::nullopt;
         }
         o.stages = s;
+    }
+    if (parser.isSet(codec)) {
+        Result<gpu::CodecKind> c = gpu::parseCodec(parser.value(codec).toStdString());
+        if (!c) {
+            m_err << kProgram << ": --codec: " << c.message() << "\n";
+            return std::nullopt;
+        }
+        o.codec = *c;
     }
     if (parser.isSet(heartbeat)) {
         bool ok = false;
@@ -179,6 +229,16 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         if (!n)
             return std::nullopt;
         o.requestTimeout = std::chrono::milliseconds(*n);
+    }
+    for (std::size_t i = 0; i < trainingOptions.size(); ++i) {
+        if (!parser.isSet(trainingParsed[i]))
+            continue;
+        const TrainingOption& t = trainingOptions[i];
+        const std::optional<qint64> n = number(trainingParsed[i], t.min, t.max,
+                                               ("from " + std::to_string(t.min) + " to " + std::to_string(t.max)).c_str());
+        if (!n)
+            return std::nullopt;
+        t.apply(o.training, *n);
     }
     exitCode = 0;
     return o;

@@ -2,6 +2,8 @@
 // CoordinatorOptions: what tessera-coordinator is started with (its command line, parsed).
 
 #include "coordinator/admission/ClientVersion.h"
+#include "coordinator/router/Trainer.h"
+#include "model/ModelConfig.h"
 
 #include <QString>
 
@@ -19,6 +21,7 @@ struct CoordinatorOptions {
     QString dbUrl;                 // empty: sqlite in dataDir (see Database::open)
     QString model;                 // preset name or CONFIG.json; empty: the run's, or tiny
     std::optional<int> stages;     // overrides the model's stage count
+    std::optional<gpu::CodecKind> codec; // overrides the model's boundary codec
     QString dataset;               // DatasetSpec; empty: the run's, or synthetic
     // A node without a heartbeat for this long is offline (tests shorten it).
     std::chrono::milliseconds heartbeatTimeout{std::chrono::seconds(30)};
@@ -31,6 +34,9 @@ struct CoordinatorOptions {
     // HTTP limits (HttpServerConfig); unset: the server's own defaults.
     std::optional<int> maxConnections;
     std::optional<std::chrono::milliseconds> requestTimeout; // header block and body deadlines
+
+    // The data plane: microbatch shape, global batch, window, averaging, checkpoints, credits.
+    TrainerSettings training;
 };
 
 } // namespace tessera::coordinator

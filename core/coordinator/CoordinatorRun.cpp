@@ -75,7 +75,7 @@ CoordinatorRun::CoordinatorRun(gpu::ModelConfig config, QString dataset, QString
     , m_shardDir(std::move(shardDir))
     , m_created(created) {}
 
-Result<gpu::ModelConfig> CoordinatorRun::resolveModel(const QString& model, std::optional<int> stages) {
+Result<gpu::ModelConfig> CoordinatorRun::resolveModel(const QString& model, const ModelOverrides& overrides) {
     Result<gpu::ModelConfig> config = makeError("");
     // A preset name never contains a dot or a slash; anything else is a config file.
     if (!model.contains(u'.') && !model.contains(u'/')) {
@@ -91,8 +91,10 @@ Result<gpu::ModelConfig> CoordinatorRun::resolveModel(const QString& model, std:
         if (!config)
             return makeError("--model " + str(model) + ": " + config.message());
     }
-    if (stages)
-        config->stages = *stages;
+    if (overrides.stages)
+        config->stages = *overrides.stages;
+    if (overrides.codec)
+        config->codec = *overrides.codec;
     if (Status valid = config->validate(); !valid)
         return makeError("the model: " + valid.message());
     return config;
@@ -100,7 +102,7 @@ Result<gpu::ModelConfig> CoordinatorRun::resolveModel(const QString& model, std:
 
 Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Database& db,
                                                     const Identity& coordinatorKey, const QString& model,
-                                                    std::optional<int> stages, const QString& dataset,
+                                                    const ModelOverrides& overrides, const QString& dataset,
                                                     qint64 nowMs) {
     const QString runPath = QDir(dataDir).filePath(kRunFile);
     const QString shardDir = QDir(dataDir).filePath(QStringLiteral("shards"));
@@ -113,7 +115,7 @@ Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Data
     }
     if (!QFileInfo::exists(runPath)) {
         Result<gpu::ModelConfig> config =
-            resolveModel(model.isEmpty() ? QStringLiteral("tiny") : model, stages);
+            resolveModel(model.isEmpty() ? QStringLiteral("tiny") : model, overrides);
         if (!config)
             return config.error();
         const QString data = requestedDataset ? requestedDataset->text() : DatasetSpec::defaultSpec();
@@ -137,22 +139,26 @@ Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Data
                          ", which --dataset would change to " + str(requestedDataset->text()) +
                          ". A run's dataset never changes: omit --dataset to resume it, or give another "
                          "--data-dir for a new run");
-    if (!model.isEmpty() || stages) {
-        // Only --stages given: it is compared against the run's own model.
+    if (!model.isEmpty() || overrides.any()) {
+        // Only --stages or --codec given: compared against the run's own model.
         Result<gpu::ModelConfig> requested = *stored;
-        if (!model.isEmpty())
-            requested = resolveModel(model, stages);
-        else
-            requested->stages = *stages;
+        if (!model.isEmpty()) {
+            requested = resolveModel(model, overrides);
+        } else {
+            if (overrides.stages)
+                requested->stages = *overrides.stages;
+            if (overrides.codec)
+                requested->codec = *overrides.codec;
+        }
         if (!requested)
             return requested.error();
         if (requested->toJson() != stored->toJson())
             return makeError(
                 "this data dir holds a run of model '" + stored->name + "' with " +
                 std::to_string(stored->stages) + " stages (config hash " + stored->hash().substr(0, 12) +
-                "), which --model/--stages would change to '" + requested->name + "' with " +
+                "), which --model/--stages/--codec would change to '" + requested->name + "' with " +
                 std::to_string(requested->stages) + " stages (" + requested->hash().substr(0, 12) +
-                "). A run's model never changes: omit --model and --stages to resume it, or give "
+                "). A run's model never changes: omit --model, --stages and --codec to resume it, or give "
                 "another --data-dir for a new run");
     }
 

@@ -24,6 +24,13 @@ namespace tessera::coordinator {
 
 class Database;
 
+// What the command line may change of a preset or config file (a new run only).
+struct ModelOverrides {
+    std::optional<int> stages;
+    std::optional<gpu::CodecKind> codec;
+    bool any() const { return stages || codec; }
+};
+
 class CoordinatorRun final {
 public:
     // model: a preset name ("tiny", "small", "8b") or a path to a config JSON; empty means the
@@ -32,11 +39,11 @@ public:
     // run's own, or synthetic for a new run; one that differs from the run's is refused too.
     static Result<CoordinatorRun> openOrCreate(const QString& dataDir, Database& db,
                                                const Identity& coordinatorKey, const QString& model,
-                                               std::optional<int> stages, const QString& dataset,
+                                               const ModelOverrides& overrides, const QString& dataset,
                                                qint64 nowMs);
 
     // A preset name or a config JSON file, with the stage count overridden, validated.
-    static Result<gpu::ModelConfig> resolveModel(const QString& model, std::optional<int> stages);
+    static Result<gpu::ModelConfig> resolveModel(const QString& model, const ModelOverrides& overrides);
 
     const gpu::ModelConfig& config() const { return m_config; }
     const QString& shardDir() const { return m_shardDir; }

@@ -248,11 +248,20 @@ Result<int> Database::migrate() {
 }
 
 Status Database::writeTransaction(const std::function<Status()>& body) {
+    // Nested: part of the outer transaction, which commits or rolls back the whole.
+    if (m_transactionDepth > 0) {
+        ++m_transactionDepth;
+        Status s = body();
+        --m_transactionDepth;
+        return s;
+    }
     const QString begin =
         m_backend == Backend::Sqlite ? QStringLiteral("BEGIN IMMEDIATE") : QStringLiteral("BEGIN");
     if (Result<QSqlQuery> q = sql::exec(m_db, begin); !q)
         return q.error();
+    ++m_transactionDepth;
     Status s = body();
+    --m_transactionDepth;
     if (s) {
         Result<QSqlQuery> commit = sql::exec(m_db, QStringLiteral("COMMIT"));
         if (commit)

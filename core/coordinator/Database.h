@@ -45,7 +45,8 @@ public:
 
     // Runs body inside a write transaction: committed when it returns ok, else rolled back.
     // SQLite takes the write lock up front (BEGIN IMMEDIATE) so that two connections reading
-    // then writing wait on each other instead of failing on a lock upgrade.
+    // then writing wait on each other instead of failing on a lock upgrade. A call inside the
+    // body joins the outer transaction.
     Status writeTransaction(const std::function<Status()>& body);
 
 private:
@@ -56,6 +57,7 @@ private:
     QString m_connectionName;
     QString m_displayName;
     QSqlDatabase m_db;
+    int m_transactionDepth = 0; // writeTransaction nesting: only the outermost commits
 };
 
 } // namespace tessera::coordinator

@@ -68,6 +68,49 @@ const std::vector<Migration>& migrations() {
              " signature TEXT NOT NULL,"
              " PRIMARY KEY (node_id, seq))",
          }},
+        {2,
+         "training: microbatches, accepted tasks, pending credit, the step and the loss history",
+         {
+             // state: "in_flight" | "completed" | "abandoned". Written in batches about once a
+             // second; a restart turns what a dead process left in flight into "abandoned".
+             "CREATE TABLE microbatches ("
+             " id BIGINT PRIMARY KEY,"
+             " step BIGINT NOT NULL,"
+             " state TEXT NOT NULL,"
+             " tokens BIGINT NOT NULL,"
+             " issued_at BIGINT NOT NULL,"
+             " finished_at BIGINT,"
+             " loss DOUBLE PRECISION,"
+             " reason TEXT)",
+             "CREATE INDEX microbatches_state ON microbatches (state)",
+             // The tasks of completed microbatches, each with the FLOPs it earns.
+             "CREATE TABLE accepted_tasks ("
+             " microbatch BIGINT NOT NULL,"
+             " seq INTEGER NOT NULL,"
+             " node_id TEXT NOT NULL,"
+             " stage INTEGER NOT NULL,"
+             " kind TEXT NOT NULL,"
+             " tokens BIGINT NOT NULL,"
+             " flop BIGINT NOT NULL,"
+             " PRIMARY KEY (microbatch, seq))",
+             "CREATE INDEX accepted_tasks_node ON accepted_tasks (node_id)",
+             // FLOPs accepted but not yet in a receipt (receipts are batched).
+             "CREATE TABLE credit_pending ("
+             " node_id TEXT PRIMARY KEY REFERENCES nodes (node_id) ON DELETE CASCADE,"
+             " flop BIGINT NOT NULL)",
+             "CREATE TABLE training_state ("
+             " id INTEGER PRIMARY KEY,"
+             " step BIGINT NOT NULL,"
+             " tokens BIGINT NOT NULL,"
+             " joins BIGINT NOT NULL,"
+             " leaves BIGINT NOT NULL,"
+             " updated_at BIGINT NOT NULL)",
+             "CREATE TABLE loss_history ("
+             " step BIGINT PRIMARY KEY,"
+             " loss DOUBLE PRECISION NOT NULL,"
+             " tokens BIGINT NOT NULL,"
+             " at BIGINT NOT NULL)",
+         }},
     };
     return all;
 }

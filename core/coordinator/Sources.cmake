@@ -14,4 +14,6 @@ target_sources(tessera_core PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/SessionStore.cpp ${CMAKE_CURRENT_LIST_DIR}/SessionStore.h
     ${CMAKE_CURRENT_LIST_DIR}/ShutdownSignals.cpp ${CMAKE_CURRENT_LIST_DIR}/ShutdownSignals.h
     ${CMAKE_CURRENT_LIST_DIR}/Sql.cpp ${CMAKE_CURRENT_LIST_DIR}/Sql.h
-    ${CMAKE_CURRENT_LIST_DIR}/StageVersionStore.cpp ${CMAKE_CURRENT_LIST_DIR}/StageVersionStore.h)
+    ${CMAKE_CURRENT_LIST_DIR}/StageCheckpoints.cpp ${CMAKE_CURRENT_LIST_DIR}/StageCheckpoints.h
+    ${CMAKE_CURRENT_LIST_DIR}/StageVersionStore.cpp ${CMAKE_CURRENT_LIST_DIR}/StageVersionStore.h
+    ${CMAKE_CURRENT_LIST_DIR}/TrainingStore.cpp ${CMAKE_CURRENT_LIST_DIR}/TrainingStore.h)

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <vector>
 
 namespace tessera::node {
 
@@ -21,7 +22,15 @@ struct EngineTask {
         Backward, // gradOutput (+ input/targets when the forward ran elsewhere) → gradInput
         Step,     // AdamW over what was accumulated, averaged over `microbatches`
         Probe,    // synthetic forward + backward of batch×seq: how fast this stage runs here
+        // The last stage: input + targets → loss, then backward through the graph just kept.
+        ForwardBackward,
+        Gather,     // partition of partitions (-1: all of them) → values
+        ApplyDelta, // the delta rule on a partition: w += values − snapshot
+        SetWeights, // a partition's (-1: every) weights = values
     };
+
+    // Step over everything accumulated since the last step, however many microbatches that is.
+    static constexpr int kAllAccumulated = -1;
 
     std::int64_t taskId = 0;
     Kind kind = Forward;
@@ -29,10 +38,15 @@ struct EngineTask {
     QByteArray input;       // stage 0: a token frame; else a codec activation frame
     QByteArray targets;     // last stage: a token frame of the input's shape
     QByteArray gradOutput;  // the next stage's codec gradient frame (ignored on the last stage)
-    int microbatches = 0;   // Step
+    int microbatches = 0;   // Step (kAllAccumulated: however many accumulated)
     int batch = 0;          // Probe
     int seq = 0;            // Probe
     std::uint64_t seed = 0; // Probe
+    // Gather, ApplyDelta, SetWeights: partition (-1: all) of the SPARTA split into `partitions`.
+    int partition = -1;
+    int partitions = 0;
+    std::vector<float> values;   // ApplyDelta: the average; SetWeights: the weights
+    std::vector<float> snapshot; // ApplyDelta: what this node sent for the round
 };
 
 struct EngineResult {
@@ -43,6 +57,11 @@ struct EngineResult {
     QString error;        // what went wrong, when !ok
     QByteArray output;    // Forward: activation frame for the next stage (empty on the last)
     QByteArray gradInput; // Backward: gradient frame for the previous stage (empty on stage 0)
+    // Backward without an input, for a microbatch whose graph this node does not hold: send it
+    // again with its forward input (the error text then starts with "no kept graph").
+    bool needsInput = false;
+    int microbatches = 0;      // Step: accumulated microbatches whose gradients the step applied
+    std::vector<float> values; // Gather: the partition's weights (fp32)
     double loss = std::numeric_limits<double>::quiet_NaN(); // last stage's forward/backward only
     qint64 tokens = 0;
     qint64 flop = 0; // what the coordinator credits for this task (0 when it failed)

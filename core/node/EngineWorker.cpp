@@ -5,6 +5,7 @@
 
 #include <QMetaObject>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <limits>
@@ -18,6 +19,9 @@ using Clock = ComputeThrottle::Clock;
 
 // Probes never collide with the coordinator's microbatch ids (which are ≥ 0).
 constexpr std::int64_t kProbeMicrobatch = std::numeric_limits<std::int64_t>::min();
+
+// StageEngine::backward's words for a microbatch it holds no graph of (and was given no input).
+constexpr const char* kNoKeptGraph = "no activations are kept for microbatch";
 
 std::span<const std::uint8_t> bytes(const QByteArray& a) {
     return {reinterpret_cast<const std::uint8_t*>(a.constData()), std::size_t(a.size())};
@@ -242,9 +246,17 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
             auto b = engine.backward(task.microbatch, bytes(task.gradOutput), bytes(task.input),
                                      bytes(task.targets));
             if (!b) {
-                r.error = QStringLiteral("backward of microbatch %1: %2")
-                              .arg(task.microbatch)
-                              .arg(text(b.message()));
+                // Without an input the only way to fail before any compute is a graph this node
+                // does not hold (it ran elsewhere, or a step ended it): the sender can fix that.
+                r.needsInput = task.input.isEmpty() && b.message().find(kNoKeptGraph) != std::string::npos;
+                r.error = r.needsInput
+                              ? QStringLiteral("no kept graph for microbatch %1: send its forward input "
+                                               "to recompute (%2)")
+                                    .arg(task.microbatch)
+                                    .arg(text(b.message()))
+                              : QStringLiteral("backward of microbatch %1: %2")
+                                    .arg(task.microbatch)
+                                    .arg(text(b.message()));
                 return r;
             }
             r.gradInput = toByteArray(b->gradInput);
@@ -254,10 +266,82 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
             break;
         }
         case EngineTask::Step: {
-            const Status s = engine.step(task.microbatches);
+            const std::int64_t accumulated = engine.accumulatedMicrobatches();
+            const int over = task.microbatches == EngineTask::kAllAccumulated
+                                 ? int(std::min<std::int64_t>(accumulated, std::numeric_limits<int>::max()))
+                                 : task.microbatches;
+            const Status s = engine.step(over);
             if (!s) {
                 r.error = QStringLiteral("optimizer step over %1 microbatches: %2")
-                              .arg(task.microbatches)
+                              .arg(over)
+                              .arg(text(s.message()));
+                return r;
+            }
+            r.microbatches =
+                over > 0 ? int(std::min<std::int64_t>(accumulated, std::numeric_limits<int>::max())) : 0;
+            break;
+        }
+        case EngineTask::ForwardBackward: {
+            if (engine.stage() != engine.config().stages - 1) {
+                r.error =
+                    QStringLiteral("forward_backward runs on the last stage only; this is stage %1 of %2")
+                        .arg(engine.stage())
+                        .arg(engine.config().stages);
+                return r;
+            }
+            auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets));
+            if (!f) {
+                r.error = QStringLiteral("forward of microbatch %1: %2")
+                              .arg(task.microbatch)
+                              .arg(text(f.message()));
+                return r;
+            }
+            // Through the graph the forward kept; the input is there for an engine that keeps none.
+            auto b = engine.backward(task.microbatch, {}, bytes(task.input), bytes(task.targets));
+            if (!b) {
+                engine.drop(task.microbatch);
+                r.error = QStringLiteral("backward of microbatch %1: %2")
+                              .arg(task.microbatch)
+                              .arg(text(b.message()));
+                return r;
+            }
+            r.gradInput = toByteArray(b->gradInput);
+            r.loss = f->loss;
+            r.tokens = f->tokens;
+            r.flop =
+                gpu::StageEngine::forwardFlop(n, f->tokens) + gpu::StageEngine::backwardFlop(n, f->tokens);
+            break;
+        }
+        case EngineTask::Gather: {
+            Result<std::vector<float>> values = engine.gatherPartition(task.partition, task.partitions);
+            if (!values) {
+                r.error = QStringLiteral("gathering partition %1 of %2: %3")
+                              .arg(task.partition)
+                              .arg(task.partitions)
+                              .arg(text(values.message()));
+                return r;
+            }
+            r.values = std::move(values).value();
+            break;
+        }
+        case EngineTask::ApplyDelta: {
+            const Status s =
+                engine.applyPartitionDelta(task.partition, task.partitions, task.values, task.snapshot);
+            if (!s) {
+                r.error = QStringLiteral("averaging partition %1 of %2: %3")
+                              .arg(task.partition)
+                              .arg(task.partitions)
+                              .arg(text(s.message()));
+                return r;
+            }
+            break;
+        }
+        case EngineTask::SetWeights: {
+            const Status s = engine.setPartition(task.partition, task.partitions, task.values);
+            if (!s) {
+                r.error = QStringLiteral("setting partition %1 of %2: %3")
+                              .arg(task.partition)
+                              .arg(task.partitions)
                               .arg(text(s.message()));
                 return r;
             }
@@ -312,6 +396,7 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
         r.error = QStringLiteral("engine: %1").arg(QString::fromLocal8Bit(e.what()));
         r.output.clear();
         r.gradInput.clear();
+        r.values.clear();
         return r;
     }
     r.ok = true;

@@ -12,6 +12,7 @@
 #include "node/NodeSession.h"
 #include "node/ShardDownload.h"
 #include "node/ShardStore.h"
+#include "node/TaskRunner.h"
 
 #include <QDateTime>
 #include <QFile>
@@ -373,6 +374,17 @@ void Node::join() {
         gpu::ModelConfig::fromJson(QJsonDocument(m_modelConfig).toJson(QJsonDocument::Compact).toStdString());
     if (!config)
         return fail(QStringLiteral("the coordinator's model: ") + QString::fromStdString(config.message()), ExitRefused);
+    // A fresh runner for the stage being loaded: snapshots and tasks of an earlier one are void.
+    m_runner = std::make_unique<TaskRunner>(
+        m_engine->worker(), *config, m_stage,
+        [this](const QByteArray& message) {
+            if (m_session)
+                m_session->sendBinary(message);
+        },
+        [this](const QJsonObject& message) {
+            if (m_session)
+                m_session->send(message);
+        });
     EngineLoadOptions load;
     load.engine.config = *config;
     load.engine.stage = m_stage;
@@ -386,6 +398,9 @@ void Node::join() {
         m_session = std::make_unique<NodeSession>(m_client->sessionUrl(), m_client->ssl(), m_options.heartbeatInterval);
         connect(m_session.get(), &NodeSession::opened, this, [this] {
             qInfo("node: session open");
+            // A reconnect while working: the coordinator learns again that tasks may come here.
+            if (m_state == NodeState::Working || m_state == NodeState::Paused)
+                announceAvailability();
             maybeWorking();
             pollCredits();
         });
@@ -399,6 +414,10 @@ void Node::join() {
             admit();
         });
         connect(m_session.get(), &NodeSession::message, this, &Node::onSessionMessage);
+        connect(m_session.get(), &NodeSession::binaryMessage, this, [this](const QByteArray& message) {
+            if (m_runner)
+                m_runner->handleBinary(message);
+        });
     }
     m_session->open(m_sessionToken);
 }
@@ -410,14 +429,29 @@ void Node::maybeWorking() {
     enter(NodeState::Working);
     if (m_pauseRequested)
         setPaused(true);
+    announceAvailability();
+}
+
+void Node::announceAvailability() {
+    if (!m_session || !m_session->isOpen())
+        return;
+    if (m_pauseRequested)
+        m_session->send(QJsonObject{{QStringLiteral("type"), QStringLiteral("unavailable")},
+                                    {QStringLiteral("reason"), QStringLiteral("paused")}});
+    else
+        m_session->send(
+            QJsonObject{{QStringLiteral("type"), QStringLiteral("ready")},
+                        {QStringLiteral("stage"), m_stage},
+                        {QStringLiteral("version"), m_manifest ? qint64(m_manifest->version) : qint64(0)}});
 }
 
 void Node::onSessionMessage(const QJsonObject& message) {
     const QString type = message.value(u"type").toString();
+    // The data plane (tasks with frames, steps, averaging) is the runner's; probes stay here.
+    if (m_runner && m_runner->handleText(message))
+        return;
     if (type == u"task") {
-        // The data plane's task protocol (forward/backward/step with binary frames) arrives with
-        // the router; until then the coordinator may send probes: synthetic microbatches that
-        // measure this node's speed.
+        // A probe: synthetic microbatches that measure this node's speed.
         EngineTask task;
         task.taskId = message.value(u"task_id").toInteger();
         task.kind = EngineTask::Kind::Probe;
@@ -434,7 +468,8 @@ void Node::onSessionMessage(const QJsonObject& message) {
 }
 
 void Node::onTaskFinished(const EngineResult& result) {
-    if (!m_session)
+    // Data-plane tasks are answered by the runner, which listens to the worker too.
+    if (!m_session || result.kind != EngineTask::Probe)
         return;
     QJsonObject reply{{QStringLiteral("type"), QStringLiteral("task_result")},
                       {QStringLiteral("task_id"), qint64(result.taskId)},
@@ -483,11 +518,15 @@ void Node::pollCredits() {
 // --- local commands ----------------------------------------------------------------------------
 
 void Node::setPaused(bool paused) {
+    const bool changed = m_pauseRequested != paused;
     m_pauseRequested = paused;
     if (m_engine)
         m_engine->worker()->setPaused(paused);
     if (!paused && m_state == NodeState::Paused)
         enter(NodeState::Working);
+    // The router stops sending tasks (and re-routes those in flight) at once, before compute stops.
+    if (changed && (m_state == NodeState::Working || m_state == NodeState::Paused))
+        announceAvailability();
 }
 
 void Node::hardPause() {
@@ -567,6 +606,8 @@ QJsonObject Node::status() const {
             receipts = t->receipts;
         }
     }
+    if (m_runner)
+        s.insert(QStringLiteral("training"), m_runner->status());
     s.insert(QStringLiteral("credits_total"), double(micro) / 1e6);
     s.insert(QStringLiteral("ledger_receipts"), receipts);
     return s;
@@ -584,6 +625,7 @@ void Node::stop(const QString& why) {
     if (m_session)
         m_session->close();
     // Ends the worker (a running microbatch finishes first) and frees the stage's memory.
+    m_runner.reset();
     m_engine.reset();
     m_ledger.reset();
     // A moment for the WebSocket close frame and the control socket's last reply (to `stop`

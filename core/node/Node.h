@@ -29,6 +29,7 @@ class LocalLedger;
 class NodeSession;
 class ShardDownload;
 class ShardStore;
+class TaskRunner;
 struct EngineResult;
 struct EngineStats;
 struct HttpReply;
@@ -74,6 +75,8 @@ private:
     void maybeWorking();
     void onSessionMessage(const QJsonObject& message);
     void onTaskFinished(const EngineResult& result);
+    // Tells the coordinator whether to route tasks here: ready, or unavailable while paused.
+    void announceAvailability();
     void pollCredits();
 
     QJsonObject onControl(const QString& command, const QJsonObject& arguments);
@@ -102,6 +105,7 @@ private:
     std::unique_ptr<LocalLedger> m_ledger;
     std::unique_ptr<NodeSession> m_session;
     std::unique_ptr<EngineThread> m_engine;
+    std::unique_ptr<TaskRunner> m_runner; // the data plane, for the stage loaded
     bool m_engineLoaded = false;
 
     bool m_pauseRequested = false;

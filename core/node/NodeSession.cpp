@@ -1,5 +1,7 @@
 #include "node/NodeSession.h"
 
+#include "common/TaskMessage.h"
+
 #include <QDateTime>
 #include <QJsonDocument>
 #include <QNetworkRequest>
@@ -24,6 +26,11 @@ NodeSession::NodeSession(QUrl url, QSslConfiguration ssl, std::chrono::milliseco
         Q_EMIT opened();
     });
     connect(&m_socket, &QWebSocket::textMessageReceived, this, &NodeSession::onText);
+    connect(&m_socket, &QWebSocket::binaryMessageReceived, this, &NodeSession::binaryMessage);
+    // The data plane's largest message (a stage's weights for a sync); anything bigger is refused
+    // by the socket before it is buffered.
+    m_socket.setMaxAllowedIncomingMessageSize(quint64(kTaskMessageMaxBytes));
+    m_socket.setMaxAllowedIncomingFrameSize(quint64(kTaskMessageMaxBytes));
     connect(&m_socket, &QWebSocket::sslErrors, this, [](const QList<QSslError>& errors) {
         for (const QSslError& e : errors)
             qWarning("node: session TLS: %s", qPrintable(e.errorString()));
@@ -59,6 +66,11 @@ void NodeSession::connectNow() {
 void NodeSession::send(const QJsonObject& message) {
     if (m_socket.state() == QAbstractSocket::ConnectedState)
         m_socket.sendTextMessage(QString::fromUtf8(QJsonDocument(message).toJson(QJsonDocument::Compact)));
+}
+
+void NodeSession::sendBinary(const QByteArray& message) {
+    if (m_socket.state() == QAbstractSocket::ConnectedState)
+        m_socket.sendBinaryMessage(message);
 }
 
 void NodeSession::onText(const QString& text) {

@@ -1,6 +1,7 @@
 #pragma once
 // NodeSession: the node's /v1/session WebSocket — opened with the bearer token, kept alive with
-// heartbeats, reopened with back-off when the connection drops.
+// heartbeats, reopened with back-off when the connection drops. Text messages carry control,
+// binary ones tensors (TaskMessage).
 //
 // States: Closed → Connecting → Open → (dropped) Connecting … ; a 1008 close (token revoked or
 // expired) is final: `invalidated` tells the node to admit again.
@@ -29,6 +30,8 @@ public:
     void close();
     bool isOpen() const { return m_socket.state() == QAbstractSocket::ConnectedState && m_open; }
     void send(const QJsonObject& message);
+    // A binary message (a TaskMessage: a task's result, an averaging share); dropped when closed.
+    void sendBinary(const QByteArray& message);
     qint64 lastAckMs() const { return m_lastAckMs; }
 
 Q_SIGNALS:
@@ -38,6 +41,8 @@ Q_SIGNALS:
     // The coordinator no longer accepts the token: admit again.
     void invalidated(const QString& reason);
     void message(const QJsonObject& message);
+    // A binary message as received (up to kTaskMessageMaxBytes); the receiver decodes it.
+    void binaryMessage(const QByteArray& message);
 
 private:
     void connectNow();

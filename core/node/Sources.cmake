@@ -27,5 +27,6 @@ target_sources(tessera_core PRIVATE
     node/ShardDownload.cpp node/ShardDownload.h
     node/ShardProgress.cpp node/ShardProgress.h
     node/ShardStore.cpp node/ShardStore.h
+    node/TaskRunner.cpp node/TaskRunner.h
     node/TransferRate.cpp node/TransferRate.h
 )

@@ -6,6 +6,8 @@ tessera_core_test(test_control_socket)
 # The engine thread: ComputeThrottle on synthetic times; EngineWorker on the real tiny model (CPU).
 tessera_core_test(test_compute_throttle)
 tessera_core_test(test_engine_worker)
+# TaskRunner: the data plane's binary messages into engine tasks and back, on the real tiny model.
+tessera_core_test(test_task_runner)
 
 # The node's credit ledger: a strict reader of the coordinator's credits page; LocalLedger on real
 # SQLite files, and a writer process the test SIGKILLs at random moments.

@@ -477,10 +477,11 @@ void TestCoordinatorProcess::insecureLoopbackServesPlainHttp() {
 void TestCoordinatorProcess::datasetIsCheckedStoredAndNeverChanges() {
     const QString tokens = m_dir.filePath(QStringLiteral("tokens.u16"));
     const QString odd = m_dir.filePath(QStringLiteral("odd.u16"));
+    // Token id 1 as little-endian u16 (the coordinator reads the tokens: each must be < 256).
     for (const auto& [path, size] : {std::pair{tokens, 64}, std::pair{odd, 63}}) {
         QFile f(path);
         QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QByteArray(size, '\1'));
+        f.write(QByteArray("\1\0", 2).repeated(32).left(size));
     }
     const QString dir = m_dir.filePath(QStringLiteral("dataset"));
     const auto start = [&](const QString& spec) {

@@ -109,6 +109,39 @@ struct Stage {
         t.microbatches = microbatches;
         return run(t);
     }
+    EngineResult forwardBackward(std::int64_t mb, const QByteArray& input, const QByteArray& targets) {
+        EngineTask t;
+        t.kind = EngineTask::ForwardBackward;
+        t.microbatch = mb;
+        t.input = input;
+        t.targets = targets;
+        return run(t);
+    }
+    EngineResult gather(int partition, int partitions) {
+        EngineTask t;
+        t.kind = EngineTask::Gather;
+        t.partition = partition;
+        t.partitions = partitions;
+        return run(t);
+    }
+    EngineResult applyDelta(int partition, int partitions, std::vector<float> average,
+                            std::vector<float> snapshot) {
+        EngineTask t;
+        t.kind = EngineTask::ApplyDelta;
+        t.partition = partition;
+        t.partitions = partitions;
+        t.values = std::move(average);
+        t.snapshot = std::move(snapshot);
+        return run(t);
+    }
+    EngineResult setWeights(int partition, int partitions, std::vector<float> values) {
+        EngineTask t;
+        t.kind = EngineTask::SetWeights;
+        t.partition = partition;
+        t.partitions = partitions;
+        t.values = std::move(values);
+        return run(t);
+    }
     void submitProbes(int count, int batch = kBatch, int seq = kSeq) {
         for (int i = 0; i < count; ++i) {
             EngineTask t;
@@ -196,6 +229,115 @@ private Q_SLOTS:
         QVERIFY(!unknown.error.isEmpty());
         const EngineResult good = s0.forward(2, tokenFrame(0));
         QVERIFY2(good.ok, qPrintable(good.error));
+    }
+
+    void forwardBackwardOnTheLastStageGivesLossAndGradient() {
+        Stage s0, s1;
+        QVERIFY(s0.load(0));
+        QVERIFY(s1.load(1));
+        const EngineResult f0 = s0.forward(3, tokenFrame(0));
+        QVERIFY2(f0.ok, qPrintable(f0.error));
+        const EngineResult fb = s1.forwardBackward(3, f0.output, tokenFrame(1));
+        QVERIFY2(fb.ok, qPrintable(fb.error));
+        QVERIFY(std::isfinite(fb.loss));
+        QVERIFY(fb.output.isEmpty());
+        QVERIFY(!fb.gradInput.isEmpty());
+        QCOMPARE(fb.tokens, qint64(kBatch * kSeq));
+        // Credited as the forward and the backward it ran: 2·N·T + 4·N·T, three forwards' worth.
+        const EngineResult f1 = s1.forward(30, f0.output, tokenFrame(1));
+        QVERIFY(f1.flop > 0);
+        QCOMPARE(fb.flop, 3 * f1.flop);
+        // Stage 0 takes the gradient through the graph its forward kept.
+        const EngineResult b0 = s0.backward(3, fb.gradInput);
+        QVERIFY2(b0.ok, qPrintable(b0.error));
+        QVERIFY(b0.gradInput.isEmpty());
+        // The graph was consumed: a second backward of microbatch 3 needs its input.
+        QVERIFY(s1.backward(3, {}).needsInput);
+        // Only the last stage computes a loss.
+        const EngineResult wrong = s0.forwardBackward(4, tokenFrame(0), tokenFrame(1));
+        QVERIFY(!wrong.ok);
+        QVERIFY2(wrong.error.contains(u"last stage"), qPrintable(wrong.error));
+    }
+
+    void backwardWithoutAGraphOrInputNeedsTheInput() {
+        Stage s0, s1;
+        QVERIFY(s0.load(0));
+        QVERIFY(s1.load(1));
+        const EngineResult f0 = s0.forward(5, tokenFrame(0));
+        const EngineResult f1 = s1.forward(5, f0.output, tokenFrame(1));
+        QVERIFY(f1.ok);
+        const EngineResult b1 = s1.backward(5, {});
+        QVERIFY(b1.ok);
+        // Stage 0 on another node (here: a microbatch it never saw) cannot backward without input.
+        const EngineResult missing = s0.backward(77, b1.gradInput);
+        QVERIFY(!missing.ok);
+        QVERIFY(missing.needsInput);
+        QVERIFY2(missing.error.startsWith(u"no kept graph"), qPrintable(missing.error));
+        // Relayed with its input, it recomputes.
+        EngineTask relayed;
+        relayed.kind = EngineTask::Backward;
+        relayed.microbatch = 77;
+        relayed.gradOutput = b1.gradInput;
+        relayed.input = tokenFrame(0);
+        const EngineResult recomputed = s0.run(relayed);
+        QVERIFY2(recomputed.ok, qPrintable(recomputed.error));
+        // A bad gradient for a kept graph is another error: the input would not help.
+        const EngineResult bad = s0.backward(5, QByteArrayLiteral("not a gradient"));
+        QVERIFY(!bad.ok);
+        QVERIFY(!bad.needsInput);
+    }
+
+    void stepOverEverythingAccumulatedReportsTheCount() {
+        Stage s0, s1;
+        QVERIFY(s0.load(0));
+        QVERIFY(s1.load(1));
+        for (std::int64_t mb : {10, 11, 12}) {
+            const EngineResult f0 = s0.forward(mb, tokenFrame(int(mb)));
+            const EngineResult fb = s1.forwardBackward(mb, f0.output, tokenFrame(int(mb) + 1));
+            QVERIFY2(fb.ok, qPrintable(fb.error));
+            QVERIFY(s0.backward(mb, fb.gradInput).ok);
+        }
+        const EngineResult all = s0.step(EngineTask::kAllAccumulated);
+        QVERIFY2(all.ok, qPrintable(all.error));
+        QCOMPARE(all.microbatches, 3);
+        const EngineResult last = s1.step(EngineTask::kAllAccumulated);
+        QCOMPARE(last.microbatches, 3);
+        // Nothing since: the step applies none.
+        const EngineResult none = s0.step(EngineTask::kAllAccumulated);
+        QVERIFY(none.ok);
+        QCOMPARE(none.microbatches, 0);
+    }
+
+    void partitionsGatherApplyTheDeltaAndSet() {
+        Stage s0;
+        QVERIFY(s0.load(0));
+        const EngineResult snapshot = s0.gather(3, 20);
+        QVERIFY2(snapshot.ok, qPrintable(snapshot.error));
+        QVERIFY(!snapshot.values.empty());
+        // The delta rule moves the partition by (average − snapshot).
+        std::vector<float> average = snapshot.values;
+        for (float& v : average)
+            v += 0.25f;
+        const EngineResult applied = s0.applyDelta(3, 20, average, snapshot.values);
+        QVERIFY2(applied.ok, qPrintable(applied.error));
+        const EngineResult after = s0.gather(3, 20);
+        QCOMPARE(after.values.size(), snapshot.values.size());
+        for (std::size_t i = 0; i < after.values.size(); ++i)
+            QVERIFY(std::abs(after.values[i] - (snapshot.values[i] + 0.25f)) < 1e-5f);
+
+        // All partitions at once: set, read back, and a wrong size changes nothing.
+        const EngineResult all = s0.gather(-1, 20);
+        QVERIFY(all.ok);
+        std::vector<float> halved = all.values;
+        for (float& v : halved)
+            v *= 0.5f;
+        QVERIFY(s0.setWeights(-1, 20, halved).ok);
+        QVERIFY(s0.gather(-1, 20).values == halved);
+        const EngineResult wrong = s0.setWeights(-1, 20, std::vector<float>(5, 1.f));
+        QVERIFY(!wrong.ok);
+        QVERIFY(!wrong.error.isEmpty());
+        QVERIFY(s0.gather(-1, 20).values == halved);
+        QVERIFY(!s0.gather(20, 20).ok);
     }
 
     void loadErrorsAreReported() {

@@ -100,7 +100,8 @@ private Q_SLOTS:
         QVERIFY(contains(with(4, 2), "newer than this build"));
         QVERIFY(contains(with(4, 0), "version 0 is not supported"));
         QVERIFY(contains(with(6, 0), "type 0"));
-        QVERIFY(contains(with(6, 6), "type 6"));
+        QVERIFY(contains(with(6, 7), "type 7"));
+        QVERIFY(contains(with(6, 6), "partition")); // a Partition frame's shape is {count, 0, 0}
         QVERIFY(contains(with(9, 1), "reserved"));
         QVERIFY(contains(with(29, 1), "reserved"));
         QVERIFY(contains(with(27, 4), "stage 1027"));

@@ -96,8 +96,10 @@ http::HttpServer::UpgradeHandler SessionApi::upgradeHandler() {
 
 void SessionApi::accept(QWebSocket* socket) {
     connect(socket, &QWebSocket::disconnected, socket, &QObject::deleteLater);
-    socket->setMaxAllowedIncomingFrameSize(quint64(m_settings.maxMessageBytes));
-    socket->setMaxAllowedIncomingMessageSize(quint64(m_settings.maxMessageBytes));
+    // Text messages are held to maxMessageBytes in onText; binary ones may be larger.
+    const qint64 maxBytes = std::max(m_settings.maxMessageBytes, m_settings.maxBinaryBytes);
+    socket->setMaxAllowedIncomingFrameSize(quint64(maxBytes));
+    socket->setMaxAllowedIncomingMessageSize(quint64(maxBytes));
 
     const QString token = bearerToken(socket->request().rawHeader("Authorization"));
     const QString tokenHash = token.isEmpty() ? QString() : AdmissionService::sessionTokenHash(token);
@@ -127,15 +129,16 @@ void SessionApi::accept(QWebSocket* socket) {
     if (Result<bool> s = sessions.heartbeat(tokenHash, now); !s)
         qWarning("coordinator: recording a heartbeat failed: %s", s.message().c_str());
     m_live.insert(socket, Live{.tokenHash = tokenHash, .nodeId = nodeId, .lastHeartbeatMs = now,
-                               .messageAllowance = m_settings.messageBurst, .allowanceAtMs = now});
+                               .messageAllowance = m_settings.messageBurst, .allowanceAtMs = now,
+                               .binaryAllowance = m_settings.binaryBurst, .binaryAllowanceAtMs = now});
+    m_newest.insert(nodeId, socket);
     m_metrics.countSession(QStringLiteral("opened"));
     publishCount();
 
     connect(socket, &QWebSocket::textMessageReceived, this,
             [this, socket](const QString& message) { onText(socket, message); });
-    connect(socket, &QWebSocket::binaryMessageReceived, this, [socket](const QByteArray&) {
-        replyError(socket, QStringLiteral("binary frames are not understood; send JSON text frames"));
-    });
+    connect(socket, &QWebSocket::binaryMessageReceived, this,
+            [this, socket](const QByteArray& message) { onBinary(socket, message); });
     connect(socket, &QWebSocket::disconnected, this, [this, socket] { drop(socket); });
 
     // A new node's first task is a probe: a synthetic microbatch of its stage, which tells how
@@ -158,11 +161,68 @@ bool SessionApi::allowMessage(Live& live, qint64 nowMs) const {
     return true;
 }
 
+bool SessionApi::allowBinary(Live& live, qint64 nowMs) const {
+    const double refill = double(nowMs - live.binaryAllowanceAtMs) / 1000.0 * m_settings.binaryPerSecond;
+    live.binaryAllowance = std::min(m_settings.binaryBurst, live.binaryAllowance + std::max(0.0, refill));
+    live.binaryAllowanceAtMs = nowMs;
+    if (live.binaryAllowance < 1)
+        return false;
+    live.binaryAllowance -= 1;
+    return true;
+}
+
+void SessionApi::onBinary(QWebSocket* socket, const QByteArray& message) {
+    const auto live = m_live.find(socket);
+    if (live == m_live.end())
+        return;
+    if (!allowBinary(*live, nowMs())) {
+        m_metrics.countSession(QStringLiteral("rate_limited"));
+        drop(socket);
+        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                    QStringLiteral("more than %1 binary messages per second").arg(m_settings.binaryPerSecond));
+        return;
+    }
+    if (m_listener == nullptr) {
+        replyError(socket, QStringLiteral("this coordinator runs no data plane: binary messages are not understood"));
+        return;
+    }
+    m_listener->sessionBinary(live->nodeId, message);
+}
+
+bool SessionApi::sendText(const QString& nodeId, const QJsonObject& message) {
+    QWebSocket* socket = m_newest.value(nodeId);
+    if (socket == nullptr || !m_live.contains(socket))
+        return false;
+    reply(socket, message);
+    return true;
+}
+
+bool SessionApi::sendBinary(const QString& nodeId, const QByteArray& message) {
+    QWebSocket* socket = m_newest.value(nodeId);
+    if (socket == nullptr || !m_live.contains(socket))
+        return false;
+    return socket->sendBinaryMessage(message) == message.size();
+}
+
+std::optional<double> SessionApi::probedSecondsPerToken(const QString& nodeId) const {
+    const auto it = m_probed.constFind(nodeId);
+    if (it == m_probed.constEnd())
+        return std::nullopt;
+    return *it;
+}
+
 void SessionApi::onText(QWebSocket* socket, const QString& message) {
     const auto live = m_live.find(socket);
     if (live == m_live.end())
         return;
     const qint64 now = nowMs();
+    if (message.size() > m_settings.maxMessageBytes) {
+        m_metrics.countSession(QStringLiteral("too_big"));
+        drop(socket);
+        closeSocket(socket, QWebSocketProtocol::CloseCodeTooMuchData,
+                    QStringLiteral("text messages are limited to %1 bytes").arg(m_settings.maxMessageBytes));
+        return;
+    }
     if (!allowMessage(*live, now)) {
         m_metrics.countSession(QStringLiteral("rate_limited"));
         drop(socket);
@@ -189,6 +249,7 @@ void SessionApi::onText(QWebSocket* socket, const QString& message) {
         const qint64 tokens = result.value(u"tokens").toInteger();
         if (result.value(u"ok").toBool() && seconds > 0 && tokens > 0) {
             live->secondsPerToken = seconds / double(tokens);
+            m_probed.insert(live->nodeId, live->secondsPerToken);
             m_metrics.countSession(QStringLiteral("probe_ok"));
             qInfo("coordinator: node %s probe: %.3g s per token", qPrintable(live->nodeId.left(12)),
                   live->secondsPerToken);
@@ -197,6 +258,15 @@ void SessionApi::onText(QWebSocket* socket, const QString& message) {
             qWarning("coordinator: node %s probe failed: %s", qPrintable(live->nodeId.left(12)),
                      qPrintable(result.value(u"error").toString().left(200)));
         }
+        return;
+    }
+    static const QSet<QString> dataPlane{QStringLiteral("ready"), QStringLiteral("unavailable"),
+                                         QStringLiteral("step_done"), QStringLiteral("sync_done")};
+    if (m_listener != nullptr && dataPlane.contains(type.toString())) {
+        // Counts as a sign of life too.
+        live->lastHeartbeatMs = now;
+        live->heartbeatUnsaved = true;
+        m_listener->sessionText(live->nodeId, doc.object());
         return;
     }
     if (type.toString() != u"heartbeat") {
@@ -223,8 +293,17 @@ void SessionApi::drop(QWebSocket* socket) {
     const QString nodeId = live->nodeId;
     m_live.erase(live);
     publishCount();
+    if (m_newest.value(nodeId) == socket) {
+        m_newest.remove(nodeId);
+        for (auto it = m_live.cbegin(); it != m_live.cend(); ++it)
+            if (it->nodeId == nodeId)
+                m_newest.insert(nodeId, it.key());
+    }
     if (nodeHasOtherSession(nodeId, socket))
         return;
+    m_probed.remove(nodeId);
+    if (m_listener != nullptr)
+        m_listener->sessionClosed(nodeId);
     if (Status s = NodeRegistry(m_db).setState(nodeId, NodeState::Offline, nowMs()); !s)
         qWarning("coordinator: marking node %s offline failed: %s", qPrintable(nodeId), s.message().c_str());
 }

@@ -12,6 +12,7 @@
 // row writes. The database's last_seen lags by at most the flush interval, and a session revoked
 // meanwhile (the node was admitted again elsewhere) is closed at that flush.
 
+#include "coordinator/api/SessionListener.h"
 #include "coordinator/http/HttpServer.h"
 
 #include <QHash>
@@ -23,6 +24,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 class QWebSocket;
 class QWebSocketServer;
@@ -35,12 +37,18 @@ class Metrics;
 struct SessionSettings {
     // A node silent for longer is offline and its socket is closed.
     std::chrono::milliseconds heartbeatTimeout{std::chrono::seconds(30)};
-    // Heartbeats are tiny; a bigger frame or message is closed with 1009.
+    // Text messages (heartbeats, control) are tiny; a bigger one is closed with 1009. Binary
+    // messages (task results, averaging shares) may be up to maxBinaryBytes.
     qint64 maxMessageBytes = 16 * 1024;
+    qint64 maxBinaryBytes = qint64(256) << 20;
     // Messages per second a session may send, on average, with bursts up to messageBurst; a
     // flood is closed with 1008 rather than allowed to occupy the coordinator's thread.
     double messagesPerSecond = 5;
     double messageBurst = 20;
+    // Binary messages answer tasks the router sent, so their rate follows the node's work; the
+    // limit only stops a node flooding the coordinator with unsolicited ones.
+    double binaryPerSecond = 500;
+    double binaryBurst = 2000;
 };
 
 class SessionApi final : public QObject {
@@ -53,6 +61,14 @@ public:
     // For HttpServer::setUpgradeHandler: takes over a socket that still holds the upgrade.
     http::HttpServer::UpgradeHandler upgradeHandler();
     int connectedCount() const { return int(m_live.size()); }
+    // The data plane: hears data-plane messages and closes (not owned; may be null).
+    void setListener(SessionListener* listener) { m_listener = listener; }
+    // To the node's newest session; false when it has none.
+    bool sendText(const QString& nodeId, const QJsonObject& message);
+    bool sendBinary(const QString& nodeId, const QByteArray& message);
+    bool isConnected(const QString& nodeId) const { return m_newest.contains(nodeId); }
+    // The node's speed from its probe; none until it answered one.
+    std::optional<double> probedSecondsPerToken(const QString& nodeId) const;
     // Closes stale sockets and marks nodes offline whose last heartbeat is too old; runs on a
     // timer, public so that a test can run it at once.
     void sweep();
@@ -71,12 +87,16 @@ private:
         // Token bucket of the message-rate limit.
         double messageAllowance = 0;
         qint64 allowanceAtMs = 0;
+        double binaryAllowance = 0;
+        qint64 binaryAllowanceAtMs = 0;
     };
 
     void accept(QWebSocket* socket);
     void onText(QWebSocket* socket, const QString& message);
     // Spends one message from the session's allowance; false when it has none left.
     bool allowMessage(Live& live, qint64 nowMs) const;
+    bool allowBinary(Live& live, qint64 nowMs) const;
+    void onBinary(QWebSocket* socket, const QByteArray& message);
     // Writes the heartbeats heard since the last flush in one transaction; closes sessions that
     // turned out revoked or expired.
     void flushHeartbeats();
@@ -90,6 +110,9 @@ private:
     SessionSettings m_settings;
     std::unique_ptr<QWebSocketServer> m_server;
     QHash<QWebSocket*, Live> m_live;
+    QHash<QString, QWebSocket*> m_newest; // node id → its newest live session
+    QHash<QString, double> m_probed;      // node id → seconds per token from its last probe
+    SessionListener* m_listener = nullptr;
     QList<QPointer<QWebSocket>> m_closing;
     QTimer m_sweepTimer;
     QTimer m_flushTimer;

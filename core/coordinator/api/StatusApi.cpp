@@ -6,6 +6,7 @@
 #include "coordinator/api/Metrics.h"
 
 #include <QDateTime>
+#include <algorithm>
 #include <QJsonArray>
 #include <QJsonDocument>
 
@@ -85,13 +86,26 @@ HttpResponse StatusApi::info(const HttpRequest&) const {
 }
 
 QJsonObject StatusApi::statusJson(const Snapshot& s) const {
+    const QJsonObject training = m_training ? m_training() : QJsonObject();
+    const QJsonArray trainingStages = training.value(u"training_stages").toArray();
     QJsonArray stages;
-    for (const StageRow& row : s.stages)
-        stages.append(QJsonObject{{QStringLiteral("stage"), row.stage},
-                                  {QStringLiteral("nodes_online"), row.nodesOnline},
-                                  {QStringLiteral("version"), row.version},
-                                  {QStringLiteral("step"), row.step}});
-    return QJsonObject{
+    for (const StageRow& row : s.stages) {
+        QJsonObject stage{{QStringLiteral("stage"), row.stage},
+                          {QStringLiteral("nodes_online"), row.nodesOnline},
+                          {QStringLiteral("version"), row.version},
+                          {QStringLiteral("step"), row.step}};
+        // The data plane's view of the stage: nodes routed to, ghosts syncing, work in flight.
+        for (const QJsonValue& v : trainingStages) {
+            const QJsonObject t = v.toObject();
+            if (t.value(u"stage").toInt(-1) != row.stage)
+                continue;
+            for (auto it = t.begin(); it != t.end(); ++it)
+                if (!stage.contains(it.key()))
+                    stage.insert(it.key(), it.value());
+        }
+        stages.append(stage);
+    }
+    QJsonObject out{
         {QStringLiteral("name"), kName},
         {QStringLiteral("version"), tesseraVersion()},
         {QStringLiteral("model"), QString::fromStdString(m_settings.model.name)},
@@ -102,6 +116,10 @@ QJsonObject StatusApi::statusJson(const Snapshot& s) const {
         {QStringLiteral("stages"), stages},
         {QStringLiteral("uptime_s"), (QDateTime::currentMSecsSinceEpoch() - m_settings.startedAtMs) / 1000},
     };
+    for (auto it = training.begin(); it != training.end(); ++it)
+        if (it.key() != u"training_stages")
+            out.insert(it.key(), it.value());
+    return out;
 }
 
 HttpResponse StatusApi::status(const HttpRequest&) const {
@@ -148,8 +166,70 @@ HttpResponse StatusApi::metrics(const HttpRequest&) const {
     for (auto it = m_metrics.requests().begin(); it != m_metrics.requests().end(); ++it)
         out += "tessera_http_requests_total{route=\"" + label(it.key()) + "\"} " +
                QByteArray::number(it.value()) + '\n';
+    if (m_training) {
+        const QJsonObject t = m_training();
+        const QJsonObject mb = t.value(u"microbatches").toObject();
+        out += "# HELP tessera_step Global training step.\n# TYPE tessera_step gauge\n";
+        out += "tessera_step " + QByteArray::number(t.value(u"step").toInteger()) + '\n';
+        if (t.value(u"loss").isDouble()) {
+            out += "# HELP tessera_loss Mean training loss of the last step.\n# TYPE tessera_loss gauge\n";
+            out += "tessera_loss " + QByteArray::number(t.value(u"loss").toDouble(), 'g', 8) + '\n';
+        }
+        out += "# HELP tessera_tokens_total Tokens trained.\n# TYPE tessera_tokens_total counter\n";
+        out += "tessera_tokens_total " + QByteArray::number(t.value(u"tokens").toInteger()) + '\n';
+        out += "# HELP tessera_microbatches_total Microbatches by outcome.\n"
+               "# TYPE tessera_microbatches_total counter\n";
+        for (const char* key : {"issued", "completed", "abandoned"})
+            out += QByteArray("tessera_microbatches_total{state=\"") + key + "\"} " +
+                   QByteArray::number(mb.value(QLatin1String(key)).toInteger()) + '\n';
+        out += "# HELP tessera_credits_granted_flop FLOPs of accepted work.\n"
+               "# TYPE tessera_credits_granted_flop counter\n";
+        out += "tessera_credits_granted_flop " + QByteArray::number(t.value(u"credits_granted_flop").toInteger()) +
+               '\n';
+    }
     return HttpResponse(200, out, "text/plain; version=0.0.4; charset=utf-8");
 }
+
+namespace {
+
+// The loss curve as an inline SVG polyline (no script, no external file).
+QString lossCurveSvg(const QJsonArray& curve) {
+    if (curve.size() < 2)
+        return QStringLiteral("<p>The loss curve appears after two steps.</p>");
+    double lo = 1e300, hi = -1e300;
+    const double firstStep = curve.first().toArray().at(0).toDouble();
+    const double lastStep = curve.last().toArray().at(0).toDouble();
+    for (const QJsonValue& v : curve) {
+        const double loss = v.toArray().at(1).toDouble();
+        lo = std::min(lo, loss);
+        hi = std::max(hi, loss);
+    }
+    const double w = 600, h = 200, span = std::max(hi - lo, 1e-9), steps = std::max(lastStep - firstStep, 1.0);
+    QString points;
+    for (const QJsonValue& v : curve) {
+        const QJsonArray p = v.toArray();
+        points += QStringLiteral("%1,%2 ")
+                      .arg((p.at(0).toDouble() - firstStep) / steps * w, 0, 'f', 1)
+                      .arg(h - (p.at(1).toDouble() - lo) / span * h, 0, 'f', 1);
+    }
+    return QStringLiteral("<svg width=\"%1\" height=\"%2\" viewBox=\"-40 -10 %3 %4\" "
+                          "style=\"border:1px solid #ccc\"><polyline fill=\"none\" stroke=\"#36c\" "
+                          "stroke-width=\"1.5\" points=\"%5\"/><text x=\"-38\" y=\"5\" font-size=\"10\">%6</text>"
+                          "<text x=\"-38\" y=\"%7\" font-size=\"10\">%8</text></svg>"
+                          "<p>loss, steps %9 to %10</p>")
+        .arg(w + 40)
+        .arg(h + 20)
+        .arg(w + 50)
+        .arg(h + 20)
+        .arg(points.trimmed())
+        .arg(hi, 0, 'f', 3)
+        .arg(h)
+        .arg(lo, 0, 'f', 3)
+        .arg(qint64(firstStep))
+        .arg(qint64(lastStep));
+}
+
+} // namespace
 
 HttpResponse StatusApi::page(const HttpRequest&) const {
     Result<Snapshot> s = snapshot();
@@ -163,6 +243,34 @@ HttpResponse StatusApi::page(const HttpRequest&) const {
                     .arg(row.nodesOnline)
                     .arg(row.version)
                     .arg(row.step);
+    QString trainingHtml;
+    if (m_training) {
+        const QJsonObject t = m_training();
+        const QJsonObject mb = t.value(u"microbatches").toObject();
+        QString stageNodes;
+        for (const QJsonValue& v : t.value(u"training_stages").toArray())
+            stageNodes += QStringLiteral("stage %1: %2 training, %3 syncing; ")
+                              .arg(v.toObject().value(u"stage").toInt())
+                              .arg(v.toObject().value(u"nodes").toInt())
+                              .arg(v.toObject().value(u"ghosts").toInt());
+        trainingHtml =
+            QStringLiteral("<h2>Training</h2>\n<p>Step <b>%1</b> &middot; loss <b>%2</b> &middot; %3 tokens/s "
+                           "&middot; %4 tokens</p>\n<p>Microbatches: %5 issued, %6 completed, %7 abandoned, %8 in "
+                           "flight &middot; joins %9, leaves %10</p>\n<p>%11</p>\n%12\n")
+                .arg(t.value(u"step").toInteger())
+                .arg(t.value(u"loss").isDouble() ? QString::number(t.value(u"loss").toDouble(), 'f', 4)
+                                                 : QStringLiteral("&ndash;"))
+                .arg(t.value(u"tokens_per_second").toDouble(), 0, 'f', 0)
+                .arg(t.value(u"tokens").toInteger())
+                .arg(mb.value(u"issued").toInteger())
+                .arg(mb.value(u"completed").toInteger())
+                .arg(mb.value(u"abandoned").toInteger())
+                .arg(mb.value(u"in_flight").toInteger())
+                .arg(t.value(u"joins").toInteger())
+                .arg(t.value(u"leaves").toInteger())
+                .arg(stageNodes.toHtmlEscaped())
+                .arg(lossCurveSvg(t.value(u"loss_curve").toArray()));
+    }
     const QString html =
         QStringLiteral(
             "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Tessera coordinator</title>\n"
@@ -171,14 +279,15 @@ HttpResponse StatusApi::page(const HttpRequest&) const {
             "<p>Version %1 &middot; model <b>%2</b> (%3 parameters, %4 stages)</p>\n"
             "<p>Nodes online: <b>%5</b> of %6 admitted</p>\n"
             "<table><tr><th>stage</th><th>nodes online</th><th>shard version</th><th>step</th></tr>\n"
-            "%7</table>\n<p><a href=\"/v1/status\">/v1/status</a> &middot; "
+            "%7</table>\n%8<p><a href=\"/v1/status\">/v1/status</a> &middot; "
             "<a href=\"/metrics\">/metrics</a></p>\n</body></html>\n")
             .arg(tesseraVersion().toHtmlEscaped(), model)
             .arg(qint64(m_settings.model.parameterCount()))
             .arg(m_settings.model.stages)
             .arg(s->nodesOnline)
             .arg(s->nodesTotal)
-            .arg(rows);
+            .arg(rows)
+            .arg(trainingHtml);
     return HttpResponse(200, html.toUtf8(), "text/html; charset=utf-8");
 }
 

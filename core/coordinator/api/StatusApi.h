@@ -10,6 +10,7 @@
 #include <QJsonObject>
 #include <QString>
 
+#include <functional>
 #include <vector>
 
 namespace tessera::coordinator {
@@ -33,6 +34,9 @@ public:
     http::HttpResponse metrics(const http::HttpRequest& request) const;
     http::HttpResponse page(const http::HttpRequest& request) const;
 
+    // The data plane's part of the status (Trainer::status()); none: the fields are absent.
+    void setTrainingStatus(std::function<QJsonObject()> training) { m_training = std::move(training); }
+
 private:
     struct StageRow {
         int stage = 0;
@@ -51,6 +55,7 @@ private:
     Database& m_db;
     Metrics& m_metrics;
     StatusApiSettings m_settings;
+    std::function<QJsonObject()> m_training;
 };
 
 } // namespace tessera::coordinator

@@ -83,6 +83,17 @@ std::optional<QString> StageScheduler::pick(qint64 tokens, qint64 nowMs) {
     return bestId;
 }
 
+bool StageScheduler::assign(const QString& node, qint64 tokens, qint64 nowMs) {
+    const auto it = m_nodes.find(node);
+    if (it == m_nodes.end() || nowMs < it->bannedUntilMs)
+        return false;
+    Node& n = it.value();
+    n.busyUntilMs = finishMs(n, tokens, nowMs);
+    n.queuedTokens += std::max<qint64>(tokens, 0);
+    ++n.inFlight;
+    return true;
+}
+
 bool StageScheduler::complete(const QString& node, qint64 tokens, double seconds, qint64 nowMs) {
     const auto it = m_nodes.find(node);
     if (it == m_nodes.end())

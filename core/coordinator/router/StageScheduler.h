@@ -45,6 +45,9 @@ public:
     // id; an unmeasured node is preferred once (see maxProbesInFlight). The task is assigned to
     // it. None when every node is banned or there are none.
     std::optional<QString> pick(qint64 tokens, qint64 nowMs);
+    // Assigns a task to this very node (a backward to the node that holds its forward's graph),
+    // as pick() would. False when the node is unknown or banned.
+    bool assign(const QString& node, qint64 tokens, qint64 nowMs);
     // A task of `tokens` finished on `node` after `seconds` of work. False for an unknown node.
     bool complete(const QString& node, qint64 tokens, double seconds, qint64 nowMs);
     // The node erred or missed a deadline: its work is dropped (the caller retries it

@@ -1,0 +1,63 @@
+#pragma once
+// Microbatch: one microbatch's trip through the pipeline, as the router tracks it.
+//
+// Phases, one task in flight at a time:
+//   Forward(0) → … → Forward(S−2) → ForwardBackward(S−1) → Backward(S−2) → … → Backward(0) → Completed
+//   (with one stage: ForwardBackward(0) → Completed)
+//   any phase → Abandoned (attempts exhausted or the microbatch's deadline passed)
+// A phase whose task fails (error, deadline, node gone) is sent again, to another node when
+// there is one; a backward goes preferably to the node that ran the forward of that stage.
+
+#include <QByteArray>
+#include <QString>
+#include <QtGlobal>
+
+#include <limits>
+#include <vector>
+
+namespace tessera::coordinator {
+
+enum class TaskKind { Forward, ForwardBackward, Backward };
+const char* taskKindName(TaskKind kind); // "forward", "forward_backward", "backward"
+
+// A task whose result was used: the work that earns credit once the microbatch completes.
+struct AcceptedTask {
+    QString nodeId;
+    int stage = 0;
+    TaskKind kind = TaskKind::Forward;
+    bool recomputed = false; // a backward that ran the forward again (it got the input)
+    qint64 tokens = 0;
+    qint64 flop = 0;
+};
+
+struct Microbatch {
+    enum class Phase { Forward, ForwardBackward, Backward, Completed, Abandoned };
+
+    qint64 id = 0;
+    qint64 tokens = 0; // batch·seq
+    int batch = 0;
+    int seq = 0;
+    qint64 issuedAtMs = 0;
+    qint64 deadlineMs = 0; // abandoned when not completed by then
+
+    Phase phase = Phase::Forward;
+    int stage = 0;    // of the current phase
+    int attempts = 0; // of the current phase
+
+    std::vector<QByteArray> inputs; // inputs[s]: what stage s's forward takes (token frame on 0)
+    QByteArray targets;             // token frame, for the last stage
+    QByteArray gradient;            // the gradient frame the current backward phase sends
+    std::vector<QString> forwardNode;  // who ran stage s's forward (its graph may still be kept)
+    std::vector<qint64> forwardEpoch;  // that node's step epoch at the time
+    std::vector<AcceptedTask> accepted;
+    double loss = std::numeric_limits<double>::quiet_NaN();
+    QString abandonReason;
+
+    // The task in flight for the current phase (0: none; waiting for a node).
+    qint64 taskId = 0;
+    QString taskNode;
+    qint64 taskDeadlineMs = 0;
+    bool taskHasInput = false;
+};
+
+} // namespace tessera::coordinator

@@ -1,0 +1,444 @@
+#include "coordinator/router/Router.h"
+
+#include "engine/StageEngine.h"
+
+#include <QDateTime>
+#include <QJsonObject>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace tessera::coordinator {
+
+const char* taskKindName(TaskKind kind) {
+    switch (kind) {
+    case TaskKind::Forward: return "forward";
+    case TaskKind::ForwardBackward: return "forward_backward";
+    case TaskKind::Backward: return "backward";
+    }
+    return "?";
+}
+
+namespace {
+
+QString shortId(const QString& node) {
+    return node.left(12);
+}
+
+TaskKind kindOf(const Microbatch& mb) {
+    switch (mb.phase) {
+    case Microbatch::Phase::ForwardBackward: return TaskKind::ForwardBackward;
+    case Microbatch::Phase::Backward: return TaskKind::Backward;
+    default: return TaskKind::Forward;
+    }
+}
+
+} // namespace
+
+Router::Router(int stages, std::vector<qint64> stageParameters, RouterSettings settings, Send send, Feed feed,
+               QObject* parent)
+    : QObject(parent),
+      m_stages(stages),
+      m_stageParameters(std::move(stageParameters)),
+      m_settings(settings),
+      m_send(std::move(send)),
+      m_feed(std::move(feed)),
+      m_clock([] { return QDateTime::currentMSecsSinceEpoch(); }) {
+    qRegisterMetaType<Microbatch>();
+    m_stageParameters.resize(std::size_t(std::max(stages, 1)), 0);
+    for (int s = 0; s < stages; ++s)
+        m_schedulers.emplace_back(settings.scheduler);
+    connect(&m_timer, &QTimer::timeout, this, &Router::tick);
+}
+
+Router::~Router() = default;
+
+void Router::start(std::chrono::milliseconds interval) {
+    m_timer.start(interval);
+}
+
+void Router::setIssuing(bool on) {
+    m_issuing = on;
+    if (on)
+        issueWhilePossible();
+}
+
+void Router::addNode(const QString& nodeId, int stage, std::optional<double> secondsPerToken) {
+    if (stage < 0 || stage >= m_stages || m_nodes.contains(nodeId))
+        return;
+    m_nodes.insert(nodeId, NodeInfo{stage, 0});
+    m_schedulers[std::size_t(stage)].addNode(nodeId, secondsPerToken);
+    // Microbatches waiting for a node of this stage go now.
+    std::vector<qint64> waiting;
+    for (const auto& [id, mb] : m_microbatches)
+        if (mb.taskId == 0 && mb.stage == stage)
+            waiting.push_back(id);
+    for (qint64 id : waiting)
+        if (const auto it = m_microbatches.find(id); it != m_microbatches.end() && it->second.taskId == 0)
+            dispatch(it->second);
+    issueWhilePossible();
+}
+
+void Router::removeNode(const QString& nodeId, const QString& reason) {
+    const auto it = m_nodes.find(nodeId);
+    if (it == m_nodes.end())
+        return;
+    const int stage = it->stage;
+    m_nodes.erase(it);
+    m_schedulers[std::size_t(stage)].removeNode(nodeId);
+    std::vector<qint64> affected;
+    for (auto& [id, mb] : m_microbatches)
+        if (mb.taskId != 0 && mb.taskNode == nodeId)
+            affected.push_back(id);
+    for (qint64 id : affected) {
+        const auto mb = m_microbatches.find(id);
+        if (mb != m_microbatches.end())
+            failPhase(mb->second, QStringLiteral("node %1 left (%2)").arg(shortId(nodeId), reason), false);
+    }
+}
+
+std::optional<int> Router::stageOf(const QString& nodeId) const {
+    const auto it = m_nodes.constFind(nodeId);
+    if (it == m_nodes.constEnd())
+        return std::nullopt;
+    return it->stage;
+}
+
+QStringList Router::nodesOf(int stage) const {
+    if (stage < 0 || stage >= m_stages)
+        return {};
+    return m_schedulers[std::size_t(stage)].nodes();
+}
+
+bool Router::everyStageHasNodes() const {
+    for (const StageScheduler& s : m_schedulers)
+        if (s.nodes().isEmpty())
+            return false;
+    return true;
+}
+
+void Router::issueWhilePossible() {
+    while (m_issuing && int(m_microbatches.size()) < m_settings.window && everyStageHasNodes()) {
+        std::optional<MicrobatchInput> input = m_feed();
+        if (!input)
+            return;
+        Microbatch mb;
+        mb.id = m_nextMicrobatch++;
+        mb.batch = input->batch;
+        mb.seq = input->seq;
+        mb.tokens = qint64(input->batch) * input->seq;
+        mb.issuedAtMs = now();
+        mb.deadlineMs = mb.issuedAtMs + m_settings.microbatchTimeoutMs;
+        mb.inputs.assign(std::size_t(m_stages), QByteArray());
+        mb.inputs[0] = std::move(input->inputs);
+        mb.targets = std::move(input->targets);
+        mb.forwardNode.assign(std::size_t(m_stages), QString());
+        mb.forwardEpoch.assign(std::size_t(m_stages), -1);
+        mb.stage = 0;
+        mb.phase = m_stages == 1 ? Microbatch::Phase::ForwardBackward : Microbatch::Phase::Forward;
+        ++m_counters.issued;
+        const qint64 id = mb.id;
+        const qint64 tokens = mb.tokens;
+        auto [it, inserted] = m_microbatches.emplace(id, std::move(mb));
+        Q_EMIT issued(id, tokens);
+        dispatch(it->second);
+    }
+}
+
+void Router::dispatch(Microbatch& mb) {
+    StageScheduler& scheduler = m_schedulers[std::size_t(mb.stage)];
+    const qint64 t = now();
+    mb.taskId = 0;
+    mb.taskNode.clear();
+    if (mb.phase == Microbatch::Phase::Backward) {
+        // The node that ran this stage's forward holds its graph until its next step.
+        const QString& holder = mb.forwardNode[std::size_t(mb.stage)];
+        const auto info = m_nodes.constFind(holder);
+        if (!holder.isEmpty() && info != m_nodes.constEnd() &&
+            info->epoch == mb.forwardEpoch[std::size_t(mb.stage)] && scheduler.assign(holder, mb.tokens, t)) {
+            sendTask(mb, holder, false);
+            return;
+        }
+    }
+    const std::optional<QString> node = scheduler.pick(mb.tokens, t);
+    if (!node)
+        return; // waits for a node (addNode, a ban that lapses: tick)
+    sendTask(mb, *node, true);
+}
+
+bool Router::sendTask(Microbatch& mb, const QString& node, bool withInput) {
+    const TaskKind kind = kindOf(mb);
+    const qint64 taskId = m_nextTask++;
+    QJsonObject header{{QStringLiteral("type"), QStringLiteral("task")},
+                       {QStringLiteral("kind"), QString::fromLatin1(taskKindName(kind))},
+                       {QStringLiteral("task_id"), taskId},
+                       {QStringLiteral("microbatch"), mb.id}};
+    const auto frameHeader = [&](TaskFrameType type, bool tokens) {
+        TaskFrameHeader h;
+        h.type = type;
+        h.taskId = taskId;
+        h.microbatch = mb.id;
+        h.stage = mb.stage;
+        h.codec = quint8(m_settings.codecId);
+        h.shape = {quint32(mb.batch), quint32(mb.seq), tokens ? 0u : quint32(m_settings.width)};
+        return h;
+    };
+    std::vector<TaskMessageFrame> frames;
+    const QByteArray& input = mb.inputs[std::size_t(mb.stage)];
+    const bool tokenInput = mb.stage == 0;
+    if (kind == TaskKind::Backward) {
+        frames.push_back({frameHeader(TaskFrameType::BackwardInput, false), mb.gradient});
+        if (withInput)
+            frames.push_back({frameHeader(TaskFrameType::ForwardInput, tokenInput), input});
+    } else {
+        frames.push_back({frameHeader(TaskFrameType::ForwardInput, tokenInput), input});
+        if (kind == TaskKind::ForwardBackward)
+            frames.push_back({frameHeader(TaskFrameType::Targets, true), mb.targets});
+        withInput = true;
+    }
+    const qint64 t = now();
+    mb.taskId = taskId;
+    mb.taskNode = node;
+    mb.taskHasInput = withInput;
+    mb.taskDeadlineMs =
+        m_schedulers[std::size_t(mb.stage)].deadlineMs(node, mb.tokens, t).value_or(t + m_settings.scheduler.minDeadlineMs);
+    m_taskSentAtMs.insert(taskId, t);
+    m_taskToMicrobatch.insert(taskId, mb.id);
+    ++m_counters.tasksSent;
+    ++mb.attempts;
+    if (!m_send(node, encodeTaskMessage(header, frames))) {
+        // Not connected any more: the socket's close reaches removeNode soon; retry now.
+        failPhase(mb, QStringLiteral("node %1 is not connected").arg(shortId(node)), false);
+        return false;
+    }
+    return true;
+}
+
+void Router::failPhase(Microbatch& mb, const QString& why, bool ban) {
+    const QString node = mb.taskNode;
+    m_taskToMicrobatch.remove(mb.taskId);
+    m_taskSentAtMs.remove(mb.taskId);
+    mb.taskId = 0;
+    mb.taskNode.clear();
+    if (!node.isEmpty()) {
+        if (ban) {
+            if (const auto info = m_nodes.constFind(node); info != m_nodes.constEnd()) {
+                m_schedulers[std::size_t(info->stage)].fail(node, now());
+                qWarning("router: microbatch %lld: %s; node %s banned for a while", qlonglong(mb.id),
+                         qPrintable(why), qPrintable(shortId(node)));
+                // fail() forgot everything the node had in flight: send it elsewhere.
+                std::vector<qint64> others;
+                for (auto& [id, other] : m_microbatches)
+                    if (other.taskId != 0 && other.taskNode == node)
+                        others.push_back(id);
+                for (qint64 id : others)
+                    if (const auto o = m_microbatches.find(id); o != m_microbatches.end())
+                        failPhase(o->second, QStringLiteral("node %1 was banned").arg(shortId(node)), false);
+            }
+        } else if (const auto info = m_nodes.constFind(node); info != m_nodes.constEnd()) {
+            // Not the node's fault (e.g. it paused): release its slot without a ban.
+            m_schedulers[std::size_t(info->stage)].complete(node, mb.tokens, std::nan(""), now());
+        }
+    }
+    if (mb.attempts >= m_settings.maxAttempts) {
+        finish(mb.id, false,
+               QStringLiteral("%1 of stage %2 failed %3 times (last: %4)")
+                   .arg(QString::fromLatin1(taskKindName(kindOf(mb))))
+                   .arg(mb.stage)
+                   .arg(mb.attempts)
+                   .arg(why));
+        return;
+    }
+    ++m_counters.retries;
+    dispatch(mb);
+}
+
+void Router::onResult(const QString& nodeId, const TaskMessage& message) {
+    const qint64 taskId = message.header.value(u"task_id").toInteger(-1);
+    const auto link = m_taskToMicrobatch.constFind(taskId);
+    const auto mbIt = link == m_taskToMicrobatch.constEnd() ? m_microbatches.end() : m_microbatches.find(*link);
+    if (mbIt == m_microbatches.end() || mbIt->second.taskId != taskId || mbIt->second.taskNode != nodeId) {
+        // Late (its task went elsewhere), for a finished microbatch, or not this node's.
+        ++m_counters.duplicates;
+        return;
+    }
+    Microbatch& mb = mbIt->second;
+    const qint64 sentAt = m_taskSentAtMs.value(taskId, now());
+    if (!message.header.value(u"ok").toBool()) {
+        const QString error = message.header.value(u"error").toString();
+        const bool needsInput = message.header.value(u"needs_input").toBool() ||
+                                error.startsWith(QStringLiteral("no kept graph"));
+        if (needsInput && !mb.taskHasInput) {
+            // The node no longer holds the forward's graph: same node, now with the input.
+            m_taskToMicrobatch.remove(taskId);
+            m_taskSentAtMs.remove(taskId);
+            --mb.attempts;
+            sendTask(mb, nodeId, true);
+            return;
+        }
+        failPhase(mb, QStringLiteral("node %1: %2").arg(shortId(nodeId), error.left(200)), true);
+        return;
+    }
+    double seconds = message.header.value(u"compute_seconds").toDouble(-1);
+    if (!(seconds > 0) || !std::isfinite(seconds))
+        seconds = double(now() - sentAt) / 1000.0;
+    advance(mb, message, seconds);
+}
+
+void Router::advance(Microbatch& mb, const TaskMessage& message, double seconds) {
+    const TaskKind kind = kindOf(mb);
+    const int s = mb.stage;
+    const QString node = mb.taskNode;
+    // Check what the result must carry before anything is counted.
+    QByteArray output;
+    if (kind == TaskKind::Forward) {
+        const TaskFrame* f = message.frame(TaskFrameType::ForwardOutput);
+        if (f == nullptr || f->payload.isEmpty())
+            return failPhase(mb, QStringLiteral("forward result without its output frame"), true);
+        output = f->payload.toByteArray();
+    } else if (s > 0) {
+        const TaskFrame* f = message.frame(TaskFrameType::BackwardOutput);
+        if (f == nullptr || f->payload.isEmpty())
+            return failPhase(mb, QStringLiteral("backward result without its gradient frame"), true);
+        output = f->payload.toByteArray();
+    }
+    if (kind == TaskKind::ForwardBackward) {
+        const double loss = message.header.value(u"loss").toDouble(std::nan(""));
+        if (!std::isfinite(loss))
+            return failPhase(mb, QStringLiteral("last stage's result without a finite loss"), true);
+        mb.loss = loss;
+    }
+
+    const qint64 t = now();
+    m_schedulers[std::size_t(s)].complete(node, mb.tokens, seconds, t);
+    m_taskToMicrobatch.remove(mb.taskId);
+    m_taskSentAtMs.remove(mb.taskId);
+    const bool recomputed = kind == TaskKind::Backward && mb.taskHasInput;
+    mb.accepted.push_back(AcceptedTask{node, s, kind, recomputed, mb.tokens, flopOf(s, kind, recomputed, mb.tokens)});
+    mb.taskId = 0;
+    mb.taskNode.clear();
+    mb.attempts = 0;
+
+    if (kind == TaskKind::Forward) {
+        mb.forwardNode[std::size_t(s)] = node;
+        mb.forwardEpoch[std::size_t(s)] = m_nodes.value(node).epoch;
+        mb.inputs[std::size_t(s + 1)] = std::move(output);
+        mb.stage = s + 1;
+        mb.phase = mb.stage == m_stages - 1 ? Microbatch::Phase::ForwardBackward : Microbatch::Phase::Forward;
+        return dispatch(mb);
+    }
+    if (s == 0)
+        return finish(mb.id, true);
+    mb.gradient = std::move(output);
+    mb.stage = s - 1;
+    mb.phase = Microbatch::Phase::Backward;
+    dispatch(mb);
+}
+
+void Router::finish(qint64 id, bool done, const QString& reason) {
+    const auto it = m_microbatches.find(id);
+    if (it == m_microbatches.end())
+        return;
+    Microbatch mb = std::move(it->second);
+    m_microbatches.erase(it);
+    if (mb.taskId != 0) {
+        m_taskToMicrobatch.remove(mb.taskId);
+        m_taskSentAtMs.remove(mb.taskId);
+    }
+    mb.phase = done ? Microbatch::Phase::Completed : Microbatch::Phase::Abandoned;
+    mb.abandonReason = reason;
+    // Only the bookkeeping leaves with the signal, not the tensors.
+    mb.inputs.clear();
+    mb.targets.clear();
+    mb.gradient.clear();
+    if (done) {
+        ++m_counters.completed;
+        Q_EMIT completed(mb);
+    } else {
+        ++m_counters.abandoned;
+        qWarning("router: microbatch %lld abandoned: %s", qlonglong(mb.id), qPrintable(reason));
+        Q_EMIT abandoned(mb);
+    }
+    if (!m_inTick)
+        issueWhilePossible();
+}
+
+void Router::stepSent() {
+    for (NodeInfo& n : m_nodes)
+        ++n.epoch;
+}
+
+void Router::tick() {
+    m_inTick = true;
+    const qint64 t = now();
+    std::vector<qint64> ids;
+    ids.reserve(m_microbatches.size());
+    for (const auto& [id, mb] : m_microbatches)
+        ids.push_back(id);
+    for (qint64 id : ids) {
+        const auto it = m_microbatches.find(id);
+        if (it == m_microbatches.end())
+            continue;
+        Microbatch& mb = it->second;
+        if (t >= mb.deadlineMs) {
+            if (mb.taskId != 0 && !mb.taskNode.isEmpty())
+                if (const auto info = m_nodes.constFind(mb.taskNode); info != m_nodes.constEnd())
+                    m_schedulers[std::size_t(info->stage)].complete(mb.taskNode, mb.tokens, std::nan(""), t);
+            finish(id, false,
+                   QStringLiteral("not completed within %1 s (at %2 of stage %3)")
+                       .arg(m_settings.microbatchTimeoutMs / 1000)
+                       .arg(QString::fromLatin1(taskKindName(kindOf(mb))))
+                       .arg(mb.stage));
+        } else if (mb.taskId != 0 && t >= mb.taskDeadlineMs) {
+            failPhase(mb, QStringLiteral("node %1 missed its deadline").arg(shortId(mb.taskNode)), true);
+        } else if (mb.taskId == 0) {
+            dispatch(mb);
+        }
+    }
+    m_inTick = false;
+    issueWhilePossible();
+}
+
+void Router::abandonAll(const QString& reason) {
+    const bool issuing = std::exchange(m_issuing, false);
+    while (!m_microbatches.empty())
+        finish(m_microbatches.begin()->first, false, reason);
+    m_issuing = issuing;
+}
+
+qint64 Router::flopOf(int stage, TaskKind kind, bool recomputed, qint64 tokens) const {
+    const qint64 n = m_stageParameters[std::size_t(stage)];
+    const qint64 fwd = gpu::StageEngine::forwardFlop(n, tokens);
+    const qint64 bwd = gpu::StageEngine::backwardFlop(n, tokens);
+    switch (kind) {
+    case TaskKind::Forward: return fwd;
+    case TaskKind::ForwardBackward: return fwd + bwd;
+    case TaskKind::Backward: return recomputed ? fwd + bwd : bwd;
+    }
+    return 0;
+}
+
+std::vector<RouterStage> Router::stageSummaries() const {
+    std::vector<RouterStage> out;
+    for (int s = 0; s < m_stages; ++s) {
+        const StageScheduler& sched = m_schedulers[std::size_t(s)];
+        RouterStage r;
+        r.stage = s;
+        std::vector<double> speeds;
+        for (const QString& n : sched.nodes()) {
+            ++r.nodes;
+            r.inFlight += sched.inFlight(n);
+            if (auto v = sched.secondsPerToken(n))
+                speeds.push_back(*v);
+        }
+        if (!speeds.empty()) {
+            std::nth_element(speeds.begin(), speeds.begin() + std::ptrdiff_t(speeds.size() / 2), speeds.end());
+            r.medianSecondsPerToken = speeds[speeds.size() / 2];
+        }
+        out.push_back(r);
+    }
+    return out;
+}
+
+} // namespace tessera::coordinator

@@ -1,0 +1,152 @@
+#pragma once
+// Router: the data plane — sends every microbatch through one node per stage, relays each
+// stage's output to the next as codec bytes, retries failed tasks elsewhere, and ends every
+// microbatch as completed or abandoned (see Microbatch.h for its phases).
+//
+// A window of microbatches is kept in flight so every stage stays busy over slow links; new
+// ones are issued only while every stage has a node to run them. Nodes are picked per stage by
+// StageScheduler (least expected finish time, EMA of seconds per token, bans). A backward goes
+// to the node that ran the forward while that node still holds the graph (alive, no step since);
+// otherwise to any replica, with the forward's input so it recomputes. A result that comes
+// after its task was given to someone else is a duplicate: ignored, never credited.
+//
+// Single-threaded (the coordinator's thread). Sends through a callback, so tests can drive it.
+
+#include "common/TaskMessage.h"
+#include "coordinator/router/Microbatch.h"
+#include "coordinator/router/StageScheduler.h"
+
+#include <QHash>
+#include <QObject>
+#include <QTimer>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace tessera::coordinator {
+
+struct RouterSettings {
+    int window = 8;       // microbatches in flight
+    int maxAttempts = 4;  // sends of one phase before the microbatch is abandoned
+    qint64 microbatchTimeoutMs = 120'000;
+    int codecId = 0;      // written into the frames' headers (informational for the nodes)
+    int width = 0;        // d of activation frames' shape (informational)
+    StageSchedulerSettings scheduler;
+};
+
+// What the feed gives the router for a new microbatch.
+struct MicrobatchInput {
+    QByteArray inputs;  // token frame
+    QByteArray targets; // token frame
+    int batch = 0;
+    int seq = 0;
+};
+
+struct RouterCounters {
+    qint64 issued = 0;
+    qint64 completed = 0;
+    qint64 abandoned = 0;
+    qint64 retries = 0;    // phases sent again after a failure
+    qint64 duplicates = 0; // results that came too late and were ignored
+    qint64 tasksSent = 0;
+};
+
+struct RouterStage {
+    int stage = 0;
+    int nodes = 0;    // routable nodes
+    int inFlight = 0; // tasks in flight on them
+    double medianSecondsPerToken = 0;
+};
+
+class Router final : public QObject {
+    Q_OBJECT
+
+public:
+    using Send = std::function<bool(const QString& nodeId, const QByteArray& message)>;
+    using Feed = std::function<std::optional<MicrobatchInput>()>;
+    using Clock = std::function<qint64()>;
+
+    // stageParameters[s]: the parameter count N of stage s (for the FLOPs credited).
+    Router(int stages, std::vector<qint64> stageParameters, RouterSettings settings, Send send, Feed feed,
+           QObject* parent = nullptr);
+    ~Router() override;
+
+    void setClock(Clock clock) { m_clock = std::move(clock); }
+    // Microbatch ids go on from here (they are unique across restarts: the caller persists them).
+    void setNextMicrobatchId(qint64 id) { m_nextMicrobatch = id; }
+    // Issuing new microbatches (on by default); off lets what is in flight finish.
+    void setIssuing(bool on);
+    // Starts the periodic tick (deadlines and issuing); tests may call tick() themselves.
+    void start(std::chrono::milliseconds interval = std::chrono::milliseconds(100));
+
+    // A node ready for tasks of its stage. Adding a known node changes nothing.
+    void addNode(const QString& nodeId, int stage, std::optional<double> secondsPerToken = std::nullopt);
+    // The node left, paused or its socket closed: what it had in flight goes elsewhere (no ban).
+    void removeNode(const QString& nodeId, const QString& reason);
+    bool hasNode(const QString& nodeId) const { return m_nodes.contains(nodeId); }
+    std::optional<int> stageOf(const QString& nodeId) const;
+    QStringList nodesOf(int stage) const;
+
+    // A binary task_result from the node.
+    void onResult(const QString& nodeId, const TaskMessage& message);
+    // Every node has just been sent `step`: the graphs they hold are gone after it.
+    void stepSent();
+
+    void tick();
+    // Ends every microbatch in flight as abandoned (a clean stop).
+    void abandonAll(const QString& reason);
+
+    const RouterCounters& counters() const { return m_counters; }
+    int inFlight() const { return int(m_microbatches.size()); }
+    std::vector<RouterStage> stageSummaries() const;
+    int stages() const { return m_stages; }
+    qint64 stageParameters(int stage) const { return m_stageParameters.at(std::size_t(stage)); }
+
+Q_SIGNALS:
+    void issued(qint64 microbatch, qint64 tokens);
+    void completed(const tessera::coordinator::Microbatch& microbatch);
+    void abandoned(const tessera::coordinator::Microbatch& microbatch);
+
+private:
+    struct NodeInfo {
+        int stage = 0;
+        qint64 epoch = 0; // steps sent to it since it joined
+    };
+
+    qint64 now() const { return m_clock(); }
+    void issueWhilePossible();
+    bool everyStageHasNodes() const;
+    // Sends the current phase's task to a node, or leaves it waiting when none is free.
+    void dispatch(Microbatch& mb);
+    bool sendTask(Microbatch& mb, const QString& node, bool withInput);
+    // The phase's task failed: `ban` the node (error, deadline) or not (it left); then retry.
+    void failPhase(Microbatch& mb, const QString& why, bool ban);
+    void advance(Microbatch& mb, const TaskMessage& message, double seconds);
+    void finish(qint64 id, bool completed, const QString& reason = {});
+    qint64 flopOf(int stage, TaskKind kind, bool recomputed, qint64 tokens) const;
+
+    int m_stages;
+    std::vector<qint64> m_stageParameters;
+    RouterSettings m_settings;
+    Send m_send;
+    Feed m_feed;
+    Clock m_clock;
+    std::vector<StageScheduler> m_schedulers;
+    QHash<QString, NodeInfo> m_nodes;
+    std::map<qint64, Microbatch> m_microbatches; // in flight, by id
+    QHash<qint64, qint64> m_taskToMicrobatch;     // task in flight → microbatch
+    QHash<qint64, qint64> m_taskSentAtMs;
+    qint64 m_nextMicrobatch = 1;
+    qint64 m_nextTask = 1;
+    bool m_issuing = true;
+    bool m_inTick = false;
+    RouterCounters m_counters;
+    QTimer m_timer;
+};
+
+} // namespace tessera::coordinator
+
+Q_DECLARE_METATYPE(tessera::coordinator::Microbatch)
