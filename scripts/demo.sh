@@ -53,7 +53,7 @@ while true; do
     sleep 5
     echo "--- $(date +%T)"
     for ((s = 0; s < stages; s++)); do
-        "$bin/tessera-node" status --data-dir "$root/node-$s" 2>/dev/null | grep -E "^(state|stage|download|compute|credits):" |
+        "$bin/tessera-node" status --data-dir "$root/node-$s" 2>/dev/null | grep -E "^(state|stage|download|compute|tasks|credits):" |
             paste -sd' ' | sed "s/^/node-$s  /; s/  */ /g" || echo "node-$s  (starting)"
     done
     status=$(curl -s --cacert "$root/coordinator/tls.crt" "$url/v1/status" || true)

@@ -65,6 +65,18 @@ QString statusText(const QJsonObject& s) {
                 .arg(std::lround(s.value(u"compute_share").toDouble() * 100))
                 .arg(std::lround(s.value(u"compute_limit").toDouble() * 100))
                 .arg(s.value(u"paused").toBool() ? QStringLiteral(", paused") : QString());
+    if (s.contains(u"training")) {
+        const QJsonObject t = s.value(u"training").toObject();
+        text += QStringLiteral("tasks:         %1 forward, %2 backward, %3 failed; step %4; %5 averaging rounds%6\n")
+                    .arg(t.value(u"forward").toInteger() + t.value(u"forward_backward").toInteger())
+                    .arg(t.value(u"backward").toInteger() + t.value(u"forward_backward").toInteger())
+                    .arg(t.value(u"failed").toInteger())
+                    .arg(t.value(u"step").toInteger())
+                    .arg(t.value(u"averaging_rounds").toInteger())
+                    .arg(t.contains(u"last_loss")
+                             ? QStringLiteral("; loss %1").arg(t.value(u"last_loss").toDouble(), 0, 'f', 3)
+                             : QString());
+    }
     text += QStringLiteral("credits:       %1 (%2 receipts)\n").arg(s.value(u"credits_total").toDouble(), 0, 'f', 6).arg(s.value(u"ledger_receipts").toInteger());
     if (s.contains(u"retry_in_s"))
         text += QStringLiteral("next try in:   %1 s\n").arg(std::lround(s.value(u"retry_in_s").toDouble()));

@@ -115,6 +115,7 @@ private Q_SLOTS:
     void nodeLeavingMidForwardIsRoutedAround();
     void backwardGoesElsewhereWithItsInputWhenTheForwardNodeLeft();
     void stepMakesTheBackwardCarryItsInput();
+    void stepSentBeforeTheForwardRanCountsToo();
     void needsInputIsResentToTheSameNodeWithoutBan();
     void errorBansTheNodeAndRetriesElsewhere();
     void missedDeadlineIsRetriedAndTheLateResultIgnored();
@@ -238,6 +239,19 @@ void TestRouter::stepMakesTheBackwardCarryItsInput() {
     h.router->stepSent(); // a's graph of this microbatch is gone after its step
     QVERIFY(h.answer(u"b"_qs));
     QCOMPARE(h.sent.front().node, QString(u"a"_qs));
+    QCOMPARE(h.sent.front().frames.size(), 2);
+}
+
+void TestRouter::stepSentBeforeTheForwardRanCountsToo() {
+    RouterSettings s;
+    s.window = 1;
+    Harness h(2, s);
+    h.router->addNode(u"a"_qs, 0);
+    h.router->addNode(u"b"_qs, 1);
+    h.router->stepSent(); // queued on the node behind the forward: it drops the forward's graph
+    QVERIFY(h.answer(u"a"_qs));
+    QVERIFY(h.answer(u"b"_qs));
+    QCOMPARE(h.sent.front().node, u"a"_qs);
     QCOMPARE(h.sent.front().frames.size(), 2);
 }
 

@@ -223,15 +223,20 @@ void SessionApi::onText(QWebSocket* socket, const QString& message) {
                     QStringLiteral("text messages are limited to %1 bytes").arg(m_settings.maxMessageBytes));
         return;
     }
-    if (!allowMessage(*live, now)) {
+    QJsonParseError parseError;
+    const QJsonDocument doc = QJsonDocument::fromJson(message.toUtf8(), &parseError);
+    static const QSet<QString> dataPlane{QStringLiteral("ready"), QStringLiteral("unavailable"),
+                                         QStringLiteral("step_done"), QStringLiteral("sync_done")};
+    const bool isDataPlane = m_listener != nullptr && dataPlane.contains(doc.object().value(u"type").toString());
+    // Data-plane messages follow the work the coordinator hands out (a step_done per step), so
+    // they share the binary messages' allowance; the rest (heartbeats) get the small one.
+    if (!(isDataPlane ? allowBinary(*live, now) : allowMessage(*live, now))) {
         m_metrics.countSession(QStringLiteral("rate_limited"));
         drop(socket);
         closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
                     QStringLiteral("more than %1 messages per second").arg(m_settings.messagesPerSecond));
         return;
     }
-    QJsonParseError parseError;
-    const QJsonDocument doc = QJsonDocument::fromJson(message.toUtf8(), &parseError);
     if (parseError.error != QJsonParseError::NoError || !doc.isObject()) {
         replyError(socket, parseError.error != QJsonParseError::NoError
                                ? QStringLiteral("message: not JSON (%1)").arg(parseError.errorString())
@@ -260,9 +265,7 @@ void SessionApi::onText(QWebSocket* socket, const QString& message) {
         }
         return;
     }
-    static const QSet<QString> dataPlane{QStringLiteral("ready"), QStringLiteral("unavailable"),
-                                         QStringLiteral("step_done"), QStringLiteral("sync_done")};
-    if (m_listener != nullptr && dataPlane.contains(type.toString())) {
+    if (isDataPlane) {
         // Counts as a sign of life too.
         live->lastHeartbeatMs = now;
         live->heartbeatUnsaved = true;

@@ -58,6 +58,7 @@ struct Microbatch {
     QString taskNode;
     qint64 taskDeadlineMs = 0;
     bool taskHasInput = false;
+    qint64 taskEpoch = 0; // the node's step epoch when the task was sent (a step after it drops the graph)
 };
 
 } // namespace tessera::coordinator

@@ -201,6 +201,7 @@ bool Router::sendTask(Microbatch& mb, const QString& node, bool withInput) {
     mb.taskId = taskId;
     mb.taskNode = node;
     mb.taskHasInput = withInput;
+    mb.taskEpoch = m_nodes.value(node).epoch;
     mb.taskDeadlineMs =
         m_schedulers[std::size_t(mb.stage)].deadlineMs(node, mb.tokens, t).value_or(t + m_settings.scheduler.minDeadlineMs);
     m_taskSentAtMs.insert(taskId, t);
@@ -322,7 +323,8 @@ void Router::advance(Microbatch& mb, const TaskMessage& message, double seconds)
 
     if (kind == TaskKind::Forward) {
         mb.forwardNode[std::size_t(s)] = node;
-        mb.forwardEpoch[std::size_t(s)] = m_nodes.value(node).epoch;
+        // Steps sent after the forward was (even before it ran) drop its graph on the node.
+        mb.forwardEpoch[std::size_t(s)] = mb.taskEpoch;
         mb.inputs[std::size_t(s + 1)] = std::move(output);
         mb.stage = s + 1;
         mb.phase = mb.stage == m_stages - 1 ? Microbatch::Phase::ForwardBackward : Microbatch::Phase::Forward;

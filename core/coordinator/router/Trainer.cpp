@@ -4,6 +4,7 @@
 #include "coordinator/Database.h"
 #include "coordinator/NodeRegistry.h"
 #include "coordinator/StageCheckpoints.h"
+#include "coordinator/admission/AssignmentLog.h"
 #include "coordinator/api/SessionApi.h"
 #include "train/TrainingData.h"
 
@@ -123,6 +124,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     t->m_tickTimer.setInterval(std::chrono::milliseconds(500));
     connect(&t->m_tickTimer, &QTimer::timeout, self, [self] { self->m_averager->tick(); });
     t->m_tickTimer.start();
+    t->m_balanceTimer.setInterval(std::chrono::seconds(2));
+    connect(&t->m_balanceTimer, &QTimer::timeout, self, &Trainer::rebalance);
+    t->m_balanceTimer.start();
     if (settings.maxSteps > 0 && state->step >= settings.maxSteps)
         t->m_router->setIssuing(false);
     t->m_router->start();
@@ -156,6 +160,7 @@ void Trainer::sessionText(const QString& nodeId, const QJsonObject& message) {
         }
         if (m_router->hasNode(nodeId) || m_ghosts.contains(nodeId))
             return;
+        m_reassigned.remove(nodeId);
         ++m_state.joins;
         const QStringList replicas = m_router->nodesOf(stage);
         if (m_settings.ghostSync && !replicas.isEmpty()) {
@@ -212,6 +217,7 @@ void Trainer::sessionBinary(const QString& nodeId, const QByteArray& message) {
 }
 
 void Trainer::sessionClosed(const QString& nodeId) {
+    m_reassigned.remove(nodeId);
     const bool wasIn = m_router->hasNode(nodeId) || m_ghosts.remove(nodeId) > 0;
     if (wasIn && !m_stopped)
         ++m_state.leaves;
@@ -302,6 +308,54 @@ void Trainer::publishCheckpoints() {
         qInfo("trainer: step %lld: published new checkpoints of %d stages", qlonglong(m_state.step), *n);
 }
 
+void Trainer::rebalance() {
+    if (m_stopped || m_config.stages < 2)
+        return;
+    const qint64 t = now();
+    for (int s = 0; s < m_config.stages; ++s) {
+        const bool held = !m_router->nodesOf(s).isEmpty() || m_ghosts.values().contains(s) ||
+                          m_reassigned.values().contains(s);
+        if (held) {
+            m_starvedSince.remove(s);
+            continue;
+        }
+        const qint64 since = m_starvedSince.value(s, t);
+        m_starvedSince.insert(s, since);
+        if (t - since < m_settings.rebalanceAfterMs)
+            continue; // a node of its own may come back (a restart, a resume)
+        int donor = -1;
+        qsizetype most = 1;
+        for (int d = 0; d < m_config.stages; ++d)
+            if (m_router->nodesOf(d).size() > most) {
+                most = m_router->nodesOf(d).size();
+                donor = d;
+            }
+        if (donor < 0)
+            return; // no stage can spare a node: new nodes are admitted to the empty stage
+        const QString node = m_router->nodesOf(donor).last();
+        const Status moved = m_db.writeTransaction([&]() -> Status {
+            if (Status set = NodeRegistry(m_db).setStage(node, s); !set)
+                return set;
+            return AssignmentLog(m_db).assign(node, s, t);
+        });
+        if (!moved) {
+            qWarning("trainer: moving node %s to stage %d failed: %s", qPrintable(shortId(node)), s,
+                     moved.message().c_str());
+            return;
+        }
+        qInfo("trainer: stage %d has had no node for %lld s: node %s moves there from stage %d", s,
+              qlonglong((t - since) / 1000), qPrintable(shortId(node)), donor);
+        m_router->removeNode(node, QStringLiteral("moved to stage %1").arg(s));
+        m_averager->nodeGone(node);
+        m_reassigned.insert(node, s);
+        m_starvedSince.remove(s);
+        m_sessions.sendText(node, QJsonObject{{QStringLiteral("type"), QStringLiteral("reassign")},
+                                              {QStringLiteral("stage"), s},
+                                              {QStringLiteral("reason"),
+                                               QStringLiteral("stage %1 has no node").arg(s)}});
+    }
+}
+
 void Trainer::stop() {
     if (m_stopped)
         return;
@@ -311,6 +365,7 @@ void Trainer::stop() {
     m_flushTimer.stop();
     m_creditTimer.stop();
     m_tickTimer.stop();
+    m_balanceTimer.stop();
     grantCredits();
     publishCheckpoints();
 }

@@ -49,6 +49,8 @@ struct TrainerSettings {
     std::chrono::milliseconds flushInterval{std::chrono::seconds(1)};
     qint64 maxSteps = 0;   // stop issuing after this step (0: never)
     bool ghostSync = true; // a joining node first takes a live replica's weights
+    // A stage without a routed node for this long takes one from the stage with the most (≥ 2).
+    qint64 rebalanceAfterMs = 15'000;
 };
 
 class Trainer final : public QObject, public SessionListener {
@@ -84,6 +86,8 @@ private:
     void flush();
     void grantCredits();
     void publishCheckpoints();
+    // Moves a node to a stage that has had none for rebalanceAfterMs, from the fullest stage.
+    void rebalance();
     qint64 now() const;
 
     Database& m_db;
@@ -97,7 +101,9 @@ private:
     std::unique_ptr<StageCheckpoints> m_checkpoints;
     std::unique_ptr<Router> m_router;
     std::unique_ptr<Averager> m_averager;
-    QHash<QString, int> m_ghosts; // syncing, by node → stage
+    QHash<QString, int> m_ghosts;      // syncing, by node → stage
+    QHash<QString, int> m_reassigned;  // asked to switch, until it is ready on the new stage
+    QHash<int, qint64> m_starvedSince; // stage → when it last had no node
     int m_stepCompleted = 0;      // microbatches completed toward the current step
     double m_stepLossSum = 0;
     int m_stepLossCount = 0;
@@ -110,6 +116,7 @@ private:
     QTimer m_flushTimer;
     QTimer m_creditTimer;
     QTimer m_tickTimer;
+    QTimer m_balanceTimer;
 };
 
 } // namespace tessera::coordinator
