@@ -216,13 +216,14 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     SessionSettings session;
     session.heartbeatTimeout = options.heartbeatTimeout;
     p.sessionApi = std::make_unique<SessionApi>(*p.db, p.metrics, session);
-    // Nodes left online by a previous process have no socket here any more.
-    p.sessionApi->sweep();
+    // Before the sweep below: the trainer reads which nodes the previous process left online.
     Result<std::unique_ptr<Trainer>> trainer = Trainer::create(*p.db, *p.key, model, p.run->dataset(),
                                                                p.run->shardDir(), options.training, *p.sessionApi);
     if (!trainer)
         return trainer.error();
     p.trainer = std::move(*trainer);
+    // Nodes left online by a previous process have no socket here any more.
+    p.sessionApi->sweep();
     Trainer* training = p.trainer.get();
     p.statusApi->setTrainingStatus([training] { return training->status(); });
 

@@ -103,11 +103,15 @@ void TrainingStore::abandoned(const Microbatch& mb, qint64 atMs) {
                      {atMs, mb.abandonReason.left(500), mb.id}});
 }
 
-void TrainingStore::stepped(qint64 step, double loss, const TrainingState& state, qint64 atMs) {
+void TrainingStore::saveState(qint64 step, const TrainingState& state, qint64 atMs) {
     m_ops.push_back({QStringLiteral("DELETE FROM training_state WHERE id = 1"), {}});
     m_ops.push_back({QStringLiteral("INSERT INTO training_state (id, step, tokens, joins, leaves, updated_at) "
                                     "VALUES (1, ?, ?, ?, ?, ?)"),
                      {step, state.tokens, state.joins, state.leaves, atMs}});
+}
+
+void TrainingStore::stepped(qint64 step, double loss, const TrainingState& state, qint64 atMs) {
+    saveState(step, state, atMs);
     if (std::isfinite(loss)) {
         m_ops.push_back({QStringLiteral("DELETE FROM loss_history WHERE step = ?"), {step}});
         m_ops.push_back({QStringLiteral("INSERT INTO loss_history (step, loss, tokens, at) VALUES (?, ?, ?, ?)"),

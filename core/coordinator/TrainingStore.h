@@ -54,6 +54,8 @@ public:
     void completed(const Microbatch& mb, qint64 atMs);
     void abandoned(const Microbatch& mb, qint64 atMs);
     void stepped(qint64 step, double loss, const TrainingState& state, qint64 atMs);
+    // The step, tokens, joins and leaves (stepped() writes them too).
+    void saveState(qint64 step, const TrainingState& state, qint64 atMs);
     bool hasPending() const { return !m_ops.empty(); }
     // Writes everything queued in one transaction; on failure it stays queued.
     Status flush();

@@ -66,6 +66,11 @@ void EngineWorker::submit(const EngineTask& task) {
         this, [this, task] { doSubmit(task); }, Qt::QueuedConnection);
 }
 
+void EngineWorker::discardQueuedWork() {
+    QMetaObject::invokeMethod(
+        this, [this] { doDiscardQueuedWork(); }, Qt::QueuedConnection);
+}
+
 void EngineWorker::setPaused(bool paused) {
     // Stored here, on the caller's thread, so a task about to start sees it without the event loop.
     m_pauseRequested.store(paused);
@@ -152,6 +157,12 @@ void EngineWorker::doSetLimit(double limit) {
     m_restTimer.stop(); // the rest pending was sized with the old limit
     emitStats();
     schedule();
+}
+
+void EngineWorker::doDiscardQueuedWork() {
+    // Posted after every submit the caller made before it, so all of those are in the queue now.
+    std::erase_if(m_queue, [](const EngineTask& task) { return task.kind != EngineTask::Probe; });
+    emitStats();
 }
 
 void EngineWorker::doStop() {

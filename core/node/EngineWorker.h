@@ -12,6 +12,7 @@
 //   any       --setPaused(true)-->  PAUSED (pausedChanged(true) once no compute runs)
 //   PAUSED    --setPaused(false)-->  READY (pausedChanged(false); no rejoin, queue intact)
 //   any       --stop-->  STOPPED (queue discarded, engine released; stopped())
+//   any       --discardQueuedWork-->  same state, queued data-plane tasks gone (probes kept)
 //
 // Pause is an atomic read right before each task starts, so a pause requested while a
 // microbatch runs takes effect the moment it ends, even before the thread's event loop sees the
@@ -43,9 +44,13 @@ public:
     // Builds the stage (seeded weights), then loads the shard when one is named; replaces any
     // stage loaded before. Answers with loaded().
     void load(const EngineLoadOptions& options);
-    // Queued in order; each answers with exactly one taskFinished() (unless stop() comes first).
-    // Refused at once (an error result) when no stage is loaded or the worker is stopped.
+    // Queued in order; each answers with exactly one taskFinished() (unless stop() or
+    // discardQueuedWork() comes first). Refused at once (an error result) when no stage is
+    // loaded or the worker is stopped.
     void submit(const EngineTask& task);
+    // Drops every queued task that is not a probe, unanswered: the node left the stage they were
+    // for (the coordinator re-routes them). A task already running finishes and is answered.
+    void discardQueuedWork();
     void setPaused(bool paused);
     // The share of wall time to spend computing, in (0, 1]; applies from the next task on.
     void setLimit(double limit);
@@ -69,6 +74,7 @@ private:
     void refuse(const EngineTask& task, const QString& reason); // answers without computing
     void applyPause();
     void doSetLimit(double limit);
+    void doDiscardQueuedWork();
     void doStop();
 
     // Starts the next task now, arms the rest timer, or does nothing (paused, empty, stopped).

@@ -168,6 +168,7 @@ void Node::fetchInfo() {
         if (!checkCoordinatorKey(info.value(u"coordinator_key").toString()))
             return;
         m_modelConfig = info.value(u"model").toObject();
+        m_stageCount = info.value(u"stages").toInt(m_modelConfig.value(u"stages").toInt(0));
         // A token from an earlier run (a hard pause, a restart) is used again while it is valid.
         Result<QJsonObject> session = m_files.read(kSessionFile);
         if (session && session->value(u"coordinator_key").toString() == Identity::toBase64Url(m_coordinatorKey) &&
@@ -281,8 +282,10 @@ void Node::onAdmission(const HttpReply& reply) {
 }
 
 void Node::fetchManifest() {
-    m_client->get(QStringLiteral("/v1/shards/%1/manifest").arg(m_stage), [this](const HttpReply& reply) {
-        if (m_stopping)
+    const int stage = m_stage;
+    m_client->get(QStringLiteral("/v1/shards/%1/manifest").arg(stage), [this, stage](const HttpReply& reply) {
+        // A reassign since it was asked: the answer is for a stage this node has left.
+        if (m_stopping || stage != m_stage)
             return;
         if (reply.status == 404) {
             // The run has no such stage any more: the old session is of no use.
@@ -299,6 +302,12 @@ void Node::useManifest(const QByteArray& manifestJson) {
     Result<gpu::ShardManifest> manifest = parseSignedManifest(manifestJson, m_coordinatorKey);
     if (!manifest)
         return retryLater(QString::fromStdString(manifest.message()), NodeState::Admitting);
+    if (manifest->stage != m_stage)
+        return retryLater(
+            QStringLiteral("the coordinator's manifest is for stage %1, not this node's stage %2")
+                .arg(manifest->stage)
+                .arg(m_stage),
+            NodeState::Admitting);
     m_manifest = *manifest;
     download();
 }
@@ -308,6 +317,9 @@ void Node::download() {
     const std::optional<gpu::ShardManifest> have = m_store->verifiedShard(m_stage);
     if (have && have->version == m_manifest->version && have->sha256 == m_manifest->sha256) {
         qInfo("node: stage %d version %lld is already here", m_stage, qlonglong(have->version));
+        // What a reassign left half-fetched of another stage goes, as after a download.
+        if (Status s = m_store->evictExcept(m_stage, have->version); !s)
+            qWarning("node: %s", s.message().c_str());
         return join();
     }
     ShardDownloadOptions options;
@@ -345,6 +357,9 @@ void Node::join() {
         m_engine = std::make_unique<EngineThread>();
         EngineWorker* worker = m_engine->worker();
         connect(worker, &EngineWorker::loaded, this, [this](const QString& error, qint64 parameters) {
+            ++m_loadsAnswered;
+            if (m_loadsAnswered < m_loadsRequested || m_loadsAnswered <= m_loadsVoidThrough)
+                return; // a stage left since (a reassign), or a load a later one replaces
             if (!error.isEmpty()) {
                 // The loader checks the whole file against the manifest first: a shard that fails
                 // (damaged on disk since it was downloaded) is removed and fetched again.
@@ -392,6 +407,7 @@ void Node::join() {
     load.shardPath = m_store->pathFor(*m_manifest);
     load.manifest = *m_manifest;
     m_engineLoaded = false;
+    ++m_loadsRequested;
     m_engine->worker()->load(load);
 
     if (!m_session) {
@@ -426,9 +442,14 @@ void Node::maybeWorking() {
     if (m_state != NodeState::Joining || !m_engineLoaded || !m_session || !m_session->isOpen())
         return;
     m_creditsTimer.start();
-    enter(NodeState::Working);
-    if (m_pauseRequested)
-        setPaused(true);
+    if (m_pauseRequested && m_enginePaused) {
+        // Paused before a reassign: the engine stayed paused through the new stage's load.
+        enter(NodeState::Paused);
+    } else {
+        enter(NodeState::Working);
+        if (m_pauseRequested)
+            setPaused(true);
+    }
     announceAvailability();
 }
 
@@ -447,10 +468,17 @@ void Node::announceAvailability() {
 
 void Node::onSessionMessage(const QJsonObject& message) {
     const QString type = message.value(u"type").toString();
+    if (type == u"reassign")
+        return onReassign(message);
     // The data plane (tasks with frames, steps, averaging) is the runner's; probes stay here.
     if (m_runner && m_runner->handleText(message))
         return;
     if (type == u"task") {
+        // Between stages (a reassign) there is no runner: only probes run.
+        if (const QString kind = message.value(u"kind").toString(); !kind.isEmpty() && kind != u"probe") {
+            qInfo("node: ignoring a %s task: this node is switching stage", qPrintable(kind));
+            return;
+        }
         // A probe: synthetic microbatches that measure this node's speed.
         EngineTask task;
         task.taskId = message.value(u"task_id").toInteger();
@@ -465,6 +493,69 @@ void Node::onSessionMessage(const QJsonObject& message) {
         return pollCredits();
     if (type == u"error")
         qWarning("node: the coordinator says: %s", qPrintable(message.value(u"error").toString()));
+}
+
+void Node::onReassign(const QJsonObject& message) {
+    const QJsonValue stageValue = message.value(u"stage");
+    const int stage = stageValue.toInt(-1);
+    const QString reason = message.value(u"reason").toString(QStringLiteral("no reason given"));
+    if (!stageValue.isDouble() || stage < 0 || (m_stageCount > 0 && stage >= m_stageCount)) {
+        const QString given =
+            stageValue.isDouble() ? QString::number(stageValue.toDouble()) : QStringLiteral("(none)");
+        qWarning("node: ignoring a reassign to stage %s (%s): %s", qPrintable(given), qPrintable(reason),
+                 m_stageCount > 0
+                     ? qPrintable(QStringLiteral("this run has stages 0 to %1").arg(m_stageCount - 1))
+                     : "not a stage number");
+        return;
+    }
+    if (stage == m_stage) {
+        qInfo("node: ignoring a reassign to stage %d: this node holds it already (%s)", stage,
+              qPrintable(reason));
+        return;
+    }
+    // The session (the only way a reassign comes) is open only from Joining on; a state before
+    // that has no stage to switch from.
+    if (m_state != NodeState::Downloading && m_state != NodeState::Joining && m_state != NodeState::Working &&
+        m_state != NodeState::Paused) {
+        qWarning("node: ignoring a reassign to stage %d while %s", stage, qPrintable(nodeStateName(m_state)));
+        return;
+    }
+    qInfo("node: the coordinator moves this node from stage %d to stage %d (%s)", m_stage, stage,
+          qPrintable(reason));
+
+    // The coordinator stopped routing the old stage here before it asked: its queued work,
+    // answers still to come and averaging snapshots are void.
+    if (m_runner) {
+        m_runner->abandon();
+        m_runner.reset();
+    }
+    // A download or load of the old stage still under way is void too.
+    if (m_download) {
+        m_download->disconnect(this);
+        m_download->cancel();
+        m_download.reset();
+    }
+    m_loadsVoidThrough = m_loadsRequested;
+    m_engineLoaded = false;
+    m_retry.stop();
+    m_retryAtMs = 0;
+    m_backoff.reset();
+    m_stage = stage;
+    m_manifest.reset();
+
+    // A restart from here on comes back on the new stage without a new admission (the
+    // coordinator recorded the assignment before it asked).
+    if (Result<QJsonObject> session = m_files.read(kSessionFile); session && !session->isEmpty()) {
+        QJsonObject record = *session;
+        record.insert(QStringLiteral("stage"), stage);
+        record.insert(QStringLiteral("reassigned_at_ms"), nowMs());
+        if (Status saved = m_files.write(kSessionFile, record, true); !saved)
+            qWarning("node: %s (a restart would come back on stage %d)", saved.message().c_str(),
+                     session->value(u"stage").toInt(-1));
+    }
+    // Working/Paused → Downloading; the session and its heartbeats stay, a pause holds.
+    enter(NodeState::Downloading, QStringLiteral("stage %1").arg(stage));
+    fetchManifest();
 }
 
 void Node::onTaskFinished(const EngineResult& result) {

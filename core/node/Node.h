@@ -1,8 +1,10 @@
 #pragma once
 // Node: one volunteer node's lifecycle (see NodeState.h) — benchmark, admission, shard download,
-// joining the swarm, working and pausing — driven by the coordinator's answers and by local
-// commands from the control socket. Everything runs on the thread that owns the Node, except
-// the benchmark (a short-lived thread) and the engine (its own thread).
+// joining the swarm, working and pausing, and switching stage when the coordinator says
+// `reassign` (Working/Paused → Downloading → Joining → Working, the session kept open) — driven
+// by the coordinator's answers and by local commands from the control socket. Everything runs on
+// the thread that owns the Node, except the benchmark (a short-lived thread) and the engine (its
+// own thread).
 
 #include "Result.h"
 #include "common/Identity.h"
@@ -74,6 +76,9 @@ private:
     void join();
     void maybeWorking();
     void onSessionMessage(const QJsonObject& message);
+    // The coordinator moves this node to another stage: drop the old stage's work, fetch and
+    // load the new one's shard on the open session, then say ready for it.
+    void onReassign(const QJsonObject& message);
     void onTaskFinished(const EngineResult& result);
     // Tells the coordinator whether to route tasks here: ready, or unavailable while paused.
     void announceAvailability();
@@ -93,6 +98,7 @@ private:
     QJsonObject m_hardware;
     QJsonObject m_bench;
     QJsonObject m_modelConfig; // from /v1/info
+    int m_stageCount = 0;      // from /v1/info; 0 while unknown
     QString m_sessionToken;
     int m_stage = -1;
     std::optional<gpu::ShardManifest> m_manifest;
@@ -107,6 +113,11 @@ private:
     std::unique_ptr<EngineThread> m_engine;
     std::unique_ptr<TaskRunner> m_runner; // the data plane, for the stage loaded
     bool m_engineLoaded = false;
+    // Loads are answered in the order asked; those asked up to m_loadsVoidThrough were for a
+    // stage this node has left, and one superseded by a later request is void too.
+    qint64 m_loadsRequested = 0;
+    qint64 m_loadsAnswered = 0;
+    qint64 m_loadsVoidThrough = 0;
 
     bool m_pauseRequested = false;
     bool m_enginePaused = false;

@@ -3,7 +3,8 @@
 //
 //   node.key          Ed25519 identity (0600)          ledger.sqlite   credit receipts
 //   coordinator.json  the pinned coordinator key        shards/         stage shards, downloads
-//   session.json      admission: node id, token (0600)  node.log[.1-3]  the log, rotated
+//   session.json      admission: node id, token, stage  node.log[.1-3]  the log, rotated
+//                     (0600; the stage follows a reassign)
 //   bench.json        cached benchmark + hardware key   control.sock / control.token
 //   settings.json     the user's pause and limit, kept across restarts (and hard pauses)
 

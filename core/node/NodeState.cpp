@@ -28,8 +28,8 @@ bool transitionAllowed(NodeState from, NodeState to) {
     case S::Waitlisted: return to == S::Admitting;
     case S::Downloading: return to == S::Joining || to == S::Admitting;
     case S::Joining: return to == S::Working || to == S::Paused || to == S::Admitting || to == S::Downloading;
-    case S::Working: return to == S::Paused || to == S::Admitting;
-    case S::Paused: return to == S::Working || to == S::Admitting;
+    case S::Working: return to == S::Paused || to == S::Admitting || to == S::Downloading;
+    case S::Paused: return to == S::Working || to == S::Admitting || to == S::Downloading;
     case S::Stopping: return false;
     }
     return false;

@@ -144,6 +144,16 @@ void TaskRunner::handleBinary(const QByteArray& bytes) {
     qWarning("node: ignoring a binary message of unknown type \"%s\"", qPrintable(type));
 }
 
+void TaskRunner::abandon() {
+    disconnect(m_worker, nullptr, this, nullptr);
+    m_worker->discardQueuedWork();
+    if (!m_pending.empty() || !m_snapshots.empty())
+        qInfo("node: leaving stage %d: %lld tasks unanswered, %lld averaging snapshots forgotten", m_stage,
+              qlonglong(m_pending.size()), qlonglong(m_snapshots.size()));
+    m_pending.clear();
+    m_snapshots.clear();
+}
+
 void TaskRunner::onTask(const TaskMessage& message) {
     const QJsonObject& h = message.header;
     if (!h.value(u"task_id").isDouble()) {

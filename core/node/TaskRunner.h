@@ -14,6 +14,9 @@
 //   average(r, p)        → Gather p → snapshot(r) kept, average_share(r, p) sent
 //   average_result(r, p) → ApplyDelta(average, snapshot(r)) → snapshot(r) forgotten
 //   average_result for a round without a snapshot → ignored
+//
+// The node leaves the stage (a reassign): abandon() — queued tasks dropped on the worker,
+// results still to come not answered, snapshots forgotten; the node then drops the runner.
 
 #include "model/ModelConfig.h"
 #include "node/EngineTask.h"
@@ -59,6 +62,10 @@ public:
     bool handleText(const QJsonObject& message);
     // A binary message (task, average_result, sync). Never throws, never crashes on bad bytes.
     void handleBinary(const QByteArray& message);
+    // The node leaves this stage: nothing more is submitted, answered or averaged. The worker
+    // drops what is queued (probes aside); a task already running ends unanswered. The
+    // coordinator stopped routing this stage here before it asked, and re-routes what it sent.
+    void abandon();
 
     // What `tessera-node status` shows under "training".
     QJsonObject status() const;

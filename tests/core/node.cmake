@@ -32,9 +32,17 @@ target_compile_definitions(test_shard_download PRIVATE TESSERA_COORDINATOR_PATH=
 
 # The real tessera-node process against the real coordinator.
 tessera_core_test(test_node_process)
-target_sources(test_node_process PRIVATE CoordinatorProcess.cpp CoordinatorProcess.h)
+target_sources(test_node_process PRIVATE CoordinatorProcess.cpp CoordinatorProcess.h NodeProcess.cpp NodeProcess.h)
 add_dependencies(test_node_process tessera-coordinator tessera-node)
 target_link_libraries(test_node_process PRIVATE Qt6::Network Qt6::Sql)
 target_compile_definitions(test_node_process PRIVATE TESSERA_COORDINATOR_PATH="$<TARGET_FILE:tessera-coordinator>"
                            TESSERA_NODE_PATH="$<TARGET_FILE:tessera-node>")
 set_tests_properties(core.test_node_process PROPERTIES TIMEOUT 600)
+
+# A node moved to another stage by the coordinator (reassign), with three real nodes.
+tessera_core_test(test_node_reassign)
+target_sources(test_node_reassign PRIVATE CoordinatorProcess.cpp CoordinatorProcess.h NodeProcess.cpp NodeProcess.h)
+add_dependencies(test_node_reassign tessera-coordinator tessera-node)
+target_compile_definitions(test_node_reassign PRIVATE TESSERA_COORDINATOR_PATH="$<TARGET_FILE:tessera-coordinator>"
+                           TESSERA_NODE_PATH="$<TARGET_FILE:tessera-node>")
+set_tests_properties(core.test_node_reassign PROPERTIES TIMEOUT 600)

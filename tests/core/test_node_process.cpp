@@ -5,6 +5,7 @@
 // another key refused; the node SIGKILLed mid-download and mid-ledger-write and restarted;
 // pause/resume/stop through the control socket, and a wrong control token refused.
 #include "CoordinatorProcess.h"
+#include "NodeProcess.h"
 #include "TestSupport.h"
 #include "common/Identity.h"
 #include "coordinator/CreditLedger.h"
@@ -29,51 +30,6 @@ using namespace tessera;
 using namespace tessera::test;
 
 namespace {
-
-QString nodeProgram() {
-    return QStringLiteral(TESSERA_NODE_PATH);
-}
-
-// One tessera-node run process; its stderr (the log) is collected.
-class NodeProcess final {
-public:
-    NodeProcess(const QString& url, const QString& dataDir, const QString& caFile, const QStringList& extra = {}) {
-        m_process.setProgram(nodeProgram());
-        m_process.setArguments(QStringList{u"run"_qs, u"--coordinator"_qs, url, u"--data-dir"_qs, dataDir,
-                                           u"--coordinator-ca"_qs, caFile, u"--bench-seconds"_qs, u"0.5"_qs,
-                                           u"--heartbeat-ms"_qs, u"500"_qs} +
-                               extra);
-        m_process.setProcessChannelMode(QProcess::MergedChannels);
-        m_process.start();
-    }
-    ~NodeProcess() {
-        if (m_process.state() != QProcess::NotRunning) {
-            m_process.kill();
-            m_process.waitForFinished(5000);
-        }
-    }
-    QByteArray log() {
-        m_log += m_process.readAll();
-        return m_log;
-    }
-    bool running() const { return m_process.state() != QProcess::NotRunning; }
-    void kill() {
-        m_process.kill();
-        m_process.waitForFinished(5000);
-        log();
-    }
-    int waitExit(int ms) {
-        (void)QTest::qWaitFor([this] { return !running(); }, ms);
-        log();
-        if (running())
-            return -2;
-        return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
-    }
-
-private:
-    QProcess m_process;
-    QByteArray m_log;
-};
 
 QByteArray flipByte(const QString& path, qint64 at) {
     QFile f(path);

@@ -59,6 +59,13 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
         qInfo("trainer: %lld microbatches left in flight by the previous run are counted abandoned",
               qlonglong(state->abandonedAtStart));
     t->m_creditedFlop = state->creditedFlop;
+    t->m_savedJoins = state->joins;
+    t->m_savedLeaves = state->leaves;
+    // Read before the session sweep marks them offline: nodes a recent previous process had.
+    if (Result<std::vector<NodeRecord>> online = NodeRegistry(db).list(NodeState::Online); online)
+        for (const NodeRecord& n : *online)
+            if (n.lastSeenMs > t->now() - 10 * 60'000)
+                t->m_rejoining.insert(n.nodeId);
 
     // The data order goes on from a new seed after a restart instead of replaying the start.
     const std::uint64_t seed = config.seed ^ (std::uint64_t(state->step) * 0x9E3779B97F4A7C15ull);
@@ -161,7 +168,8 @@ void Trainer::sessionText(const QString& nodeId, const QJsonObject& message) {
         if (m_router->hasNode(nodeId) || m_ghosts.contains(nodeId))
             return;
         m_reassigned.remove(nodeId);
-        ++m_state.joins;
+        if (!m_rejoining.remove(nodeId))
+            ++m_state.joins;
         const QStringList replicas = m_router->nodesOf(stage);
         if (m_settings.ghostSync && !replicas.isEmpty()) {
             // Ghost: take the weights of the replica with the least work in flight first.
@@ -280,6 +288,12 @@ void Trainer::endStep() {
 }
 
 void Trainer::flush() {
+    // Joins and leaves between steps are kept too (a crash loses at most a flush interval).
+    if (m_state.joins != m_savedJoins || m_state.leaves != m_savedLeaves) {
+        m_store.saveState(m_state.step, m_state, now());
+        m_savedJoins = m_state.joins;
+        m_savedLeaves = m_state.leaves;
+    }
     if (Status s = m_store.flush(); !s)
         qWarning("trainer: writing the training state failed (kept for the next try): %s", s.message().c_str());
 }

@@ -104,6 +104,10 @@ private:
     QHash<QString, int> m_ghosts;      // syncing, by node → stage
     QHash<QString, int> m_reassigned;  // asked to switch, until it is ready on the new stage
     QHash<int, qint64> m_starvedSince; // stage → when it last had no node
+    // Nodes online just before this process started: their first `ready` is a reconnection
+    // after a coordinator restart, not a join.
+    QSet<QString> m_rejoining;
+    qint64 m_savedJoins = 0, m_savedLeaves = 0;
     int m_stepCompleted = 0;      // microbatches completed toward the current step
     double m_stepLossSum = 0;
     int m_stepLossCount = 0;

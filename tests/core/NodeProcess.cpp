@@ -1,0 +1,51 @@
+#include "NodeProcess.h"
+
+#include <QTest>
+
+QString nodeProgram() {
+    return QStringLiteral(TESSERA_NODE_PATH);
+}
+
+QProcessEnvironment oneComputeThread() {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
+    return env;
+}
+
+NodeProcess::NodeProcess(const QString& url, const QString& dataDir, const QString& caFile, const QStringList& extra,
+                         const QProcessEnvironment& environment) {
+    m_process.setProgram(nodeProgram());
+    m_process.setArguments(QStringList{QStringLiteral("run"), QStringLiteral("--coordinator"), url,
+                                       QStringLiteral("--data-dir"), dataDir, QStringLiteral("--coordinator-ca"),
+                                       caFile, QStringLiteral("--bench-seconds"), QStringLiteral("0.5"),
+                                       QStringLiteral("--heartbeat-ms"), QStringLiteral("500")} +
+                           extra);
+    m_process.setProcessEnvironment(environment);
+    m_process.setProcessChannelMode(QProcess::MergedChannels);
+    m_process.start();
+}
+
+NodeProcess::~NodeProcess() {
+    kill();
+}
+
+QByteArray NodeProcess::log() {
+    m_log += m_process.readAll();
+    return m_log;
+}
+
+void NodeProcess::kill() {
+    if (!running())
+        return;
+    m_process.kill();
+    m_process.waitForFinished(5000);
+    log();
+}
+
+int NodeProcess::waitExit(int ms) {
+    (void)QTest::qWaitFor([this] { return !running(); }, ms);
+    log();
+    if (running())
+        return -2;
+    return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
+}
