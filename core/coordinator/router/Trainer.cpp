@@ -27,6 +27,7 @@ QByteArray bytes(const gpu::Bytes& b) {
 
 constexpr qint64 kRateWindowMs = 30'000;
 constexpr std::size_t kLossCurvePoints = 500;
+constexpr qint64 kReassignGraceMs = 120'000;
 
 } // namespace
 
@@ -326,9 +327,13 @@ void Trainer::rebalance() {
     if (m_stopped || m_config.stages < 2)
         return;
     const qint64 t = now();
+    for (auto it = m_reassigned.begin(); it != m_reassigned.end();)
+        it = t - it->sinceMs > kReassignGraceMs ? m_reassigned.erase(it) : std::next(it);
     for (int s = 0; s < m_config.stages; ++s) {
-        const bool held = !m_router->nodesOf(s).isEmpty() || m_ghosts.values().contains(s) ||
-                          m_reassigned.values().contains(s);
+        bool moving = false;
+        for (const Move& m : m_reassigned)
+            moving = moving || m.stage == s;
+        const bool held = !m_router->nodesOf(s).isEmpty() || m_ghosts.values().contains(s) || moving;
         if (held) {
             m_starvedSince.remove(s);
             continue;
@@ -361,7 +366,7 @@ void Trainer::rebalance() {
               qlonglong((t - since) / 1000), qPrintable(shortId(node)), donor);
         m_router->removeNode(node, QStringLiteral("moved to stage %1").arg(s));
         m_averager->nodeGone(node);
-        m_reassigned.insert(node, s);
+        m_reassigned.insert(node, Move{s, t});
         m_starvedSince.remove(s);
         m_sessions.sendText(node, QJsonObject{{QStringLiteral("type"), QStringLiteral("reassign")},
                                               {QStringLiteral("stage"), s},

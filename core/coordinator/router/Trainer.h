@@ -102,7 +102,13 @@ private:
     std::unique_ptr<Router> m_router;
     std::unique_ptr<Averager> m_averager;
     QHash<QString, int> m_ghosts;      // syncing, by node → stage
-    QHash<QString, int> m_reassigned;  // asked to switch, until it is ready on the new stage
+    struct Move {
+        int stage = 0;
+        qint64 sinceMs = 0;
+    };
+    // Asked to switch, until it is ready on the new stage (or kReassignGraceMs passed: a node
+    // that was paused meanwhile no longer keeps the stage looking held).
+    QHash<QString, Move> m_reassigned;
     QHash<int, qint64> m_starvedSince; // stage → when it last had no node
     // Nodes online just before this process started: their first `ready` is a reconnection
     // after a coordinator restart, not a join.
