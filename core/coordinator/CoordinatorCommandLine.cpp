@@ -81,9 +81,13 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
                     "Deadline for a request's header block and for its body, each from its first byte; a "
                     "slower client gets 408 [10000 header, 30000 body].",
                     "MS");
+    const QCommandLineOption overlapSteps(
+        QStringLiteral("overlap-steps"),
+        QStringLiteral("Let the window of microbatches run across step boundaries: no pipeline bubble at each "
+                       "step, but a few gradients are a step stale (slower learning per token) [off]."));
     parser.addOptions({help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages, dataset,
                        heartbeat, maxNodes, maxNodesPerStage, retryAfter, minClient, maxConnections,
-                       requestTimeout, codec});
+                       requestTimeout, codec, overlapSteps});
 
     // The data plane's settings: each a whole number in a range, written into TrainerSettings.
     struct TrainingOption {
@@ -230,6 +234,7 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
             return std::nullopt;
         o.requestTimeout = std::chrono::milliseconds(*n);
     }
+    o.training.overlapSteps = parser.isSet(overlapSteps);
     for (std::size_t i = 0; i < trainingOptions.size(); ++i) {
         if (!parser.isSet(trainingParsed[i]))
             continue;

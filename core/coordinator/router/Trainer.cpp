@@ -143,6 +143,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
 }
 
 std::optional<MicrobatchInput> Trainer::feed() {
+    // Without overlap, no microbatch of the next step starts before this step's update.
+    if (!m_settings.overlapSteps && m_stepCompleted + m_router->inFlight() >= m_settings.microbatchesPerStep)
+        return std::nullopt;
     Result<gpu::TrainingMicrobatch> mb = m_data->next(m_settings.batch, m_settings.seq);
     if (!mb) {
         qWarning("trainer: the training data failed: %s", mb.message().c_str());

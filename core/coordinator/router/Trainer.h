@@ -49,6 +49,11 @@ struct TrainerSettings {
     std::chrono::milliseconds flushInterval{std::chrono::seconds(1)};
     qint64 maxSteps = 0;   // stop issuing after this step (0: never)
     bool ghostSync = true; // a joining node first takes a live replica's weights
+    // Off (the default): a step's microbatches all start after the previous step's update, so
+    // every gradient is computed with the weights it is applied to — the swarm learns exactly as
+    // the simulator does, with a pipeline bubble at each step. On: the window runs across step
+    // boundaries (no bubble, stale gradients: see ARCHITECTURE).
+    bool overlapSteps = false;
     // A stage without a routed node for this long takes one from the stage with the most (≥ 2).
     qint64 rebalanceAfterMs = 15'000;
 };
