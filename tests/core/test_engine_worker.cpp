@@ -6,6 +6,8 @@
 
 #include "engine/TokenFrame.h"
 
+#include "TinyFrames.h"
+
 #include <QTest>
 
 #include <chrono>
@@ -15,29 +17,10 @@
 
 using namespace tessera;
 using namespace tessera::node;
+using namespace tessera::test;
 
 namespace {
 
-constexpr int kBatch = 2;
-constexpr int kSeq = 32;
-
-gpu::ModelConfig tinyTwoStages() {
-    Result<gpu::ModelConfig> c = gpu::ModelConfig::preset("tiny");
-    if (!c)
-        qFatal("tiny preset: %s", c.message().c_str());
-    c->stages = 2;
-    return *c;
-}
-
-QByteArray tokenFrame(int offset) {
-    std::vector<std::int32_t> ids(kBatch * kSeq);
-    for (std::size_t i = 0; i < ids.size(); ++i)
-        ids[i] = std::int32_t((i * 7 + std::size_t(offset)) % 256);
-    Result<gpu::Bytes> frame = gpu::encodeTokens(ids, kBatch, kSeq);
-    if (!frame)
-        qFatal("encodeTokens: %s", frame.message().c_str());
-    return QByteArray(reinterpret_cast<const char*>(frame->data()), qsizetype(frame->size()));
-}
 
 // One stage on its own engine thread, recording what it says. Received through queued
 // connections on the test's thread: QSignalSpy appends on the emitting thread, which would race.
