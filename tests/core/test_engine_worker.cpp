@@ -21,7 +21,6 @@ using namespace tessera::test;
 
 namespace {
 
-
 // One stage on its own engine thread, recording what it says. Received through queued
 // connections on the test's thread: QSignalSpy appends on the emitting thread, which would race.
 struct Stage {

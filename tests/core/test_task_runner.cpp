@@ -27,7 +27,6 @@ using namespace tessera::test;
 
 namespace {
 
-
 TaskFrameHeader frameHeader(TaskFrameType type, qint64 taskId, qint64 microbatch, int stage,
                             quint32 width = 0) {
     TaskFrameHeader h;
