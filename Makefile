@@ -29,7 +29,8 @@ demo: build
 	scripts/demo.sh $(BUILD_DIR)
 
 # Side-by-side measurements recorded in BENCHMARKS.md (not part of the tests; the learning
-# comparison takes ~25 minutes on 2 cores and writes its CSVs and plot to build/bench-learning).
+# comparison takes ~25 minutes on 2 cores and writes its CSVs and plot to build/bench-learning;
+# the swarm comparison ~12.5 minutes).
 bench: build
 	@scripts/install-deps.sh --bench
 	$(BUILD_DIR)/bin/bench_cpu_gemm
@@ -38,6 +39,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_coordinator
 	$(BUILD_DIR)/bin/bench_node_engine
 	$(BUILD_DIR)/bin/bench_node
+	$(BUILD_DIR)/bin/bench_swarm
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 
 format: configure

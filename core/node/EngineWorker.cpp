@@ -43,7 +43,8 @@ QString text(const std::string& s) {
 
 EngineWorker::EngineWorker(QObject* parent)
     : QObject(parent)
-    , m_restTimer(this) {
+    , m_restTimer(this)
+    , m_statsTimer(this) {
     qRegisterMetaType<EngineTask>();
     qRegisterMetaType<EngineResult>();
     qRegisterMetaType<EngineStats>();
@@ -52,6 +53,11 @@ EngineWorker::EngineWorker(QObject* parent)
     // A coarse timer may fire up to 5% late: that would be compute share lost at low limits.
     m_restTimer.setTimerType(Qt::PreciseTimer);
     connect(&m_restTimer, &QTimer::timeout, this, &EngineWorker::runNext);
+    m_statsTimer.setInterval(std::chrono::seconds(1));
+    connect(&m_statsTimer, &QTimer::timeout, this, [this] {
+        if (m_engine)
+            emitStats();
+    });
 }
 
 EngineWorker::~EngineWorker() = default;
@@ -116,6 +122,7 @@ void EngineWorker::doLoad(const EngineLoadOptions& options) {
             return fail(text(status.message()));
     }
     m_engine = std::move(engine).value();
+    m_statsTimer.start();
     Q_EMIT loaded(QString(), qint64(m_engine->parameterCount()));
     emitStats();
     schedule();
@@ -166,6 +173,7 @@ void EngineWorker::doDiscardQueuedWork() {
 }
 
 void EngineWorker::doStop() {
+    m_statsTimer.stop();
     m_restTimer.stop();
     m_queue.clear();
     m_engine.reset();

@@ -87,6 +87,9 @@ private:
     std::deque<EngineTask> m_queue;
     ComputeThrottle m_throttle;
     QTimer m_restTimer;
+    // Stats are sent after each task and, while idle, every second: an idle node's compute share
+    // must be seen falling, not stuck at its last task's value.
+    QTimer m_statsTimer;
     std::atomic<bool> m_pauseRequested{false};
     std::atomic<bool> m_stopRequested{false};
     bool m_pausedReported = false; // what pausedChanged last said

@@ -381,6 +381,7 @@ void Node::join() {
         });
         connect(worker, &EngineWorker::statsChanged, this, [this](const EngineStats& stats) {
             m_computeShare = stats.computeShareWindow;
+            m_computeShareTotal = stats.computeShareTotal;
             m_tasksDone = stats.tasksDone;
         });
         worker->setLimit(m_limit);
@@ -682,6 +683,7 @@ QJsonObject Node::status() const {
                   {QStringLiteral("stage"), m_stage},
                   {QStringLiteral("download"), download},
                   {QStringLiteral("compute_share"), m_computeShare},
+                  {QStringLiteral("compute_share_total"), m_computeShareTotal},
                   {QStringLiteral("compute_limit"), m_limit},
                   {QStringLiteral("paused"), m_pauseRequested},
                   {QStringLiteral("tasks_done"), m_tasksDone},

@@ -123,6 +123,7 @@ private:
     bool m_enginePaused = false;
     double m_limit = 0.7;
     double m_computeShare = 0;
+    double m_computeShareTotal = 0; // since the first task
     qint64 m_tasksDone = 0;
 
     Backoff m_backoff;

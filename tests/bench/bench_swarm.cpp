@@ -1,0 +1,573 @@
+// bench_swarm: the real swarm — tessera-coordinator and tessera-node processes on loopback —
+// measured side by side in one run against the in-process SwarmSimulator and against itself:
+//   1. train loss at equal tokens (S=2 x R=1, subspace codec, N steps): the simulator, the swarm
+//      with synchronous steps (the default) and the swarm with --overlap-steps;
+//   2. each node's share of wall time spent computing, on plain loopback and behind an emulated
+//      home link (DelayRelay: 50 ms one way, 100 Mbit/s each direction), window 8 (synchronous
+//      and overlapping steps, and 16 overlapping on the home link) against window 1;
+//   3. tokens/s with 4 nodes (S=2 x R=2) without churn, then with a node SIGKILLed and a fresh one
+//      started every 10 s.
+//
+// bench_swarm [STEPS=150] [CHURN_WINDOW_S=60] [DIR] [PARTS=123]
+//   DIR keeps every log (default: a temp dir); PARTS picks tables, e.g. 2 for the compute shares only.
+// Everything is printed; nothing is asserted.
+#include "DelayRelay.h"
+#include "LocalSwarm.h"
+#include "SimulatorReference.h"
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTemporaryDir>
+#include <QThread>
+#include <QUrl>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <vector>
+
+namespace {
+
+constexpr int kStages = 2;
+constexpr int kMicrobatches = 8, kBatch = 8, kSeq = 64;
+constexpr qint64 kTokensPerStep = qint64(kMicrobatches) * kBatch * kSeq;
+constexpr int kAveragingInterval = 20, kPartitions = 20;
+constexpr int kShareWindowS = 30; // the node's compute_share is over its throttle's 30 s window
+constexpr int kWarmupS = 10;      // after step 2: probes answered, EMAs settled
+constexpr int kChurnEveryS = 10;
+constexpr DelayRelay::Link kHomeLink{std::chrono::milliseconds(50), 100e6};
+
+// How microbatches flow: the coordinator's --window, and --overlap-steps (the window runs across
+// step boundaries) or not (synchronous steps: the default).
+struct Flow {
+    int window = 8;
+    bool overlap = false;
+    QString name() const {
+        return QStringLiteral("w%1 %2").arg(window).arg(overlap ? QStringLiteral("overlap")
+                                                                : QStringLiteral("sync"));
+    }
+};
+
+QStringList coordinatorArguments(Flow flow, int maxSteps) {
+    QStringList a{QStringLiteral("--model"),
+                  QStringLiteral("tiny"),
+                  QStringLiteral("--stages"),
+                  QString::number(kStages),
+                  QStringLiteral("--codec"),
+                  QStringLiteral("subspace"),
+                  QStringLiteral("--batch"),
+                  QString::number(kBatch),
+                  QStringLiteral("--seq"),
+                  QString::number(kSeq),
+                  QStringLiteral("--microbatches-per-step"),
+                  QString::number(kMicrobatches),
+                  QStringLiteral("--window"),
+                  QString::number(flow.window),
+                  QStringLiteral("--averaging-interval"),
+                  QString::number(kAveragingInterval),
+                  QStringLiteral("--averaging-partitions"),
+                  QString::number(kPartitions)};
+    if (flow.overlap)
+        a << QStringLiteral("--overlap-steps");
+    if (maxSteps > 0)
+        a << QStringLiteral("--max-steps") << QString::number(maxSteps);
+    return a;
+}
+
+QString loadAverage() {
+    QFile f(QStringLiteral("/proc/loadavg"));
+    if (!f.open(QIODevice::ReadOnly))
+        return QStringLiteral("?");
+    return QString::fromLatin1(f.readAll()).section(u' ', 0, 2);
+}
+
+void note(const QString& text) {
+    std::fprintf(stderr, "%s\n", qPrintable(text));
+    std::fflush(stderr);
+}
+
+// Until the coordinator's step reaches `step`; false after timeoutMs.
+bool waitStep(LocalSwarm& swarm, qint64 step, int timeoutMs) {
+    QElapsedTimer waited;
+    waited.start();
+    qint64 lastReport = 0;
+    while (waited.elapsed() < timeoutMs) {
+        const qint64 now = swarm.get(QStringLiteral("/v1/status")).value(u"step").toInteger(-1);
+        if (now >= step)
+            return true;
+        if (waited.elapsed() - lastReport > 20'000) {
+            lastReport = waited.elapsed();
+            std::fprintf(stderr, "  ... step %lld of %lld (%.0f s)\n", qlonglong(now), qlonglong(step),
+                         double(waited.elapsed()) / 1000);
+        }
+        sleepWithEvents(1000);
+    }
+    return false;
+}
+
+bool startCoordinator(LocalSwarm& swarm) {
+    const QString error = swarm.start();
+    if (!error.isEmpty())
+        note(error);
+    return error.isEmpty();
+}
+
+// Starts `nodes` fresh nodes reaching the coordinator at nodeUrl (empty: directly) and waits until
+// they all work and the swarm has made two steps.
+bool addNodesAndWait(LocalSwarm& swarm, int nodes, const QString& nodeUrl = {}) {
+    for (int i = 0; i < nodes; ++i)
+        swarm.addNode(nodeUrl);
+    if (swarm.waitWorking(nodes, 300'000) && waitStep(swarm, 2, 300'000))
+        return true;
+    note(QStringLiteral("the swarm did not start training; see ") + swarm.coordinatorLog());
+    return false;
+}
+
+// --- Compute share (table 2) ---
+
+struct ShareRow {
+    int node = 0;
+    int stage = -1;
+    double computeShare = 0; // the node's own figure over its 30 s window
+    double cpuShare = 0;     // its process's CPU time / wall time over the same window
+    qint64 tasks = 0;
+};
+
+struct ShareRun {
+    QString link;
+    Flow flow;
+    std::vector<ShareRow> rows;
+    double tokensPerSecond = 0;
+    double coordinatorCpu = 0;
+    double linkMbitUp = 0, linkMbitDown = 0; // through the relay, when there is one
+    QString load;
+};
+
+// Warm-up, then one window of kShareWindowS seconds over every running node.
+ShareRun measureShares(LocalSwarm& swarm, const QString& link, Flow flow, const DelayRelay* relay) {
+    sleepWithEvents(kWarmupS * 1000);
+    const QList<int> nodes = swarm.runningNodes();
+    std::map<int, double> cpu0;
+    std::map<int, qint64> tasks0;
+    for (int i : nodes) {
+        cpu0[i] = processCpuSeconds(swarm.nodePid(i));
+        tasks0[i] = swarm.nodeStatus(i).value(u"tasks_done").toInteger();
+    }
+    const double coordinator0 = processCpuSeconds(swarm.coordinatorPid());
+    const qint64 tokens0 = swarm.get(QStringLiteral("/v1/status")).value(u"tokens").toInteger();
+    const qint64 up0 = relay ? relay->bytesToUpstream() : 0, down0 = relay ? relay->bytesFromUpstream() : 0;
+    QElapsedTimer t;
+    t.start();
+    sleepWithEvents(kShareWindowS * 1000);
+    ShareRun run;
+    run.link = link;
+    run.flow = flow;
+    for (int i : nodes) {
+        const QJsonObject s = swarm.nodeStatus(i);
+        ShareRow row;
+        row.node = i;
+        row.stage = s.value(u"stage").toInt(-1);
+        row.computeShare = s.value(u"compute_share").toDouble();
+        row.tasks = s.value(u"tasks_done").toInteger() - tasks0[i];
+        row.cpuShare = (processCpuSeconds(swarm.nodePid(i)) - cpu0[i]) / (double(t.nsecsElapsed()) / 1e9);
+        run.rows.push_back(row);
+    }
+    const double seconds = double(t.nsecsElapsed()) / 1e9;
+    run.tokensPerSecond =
+        double(swarm.get(QStringLiteral("/v1/status")).value(u"tokens").toInteger() - tokens0) / seconds;
+    run.coordinatorCpu = (processCpuSeconds(swarm.coordinatorPid()) - coordinator0) / seconds;
+    if (relay) {
+        run.linkMbitUp = double(relay->bytesToUpstream() - up0) * 8 / seconds / 1e6;
+        run.linkMbitDown = double(relay->bytesFromUpstream() - down0) * 8 / seconds / 1e6;
+    }
+    run.load = loadAverage();
+    return run;
+}
+
+// A fresh S=2 x R=1 swarm for one configuration, measured once it trains; nullopt when it did not.
+std::optional<ShareRun> shareRun(const QString& dir, const QString& link, Flow flow, bool relayed) {
+    note(QStringLiteral("2. compute share: %1, %2").arg(link, flow.name()));
+    LocalSwarm swarm(dir + QStringLiteral("/share-%1-%2")
+                               .arg(relayed ? QStringLiteral("home") : QStringLiteral("loopback"),
+                                    flow.name().replace(u' ', u'-')),
+                     coordinatorArguments(flow, 0));
+    if (!startCoordinator(swarm))
+        return std::nullopt;
+    std::unique_ptr<DelayRelay> relay;
+    QUrl nodeUrl(swarm.url());
+    if (relayed) {
+        relay = std::make_unique<DelayRelay>(swarm.port(), kHomeLink);
+        if (const std::string error = relay->start(); !error.empty()) {
+            note(QString::fromStdString(error));
+            return std::nullopt;
+        }
+        nodeUrl.setPort(relay->port());
+    }
+    if (!addNodesAndWait(swarm, kStages, nodeUrl.toString()))
+        return std::nullopt;
+    const ShareRun run = measureShares(swarm, link, flow, relay.get());
+    swarm.stop(); // before the relay goes: nodes see a clean stop, not a dropped session
+    return run;
+}
+
+void printShares(const std::vector<ShareRun>& runs) {
+    std::printf(
+        "2. Share of node wall time spent computing: S=%d x R=1 (one node per stage: on 2 shared cores "
+        "more nodes would measure CPU contention), %d s window after a %d s warm-up\n",
+        kStages, kShareWindowS, kWarmupS);
+    std::printf(
+        "   flow: wN = --window N; sync = synchronous steps (the default: the window stays within one "
+        "step's %d microbatches), overlap = --overlap-steps\n",
+        kMicrobatches);
+    std::printf("   compute = the node's own compute_share (time inside engine tasks over its 30 s throttle "
+                "window); CPU = its process's CPU time / wall time\n"
+                "   over the same window (one compute thread: CPU well below compute means the thread waited "
+                "for a core inside its tasks)\n");
+    std::printf("   %-10s %-11s %5s %6s %9s %7s %7s %10s %11s %11s  %s\n", "link", "flow", "node", "stage",
+                "compute", "CPU", "tasks", "tokens/s", "coord. CPU", "link Mbit/s", "load avg after");
+    for (const ShareRun& run : runs) {
+        const QString mbit =
+            run.linkMbitUp + run.linkMbitDown > 0
+                ? QStringLiteral("%1/%2").arg(run.linkMbitUp, 0, 'f', 1).arg(run.linkMbitDown, 0, 'f', 1)
+                : QStringLiteral("-");
+        for (const ShareRow& row : run.rows)
+            std::printf("   %-10s %-11s %5d %6d %8.1f%% %6.0f%% %7lld %10.0f %10.0f%% %11s  %s%s\n",
+                        qPrintable(run.link), qPrintable(run.flow.name()), row.node, row.stage,
+                        100 * row.computeShare, 100 * row.cpuShare, qlonglong(row.tasks), run.tokensPerSecond,
+                        100 * run.coordinatorCpu, qPrintable(mbit), qPrintable(run.load),
+                        row.tasks == 0 ? "  (no task in the window: compute is stale)" : "");
+    }
+    std::printf(
+        "   link Mbit/s: node->coordinator / coordinator->node through the relay. Target: >= 80%% compute "
+        "with the in-flight window on the home link.\n"
+        "   compute includes a stage-0 forward recomputed when a step came between its forward and "
+        "backward (overlap only).\n\n");
+    std::fflush(stdout);
+}
+
+// --- Loss at equal tokens (table 1) ---
+
+struct Counters {
+    qint64 tokens = 0, issued = 0, completed = 0, abandoned = 0, inFlight = 0, retries = 0, joins = 0,
+           leaves = 0;
+    static Counters of(const QJsonObject& s) {
+        const QJsonObject m = s.value(u"microbatches").toObject();
+        return {s.value(u"tokens").toInteger(),    m.value(u"issued").toInteger(),
+                m.value(u"completed").toInteger(), m.value(u"abandoned").toInteger(),
+                m.value(u"in_flight").toInteger(), m.value(u"retries").toInteger(),
+                s.value(u"joins").toInteger(),     s.value(u"leaves").toInteger()};
+    }
+    Counters operator-(const Counters& o) const {
+        return {tokens - o.tokens, issued - o.issued,   completed - o.completed, abandoned - o.abandoned,
+                inFlight,          retries - o.retries, joins - o.joins,         leaves - o.leaves};
+    }
+};
+
+using Curve = std::map<qint64, double>; // step -> mean train loss
+
+// The mean of the losses of steps (last - 9) .. last; NaN when there are none.
+double meanOfLast10(const Curve& curve, qint64 last) {
+    double sum = 0;
+    int n = 0;
+    for (qint64 s = last - 9; s <= last; ++s)
+        if (auto it = curve.find(s); it != curve.end()) {
+            sum += it->second;
+            ++n;
+        }
+    return n ? sum / n : std::nan("");
+}
+
+// One N-step training run of a started coordinator with kStages fresh nodes.
+struct SwarmCurve {
+    bool started = false;
+    bool finished = false;
+    Curve loss;                      // the coordinator's loss_curve
+    std::map<qint64, qint64> tokens; // step -> tokens trained
+    Counters counters;
+    double seconds = 0; // nodes started -> step N seen (1 s polling)
+};
+
+// `duringTraining` runs once the swarm has made two steps.
+SwarmCurve trainSwarm(LocalSwarm& swarm, int steps, const std::function<void()>& duringTraining) {
+    SwarmCurve c;
+    QElapsedTimer t;
+    t.start();
+    if (!addNodesAndWait(swarm, kStages))
+        return c;
+    c.started = true;
+    if (duringTraining)
+        duringTraining();
+    c.finished = waitStep(swarm, steps, 3'600'000);
+    c.seconds = double(t.elapsed()) / 1000;
+    const QJsonObject status = swarm.get(QStringLiteral("/v1/status"));
+    for (const QJsonValue& v : status.value(u"loss_curve").toArray()) {
+        const QJsonArray p = v.toArray();
+        c.loss[p.at(0).toInteger()] = p.at(1).toDouble();
+        c.tokens[p.at(0).toInteger()] = p.at(2).toInteger();
+    }
+    c.counters = Counters::of(status);
+    return c;
+}
+
+void writeCurves(const QString& path, int steps, const Curve& sim, const Curve& sync, const Curve& overlap) {
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+        return;
+    const auto value = [](const Curve& m, qint64 s) {
+        return m.count(s) ? QByteArray::number(m.at(s), 'f', 6) : QByteArray();
+    };
+    f.write("step,tokens,simulator,swarm_sync,swarm_overlap\n");
+    for (qint64 s = 1; s <= steps; ++s)
+        f.write(QByteArray::number(s) + ',' + QByteArray::number(s * kTokensPerStep) + ',' + value(sim, s) +
+                ',' + value(sync, s) + ',' + value(overlap, s) + '\n');
+}
+
+void printLoss(int steps, const SimulatorCurve& sim, const SwarmCurve& sync, const SwarmCurve& overlap,
+               const ShareRun& syncShare, const QString& csv) {
+    Curve simLoss;
+    for (std::size_t i = 0; i < sim.trainLoss.size(); ++i)
+        simLoss[qint64(i) + 1] = sim.trainLoss[i];
+    std::printf("1. Train loss at equal tokens: S=%d x R=1, tiny, subspace codec, %d microbatches x %d x %d "
+                "tokens per step, window 8, AdamW defaults, %d steps\n",
+                kStages, kMicrobatches, kBatch, kSeq, steps);
+    std::printf(
+        "   reference: %s; data seed %llu (= the model's seed, which the coordinator uses); %d LibTorch "
+        "threads\n",
+        sim.description.c_str(), static_cast<unsigned long long>(sim.seed), sim.threads);
+    std::printf(
+        "   swarm sync = the default (no microbatch of the next step starts before this step's update); "
+        "overlap = --overlap-steps (no bubble, stale gradients)\n");
+    std::printf("   %-6s %10s %10s %12s %9s %14s %9s\n", "step", "tokens", "simulator", "swarm sync",
+                "vs sim", "swarm overlap", "vs sim");
+    std::vector<qint64> shown{1, 10};
+    for (qint64 s = 25; s < steps; s += 25)
+        shown.push_back(s);
+    shown.push_back(steps);
+    const auto cell = [](const Curve& m, qint64 s) {
+        return m.count(s) ? QString::number(m.at(s), 'f', 4) : QStringLiteral("-");
+    };
+    const auto ratio = [&](const Curve& m, qint64 s) {
+        return m.count(s) && simLoss.count(s)
+                   ? QStringLiteral("%1%").arg(100 * m.at(s) / simLoss.at(s), 0, 'f', 1)
+                   : QStringLiteral("-");
+    };
+    for (qint64 s : shown)
+        std::printf("   %-6lld %10lld %10s %12s %9s %14s %9s\n", qlonglong(s), qlonglong(s * kTokensPerStep),
+                    qPrintable(cell(simLoss, s)), qPrintable(cell(sync.loss, s)),
+                    qPrintable(ratio(sync.loss, s)), qPrintable(cell(overlap.loss, s)),
+                    qPrintable(ratio(overlap.loss, s)));
+    const double simFinal = meanOfLast10(simLoss, steps);
+    const auto verdict = [&](const SwarmCurve& c) {
+        const double r = meanOfLast10(c.loss, steps) / simFinal;
+        return !c.finished
+                   ? QStringLiteral("did not reach step %1").arg(steps)
+                   : QStringLiteral("%1 = %2% of the simulator's (target within 5%: %3)")
+                         .arg(meanOfLast10(c.loss, steps), 0, 'f', 4)
+                         .arg(100 * r, 0, 'f', 1)
+                         .arg(std::abs(r - 1) <= 0.05 ? QStringLiteral("met") : QStringLiteral("not met"));
+    };
+    std::printf("   mean train loss of steps %d-%d: simulator %.4f\n", steps - 9, steps, simFinal);
+    std::printf("     swarm sync (default)  %s\n", qPrintable(verdict(sync)));
+    std::printf("     swarm --overlap-steps %s\n", qPrintable(verdict(overlap)));
+    std::printf("   tokens at step %d: simulator %lld, swarm sync %lld, overlap %lld\n", steps,
+                qlonglong(sim.tokens), qlonglong(sync.tokens.count(steps) ? sync.tokens.at(steps) : -1),
+                qlonglong(overlap.tokens.count(steps) ? overlap.tokens.at(steps) : -1));
+    std::printf(
+        "   time: simulator %.0f s (%.0f tokens/s, one process); swarm %.0f s sync, %.0f s overlap from "
+        "the nodes' start to step %d (sync: %.0f tokens/s in table 2's window)\n",
+        sim.seconds, double(sim.tokens) / sim.seconds, sync.seconds, overlap.seconds, steps,
+        syncShare.tokensPerSecond);
+    std::printf(
+        "   microbatches issued/completed/abandoned: sync %lld/%lld/%lld, overlap %lld/%lld/%lld; curves: "
+        "%s\n\n",
+        qlonglong(sync.counters.issued), qlonglong(sync.counters.completed),
+        qlonglong(sync.counters.abandoned), qlonglong(overlap.counters.issued),
+        qlonglong(overlap.counters.completed), qlonglong(overlap.counters.abandoned), qPrintable(csv));
+    std::fflush(stdout);
+}
+
+// The simulator, then the swarm with synchronous and with overlapping steps; each swarm's
+// compute shares are measured while it trains (table 2's loopback rows). False on failure.
+bool lossTable(const QString& dir, int steps, std::vector<ShareRun>& shares) {
+    LocalSwarm syncSwarm(dir + QStringLiteral("/loss-sync"), coordinatorArguments({8, false}, steps));
+    if (!startCoordinator(syncSwarm))
+        return false;
+    SimulatorRequest request;
+    request.modelJson = QJsonDocument(syncSwarm.get(QStringLiteral("/v1/info")).value(u"model").toObject())
+                            .toJson()
+                            .toStdString();
+    request.microbatchesPerStep = kMicrobatches;
+    request.batch = kBatch;
+    request.seq = kSeq;
+    request.averagingInterval = kAveragingInterval;
+    request.partitions = kPartitions;
+    request.steps = steps;
+    note(QStringLiteral("1. simulator, %1 steps (the coordinator idles meanwhile)").arg(steps));
+    const SimulatorCurve sim = runSimulator(request, [](int step, double loss) {
+        if (step % 25 == 0)
+            std::fprintf(stderr, "  sim step %d loss %.4f\n", step, loss);
+    });
+    if (!sim.error.empty()) {
+        note(QStringLiteral("simulator: ") + QString::fromStdString(sim.error));
+        return false;
+    }
+    note(QStringLiteral("1. real swarm, synchronous steps, %1 steps").arg(steps));
+    const SwarmCurve sync = trainSwarm(syncSwarm, steps, [&] {
+        shares.push_back(measureShares(syncSwarm, QStringLiteral("loopback"), {8, false}, nullptr));
+    });
+    syncSwarm.stop();
+    note(QStringLiteral("1. real swarm, --overlap-steps, %1 steps").arg(steps));
+    LocalSwarm overlapSwarm(dir + QStringLiteral("/loss-overlap"), coordinatorArguments({8, true}, steps));
+    if (!sync.started || !startCoordinator(overlapSwarm))
+        return false;
+    const SwarmCurve overlap = trainSwarm(overlapSwarm, steps, [&] {
+        shares.push_back(measureShares(overlapSwarm, QStringLiteral("loopback"), {8, true}, nullptr));
+    });
+    overlapSwarm.stop();
+    if (!overlap.started)
+        return false;
+    Curve simLoss;
+    for (std::size_t i = 0; i < sim.trainLoss.size(); ++i)
+        simLoss[qint64(i) + 1] = sim.trainLoss[i];
+    const QString csv = dir + QStringLiteral("/loss-curves.csv");
+    writeCurves(csv, steps, simLoss, sync.loss, overlap.loss);
+    printLoss(steps, sim, sync, overlap, shares.front(), csv);
+    return true;
+}
+
+// --- Churn (table 3) ---
+
+bool churnTable(const QString& dir, int churnS) {
+    note(QStringLiteral("3. churn: 4 nodes, %1 s without churn, then %1 s with churn").arg(churnS));
+    LocalSwarm swarm(dir + QStringLiteral("/churn"), coordinatorArguments({8, false}, 0));
+    if (!startCoordinator(swarm) || !addNodesAndWait(swarm, 2 * kStages))
+        return false;
+    sleepWithEvents(kWarmupS * 1000);
+    const Counters a = Counters::of(swarm.get(QStringLiteral("/v1/status")));
+    QElapsedTimer t;
+    t.start();
+    sleepWithEvents(churnS * 1000);
+    const Counters b = Counters::of(swarm.get(QStringLiteral("/v1/status")));
+    const double calmSeconds = double(t.nsecsElapsed()) / 1e9;
+    const QString calmLoad = loadAverage();
+    std::mt19937 pick(6);
+    int killed = 0;
+    t.restart();
+    for (qint64 next = 0; next < qint64(churnS) * 1000; next += kChurnEveryS * 1000) {
+        while (t.elapsed() < next)
+            sleepWithEvents(int(std::min<qint64>(200, next - t.elapsed())));
+        const QList<int> running = swarm.runningNodes();
+        if (!running.isEmpty()) {
+            swarm.killNode(running.at(int(pick() % std::uint32_t(running.size()))));
+            ++killed;
+        }
+        swarm.addNode();
+    }
+    while (t.elapsed() < qint64(churnS) * 1000)
+        sleepWithEvents(200);
+    const Counters c = Counters::of(swarm.get(QStringLiteral("/v1/status")));
+    const double churnSeconds = double(t.nsecsElapsed()) / 1e9;
+    int working = 0;
+    for (int i : swarm.runningNodes())
+        working += swarm.nodeStatus(i).value(u"state").toString() == u"Working" ? 1 : 0;
+    swarm.stop();
+
+    const Counters calm = b - a, churn = c - b;
+    std::printf(
+        "3. Tokens/s under churn: S=%d x R=2 (4 nodes), window 8, synchronous steps; churn = every %d s "
+        "one node SIGKILLed (chosen at random) and a fresh node started\n",
+        kStages, kChurnEveryS);
+    std::printf("   %-14s %7s %9s %9s %7s %9s %9s %7s %6s %6s  %s\n", "", "seconds", "tokens", "tokens/s",
+                "issued", "completed", "abandoned", "retries", "joins", "leaves", "load avg after");
+    const auto row = [](const char* name, double seconds, const Counters& k, const QString& load) {
+        std::printf("   %-14s %7.1f %9lld %9.0f %7lld %9lld %9lld %7lld %6lld %6lld  %s\n", name, seconds,
+                    qlonglong(k.tokens), double(k.tokens) / seconds, qlonglong(k.issued),
+                    qlonglong(k.completed), qlonglong(k.abandoned), qlonglong(k.retries), qlonglong(k.joins),
+                    qlonglong(k.leaves), qPrintable(load));
+    };
+    row("without churn", calmSeconds, calm, calmLoad);
+    row("with churn", churnSeconds, churn, loadAverage());
+    std::printf(
+        "   churn / no churn: %.1f%% of the tokens/s; %d nodes killed, %d fresh nodes started; %d of the "
+        "running nodes Working at the end\n",
+        100 * (double(churn.tokens) / churnSeconds) / (double(calm.tokens) / calmSeconds), killed, killed,
+        working);
+    std::printf("   whole run: issued %lld = completed %lld + abandoned %lld + in flight %lld: %s\n\n",
+                qlonglong(c.issued), qlonglong(c.completed), qlonglong(c.abandoned), qlonglong(c.inFlight),
+                c.issued == c.completed + c.abandoned + c.inFlight ? "accounted for" : "MISMATCH");
+    std::fflush(stdout);
+    return true;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    const int steps = argc > 1 ? std::max(12, std::atoi(argv[1])) : 150;
+    const int churnS = argc > 2 ? std::max(20, std::atoi(argv[2])) : 60;
+    QTemporaryDir temp;
+    const QString dir = argc > 3 && argv[3][0] ? QString::fromLocal8Bit(argv[3]) : temp.path();
+    const QByteArray parts = argc > 4 ? QByteArray(argv[4]) : QByteArray("123");
+    QElapsedTimer total;
+    total.start();
+
+    std::printf(
+        "bench_swarm %d %d%s %s: the real swarm on loopback (coordinator and nodes as processes) against "
+        "the in-process SwarmSimulator, side by side in one run\n",
+        steps, churnS, argc > 3 ? " DIR" : "", parts.constData());
+    std::printf("machine: %d cores, load average %s at the start (other processes share these cores)\n",
+                QThread::idealThreadCount(), qPrintable(loadAverage()));
+    std::printf(
+        "coordinator: tessera-coordinator --data-dir D --listen 127.0.0.1:0 %s\n"
+        "             (table 1 also with --overlap-steps; tables 2-3: --window 8, 16 or 1, with or without "
+        "--overlap-steps, no --max-steps)\n",
+        qPrintable(coordinatorArguments({8, false}, steps).join(u' ')));
+    std::printf("node:        %s\n",
+                qPrintable(LocalSwarm::nodeCommand(QStringLiteral("URL"), QStringLiteral("D/tls.crt"))));
+    std::printf(
+        "home link:   DelayRelay between nodes and coordinator: %lld ms one way, %.0f Mbit/s per direction "
+        "(serializer + delay line; tc netem is not available here)\n",
+        qlonglong(std::chrono::duration_cast<std::chrono::milliseconds>(kHomeLink.oneWayDelay).count()),
+        kHomeLink.bitsPerSecond / 1e6);
+    std::printf("logs:        %s\n\n", qPrintable(dir));
+    std::fflush(stdout);
+
+    std::vector<ShareRun> shares;
+    if (parts.contains('1') && !lossTable(dir, steps, shares))
+        return 1;
+    if (parts.contains('2')) {
+        struct Config {
+            const char* link;
+            Flow flow;
+            bool relayed;
+        };
+        std::vector<Config> configs{{"loopback", {1, false}, false},
+                                    {"home link", {8, false}, true},
+                                    {"home link", {8, true}, true},
+                                    {"home link", {16, true}, true},
+                                    {"home link", {1, false}, true}};
+        if (shares.empty()) // table 1 did not run: its loopback rows need swarms of their own
+            configs.insert(configs.begin(),
+                           {{"loopback", {8, false}, false}, {"loopback", {8, true}, false}});
+        for (const Config& c : configs) {
+            std::optional<ShareRun> run = shareRun(dir, QString::fromLatin1(c.link), c.flow, c.relayed);
+            if (!run)
+                return 1;
+            shares.push_back(*run);
+        }
+        printShares(shares);
+    }
+    if (parts.contains('3') && !churnTable(dir, churnS))
+        return 1;
+    std::printf("total time %.0f s; load average %s at the end\n", double(total.elapsed()) / 1000,
+                qPrintable(loadAverage()));
+    return 0;
+}
