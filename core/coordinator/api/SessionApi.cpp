@@ -151,24 +151,29 @@ void SessionApi::accept(QWebSocket* socket) {
                               {QStringLiteral("seed"), m_lastTaskId}});
 }
 
-bool SessionApi::allowMessage(Live& live, qint64 nowMs) const {
-    const double refill = double(nowMs - live.allowanceAtMs) / 1000.0 * m_settings.messagesPerSecond;
-    live.messageAllowance = std::min(m_settings.messageBurst, live.messageAllowance + std::max(0.0, refill));
-    live.allowanceAtMs = nowMs;
-    if (live.messageAllowance < 1)
+namespace {
+
+// A token bucket: refills at `rate` per second up to `burst`; one message spends one token.
+bool spend(double& allowance, qint64& atMs, qint64 nowMs, double rate, double burst) {
+    const double refill = double(nowMs - atMs) / 1000.0 * rate;
+    allowance = std::min(burst, allowance + std::max(0.0, refill));
+    atMs = nowMs;
+    if (allowance < 1)
         return false;
-    live.messageAllowance -= 1;
+    allowance -= 1;
     return true;
 }
 
+} // namespace
+
+bool SessionApi::allowMessage(Live& live, qint64 nowMs) const {
+    return spend(live.messageAllowance, live.allowanceAtMs, nowMs, m_settings.messagesPerSecond,
+                 m_settings.messageBurst);
+}
+
 bool SessionApi::allowBinary(Live& live, qint64 nowMs) const {
-    const double refill = double(nowMs - live.binaryAllowanceAtMs) / 1000.0 * m_settings.binaryPerSecond;
-    live.binaryAllowance = std::min(m_settings.binaryBurst, live.binaryAllowance + std::max(0.0, refill));
-    live.binaryAllowanceAtMs = nowMs;
-    if (live.binaryAllowance < 1)
-        return false;
-    live.binaryAllowance -= 1;
-    return true;
+    return spend(live.binaryAllowance, live.binaryAllowanceAtMs, nowMs, m_settings.binaryPerSecond,
+                 m_settings.binaryBurst);
 }
 
 void SessionApi::onBinary(QWebSocket* socket, const QByteArray& message) {
