@@ -20,7 +20,9 @@ struct StageCheckpoints::Stage {
 };
 
 StageCheckpoints::StageCheckpoints(Database& db, const Identity& key, QString shardDir)
-    : m_db(db), m_key(key), m_shardDir(std::move(shardDir)) {}
+    : m_db(db)
+    , m_key(key)
+    , m_shardDir(std::move(shardDir)) {}
 
 StageCheckpoints::~StageCheckpoints() = default;
 
@@ -43,13 +45,14 @@ Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::open(Database& db, c
         Result<std::unique_ptr<gpu::StageEngine>> engine = gpu::StageEngine::create(options);
         if (!engine)
             return makeError("the checkpoint of stage " + std::to_string(s) + ": " + engine.message());
-        Result<gpu::ShardManifest> manifest = gpu::ShardManifest::fromJson((*latest)->manifestJson.toStdString());
+        Result<gpu::ShardManifest> manifest =
+            gpu::ShardManifest::fromJson((*latest)->manifestJson.toStdString());
         if (!manifest)
             return makeError("the manifest of stage " + std::to_string(s) + ": " + manifest.message());
         const QString file = QDir(shardDir).filePath((*latest)->file);
         if (Status loaded = (*engine)->loadShard(file.toStdString(), *manifest); !loaded)
-            return makeError("loading the checkpoint of stage " + std::to_string(s) + " (" + file.toStdString() +
-                             "): " + loaded.message());
+            return makeError("loading the checkpoint of stage " + std::to_string(s) + " (" +
+                             file.toStdString() + "): " + loaded.message());
         auto stage = std::make_unique<Stage>();
         stage->engine = std::move(*engine);
         stage->version = (*latest)->version;
@@ -107,7 +110,8 @@ Result<int> StageCheckpoints::publish(qint64 step, qint64 nowMs, int keep) {
         const QString path = QDir(m_shardDir).filePath(name);
         Result<gpu::ShardManifest> manifest = s.engine->saveShard(path.toStdString(), version, step);
         if (!manifest)
-            return makeError("writing the checkpoint of stage " + std::to_string(i) + ": " + manifest.message());
+            return makeError("writing the checkpoint of stage " + std::to_string(i) + ": " +
+                             manifest.message());
         manifest->file = name.toStdString();
         signManifest(*manifest, m_key);
         StageVersion v;
@@ -121,7 +125,8 @@ Result<int> StageCheckpoints::publish(qint64 step, qint64 nowMs, int keep) {
         v.createdAtMs = nowMs;
         if (Status added = StageVersionStore(m_db).add(v); !added) {
             QFile::remove(path);
-            return makeError("recording the checkpoint of stage " + std::to_string(i) + ": " + added.message());
+            return makeError("recording the checkpoint of stage " + std::to_string(i) + ": " +
+                             added.message());
         }
         s.version = version;
         s.step = step;
@@ -129,7 +134,8 @@ Result<int> StageCheckpoints::publish(qint64 step, qint64 nowMs, int keep) {
         ++published;
         // The newest versions stay downloadable; older files go (their rows stay, for history).
         for (qint64 old = version - keep; old >= 1; --old) {
-            const QString oldPath = QDir(m_shardDir).filePath(QString::fromStdString(gpu::stageShardFileName(i, old)));
+            const QString oldPath =
+                QDir(m_shardDir).filePath(QString::fromStdString(gpu::stageShardFileName(i, old)));
             if (!QFile::exists(oldPath))
                 break;
             QFile::remove(oldPath);

@@ -30,15 +30,15 @@ class Database;
 class StageCheckpoints final {
 public:
     // Loads each stage's latest published version (verified against its manifest).
-    static Result<std::unique_ptr<StageCheckpoints>> open(Database& db, const Identity& key,
-                                                         const gpu::ModelConfig& config, const QString& shardDir);
+    static Result<std::unique_ptr<StageCheckpoints>>
+    open(Database& db, const Identity& key, const gpu::ModelConfig& config, const QString& shardDir);
     ~StageCheckpoints();
 
     int stages() const;
     qint64 parameters(int stage) const;
     qint64 partitionSize(int stage, int partition, int partitions) const; // -1: all; 0 when invalid
-    qint64 version(int stage) const; // latest published
-    qint64 step(int stage) const;    // the step of the latest published version
+    qint64 version(int stage) const;                                      // latest published
+    qint64 step(int stage) const; // the step of the latest published version
 
     // The partition's values replace the checkpoint's (partition -1: all of them).
     Status take(int stage, int partition, int partitions, std::span<const float> values);

@@ -19,15 +19,17 @@ Result<TrainingState> TrainingStore::resume(qint64 nowMs) {
     TrainingState state;
     Status s = m_db.writeTransaction([&]() -> Status {
         const QSqlDatabase& c = m_db.connection();
-        Result<QSqlQuery> q = sql::exec(
-            c,
-            QStringLiteral("UPDATE microbatches SET state = 'abandoned', finished_at = ?, "
-                           "reason = 'the coordinator stopped before it completed' WHERE state = 'in_flight'"),
-            {nowMs});
+        Result<QSqlQuery> q =
+            sql::exec(c,
+                      QStringLiteral(
+                          "UPDATE microbatches SET state = 'abandoned', finished_at = ?, "
+                          "reason = 'the coordinator stopped before it completed' WHERE state = 'in_flight'"),
+                      {nowMs});
         if (!q)
             return q.error();
         state.abandonedAtStart = q->numRowsAffected();
-        q = sql::exec(c, QStringLiteral("SELECT step, tokens, joins, leaves FROM training_state WHERE id = 1"));
+        q = sql::exec(c,
+                      QStringLiteral("SELECT step, tokens, joins, leaves FROM training_state WHERE id = 1"));
         if (!q)
             return q.error();
         if (q->next()) {
@@ -48,7 +50,8 @@ Result<TrainingState> TrainingStore::resume(qint64 nowMs) {
             else if (st == u"abandoned")
                 state.abandoned += n;
         }
-        Result<std::optional<QVariant>> maxId = sql::scalar(c, QStringLiteral("SELECT MAX(id) FROM microbatches"));
+        Result<std::optional<QVariant>> maxId =
+            sql::scalar(c, QStringLiteral("SELECT MAX(id) FROM microbatches"));
         if (!maxId)
             return maxId.error();
         state.nextMicrobatch = scalarInt(maxId) + 1;
@@ -58,7 +61,8 @@ Result<TrainingState> TrainingStore::resume(qint64 nowMs) {
         if (!tokens)
             return tokens.error();
         state.tokens = scalarInt(tokens);
-        Result<std::optional<QVariant>> flop = sql::scalar(c, QStringLiteral("SELECT SUM(flop) FROM accepted_tasks"));
+        Result<std::optional<QVariant>> flop =
+            sql::scalar(c, QStringLiteral("SELECT SUM(flop) FROM accepted_tasks"));
         if (!flop)
             return flop.error();
         state.creditedFlop = scalarInt(flop);
@@ -81,41 +85,46 @@ void TrainingStore::completed(const Microbatch& mb, qint64 atMs) {
                      {atMs, std::isfinite(mb.loss) ? QVariant(mb.loss) : QVariant(), mb.id}});
     int seq = 0;
     for (const AcceptedTask& t : mb.accepted) {
-        m_ops.push_back({QStringLiteral("INSERT INTO accepted_tasks (microbatch, seq, node_id, stage, kind, tokens, "
-                                        "flop) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-                         {mb.id, seq++, t.nodeId, t.stage,
-                          QString(QString::fromLatin1(taskKindName(t.kind)) +
-                                  QLatin1String(t.recomputed ? "+recompute" : "")),
-                          t.tokens, t.flop}});
+        m_ops.push_back(
+            {QStringLiteral("INSERT INTO accepted_tasks (microbatch, seq, node_id, stage, kind, tokens, "
+                            "flop) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+             {mb.id, seq++, t.nodeId, t.stage,
+              QString(QString::fromLatin1(taskKindName(t.kind)) +
+                      QLatin1String(t.recomputed ? "+recompute" : "")),
+              t.tokens, t.flop}});
         // Upsert without backend-specific syntax: insert a zero row when none, then add.
-        m_ops.push_back({QStringLiteral("INSERT INTO credit_pending (node_id, flop) SELECT ?, 0 WHERE NOT EXISTS "
-                                        "(SELECT 1 FROM credit_pending WHERE node_id = ?) AND EXISTS "
-                                        "(SELECT 1 FROM nodes WHERE node_id = ?)"),
-                         {t.nodeId, t.nodeId, t.nodeId}});
+        m_ops.push_back(
+            {QStringLiteral("INSERT INTO credit_pending (node_id, flop) SELECT ?, 0 WHERE NOT EXISTS "
+                            "(SELECT 1 FROM credit_pending WHERE node_id = ?) AND EXISTS "
+                            "(SELECT 1 FROM nodes WHERE node_id = ?)"),
+             {t.nodeId, t.nodeId, t.nodeId}});
         m_ops.push_back({QStringLiteral("UPDATE credit_pending SET flop = flop + ? WHERE node_id = ?"),
                          {t.flop, t.nodeId}});
     }
 }
 
 void TrainingStore::abandoned(const Microbatch& mb, qint64 atMs) {
-    m_ops.push_back({QStringLiteral("UPDATE microbatches SET state = 'abandoned', finished_at = ?, reason = ? "
-                                    "WHERE id = ?"),
-                     {atMs, mb.abandonReason.left(500), mb.id}});
+    m_ops.push_back(
+        {QStringLiteral("UPDATE microbatches SET state = 'abandoned', finished_at = ?, reason = ? "
+                        "WHERE id = ?"),
+         {atMs, mb.abandonReason.left(500), mb.id}});
 }
 
 void TrainingStore::saveState(qint64 step, const TrainingState& state, qint64 atMs) {
     m_ops.push_back({QStringLiteral("DELETE FROM training_state WHERE id = 1"), {}});
-    m_ops.push_back({QStringLiteral("INSERT INTO training_state (id, step, tokens, joins, leaves, updated_at) "
-                                    "VALUES (1, ?, ?, ?, ?, ?)"),
-                     {step, state.tokens, state.joins, state.leaves, atMs}});
+    m_ops.push_back(
+        {QStringLiteral("INSERT INTO training_state (id, step, tokens, joins, leaves, updated_at) "
+                        "VALUES (1, ?, ?, ?, ?, ?)"),
+         {step, state.tokens, state.joins, state.leaves, atMs}});
 }
 
 void TrainingStore::stepped(qint64 step, double loss, const TrainingState& state, qint64 atMs) {
     saveState(step, state, atMs);
     if (std::isfinite(loss)) {
         m_ops.push_back({QStringLiteral("DELETE FROM loss_history WHERE step = ?"), {step}});
-        m_ops.push_back({QStringLiteral("INSERT INTO loss_history (step, loss, tokens, at) VALUES (?, ?, ?, ?)"),
-                         {step, loss, state.tokens, atMs}});
+        m_ops.push_back(
+            {QStringLiteral("INSERT INTO loss_history (step, loss, tokens, at) VALUES (?, ?, ?, ?)"),
+             {step, loss, state.tokens, atMs}});
     }
 }
 
@@ -137,8 +146,8 @@ Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign
     QStringList granted;
     Status s = m_db.writeTransaction([&]() -> Status {
         const QSqlDatabase& c = m_db.connection();
-        Result<QSqlQuery> q =
-            sql::exec(c, QStringLiteral("SELECT node_id, flop FROM credit_pending WHERE flop > 0 ORDER BY node_id"));
+        Result<QSqlQuery> q = sql::exec(
+            c, QStringLiteral("SELECT node_id, flop FROM credit_pending WHERE flop > 0 ORDER BY node_id"));
         if (!q)
             return q.error();
         std::vector<std::pair<QString, qint64>> pending;
@@ -154,8 +163,8 @@ Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign
             const qint64 micro = (had + flop) / kFlopPerMicroCredit - had / kFlopPerMicroCredit;
             if (Result<CreditReceipt> r = ledger.append(node, nowMs, flop, micro, sign); !r)
                 return r.error();
-            if (Result<QSqlQuery> z =
-                    sql::exec(c, QStringLiteral("UPDATE credit_pending SET flop = 0 WHERE node_id = ?"), {node});
+            if (Result<QSqlQuery> z = sql::exec(
+                    c, QStringLiteral("UPDATE credit_pending SET flop = 0 WHERE node_id = ?"), {node});
                 !z)
                 return z.error();
             granted << node;

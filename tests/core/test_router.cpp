@@ -50,8 +50,10 @@ public:
                 return MicrobatchInput{QByteArray("tokens"), QByteArray("targets"), 2, 4};
             });
         router->setClock([this] { return clock; });
-        QObject::connect(router.get(), &Router::completed, [this](const Microbatch& mb) { completed.push_back(mb); });
-        QObject::connect(router.get(), &Router::abandoned, [this](const Microbatch& mb) { abandoned.push_back(mb); });
+        QObject::connect(router.get(), &Router::completed,
+                         [this](const Microbatch& mb) { completed.push_back(mb); });
+        QObject::connect(router.get(), &Router::abandoned,
+                         [this](const Microbatch& mb) { abandoned.push_back(mb); });
     }
 
     // Answers the oldest task sent to `node` (removing it), ok with the frames its kind needs.
@@ -68,7 +70,9 @@ public:
     }
 
     void reply(const Sent& s, bool ok, QJsonObject extra = {}) {
-        QJsonObject header{{u"type"_qs, u"task_result"_qs}, {u"task_id"_qs, s.header.value(u"task_id"_qs)}, {u"ok"_qs, ok},
+        QJsonObject header{{u"type"_qs, u"task_result"_qs},
+                           {u"task_id"_qs, s.header.value(u"task_id"_qs)},
+                           {u"ok"_qs, ok},
                            {u"compute_seconds"_qs, 0.01}};
         for (auto it = extra.begin(); it != extra.end(); ++it)
             header.insert(it.key(), it.value());
@@ -141,7 +145,8 @@ void TestRouter::microbatchGoesThroughEveryStageAndBack() {
     QCOMPARE(h.sent.front().node, QString(u"b"_qs));
     QVERIFY(h.answer(u"b"_qs));
     QCOMPARE(h.sent.front().header.value(u"kind"_qs).toString(), QString(u"forward_backward"_qs));
-    QCOMPARE(h.sent.front().frames, (QList<TaskFrameType>{TaskFrameType::ForwardInput, TaskFrameType::Targets}));
+    QCOMPARE(h.sent.front().frames,
+             (QList<TaskFrameType>{TaskFrameType::ForwardInput, TaskFrameType::Targets}));
     QVERIFY(h.answer(u"c"_qs));
     // Backward to the nodes that ran the forwards: they hold the graphs, so no input is sent.
     QCOMPARE(h.sent.front().node, QString(u"b"_qs));
@@ -220,7 +225,8 @@ void TestRouter::backwardGoesElsewhereWithItsInputWhenTheForwardNodeLeft() {
     h.router->removeNode(u"a1"_qs, u"killed"_qs); // it held the forward's graph
     QVERIFY(h.answer(u"b"_qs));
     QCOMPARE(h.sent.front().node, QString(u"a2"_qs));
-    QCOMPARE(h.sent.front().frames, (QList<TaskFrameType>{TaskFrameType::BackwardInput, TaskFrameType::ForwardInput}));
+    QCOMPARE(h.sent.front().frames,
+             (QList<TaskFrameType>{TaskFrameType::BackwardInput, TaskFrameType::ForwardInput}));
     QVERIFY(h.answer(u"a2"_qs));
     QCOMPARE(h.completed.size(), std::size_t(1));
     // The recomputing backward earns forward + backward.
@@ -264,7 +270,8 @@ void TestRouter::needsInputIsResentToTheSameNodeWithoutBan() {
     QVERIFY(h.answer(u"a"_qs));
     QVERIFY(h.answer(u"b"_qs));
     QCOMPARE(h.sent.front().frames.size(), 1);
-    QVERIFY(h.answer(u"a"_qs, false, {{u"error"_qs, u"no kept graph for microbatch 1"_qs}, {u"needs_input"_qs, true}}));
+    QVERIFY(h.answer(u"a"_qs, false,
+                     {{u"error"_qs, u"no kept graph for microbatch 1"_qs}, {u"needs_input"_qs, true}}));
     QCOMPARE(h.sent.front().node, QString(u"a"_qs));
     QCOMPARE(h.sent.front().frames.size(), 2);
     QVERIFY(h.answer(u"a"_qs));
@@ -361,8 +368,10 @@ void TestRouter::resultWithoutItsFrameIsRefused() {
     h.router->addNode(u"b"_qs, 1);
     const Sent task = h.sent.front();
     h.sent.pop_front();
-    Result<TaskMessage> bare = decodeTaskMessage(encodeTaskMessage(
-        QJsonObject{{u"type"_qs, u"task_result"_qs}, {u"task_id"_qs, task.header.value(u"task_id"_qs)}, {u"ok"_qs, true}}));
+    Result<TaskMessage> bare =
+        decodeTaskMessage(encodeTaskMessage(QJsonObject{{u"type"_qs, u"task_result"_qs},
+                                                        {u"task_id"_qs, task.header.value(u"task_id"_qs)},
+                                                        {u"ok"_qs, true}}));
     QVERIFY(bare);
     h.router->onResult(task.node, *bare);
     QCOMPARE(h.router->counters().retries, qint64(1));

@@ -101,7 +101,8 @@ void TestTrainingStore::restartCountsWhatWasInFlightAbandoned() {
     QCOMPARE(resumed->nextMicrobatch, qint64(6)); // ids stay unique across restarts
     QCOMPARE(resumed->tokens, qint64(1024));
     QCOMPARE(resumed->creditedFlop, qint64(6000));
-    QCOMPARE(scalar(*db, QStringLiteral("SELECT COUNT(*) FROM microbatches WHERE state = 'in_flight'")), qint64(0));
+    QCOMPARE(scalar(*db, QStringLiteral("SELECT COUNT(*) FROM microbatches WHERE state = 'in_flight'")),
+             qint64(0));
     Result<std::vector<LossPoint>> history = store.lossHistory(10);
     QVERIFY2(history, failure(history));
     QCOMPARE(history->size(), std::size_t(1));
@@ -140,11 +141,14 @@ void TestTrainingStore::creditsEqualAcceptedFlopsExactly() {
     QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM accepted_tasks")), a + b + c + 5);
     QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM credit_receipts")), a + b + c + 5);
     QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM credit_pending")), qint64(0));
-    QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(micro_credits) FROM credit_receipts WHERE node_id = 'n1'")),
-             (a + b + c) / kFlopPerMicroCredit);
-    QCOMPARE(scalar(*db, QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = 'n1'")), qint64(3));
-    QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(micro_credits) FROM credit_receipts WHERE node_id = 'n2'")),
-             qint64(0));
+    QCOMPARE(
+        scalar(*db, QStringLiteral("SELECT SUM(micro_credits) FROM credit_receipts WHERE node_id = 'n1'")),
+        (a + b + c) / kFlopPerMicroCredit);
+    QCOMPARE(scalar(*db, QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = 'n1'")),
+             qint64(3));
+    QCOMPARE(
+        scalar(*db, QStringLiteral("SELECT SUM(micro_credits) FROM credit_receipts WHERE node_id = 'n2'")),
+        qint64(0));
     Status chain = CreditLedger(*db).verifyChain(QStringLiteral("n1"));
     QVERIFY2(chain, failure(chain));
 }

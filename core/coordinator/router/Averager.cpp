@@ -21,13 +21,13 @@ QByteArray partitionMessage(const QJsonObject& header, int stage, const std::vec
 
 Averager::Averager(int stages, PartitionSize partitionSize, AveragingSettings settings, SendText sendText,
                    SendBinary sendBinary, QObject* parent)
-    : QObject(parent),
-      m_stages(stages),
-      m_partitionSize(std::move(partitionSize)),
-      m_settings(settings),
-      m_sendText(std::move(sendText)),
-      m_sendBinary(std::move(sendBinary)),
-      m_clock([] { return QDateTime::currentMSecsSinceEpoch(); }) {}
+    : QObject(parent)
+    , m_stages(stages)
+    , m_partitionSize(std::move(partitionSize))
+    , m_settings(settings)
+    , m_sendText(std::move(sendText))
+    , m_sendBinary(std::move(sendBinary))
+    , m_clock([] { return QDateTime::currentMSecsSinceEpoch(); }) {}
 
 void Averager::startRound(int stage, qint64 step, const QStringList& replicas) {
     if (stage < 0 || stage >= m_stages)
@@ -87,8 +87,8 @@ bool Averager::onShare(const QString& node, const TaskMessage& message) {
             continue;
         Result<std::vector<float>> values = partitionValues(*frame);
         if (!values || qint64(values->size()) != m_partitionSize(it.key(), partition)) {
-            qWarning("averager: node %s sent a share of the wrong size for stage %d", qPrintable(shortId(node)),
-                     it.key());
+            qWarning("averager: node %s sent a share of the wrong size for stage %d",
+                     qPrintable(shortId(node)), it.key());
             round.waiting.remove(node);
         } else {
             round.waiting.remove(node);

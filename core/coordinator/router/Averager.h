@@ -48,7 +48,9 @@ public:
     const AveragingSettings& settings() const { return m_settings; }
     void setClock(Clock clock) { m_clock = std::move(clock); }
     bool isAveragingStep(qint64 step) const { return step > 0 && step % m_settings.interval == 0; }
-    int partitionForStep(qint64 step) const { return int((step / m_settings.interval) % m_settings.partitions); }
+    int partitionForStep(qint64 step) const {
+        return int((step / m_settings.interval) % m_settings.partitions);
+    }
 
     // Asks every replica of `stage` for the step's partition.
     void startRound(int stage, qint64 step, const QStringList& replicas);
@@ -97,7 +99,7 @@ private:
     SendText m_sendText;
     SendBinary m_sendBinary;
     Clock m_clock;
-    QHash<int, Round> m_rounds;  // open round per stage
+    QHash<int, Round> m_rounds;   // open round per stage
     QHash<QString, Sync> m_syncs; // by ghost
     qint64 m_nextRound = 1;
     qint64 m_roundsCompleted = 0;

@@ -44,11 +44,11 @@ struct Microbatch {
     int stage = 0;    // of the current phase
     int attempts = 0; // of the current phase
 
-    std::vector<QByteArray> inputs; // inputs[s]: what stage s's forward takes (token frame on 0)
-    QByteArray targets;             // token frame, for the last stage
-    QByteArray gradient;            // the gradient frame the current backward phase sends
-    std::vector<QString> forwardNode;  // who ran stage s's forward (its graph may still be kept)
-    std::vector<qint64> forwardEpoch;  // that node's step epoch at the time
+    std::vector<QByteArray> inputs;   // inputs[s]: what stage s's forward takes (token frame on 0)
+    QByteArray targets;               // token frame, for the last stage
+    QByteArray gradient;              // the gradient frame the current backward phase sends
+    std::vector<QString> forwardNode; // who ran stage s's forward (its graph may still be kept)
+    std::vector<qint64> forwardEpoch; // that node's step epoch at the time
     std::vector<AcceptedTask> accepted;
     double loss = std::numeric_limits<double>::quiet_NaN();
     QString abandonReason;

@@ -13,9 +13,12 @@ namespace tessera::coordinator {
 
 const char* taskKindName(TaskKind kind) {
     switch (kind) {
-    case TaskKind::Forward: return "forward";
-    case TaskKind::ForwardBackward: return "forward_backward";
-    case TaskKind::Backward: return "backward";
+    case TaskKind::Forward:
+        return "forward";
+    case TaskKind::ForwardBackward:
+        return "forward_backward";
+    case TaskKind::Backward:
+        return "backward";
     }
     return "?";
 }
@@ -28,9 +31,12 @@ QString shortId(const QString& node) {
 
 TaskKind kindOf(const Microbatch& mb) {
     switch (mb.phase) {
-    case Microbatch::Phase::ForwardBackward: return TaskKind::ForwardBackward;
-    case Microbatch::Phase::Backward: return TaskKind::Backward;
-    default: return TaskKind::Forward;
+    case Microbatch::Phase::ForwardBackward:
+        return TaskKind::ForwardBackward;
+    case Microbatch::Phase::Backward:
+        return TaskKind::Backward;
+    default:
+        return TaskKind::Forward;
     }
 }
 
@@ -38,13 +44,13 @@ TaskKind kindOf(const Microbatch& mb) {
 
 Router::Router(int stages, std::vector<qint64> stageParameters, RouterSettings settings, Send send, Feed feed,
                QObject* parent)
-    : QObject(parent),
-      m_stages(stages),
-      m_stageParameters(std::move(stageParameters)),
-      m_settings(settings),
-      m_send(std::move(send)),
-      m_feed(std::move(feed)),
-      m_clock([] { return QDateTime::currentMSecsSinceEpoch(); }) {
+    : QObject(parent)
+    , m_stages(stages)
+    , m_stageParameters(std::move(stageParameters))
+    , m_settings(settings)
+    , m_send(std::move(send))
+    , m_feed(std::move(feed))
+    , m_clock([] { return QDateTime::currentMSecsSinceEpoch(); }) {
     qRegisterMetaType<Microbatch>();
     m_stageParameters.resize(std::size_t(std::max(stages, 1)), 0);
     for (int s = 0; s < stages; ++s)
@@ -202,8 +208,9 @@ bool Router::sendTask(Microbatch& mb, const QString& node, bool withInput) {
     mb.taskNode = node;
     mb.taskHasInput = withInput;
     mb.taskEpoch = m_nodes.value(node).epoch;
-    mb.taskDeadlineMs =
-        m_schedulers[std::size_t(mb.stage)].deadlineMs(node, mb.tokens, t).value_or(t + m_settings.scheduler.minDeadlineMs);
+    mb.taskDeadlineMs = m_schedulers[std::size_t(mb.stage)]
+                            .deadlineMs(node, mb.tokens, t)
+                            .value_or(t + m_settings.scheduler.minDeadlineMs);
     m_taskSentAtMs.insert(taskId, t);
     m_taskToMicrobatch.insert(taskId, mb.id);
     ++m_counters.tasksSent;
@@ -258,7 +265,8 @@ void Router::failPhase(Microbatch& mb, const QString& why, bool ban) {
 void Router::onResult(const QString& nodeId, const TaskMessage& message) {
     const qint64 taskId = message.header.value(u"task_id").toInteger(-1);
     const auto link = m_taskToMicrobatch.constFind(taskId);
-    const auto mbIt = link == m_taskToMicrobatch.constEnd() ? m_microbatches.end() : m_microbatches.find(*link);
+    const auto mbIt =
+        link == m_taskToMicrobatch.constEnd() ? m_microbatches.end() : m_microbatches.find(*link);
     if (mbIt == m_microbatches.end() || mbIt->second.taskId != taskId || mbIt->second.taskNode != nodeId) {
         // Late (its task went elsewhere), for a finished microbatch, or not this node's.
         ++m_counters.duplicates;
@@ -316,7 +324,8 @@ void Router::advance(Microbatch& mb, const TaskMessage& message, double seconds)
     m_taskToMicrobatch.remove(mb.taskId);
     m_taskSentAtMs.remove(mb.taskId);
     const bool recomputed = kind == TaskKind::Backward && mb.taskHasInput;
-    mb.accepted.push_back(AcceptedTask{node, s, kind, recomputed, mb.tokens, flopOf(s, kind, recomputed, mb.tokens)});
+    mb.accepted.push_back(
+        AcceptedTask{node, s, kind, recomputed, mb.tokens, flopOf(s, kind, recomputed, mb.tokens)});
     mb.taskId = 0;
     mb.taskNode.clear();
     mb.attempts = 0;
@@ -414,9 +423,12 @@ qint64 Router::flopOf(int stage, TaskKind kind, bool recomputed, qint64 tokens) 
     const qint64 fwd = gpu::StageEngine::forwardFlop(n, tokens);
     const qint64 bwd = gpu::StageEngine::backwardFlop(n, tokens);
     switch (kind) {
-    case TaskKind::Forward: return fwd;
-    case TaskKind::ForwardBackward: return fwd + bwd;
-    case TaskKind::Backward: return recomputed ? fwd + bwd : bwd;
+    case TaskKind::Forward:
+        return fwd;
+    case TaskKind::ForwardBackward:
+        return fwd + bwd;
+    case TaskKind::Backward:
+        return recomputed ? fwd + bwd : bwd;
     }
     return 0;
 }
@@ -435,7 +447,8 @@ std::vector<RouterStage> Router::stageSummaries() const {
                 speeds.push_back(*v);
         }
         if (!speeds.empty()) {
-            std::nth_element(speeds.begin(), speeds.begin() + std::ptrdiff_t(speeds.size() / 2), speeds.end());
+            std::nth_element(speeds.begin(), speeds.begin() + std::ptrdiff_t(speeds.size() / 2),
+                             speeds.end());
             r.medianSecondsPerToken = speeds[speeds.size() / 2];
         }
         out.push_back(r);

@@ -29,11 +29,11 @@
 namespace tessera::coordinator {
 
 struct RouterSettings {
-    int window = 8;       // microbatches in flight
-    int maxAttempts = 4;  // sends of one phase before the microbatch is abandoned
+    int window = 8;      // microbatches in flight
+    int maxAttempts = 4; // sends of one phase before the microbatch is abandoned
     qint64 microbatchTimeoutMs = 120'000;
-    int codecId = 0;      // written into the frames' headers (informational for the nodes)
-    int width = 0;        // d of activation frames' shape (informational)
+    int codecId = 0; // written into the frames' headers (informational for the nodes)
+    int width = 0;   // d of activation frames' shape (informational)
     StageSchedulerSettings scheduler;
 };
 
@@ -137,7 +137,7 @@ private:
     std::vector<StageScheduler> m_schedulers;
     QHash<QString, NodeInfo> m_nodes;
     std::map<qint64, Microbatch> m_microbatches; // in flight, by id
-    QHash<qint64, qint64> m_taskToMicrobatch;     // task in flight → microbatch
+    QHash<qint64, qint64> m_taskToMicrobatch;    // task in flight → microbatch
     QHash<qint64, qint64> m_taskSentAtMs;
     qint64 m_nextMicrobatch = 1;
     qint64 m_nextTask = 1;

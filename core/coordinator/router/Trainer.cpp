@@ -33,7 +33,12 @@ constexpr qint64 kReassignGraceMs = 120'000;
 
 Trainer::Trainer(Database& db, const Identity& key, const gpu::ModelConfig& config, TrainerSettings settings,
                  SessionApi& sessions)
-    : m_db(db), m_key(key), m_config(config), m_settings(settings), m_sessions(sessions), m_store(db) {}
+    : m_db(db)
+    , m_key(key)
+    , m_config(config)
+    , m_settings(settings)
+    , m_sessions(sessions)
+    , m_store(db) {}
 
 Trainer::~Trainer() {
     m_sessions.setListener(nullptr);
@@ -43,13 +48,16 @@ qint64 Trainer::now() const {
     return QDateTime::currentMSecsSinceEpoch();
 }
 
-Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& key, const gpu::ModelConfig& config,
-                                                 const QString& dataset, const QString& shardDir,
-                                                 TrainerSettings settings, SessionApi& sessions) {
-    if (settings.batch < 1 || settings.seq < 1 || settings.seq > config.maxSeqLen || settings.microbatchesPerStep < 1)
+Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& key,
+                                                 const gpu::ModelConfig& config, const QString& dataset,
+                                                 const QString& shardDir, TrainerSettings settings,
+                                                 SessionApi& sessions) {
+    if (settings.batch < 1 || settings.seq < 1 || settings.seq > config.maxSeqLen ||
+        settings.microbatchesPerStep < 1)
         return makeError("training: batch and microbatches per step must be ≥ 1 and seq within 1.." +
                          std::to_string(config.maxSeqLen));
-    if (settings.averaging.interval < 1 || settings.averaging.partitions < 1 || settings.averaging.partitions > 1000)
+    if (settings.averaging.interval < 1 || settings.averaging.partitions < 1 ||
+        settings.averaging.partitions > 1000)
         return makeError("training: the averaging interval must be ≥ 1 and the partitions within 1..1000");
     std::unique_ptr<Trainer> t(new Trainer(db, key, config, settings, sessions));
     Result<TrainingState> state = t->m_store.resume(t->now());
@@ -103,15 +111,17 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     const int partitions = settings.averaging.partitions;
     t->m_averager = std::make_unique<Averager>(
         config.stages,
-        [cp, partitions](int stage, int partition) { return cp->partitionSize(stage, partition, partitions); },
+        [cp, partitions](int stage, int partition) {
+            return cp->partitionSize(stage, partition, partitions);
+        },
         settings.averaging,
         [self](const QString& node, const QJsonObject& m) { return self->m_sessions.sendText(node, m); },
         [self](const QString& node, const QByteArray& m) { return self->m_sessions.sendBinary(node, m); });
     connect(t->m_averager.get(), &Averager::averaged, self,
             [self, partitions](int stage, int partition, const std::vector<float>& values, int) {
                 if (Status s = self->m_checkpoints->take(stage, partition, partitions, values); !s)
-                    qWarning("trainer: the checkpoint of stage %d did not take partition %d: %s", stage, partition,
-                             s.message().c_str());
+                    qWarning("trainer: the checkpoint of stage %d did not take partition %d: %s", stage,
+                             partition, s.message().c_str());
             });
     connect(t->m_averager.get(), &Averager::synced, self, [self](const QString& ghost, int stage, bool ok) {
         if (!self->m_ghosts.remove(ghost))
@@ -162,11 +172,12 @@ void Trainer::sessionText(const QString& nodeId, const QJsonObject& message) {
         Result<std::optional<NodeRecord>> node = NodeRegistry(m_db).find(nodeId);
         const int stage = message.value(u"stage").toInt(-1);
         if (!node || !*node || !(*node)->stage || *(*node)->stage != stage) {
-            m_sessions.sendText(nodeId, QJsonObject{{QStringLiteral("type"), QStringLiteral("error")},
-                                                    {QStringLiteral("error"),
-                                                     QStringLiteral("ready for stage %1, but this node is not "
-                                                                    "assigned to it")
-                                                         .arg(stage)}});
+            m_sessions.sendText(nodeId,
+                                QJsonObject{{QStringLiteral("type"), QStringLiteral("error")},
+                                            {QStringLiteral("error"),
+                                             QStringLiteral("ready for stage %1, but this node is not "
+                                                            "assigned to it")
+                                                 .arg(stage)}});
             return;
         }
         if (m_router->hasNode(nodeId) || m_ghosts.contains(nodeId))
@@ -223,9 +234,10 @@ void Trainer::sessionBinary(const QString& nodeId, const QByteArray& message) {
     else if (type == u"average_share")
         m_averager->onShare(nodeId, *decoded);
     else
-        m_sessions.sendText(nodeId, QJsonObject{{QStringLiteral("type"), QStringLiteral("error")},
-                                                {QStringLiteral("error"),
-                                                 QStringLiteral("unknown binary message type '%1'").arg(type.left(64))}});
+        m_sessions.sendText(
+            nodeId, QJsonObject{{QStringLiteral("type"), QStringLiteral("error")},
+                                {QStringLiteral("error"),
+                                 QStringLiteral("unknown binary message type '%1'").arg(type.left(64))}});
 }
 
 void Trainer::sessionClosed(const QString& nodeId) {
@@ -269,7 +281,8 @@ void Trainer::endStep() {
     m_stepLossCount = 0;
     if (std::isfinite(loss))
         m_lastLoss = loss;
-    const QJsonObject message{{QStringLiteral("type"), QStringLiteral("step")}, {QStringLiteral("step"), step}};
+    const QJsonObject message{{QStringLiteral("type"), QStringLiteral("step")},
+                              {QStringLiteral("step"), step}};
     for (int s = 0; s < m_config.stages; ++s)
         for (const QString& node : m_router->nodesOf(s))
             m_sessions.sendText(node, message);
@@ -299,7 +312,8 @@ void Trainer::flush() {
         m_savedLeaves = m_state.leaves;
     }
     if (Status s = m_store.flush(); !s)
-        qWarning("trainer: writing the training state failed (kept for the next try): %s", s.message().c_str());
+        qWarning("trainer: writing the training state failed (kept for the next try): %s",
+                 s.message().c_str());
 }
 
 void Trainer::grantCredits() {
@@ -371,10 +385,10 @@ void Trainer::rebalance() {
         m_averager->nodeGone(node);
         m_reassigned.insert(node, Move{s, t});
         m_starvedSince.remove(s);
-        m_sessions.sendText(node, QJsonObject{{QStringLiteral("type"), QStringLiteral("reassign")},
-                                              {QStringLiteral("stage"), s},
-                                              {QStringLiteral("reason"),
-                                               QStringLiteral("stage %1 has no node").arg(s)}});
+        m_sessions.sendText(
+            node, QJsonObject{{QStringLiteral("type"), QStringLiteral("reassign")},
+                              {QStringLiteral("stage"), s},
+                              {QStringLiteral("reason"), QStringLiteral("stage %1 has no node").arg(s)}});
     }
 }
 
@@ -425,13 +439,12 @@ QJsonObject Trainer::status() const {
         {QStringLiteral("loss"), std::isfinite(m_lastLoss) ? QJsonValue(m_lastLoss) : QJsonValue()},
         {QStringLiteral("tokens"), m_state.tokens},
         {QStringLiteral("tokens_per_second"), double(recentTokens) / span},
-        {QStringLiteral("microbatches"),
-         QJsonObject{{QStringLiteral("issued"), m_state.issued},
-                     {QStringLiteral("completed"), m_state.completed},
-                     {QStringLiteral("abandoned"), m_state.abandoned},
-                     {QStringLiteral("in_flight"), m_router->inFlight()},
-                     {QStringLiteral("retries"), c.retries},
-                     {QStringLiteral("duplicates"), c.duplicates}}},
+        {QStringLiteral("microbatches"), QJsonObject{{QStringLiteral("issued"), m_state.issued},
+                                                     {QStringLiteral("completed"), m_state.completed},
+                                                     {QStringLiteral("abandoned"), m_state.abandoned},
+                                                     {QStringLiteral("in_flight"), m_router->inFlight()},
+                                                     {QStringLiteral("retries"), c.retries},
+                                                     {QStringLiteral("duplicates"), c.duplicates}}},
         {QStringLiteral("microbatches_per_step"), m_settings.microbatchesPerStep},
         {QStringLiteral("credits_granted_flop"), m_creditedFlop},
         {QStringLiteral("joins"), m_state.joins},

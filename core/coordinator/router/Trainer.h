@@ -62,9 +62,10 @@ class Trainer final : public QObject, public SessionListener {
     Q_OBJECT
 
 public:
-    static Result<std::unique_ptr<Trainer>> create(Database& db, const Identity& key, const gpu::ModelConfig& config,
-                                                   const QString& dataset, const QString& shardDir,
-                                                   TrainerSettings settings, SessionApi& sessions);
+    static Result<std::unique_ptr<Trainer>> create(Database& db, const Identity& key,
+                                                   const gpu::ModelConfig& config, const QString& dataset,
+                                                   const QString& shardDir, TrainerSettings settings,
+                                                   SessionApi& sessions);
     ~Trainer() override;
 
     void sessionText(const QString& nodeId, const QJsonObject& message) override;
@@ -106,7 +107,7 @@ private:
     std::unique_ptr<StageCheckpoints> m_checkpoints;
     std::unique_ptr<Router> m_router;
     std::unique_ptr<Averager> m_averager;
-    QHash<QString, int> m_ghosts;      // syncing, by node → stage
+    QHash<QString, int> m_ghosts; // syncing, by node → stage
     struct Move {
         int stage = 0;
         qint64 sinceMs = 0;
@@ -119,7 +120,7 @@ private:
     // after a coordinator restart, not a join.
     QSet<QString> m_rejoining;
     qint64 m_savedJoins = 0, m_savedLeaves = 0;
-    int m_stepCompleted = 0;      // microbatches completed toward the current step
+    int m_stepCompleted = 0; // microbatches completed toward the current step
     double m_stepLossSum = 0;
     int m_stepLossCount = 0;
     double m_lastLoss = std::numeric_limits<double>::quiet_NaN();
