@@ -50,9 +50,13 @@ constexpr DelayRelay::Link kHomeLink{std::chrono::milliseconds(50), 100e6};
 struct Flow {
     int window = 8;
     bool overlap = false;
+    int microbatches = kMicrobatches; // per step (a bigger global batch pays the bubble less often)
     QString name() const {
-        return QStringLiteral("w%1 %2").arg(window).arg(overlap ? QStringLiteral("overlap")
-                                                                : QStringLiteral("sync"));
+        QString n = QStringLiteral("w%1 %2").arg(window).arg(overlap ? QStringLiteral("overlap")
+                                                                     : QStringLiteral("sync"));
+        if (microbatches != kMicrobatches)
+            n += QStringLiteral(" b%1").arg(microbatches);
+        return n;
     }
 };
 
@@ -68,7 +72,7 @@ QStringList coordinatorArguments(Flow flow, int maxSteps) {
                   QStringLiteral("--seq"),
                   QString::number(kSeq),
                   QStringLiteral("--microbatches-per-step"),
-                  QString::number(kMicrobatches),
+                  QString::number(flow.microbatches),
                   QStringLiteral("--window"),
                   QString::number(flow.window),
                   QStringLiteral("--averaging-interval"),
@@ -553,6 +557,7 @@ int main(int argc, char** argv) {
                                     {"home link", {8, false}, true},
                                     {"home link", {8, true}, true},
                                     {"home link", {16, true}, true},
+                                    {"home link", {16, false, 32}, true},
                                     {"home link", {1, false}, true}};
         if (shares.empty()) // table 1 did not run: its loopback rows need swarms of their own
             configs.insert(configs.begin(),
