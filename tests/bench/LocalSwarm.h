@@ -17,8 +17,6 @@
 QString swarmCoordinatorProgram();
 QString swarmNodeProgram();
 
-// utime + stime of a process in seconds, from /proc; -1 when it is gone.
-double processCpuSeconds(qint64 pid);
 // Waits with the event loop running.
 void sleepWithEvents(int ms);
 

@@ -2,6 +2,7 @@
 //
 // bench_coordinator [SESSIONS=10000] [WINDOW_S=30]
 // Everything is measured side by side in one run and printed; nothing is asserted.
+#include "ProcessStats.h"
 #include "CoordinatorProcess.h"
 #include "common/Identity.h"
 #include "coordinator/admission/AdmissionClaims.h"
@@ -67,18 +68,6 @@ double percentile(std::vector<double> v, double p) {
     return v[std::min(v.size() - 1, size_t(p / 100.0 * double(v.size())))];
 }
 
-// utime + stime of a process, in seconds (/proc/PID/stat fields 14 and 15).
-double cpuSeconds(qint64 pid) {
-    QFile f(QStringLiteral("/proc/%1/stat").arg(pid));
-    if (!f.open(QIODevice::ReadOnly))
-        return 0;
-    const QByteArray s = f.readAll();
-    // The command name may hold spaces; the fields after it start past its closing ')'.
-    const QList<QByteArray> fields = s.mid(s.lastIndexOf(')') + 2).split(' ');
-    if (fields.size() < 13)
-        return 0;
-    return double(fields.at(11).toLongLong() + fields.at(12).toLongLong()) / double(sysconf(_SC_CLK_TCK));
-}
 
 double selfCpuSeconds() {
     rusage u{};
@@ -263,10 +252,10 @@ int main(int argc, char** argv) {
          {std::pair{kSequentialAdmissions, 1}, std::pair{kConcurrentAdmissions, kAdmissionWorkers},
           std::pair{kSequentialAdmissions, 1}}) {
         const std::vector<Identity> ids = identities(n);
-        const double cpu0 = cpuSeconds(pid);
+        const double cpu0 = processCpuSeconds(pid);
         const double self0 = selfCpuSeconds();
         const AdmissionRun r = admitAll(base, ssl, ids, workers, {});
-        const double share = (cpuSeconds(pid) - cpu0) / r.seconds;
+        const double share = (processCpuSeconds(pid) - cpu0) / r.seconds;
         const double selfShare = (selfCpuSeconds() - self0) / r.seconds;
         std::printf("    %-12s %5d admitted %3d failed (%5d known before) %7.1f admissions/s  p50 %6.2f ms  "
                     "p99 %6.2f ms  CPU: coordinator %3.0f%% client %3.0f%%\n",
@@ -384,12 +373,12 @@ int main(int argc, char** argv) {
     });
     statusTimer.start(250);
 
-    const double cpu0 = cpuSeconds(pid);
+    const double cpu0 = processCpuSeconds(pid);
     const double self0 = selfCpuSeconds();
     const qint64 w0 = clock.nsecsElapsed();
     waitFor([] { return false; }, windowS * 1000);
     const double wall = double(clock.nsecsElapsed() - w0) / 1e9;
-    const double share = (cpuSeconds(pid) - cpu0) / wall;
+    const double share = (processCpuSeconds(pid) - cpu0) / wall;
     const double selfShare = (selfCpuSeconds() - self0) / wall;
     ticker.stop();
     statusTimer.stop();

@@ -4,6 +4,7 @@
 //
 // bench_node [ROUNDS=3] [WINDOW_S=15]
 // Everything is measured side by side in one run and printed; nothing is asserted.
+#include "ProcessStats.h"
 #include "CoordinatorProcess.h"
 #include "common/Identity.h"
 #include "node/ControlClient.h"
@@ -52,25 +53,6 @@ QByteArray fetch(QNetworkAccessManager& net, const QSslConfiguration& ssl, const
     return reply->readAll();
 }
 
-// utime + stime of a process, in seconds.
-double cpuSeconds(qint64 pid) {
-    QFile f(QStringLiteral("/proc/%1/stat").arg(pid));
-    if (!f.open(QIODevice::ReadOnly))
-        return -1;
-    const QByteArray stat = f.readAll();
-    const QList<QByteArray> fields = stat.mid(stat.lastIndexOf(')') + 2).split(' ');
-    return (fields.value(11).toDouble() + fields.value(12).toDouble()) / double(sysconf(_SC_CLK_TCK));
-}
-
-double rssMiB(qint64 pid) {
-    QFile f(QStringLiteral("/proc/%1/status").arg(pid));
-    if (!f.open(QIODevice::ReadOnly))
-        return -1;
-    for (const QByteArray& line : f.readAll().split('\n'))
-        if (line.startsWith("VmRSS:"))
-            return line.mid(6).trimmed().split(' ').first().toDouble() / 1024;
-    return -1;
-}
 
 void sleepWithEvents(int ms) {
     QEventLoop loop;
@@ -205,12 +187,12 @@ int main(int argc, char** argv) {
     const qint64 pid = node.processId();
     sleepWithEvents(3000); // its probe task and start-up settle
     auto measure = [&](const char* label) {
-        const double c0 = cpuSeconds(pid);
+        const double c0 = processCpuSeconds(pid);
         QElapsedTimer t;
         t.start();
         sleepWithEvents(windowS * 1000);
-        const double share = (cpuSeconds(pid) - c0) / (double(t.nsecsElapsed()) / 1e9);
-        std::printf("    %-30s CPU %6.3f%% of one core   RSS %6.1f MiB\n", label, 100 * share, rssMiB(pid));
+        const double share = (processCpuSeconds(pid) - c0) / (double(t.nsecsElapsed()) / 1e9);
+        std::printf("    %-30s CPU %6.3f%% of one core   RSS %6.1f MiB\n", label, 100 * share, processRssMiB(pid));
         std::fflush(stdout);
         return share;
     };

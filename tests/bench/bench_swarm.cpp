@@ -11,6 +11,7 @@
 // bench_swarm [STEPS=150] [CHURN_WINDOW_S=60] [DIR] [PARTS=123]
 //   DIR keeps every log (default: a temp dir); PARTS picks tables, e.g. 2 for the compute shares only.
 // Everything is printed; nothing is asserted.
+#include "ProcessStats.h"
 #include "DelayRelay.h"
 #include "LocalSwarm.h"
 #include "SimulatorReference.h"
