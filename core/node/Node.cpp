@@ -133,6 +133,7 @@ void Node::retryLater(const QString& why, NodeState from) {
 
 void Node::runBenchmark() {
     enter(NodeState::Benchmarking);
+    m_benchClock.start();
     const QString device = m_options.device;
     const double seconds = m_options.benchSeconds;
     const NodeFiles files = m_files;
@@ -701,6 +702,19 @@ QJsonObject Node::status() const {
     }
     if (m_runner)
         s.insert(QStringLiteral("training"), m_runner->status());
+    if (m_stageCount > 0)
+        s.insert(QStringLiteral("stages"), m_stageCount);
+    // The benchmark for the desktop app's first run: its progress, then its result.
+    QJsonObject benchmark{{QStringLiteral("budget_s"), m_options.benchSeconds},
+                          {QStringLiteral("elapsed_s"), m_benchClock.isValid() ? double(m_benchClock.elapsed()) / 1000 : 0.0}};
+    if (!m_bench.isEmpty()) {
+        benchmark.insert(QStringLiteral("device"), m_hardware.value(u"device"));
+        benchmark.insert(QStringLiteral("name"), m_hardware.value(u"name"));
+        benchmark.insert(QStringLiteral("tflops"), m_bench.value(u"gflops").toDouble() / 1000);
+        benchmark.insert(QStringLiteral("dtype"), m_bench.value(u"dtype"));
+        benchmark.insert(QStringLiteral("elapsed_s"), m_options.benchSeconds);
+    }
+    s.insert(QStringLiteral("benchmark"), benchmark);
     s.insert(QStringLiteral("credits_total"), double(micro) / 1e6);
     s.insert(QStringLiteral("ledger_receipts"), receipts);
     return s;

@@ -97,6 +97,7 @@ private:
     QByteArray m_coordinatorKey; // raw 32 bytes, pinned
     QJsonObject m_hardware;
     QJsonObject m_bench;
+    QElapsedTimer m_benchClock; // since the benchmark began (the first run shows its progress)
     QJsonObject m_modelConfig; // from /v1/info
     int m_stageCount = 0;      // from /v1/info; 0 while unknown
     QString m_sessionToken;

@@ -9,6 +9,7 @@ target_sources(tessera_core PRIVATE
     node/CoordinatorClient.cpp node/CoordinatorClient.h
     node/Node.cpp node/Node.h
     node/ControlClient.cpp node/ControlClient.h
+    node/ControlConnection.cpp node/ControlConnection.h
     node/ControlEndpoint.cpp node/ControlEndpoint.h
     node/ControlServer.cpp node/ControlServer.h
     node/ComputeThrottle.cpp node/ComputeThrottle.h
