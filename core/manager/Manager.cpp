@@ -1,0 +1,407 @@
+#include "manager/Manager.h"
+
+#include "manager/AppSettings.h"
+#include "manager/Autostart.h"
+#include "manager/History.h"
+#include "manager/SwarmStatusClient.h"
+#include "manager/detectors/PauseDetectors.h"
+#include "node/NodeFiles.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+#include <QStandardPaths>
+
+namespace tessera::manager {
+
+namespace {
+
+using Key = AppSettings::Key;
+
+constexpr std::chrono::milliseconds kSlowTick{10'000};
+
+qint64 wallClock() {
+    return QDateTime::currentMSecsSinceEpoch();
+}
+
+QString megabytes(double bytes) {
+    return bytes >= 1e9 ? QStringLiteral("%1 GB").arg(bytes / 1e9, 0, 'f', 1)
+                        : QStringLiteral("%1 MB").arg(bytes / 1e6, 0, 'f', 0);
+}
+
+QString duration(double seconds) {
+    if (seconds < 90)
+        return QStringLiteral("%1 s").arg(qRound(seconds));
+    if (seconds < 90 * 60)
+        return QStringLiteral("%1 min").arg(qRound(seconds / 60));
+    return QStringLiteral("%1 h").arg(seconds / 3600, 0, 'f', 1);
+}
+
+bool isPauseRule(Key key) {
+    switch (key) {
+    case Key::PauseExclusiveApps:
+    case Key::PauseOnFullscreen:
+    case Key::PauseOnGpuGraphics:
+    case Key::OnlyWhenIdle:
+    case Key::IdleMinutes:
+    case Key::PauseOnBattery:
+    case Key::TemperatureLimitC:
+    case Key::TimeWindows:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool isLaunchSetting(Key key) {
+    return key == Key::CoordinatorUrl || key == Key::CoordinatorCaFile || key == Key::DataDir || key == Key::Device ||
+           key == Key::NodeProgram;
+}
+
+} // namespace
+
+QString appStateName(AppState state) {
+    switch (state) {
+    case AppState::NotStarted: return QStringLiteral("Not started");
+    case AppState::Preparing: return QStringLiteral("Preparing");
+    case AppState::Waiting: return QStringLiteral("Waiting");
+    case AppState::Contributing: return QStringLiteral("Contributing");
+    case AppState::Paused: return QStringLiteral("Paused");
+    case AppState::Error: return QStringLiteral("Error");
+    }
+    return {};
+}
+
+Manager::Manager(AppSettings& settings, QObject* parent)
+    : Manager(settings, DetectorContext{}, parent) {}
+
+Manager::Manager(AppSettings& settings, const DetectorContext& context, QObject* parent)
+    : QObject(parent)
+    , m_settings(settings)
+    , m_context(std::make_unique<DetectorContext>(context))
+    , m_supervisor(std::make_unique<NodeSupervisor>())
+    , m_policy(std::make_unique<PausePolicy>())
+    , m_activity(std::make_unique<ActivityLog>())
+    , m_swarm(std::make_unique<SwarmStatusClient>())
+    , m_now(wallClock) {
+    if (!m_context->nodePid)
+        m_context->nodePid = [this] { return m_supervisor->nodePid(); };
+
+    connect(&m_settings, &AppSettings::changed, this, [this](Key key) { applySetting(int(key)); });
+    connect(m_policy.get(), &PausePolicy::decisionChanged, this, &Manager::applyDecision);
+    connect(m_supervisor.get(), &NodeSupervisor::stateChanged, this, &Manager::updateState);
+    connect(m_supervisor.get(), &NodeSupervisor::nodeStatusChanged, this, [this](const QJsonObject& status) {
+        updateState();
+        Q_EMIT nodeStatusChanged(status);
+    });
+    connect(m_supervisor.get(), &NodeSupervisor::nodeFailed, this, [this](const QString& message) {
+        if (m_settings.flag(Key::Notifications))
+            Q_EMIT notify(tr("Tessera's node stopped"), message, true);
+        updateState();
+    });
+    connect(m_supervisor.get(), &NodeSupervisor::stopped, this, &Manager::updateState);
+    connect(m_swarm.get(), &SwarmStatusClient::statusChanged, this, &Manager::swarmStatusChanged);
+
+    m_tick.setInterval(int(kPolicyTick.count()));
+    connect(&m_tick, &QTimer::timeout, this, &Manager::tick);
+    m_slowTick.setInterval(int(kSlowTick.count()));
+    connect(&m_slowTick, &QTimer::timeout, this, &Manager::sampleHistory);
+}
+
+Manager::~Manager() = default;
+
+void Manager::setExtraNodeArguments(const QStringList& arguments) {
+    m_extraArguments = arguments;
+}
+
+void Manager::setClock(std::function<qint64()> nowMs) {
+    m_now = std::move(nowMs);
+    if (!m_context->nowMs)
+        m_context->nowMs = [this] { return m_now(); };
+}
+
+const PauseDecision& Manager::pauseDecision() const {
+    return m_policy->decision();
+}
+
+const QJsonObject& Manager::nodeStatus() const {
+    return m_supervisor->nodeStatus();
+}
+
+const QJsonObject& Manager::swarmStatus() const {
+    return m_swarm->lastStatus();
+}
+
+QString Manager::nodeDataDir() const {
+    const QString dir = m_settings.string(Key::DataDir);
+    return dir.isEmpty() ? node::NodeFiles::defaultDataDir() : dir;
+}
+
+QString Manager::ledgerPath() const {
+    return node::NodeFiles(nodeDataDir()).ledgerPath();
+}
+
+NodeLaunch Manager::makeLaunch() const {
+    NodeLaunch launch;
+    launch.program = m_settings.string(Key::NodeProgram);
+    if (launch.program.isEmpty()) {
+        // Installed side by side; a build tree has them in one bin/ too.
+        const QString beside = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("tessera-node"));
+        launch.program = QFileInfo(beside).isExecutable() ? beside : QStandardPaths::findExecutable(QStringLiteral("tessera-node"));
+        if (launch.program.isEmpty())
+            launch.program = QStringLiteral("tessera-node");
+    }
+    launch.coordinatorUrl = m_settings.string(Key::CoordinatorUrl);
+    launch.coordinatorCaFile = m_settings.string(Key::CoordinatorCaFile);
+    launch.dataDir = nodeDataDir();
+    launch.device = m_settings.string(Key::Device);
+    launch.gpuLimitPercent = std::clamp(m_settings.integer(Key::GpuLimitPercent), 1, 100);
+    launch.extraArguments = m_extraArguments;
+    return launch;
+}
+
+void Manager::rebuildDetectors() {
+    m_policy->setDetectors(makePauseDetectors(m_settings, *m_context));
+}
+
+void Manager::start() {
+    rebuildDetectors();
+    m_policy->setGracePeriod(std::chrono::seconds(std::max(0, m_settings.integer(Key::GraceSeconds))));
+    m_swarm->setCoordinator(m_settings.string(Key::CoordinatorUrl), m_settings.string(Key::CoordinatorCaFile));
+    const QString activityPath = QFileInfo(m_settings.fileName()).dir().filePath(QStringLiteral("activity.sqlite"));
+    if (QDir().mkpath(QFileInfo(activityPath).path())) {
+        if (Status opened = m_activity->open(activityPath); !opened)
+            qWarning("manager: activity history: %s", opened.message().c_str());
+    }
+    // A pause the user chose survives a restart of the app.
+    const qint64 manual = m_settings.value(Key::ManualPauseUntilMs).toLongLong();
+    if (manual == -1 || manual > m_now())
+        m_policy->snoozeUntil(m_now(), manual);
+    m_tick.start();
+    m_slowTick.start();
+    if (m_settings.flag(Key::Contributing))
+        contribute();
+    sampleHistory();
+    updateState();
+}
+
+void Manager::contribute() {
+    m_settings.setValue(Key::Contributing, true);
+    m_contributing = true;
+    m_supervisor->setLaunch(makeLaunch());
+    if (!m_tick.isActive()) {
+        rebuildDetectors();
+        m_tick.start();
+        m_slowTick.start();
+    }
+    const PauseDecision& decision = m_policy->evaluate(m_now());
+    if (decision.kind != PauseKind::Hard) {
+        m_supervisor->start();
+        if (decision.kind == PauseKind::Soft)
+            m_supervisor->softPause();
+    }
+    updateState();
+}
+
+void Manager::pauseFor(std::chrono::minutes duration) {
+    const qint64 until = m_now() + std::chrono::milliseconds(duration).count();
+    m_settings.setValue(Key::ManualPauseUntilMs, until);
+    m_policy->snoozeUntil(m_now(), until);
+}
+
+void Manager::pauseUntilResumed() {
+    m_settings.setValue(Key::ManualPauseUntilMs, qint64(-1));
+    m_policy->snoozeUntil(m_now(), -1);
+}
+
+void Manager::resume() {
+    m_settings.setValue(Key::ManualPauseUntilMs, qint64(0));
+    m_policy->resume(m_now());
+    // A node that was refused or stopped is tried again when the user says resume.
+    if (m_contributing && !m_policy->decision().paused() &&
+        (m_supervisor->state() == NodeSupervisor::State::Refused || m_supervisor->state() == NodeSupervisor::State::Stopped))
+        m_supervisor->start();
+    updateState();
+}
+
+void Manager::stopContributing() {
+    m_settings.setValue(Key::Contributing, false);
+    m_contributing = false;
+    m_supervisor->stop();
+    updateState();
+}
+
+void Manager::shutdown() {
+    m_tick.stop();
+    m_slowTick.stop();
+    if (m_supervisor->state() == NodeSupervisor::State::Stopped || m_supervisor->state() == NodeSupervisor::State::Refused ||
+        m_supervisor->nodePid() == 0) {
+        m_supervisor->stop();
+        QTimer::singleShot(0, this, &Manager::finished);
+        return;
+    }
+    connect(m_supervisor.get(), &NodeSupervisor::stopped, this, &Manager::finished, Qt::SingleShotConnection);
+    m_supervisor->stop();
+}
+
+void Manager::tick() {
+    m_policy->evaluate(m_now());
+    // The grace period's countdown is in the state's text.
+    if (m_policy->decision().resumeAtMs > 0)
+        updateState();
+}
+
+void Manager::applyDecision(const PauseDecision& decision) {
+    const bool wasPaused = m_state == AppState::Paused;
+    if (m_contributing) {
+        switch (decision.kind) {
+        case PauseKind::None:
+            if (m_supervisor->state() == NodeSupervisor::State::Stopped)
+                m_supervisor->start();
+            else
+                m_supervisor->resume();
+            break;
+        case PauseKind::Soft:
+            if (m_supervisor->state() == NodeSupervisor::State::Stopped)
+                m_supervisor->start();
+            m_supervisor->softPause();
+            break;
+        case PauseKind::Hard:
+            m_supervisor->hardPause();
+            break;
+        }
+    }
+    updateState();
+    if (!m_contributing || !m_settings.flag(Key::Notifications))
+        return;
+    // The user's own pauses need no telling; the rules' do.
+    const bool own = !decision.causes.isEmpty() &&
+                     (decision.causes.first().rule == u"manual" || decision.causes.first().rule == u"snooze");
+    if (!wasPaused && decision.paused() && !decision.causes.isEmpty() && !own)
+        Q_EMIT notify(tr("Tessera paused"), decision.reason, false);
+    else if (wasPaused && !decision.paused())
+        Q_EMIT notify(tr("Tessera resumed"), tr("Contributing again."), false);
+}
+
+void Manager::applySetting(int keyValue) {
+    const auto key = Key(keyValue);
+    if (isPauseRule(key)) {
+        rebuildDetectors();
+    } else if (key == Key::GraceSeconds) {
+        m_policy->setGracePeriod(std::chrono::seconds(std::max(0, m_settings.integer(Key::GraceSeconds))));
+    } else if (key == Key::GpuLimitPercent) {
+        m_supervisor->setGpuLimit(std::clamp(m_settings.integer(Key::GpuLimitPercent), 1, 100));
+    } else if (key == Key::StartAtLogin) {
+        if (Status s = Autostart::setEnabled(m_settings.flag(Key::StartAtLogin), QCoreApplication::applicationFilePath()); !s)
+            Q_EMIT notify(tr("Start at login"), QString::fromStdString(s.message()), true);
+    } else if (key == Key::DiskLimitGb) {
+        // A node stopped for the old limit starts again under a larger one.
+        if (m_contributing && m_supervisor->state() == NodeSupervisor::State::Stopped && !m_policy->decision().paused())
+            m_supervisor->start();
+        updateState();
+    } else if (isLaunchSetting(key)) {
+        m_swarm->setCoordinator(m_settings.string(Key::CoordinatorUrl), m_settings.string(Key::CoordinatorCaFile));
+        m_supervisor->setLaunch(makeLaunch());
+        // A node already running is started again with the new settings.
+        if (m_contributing && m_supervisor->nodePid() != 0) {
+            m_supervisor->stop();
+            m_supervisor->start();
+        }
+    }
+}
+
+void Manager::sampleHistory() {
+    const qint64 now = m_now();
+    const QJsonObject& status = m_supervisor->nodeStatus();
+    if (m_supervisor->nodePid() != 0 && !status.isEmpty()) {
+        const double share = m_supervisor->state() == NodeSupervisor::State::Running ? status.value(u"compute_share").toDouble() : 0;
+        (void)m_activity->record(now, status.value(u"tasks_done").toInteger(), share);
+    }
+    if (Result<CreditTotals> totals = CreditHistory::totals(ledgerPath(), now); totals) {
+        if (totals->today != m_creditsToday || totals->total != m_creditsTotal) {
+            m_creditsToday = totals->today;
+            m_creditsTotal = totals->total;
+            Q_EMIT creditsChanged(m_creditsToday, m_creditsTotal);
+        }
+    }
+    m_swarm->refresh();
+}
+
+void Manager::updateState() {
+    using S = NodeSupervisor::State;
+    const QJsonObject& status = m_supervisor->nodeStatus();
+    const QString nodeState = status.value(u"state").toString();
+    const int stage = status.value(u"stage").toInt(-1);
+    const int stages = status.value(u"stages").toInt(0);
+    const QString stageText = stages > 0 ? tr("stage %1 of %2").arg(stage + 1).arg(stages) : tr("stage %1").arg(stage + 1);
+    const QJsonObject download = status.value(u"download").toObject();
+    const double diskLimit = m_settings.value(Key::DiskLimitGb).toDouble() * 1e9;
+
+    AppState state = AppState::Preparing;
+    QString text;
+    if (!m_contributing) {
+        state = AppState::NotStarted;
+        text = tr("Not contributing — click Contribute to lend your GPU");
+    } else if (diskLimit > 0 && download.value(u"total").toDouble() > diskLimit) {
+        state = AppState::Error;
+        text = tr("Stopped — this stage of the model needs %1 on disk; your limit is %2 (Settings → Data folder)")
+                   .arg(megabytes(download.value(u"total").toDouble()), megabytes(diskLimit));
+        if (m_supervisor->nodePid() != 0)
+            m_supervisor->stop();
+    } else if (m_policy->decision().paused()) {
+        state = AppState::Paused;
+        text = tr("Paused — %1").arg(m_policy->decision().reason);
+    } else if (m_supervisor->state() == S::Refused) {
+        state = AppState::Error;
+        text = tr("Stopped — %1").arg(m_supervisor->lastError());
+    } else if (m_supervisor->state() == S::Restarting) {
+        state = AppState::Waiting;
+        text = tr("Waiting — %1; starting it again").arg(m_supervisor->lastError());
+    } else if (m_supervisor->state() == S::Starting || m_supervisor->state() == S::Stopped || nodeState.isEmpty()) {
+        text = tr("Starting…");
+    } else if (nodeState == u"Benchmarking") {
+        text = tr("Measuring your GPU…");
+    } else if (nodeState == u"Admitting" || nodeState == u"Starting") {
+        if (status.contains(u"retry_in_s") && status.contains(u"last_error")) {
+            state = AppState::Waiting;
+            text = tr("Waiting — %1; trying again in %2")
+                       .arg(status.value(u"last_error").toString(), duration(status.value(u"retry_in_s").toDouble()));
+        } else {
+            text = tr("Asking the coordinator for a place in the swarm…");
+        }
+    } else if (nodeState == u"Waitlisted") {
+        state = AppState::Waiting;
+        text = tr("Waiting — the swarm has no room right now; trying again in %1")
+                   .arg(duration(status.value(u"retry_in_s").toDouble()));
+    } else if (nodeState == u"Downloading") {
+        const double total = download.value(u"total").toDouble();
+        const double bytes = download.value(u"bytes").toDouble();
+        text = tr("Downloading %1 of the model").arg(stageText);
+        if (total > 0) {
+            text += tr(": %1% of %2").arg(qRound(100 * bytes / total)).arg(megabytes(total));
+            if (download.value(u"bytes_per_second").toDouble() > 0)
+                text += tr(" (%1/s, %2 left)")
+                            .arg(megabytes(download.value(u"bytes_per_second").toDouble()),
+                                 duration(download.value(u"eta_s").toDouble()));
+        }
+    } else if (nodeState == u"Joining") {
+        text = tr("Joining the swarm with %1 of the model…").arg(stageText);
+    } else if (nodeState == u"Working") {
+        state = AppState::Contributing;
+        text = tr("Contributing to %1 of the model").arg(stageText);
+    } else if (nodeState == u"Paused") {
+        state = AppState::Paused;
+        text = tr("Paused");
+    } else {
+        state = AppState::Waiting;
+        text = tr("Waiting — the node is stopping");
+    }
+    if (state == m_state && text == m_stateText)
+        return;
+    m_state = state;
+    m_stateText = text;
+    Q_EMIT stateChanged(state, text);
+}
+
+} // namespace tessera::manager

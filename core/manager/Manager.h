@@ -1,0 +1,114 @@
+#pragma once
+// Manager: the desktop app without its widgets — it applies the settings live, runs the pause
+// policy every 250 ms and carries out its decisions on the supervised node, keeps the activity
+// history, fetches the swarm's status, and says in one state and one sentence what is going on.
+// The tray, the wizard and the dashboard only show it and call it.
+//
+//   NotStarted (Contribute never clicked, or stopped)
+//   Preparing  (benchmark, admission, shard download, joining)   ─▶ Contributing ⇄ Paused
+//   Waiting    (waitlisted, coordinator unreachable, node restarting)
+//   Error      (refused: why, and what to do)
+
+#include "manager/NodeSupervisor.h"
+#include "manager/PausePolicy.h"
+
+#include <QJsonObject>
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+namespace tessera::manager {
+
+class ActivityLog;
+class AppSettings;
+class SwarmStatusClient;
+struct DetectorContext;
+
+enum class AppState { NotStarted, Preparing, Waiting, Contributing, Paused, Error };
+QString appStateName(AppState state); // "Contributing"
+
+class Manager final : public QObject {
+    Q_OBJECT
+
+public:
+    static constexpr std::chrono::milliseconds kPolicyTick{250};
+
+    // settings outlives the manager. context: the detectors' surroundings (tests); nullptr: real.
+    explicit Manager(AppSettings& settings, QObject* parent = nullptr);
+    Manager(AppSettings& settings, const DetectorContext& context, QObject* parent = nullptr);
+    ~Manager() override;
+
+    // Resumes what the user chose last time: contributing if they had clicked Contribute.
+    void start();
+    // The user clicked Contribute: remember it and start the node (subject to the pause rules).
+    void contribute();
+    // The tray's pauses: for a while (a snooze), or until resume().
+    void pauseFor(std::chrono::minutes duration);
+    void pauseUntilResumed();
+    void resume();
+    // Stops the node and forgets Contribute (the user turned it off).
+    void stopContributing();
+    // Stops the node (leaving Contribute on for the next start); finished() follows.
+    void shutdown();
+
+    AppState state() const { return m_state; }
+    // One sentence: "Contributing to stage 2 of 7", "Paused — a game is running: witcher3.exe",
+    // "Downloading the model's stage 2: 40% (12 MB/s, 3 min left)".
+    const QString& stateText() const { return m_stateText; }
+    const PauseDecision& pauseDecision() const;
+    const QJsonObject& nodeStatus() const;
+    const QJsonObject& swarmStatus() const;
+    double creditsToday() const { return m_creditsToday; }
+    double creditsTotal() const { return m_creditsTotal; }
+    QString nodeDataDir() const;
+    QString ledgerPath() const;
+
+    AppSettings& settings() { return m_settings; }
+    NodeSupervisor& supervisor() { return *m_supervisor; }
+    PausePolicy& policy() { return *m_policy; }
+    ActivityLog& activity() { return *m_activity; }
+    // Tests: extra tessera-node arguments (short benchmark, fast heartbeats).
+    void setExtraNodeArguments(const QStringList& arguments);
+    // Tests: the clock the policy and the history use.
+    void setClock(std::function<qint64()> nowMs);
+
+Q_SIGNALS:
+    void stateChanged(tessera::manager::AppState state, const QString& text);
+    void nodeStatusChanged(const QJsonObject& status);
+    void swarmStatusChanged(const QJsonObject& status);
+    void creditsChanged(double today, double total);
+    // For the tray's notifications (pause, resume, errors), when the user allows them.
+    void notify(const QString& title, const QString& message, bool error);
+    void finished();
+
+private:
+    void applySetting(int key);
+    void rebuildDetectors();
+    void tick();
+    void applyDecision(const PauseDecision& decision);
+    void updateState();
+    void sampleHistory();
+    NodeLaunch makeLaunch() const;
+
+    AppSettings& m_settings;
+    std::unique_ptr<DetectorContext> m_context;
+    std::unique_ptr<NodeSupervisor> m_supervisor;
+    std::unique_ptr<PausePolicy> m_policy;
+    std::unique_ptr<ActivityLog> m_activity;
+    std::unique_ptr<SwarmStatusClient> m_swarm;
+    QTimer m_tick;
+    QTimer m_slowTick; // history, credits and the swarm's status every 10 s
+    std::function<qint64()> m_now;
+    QStringList m_extraArguments;
+    AppState m_state = AppState::NotStarted;
+    QString m_stateText;
+    double m_creditsToday = 0;
+    double m_creditsTotal = 0;
+    bool m_contributing = false;
+};
+
+} // namespace tessera::manager
