@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test demo bench format format-check clean
+.PHONY: all deps configure build test demo bench format format-check clean package
 
 all: build
 
@@ -41,6 +41,11 @@ bench: build
 	$(BUILD_DIR)/bin/bench_node
 	$(BUILD_DIR)/bin/bench_swarm
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
+
+# The installable package, from a full build: $(BUILD_DIR)/tessera_<version>_<arch>.deb on Debian
+# (NSIS on Windows, a disk image on macOS; those two are configured but untested).
+package: build
+	cmake --build $(BUILD_DIR) --target package
 
 format: configure
 	cmake --build $(BUILD_DIR) --target format

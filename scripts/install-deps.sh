@@ -22,13 +22,19 @@ packages=(
     openssl
     # GUI tests and the tray app on a machine without a display
     xvfb xauth
+    # the desktop app's pause rules: X11 (full-screen windows, idle time via the screen-saver
+    # extension; XTest lets a test fake input), and a private D-Bus for the UPower test
+    libx11-dev libxss-dev libxtst-dev dbus-daemon
+    # the package: icons rendered from the SVG, the desktop entry validated, the .deb checked
+    # (tests/package: lintian, and xwininfo to see the installed app's window)
+    librsvg2-bin desktop-file-utils lintian x11-utils
 )
 # `install-deps.sh --bench` (make bench) adds what only the benchmarks use: gnuplot for the
-# plots, and the web server bench_coordinator measures shard downloads against (bench_coordinator
+# plots, tint2 (a tray host for the idle desktop app), and the web server bench_coordinator measures shard downloads against (bench_coordinator
 # runs its own nginx on a loopback port; the system service is stopped and disabled again).
 bench=0
 [ "${1:-}" = "--bench" ] && bench=1
-((bench)) && packages+=(gnuplot-nox nginx-light)
+((bench)) && packages+=(gnuplot-nox nginx-light tint2)
 
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
     echo "install-deps: this is not a Debian-like system; install the equivalents of: ${packages[*]}" >&2
