@@ -80,3 +80,7 @@ void ShutdownSignals::drain() {
 }
 
 } // namespace tessera::coordinator
+
+// Its moc output here rather than in tessera_core's shared mocs_compilation object: the desktop app
+// links this class without the coordinator and the node (and LibTorch) that object pulls in.
+#include "moc_ShutdownSignals.cpp"

@@ -168,3 +168,7 @@ void ControlConnection::finish(Result<QJsonObject> result) {
 }
 
 } // namespace tessera::node
+
+// Its moc output here rather than in tessera_core's shared mocs_compilation object, which holds
+// every core QObject's: the desktop app links this class without the node's engine (and LibTorch).
+#include "moc_ControlConnection.cpp"

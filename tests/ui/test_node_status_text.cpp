@@ -1,0 +1,105 @@
+// NodeStatusText: the sentences a user reads about the node, from status JSON as Node::status()
+// writes it.
+#include "NodeStatusText.h"
+
+#include <QJsonArray>
+#include <QTest>
+
+using namespace Qt::StringLiterals;
+using tessera::ui::NodeStatusText;
+
+class TestNodeStatusText final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void benchmarkInWords();
+    void creditsReadable();
+    void stageCountsFromOne();
+    void waitlistSaysWhen();
+    void downloadInMegabytes();
+    void refusalAdvice();
+};
+
+void TestNodeStatusText::benchmarkInWords() {
+    QJsonObject gpu{{u"device"_s, u"cuda:0"_s},
+                    {u"benchmark"_s, QJsonObject{{u"device"_s, u"NVIDIA GeForce RTX 4070"_s},
+                                                 {u"tflops"_s, 29.1},
+                                                 {u"dtype"_s, u"bf16"_s}}}};
+    QCOMPARE(NodeStatusText::benchmark(gpu), u"Your NVIDIA GeForce RTX 4070: about 29 TFLOP/s in bf16"_s);
+    QCOMPARE(NodeStatusText::benchmarkProgress(gpu), 1.0);
+
+    QJsonObject cpu{
+        {u"device"_s, u"cpu"_s},
+        {u"benchmark"_s,
+         QJsonObject{{u"device"_s, u"AMD Ryzen 7 5800X"_s}, {u"tflops"_s, 0.1512}, {u"dtype"_s, u"fp32"_s}}}};
+    QCOMPARE(NodeStatusText::benchmark(cpu), u"Your CPU (AMD Ryzen 7 5800X): about 0.15 TFLOP/s in fp32"_s);
+
+    // As Node::status() writes it: the kind of device and its name apart.
+    const QJsonObject node{{u"benchmark"_s, QJsonObject{{u"device"_s, u"cuda:0"_s},
+                                                        {u"name"_s, u"NVIDIA GeForce RTX 4070"_s},
+                                                        {u"tflops"_s, 29.1},
+                                                        {u"dtype"_s, u"bf16"_s}}}};
+    QCOMPARE(NodeStatusText::benchmark(node), u"Your NVIDIA GeForce RTX 4070: about 29 TFLOP/s in bf16"_s);
+    const QJsonObject nodeCpu{{u"benchmark"_s, QJsonObject{{u"device"_s, u"cpu"_s},
+                                                           {u"name"_s, u"Intel(R) Xeon(R) Gold 6248"_s},
+                                                           {u"tflops"_s, 0.0421},
+                                                           {u"dtype"_s, u"fp32"_s}}}};
+    QCOMPARE(NodeStatusText::benchmark(nodeCpu),
+             u"Your CPU (Intel(R) Xeon(R) Gold 6248): about 0.042 TFLOP/s in fp32"_s);
+
+    // Still measuring: a progress, no sentence yet.
+    const QJsonObject running{{u"benchmark"_s, QJsonObject{{u"elapsed_s"_s, 1.5}, {u"budget_s"_s, 3.0}}}};
+    QVERIFY(NodeStatusText::benchmark(running).isEmpty());
+    QCOMPARE(NodeStatusText::benchmarkProgress(running), 0.5);
+    QCOMPARE(NodeStatusText::benchmarkProgress({}), -1.0);
+    QCOMPARE(NodeStatusText::tflops(2.34), u"2.3"_s);
+}
+
+void TestNodeStatusText::creditsReadable() {
+    QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));
+    QCOMPARE(NodeStatusText::credits(0), u"0"_s);
+    QCOMPARE(NodeStatusText::credits(0.001234), u"0.0012"_s);
+    QCOMPARE(NodeStatusText::credits(0.000001), u"0.000001"_s);
+    QCOMPARE(NodeStatusText::credits(3.75), u"3.75"_s);
+    QCOMPARE(NodeStatusText::credits(1234.4), u"1,234"_s);
+}
+
+void TestNodeStatusText::stageCountsFromOne() {
+    QCOMPARE(NodeStatusText::stage({{u"stage"_s, 1}, {u"stages"_s, 7}}),
+             u"You hold stage 2 of 7 of the model"_s);
+    // The count from the swarm's status when the node does not say it.
+    const QJsonObject swarm{{u"stages"_s, QJsonArray{QJsonObject{}, QJsonObject{}}}};
+    QCOMPARE(NodeStatusText::stage({{u"stage"_s, 0}}, swarm), u"You hold stage 1 of 2 of the model"_s);
+    QCOMPARE(NodeStatusText::stage({{u"stage"_s, 0}}), u"You hold stage 1 of the model"_s);
+    QVERIFY(NodeStatusText::stage({{u"stage"_s, -1}}).isEmpty());
+}
+
+void TestNodeStatusText::waitlistSaysWhen() {
+    QCOMPARE(
+        NodeStatusText::waitlist({{u"retry_in_s"_s, 230.0}}),
+        u"The swarm is full right now. Tessera will try again in 4 minutes — you can close this window."_s);
+    QVERIFY(NodeStatusText::waitlist({{u"retry_in_s"_s, 30.0}}).contains(u"in 30 seconds"));
+    QCOMPARE(NodeStatusText::duration(60), u"1 minute"_s);
+    QCOMPARE(NodeStatusText::duration(3 * 3600), u"3 hours"_s);
+}
+
+void TestNodeStatusText::downloadInMegabytes() {
+    const QJsonObject status{{u"download"_s, QJsonObject{{u"bytes"_s, 12'500'000},
+                                                         {u"total"_s, 48'000'000},
+                                                         {u"bytes_per_second"_s, 3'200'000.0},
+                                                         {u"eta_s"_s, 110.0}}}};
+    QCOMPARE(NodeStatusText::download(status), u"12.5 MB of 48.0 MB · 3.2 MB/s · about 2 minutes left"_s);
+    QCOMPARE(NodeStatusText::downloadProgress(status), 12.5 / 48);
+    QCOMPARE(NodeStatusText::downloadProgress({}), -1.0);
+}
+
+void TestNodeStatusText::refusalAdvice() {
+    QVERIFY(NodeStatusText::refusalAdvice(u"refusing the coordinator at https://x: it presents the key A"_s)
+                .contains(u"coordinator.json"));
+    QVERIFY(NodeStatusText::refusalAdvice(u"hardware.memory_bytes: needs 2 GB"_s).contains(u"memory"));
+    QVERIFY(NodeStatusText::refusalAdvice(u"client 0.0.1 is older than 0.2; update Tessera"_s)
+                .contains(u"latest"));
+}
+
+QTEST_GUILESS_MAIN(TestNodeStatusText)
+#include "test_node_status_text.moc"

@@ -1,0 +1,376 @@
+#include "FirstRunWizard.h"
+
+#include "NodeStatusText.h"
+#include "TrayIcons.h"
+
+#include "manager/AppSettings.h"
+#include "manager/Manager.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+#include <optional>
+
+namespace tessera::ui {
+
+using namespace Qt::StringLiterals;
+using manager::AppSettings;
+using manager::AppState;
+
+namespace {
+
+QLabel* titleLabel(const QString& text) {
+    auto* label = new QLabel(text);
+    QFont f = label->font();
+    f.setPointSizeF(f.pointSizeF() * 1.4);
+    f.setBold(true);
+    label->setFont(f);
+    label->setWordWrap(true);
+    return label;
+}
+
+QLabel* bodyLabel(const QString& text = {}) {
+    auto* label = new QLabel(text);
+    label->setWordWrap(true);
+    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    return label;
+}
+
+// The page a node state belongs to; none while it stops (a cancel or a refusal).
+std::optional<FirstRunWizard::Page> pageOf(const QString& state) {
+    using Page = FirstRunWizard::Page;
+    if (state == u"Starting" || state == u"Benchmarking")
+        return Page::Benchmark;
+    if (state == u"Admitting" || state == u"Waitlisted")
+        return Page::Admission;
+    if (state == u"Downloading" || state == u"Joining")
+        return Page::Download;
+    if (state == u"Working" || state == u"Paused")
+        return Page::Done;
+    return std::nullopt;
+}
+
+} // namespace
+
+FirstRunWizard::FirstRunWizard(manager::Manager& manager, QWidget* parent)
+    : QWidget(parent)
+    , m_manager(manager) {
+    setWindowTitle(tr("Welcome to Tessera"));
+    setMinimumSize(560, 360);
+
+    m_stack = new QStackedWidget;
+    m_stack->addWidget(makeWelcome());
+    m_stack->addWidget(makeBenchmark());
+    m_stack->addWidget(makeAdmission());
+    m_stack->addWidget(makeDownload());
+    m_stack->addWidget(makeDone());
+
+    m_summary = new QLabel;
+    m_summary->setObjectName(u"summary"_s);
+    m_summary->setWordWrap(true);
+    m_summary->setTextFormat(Qt::RichText);
+    m_statusLine = new QLabel;
+    m_statusLine->setObjectName(u"statusLine"_s);
+    m_statusLine->setWordWrap(true);
+    m_cancel = new QPushButton(tr("Cancel"));
+    m_cancel->setObjectName(u"cancel"_s);
+    m_cancel->setToolTip(tr("Stop and leave the swarm; nothing stays running"));
+    connect(m_cancel, &QPushButton::clicked, this, &FirstRunWizard::cancel);
+
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(m_cancel);
+    buttons->addStretch();
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(24, 20, 24, 16);
+    layout->addWidget(m_summary);
+    layout->addSpacing(6);
+    layout->addWidget(m_stack, 1);
+    layout->addWidget(m_statusLine);
+    layout->addLayout(buttons);
+
+    connect(&m_manager, &manager::Manager::stateChanged, this, &FirstRunWizard::follow);
+    connect(&m_manager, &manager::Manager::nodeStatusChanged, this, &FirstRunWizard::follow);
+    connect(&m_manager, &manager::Manager::swarmStatusChanged, this, [this] { fill(m_page); });
+
+    // Opened again while the node already prepares (the app restarted mid-download): go on.
+    m_following = m_manager.state() != AppState::NotStarted;
+    showPage(Page::Welcome);
+    follow();
+}
+
+FirstRunWizard::~FirstRunWizard() = default;
+
+QWidget* FirstRunWizard::makeWelcome() {
+    auto* page = new QWidget;
+    auto* layout = new QVBoxLayout(page);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* logo = new QLabel;
+    logo->setPixmap(TrayIcons::pixmap(AppState::Contributing, 64));
+    layout->addWidget(logo);
+    layout->addWidget(titleLabel(tr("Help train an open language model")));
+    layout->addWidget(
+        bodyLabel(tr("Tessera lends your graphics card's spare time to volunteers who train a large "
+                     "language model together: your computer holds one small part of the model and "
+                     "earns credits for the work it does.")));
+    layout->addWidget(
+        bodyLabel(tr("It pauses by itself the moment you start a game or the computer needs its "
+                     "graphics card, and it never needs your attention.")));
+    m_coordinator = bodyLabel();
+    m_coordinator->setStyleSheet(u"color: #6b7078;"_s); // quieter, and readable on light and dark
+    layout->addWidget(m_coordinator);
+    layout->addStretch();
+    auto* contribute = new QPushButton(tr("Contribute"));
+    contribute->setObjectName(u"contribute"_s);
+    contribute->setDefault(true);
+    contribute->setMinimumWidth(160);
+    connect(contribute, &QPushButton::clicked, this, &FirstRunWizard::contribute);
+    auto* notNow = new QPushButton(tr("Not now"));
+    notNow->setObjectName(u"notNow"_s);
+    connect(notNow, &QPushButton::clicked, this, &QWidget::close);
+    auto* row = new QHBoxLayout;
+    row->addWidget(notNow);
+    row->addStretch();
+    row->addWidget(contribute);
+    layout->addLayout(row);
+    return page;
+}
+
+QWidget* FirstRunWizard::makeBenchmark() {
+    auto* page = new QWidget;
+    auto* layout = new QVBoxLayout(page);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(titleLabel(tr("Measuring your computer")));
+    layout->addWidget(
+        bodyLabel(tr("Tessera measures how fast this computer trains the model, to give it a part "
+                     "that fits. This takes about a minute and happens only once.")));
+    m_benchmarkBar = new QProgressBar;
+    m_benchmarkBar->setTextVisible(false);
+    layout->addWidget(m_benchmarkBar);
+    m_benchmarkText = bodyLabel();
+    m_benchmarkText->setObjectName(u"benchmarkText"_s);
+    layout->addWidget(m_benchmarkText);
+    layout->addStretch();
+    return page;
+}
+
+QWidget* FirstRunWizard::makeAdmission() {
+    auto* page = new QWidget;
+    auto* layout = new QVBoxLayout(page);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_admissionTitle = titleLabel(tr("Joining the swarm"));
+    layout->addWidget(m_admissionTitle);
+    m_admissionText = bodyLabel();
+    m_admissionText->setObjectName(u"admissionText"_s);
+    layout->addWidget(m_admissionText);
+    m_admissionAdvice = bodyLabel();
+    layout->addWidget(m_admissionAdvice);
+    layout->addStretch();
+    m_retry = new QPushButton(tr("Try again"));
+    m_retry->setObjectName(u"retry"_s);
+    connect(m_retry, &QPushButton::clicked, this, &FirstRunWizard::contribute);
+    auto* row = new QHBoxLayout;
+    row->addStretch();
+    row->addWidget(m_retry);
+    layout->addLayout(row);
+    return page;
+}
+
+QWidget* FirstRunWizard::makeDownload() {
+    auto* page = new QWidget;
+    auto* layout = new QVBoxLayout(page);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(titleLabel(tr("Downloading your part of the model")));
+    layout->addWidget(bodyLabel(tr("Only your part comes to this computer, never the whole model. If the "
+                                   "connection drops, the download continues where it stopped.")));
+    m_downloadBar = new QProgressBar;
+    layout->addWidget(m_downloadBar);
+    m_downloadText = bodyLabel();
+    m_downloadText->setObjectName(u"downloadText"_s);
+    layout->addWidget(m_downloadText);
+    layout->addStretch();
+    return page;
+}
+
+QWidget* FirstRunWizard::makeDone() {
+    auto* page = new QWidget;
+    auto* layout = new QVBoxLayout(page);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* logo = new QLabel;
+    logo->setPixmap(TrayIcons::pixmap(AppState::Contributing, 64));
+    layout->addWidget(logo);
+    layout->addWidget(titleLabel(tr("You are contributing")));
+    layout->addWidget(
+        bodyLabel(tr("Thank you. Tessera keeps working in the tray and pauses by itself when you "
+                     "play. You can close this window.")));
+    layout->addStretch();
+    auto* dashboard = new QPushButton(tr("Open the dashboard"));
+    dashboard->setObjectName(u"openDashboard"_s);
+    connect(dashboard, &QPushButton::clicked, this, [this] {
+        Q_EMIT dashboardRequested();
+        close();
+    });
+    auto* done = new QPushButton(tr("Close"));
+    done->setObjectName(u"close"_s);
+    done->setDefault(true);
+    connect(done, &QPushButton::clicked, this, &QWidget::close);
+    auto* row = new QHBoxLayout;
+    row->addWidget(dashboard);
+    row->addStretch();
+    row->addWidget(done);
+    layout->addLayout(row);
+    return page;
+}
+
+QString FirstRunWizard::text(Page page) const {
+    switch (page) {
+    case Page::Welcome:
+        return m_coordinator->text();
+    case Page::Benchmark:
+        return m_benchmarkText->text();
+    case Page::Admission:
+        return m_admissionText->text();
+    case Page::Download:
+        return m_downloadText->text();
+    case Page::Done:
+        break;
+    }
+    return {};
+}
+
+void FirstRunWizard::contribute() {
+    m_following = true;
+    m_refused = false;
+    m_manager.contribute();
+    if (m_page == Page::Welcome)
+        showPage(Page::Benchmark);
+    follow();
+}
+
+void FirstRunWizard::cancel() {
+    m_following = false;
+    m_refused = false;
+    m_manager.stopContributing();
+    m_benchmarkText->clear();
+    m_admissionText->clear();
+    m_downloadText->clear();
+    showPage(Page::Welcome);
+}
+
+void FirstRunWizard::follow() {
+    if (!m_following)
+        return;
+    const AppState state = m_manager.state();
+    const bool paused = state == AppState::Paused || state == AppState::Waiting;
+    m_statusLine->setText(paused ? m_manager.stateText() : QString());
+    if (state == AppState::Error) {
+        // Refused (or failing in a way retrying alone cannot fix): say why where joining is told.
+        m_refused = true;
+        fill(Page::Admission);
+        showPage(Page::Admission);
+        return;
+    }
+    m_refused = false;
+    const std::optional<Page> target = pageOf(m_manager.nodeStatus().value(u"state").toString());
+    if (target && *target > m_page) {
+        fill(m_page); // the page left behind keeps its final words from this status
+        for (int p = int(m_page) + 1; p <= int(*target); ++p) {
+            fill(Page(p));
+            showPage(Page(p));
+        }
+    }
+    fill(m_page);
+    if (m_page == Page::Done && !m_manager.settings().flag(AppSettings::Key::FirstRunDone))
+        m_manager.settings().setValue(AppSettings::Key::FirstRunDone, true);
+}
+
+void FirstRunWizard::fill(Page page) {
+    const QJsonObject status = m_manager.nodeStatus();
+    const QString nodeState = status.value(u"state").toString();
+    switch (page) {
+    case Page::Welcome:
+        m_coordinator->setText(
+            tr("Coordinator: %1").arg(m_manager.settings().string(AppSettings::Key::CoordinatorUrl)));
+        break;
+    case Page::Benchmark: {
+        const QString result = NodeStatusText::benchmark(status);
+        const double progress = NodeStatusText::benchmarkProgress(status);
+        if (progress < 0 && result.isEmpty()) {
+            m_benchmarkBar->setRange(0, 0); // busy: the node has not said how long yet
+        } else {
+            m_benchmarkBar->setRange(0, 100);
+            m_benchmarkBar->setValue(int((result.isEmpty() ? progress : 1.0) * 100));
+        }
+        m_benchmarkText->setText(result.isEmpty() ? tr("Measuring…") : result);
+        break;
+    }
+    case Page::Admission:
+        m_retry->setVisible(m_refused);
+        if (m_refused) {
+            const QString why = m_manager.supervisor().lastError().isEmpty()
+                                    ? status.value(u"last_error").toString()
+                                    : m_manager.supervisor().lastError();
+            m_admissionTitle->setText(tr("Tessera could not join the swarm"));
+            m_admissionText->setText(m_manager.stateText());
+            m_admissionAdvice->setText(NodeStatusText::refusalAdvice(why + u' ' + m_manager.stateText()));
+            break;
+        }
+        m_admissionTitle->setText(tr("Joining the swarm"));
+        m_admissionAdvice->clear();
+        if (nodeState == u"Waitlisted")
+            m_admissionText->setText(NodeStatusText::waitlist(status));
+        else if (const QString stage = NodeStatusText::stage(status, m_manager.swarmStatus());
+                 !stage.isEmpty())
+            m_admissionText->setText(stage);
+        else
+            m_admissionText->setText(tr("Asking the coordinator for a part of the model to hold…"));
+        break;
+    case Page::Download: {
+        const double progress = NodeStatusText::downloadProgress(status);
+        m_downloadBar->setRange(0, progress < 0 ? 0 : 100);
+        m_downloadBar->setValue(int(std::max(0.0, progress) * 100));
+        m_downloadText->setText(nodeState == u"Joining" ? tr("Downloaded. Loading your part of the model…")
+                                                        : NodeStatusText::download(status));
+        break;
+    }
+    case Page::Done:
+        break;
+    }
+    updateSummary();
+}
+
+void FirstRunWizard::showPage(Page page) {
+    const bool changed = page != m_page || m_stack->currentIndex() != int(page);
+    m_page = page;
+    m_stack->setCurrentIndex(int(page));
+    m_cancel->setVisible(page != Page::Welcome && page != Page::Done);
+    if (page == Page::Welcome)
+        fill(page);
+    updateSummary();
+    if (changed)
+        Q_EMIT pageChanged(page);
+}
+
+void FirstRunWizard::updateSummary() {
+    // What is already done stays in view while the next step runs.
+    QStringList lines;
+    const QJsonObject status = m_manager.nodeStatus();
+    if (m_page > Page::Benchmark)
+        if (const QString b = NodeStatusText::benchmark(status); !b.isEmpty())
+            lines << b;
+    if (m_page > Page::Admission && !m_refused)
+        if (const QString s = NodeStatusText::stage(status, m_manager.swarmStatus()); !s.isEmpty())
+            lines << s;
+    // A green tick before each: the step is done.
+    const QString tick =
+        u"<span style=\"color: %1\">✓</span>&nbsp; "_s.arg(TrayIcons::colour(AppState::Contributing).name());
+    for (QString& line : lines)
+        line = tick + line.toHtmlEscaped();
+    m_summary->setText(lines.join(u"<br>"_s));
+    m_summary->setVisible(!lines.isEmpty());
+}
+
+} // namespace tessera::ui

@@ -1,0 +1,89 @@
+#include "GeneralSettingsPage.h"
+
+#include "SettingsBinder.h"
+
+#include <QCheckBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSlider>
+#include <QVBoxLayout>
+
+namespace tessera::ui {
+
+using namespace Qt::StringLiterals;
+using Key = manager::AppSettings::Key;
+
+GeneralSettingsPage::GeneralSettingsPage(SettingsBinder& binder, QWidget* parent)
+    : QWidget(parent)
+    , m_binder(binder) {
+    auto* limit = new QSlider(Qt::Horizontal);
+    limit->setObjectName(u"gpuLimit"_s);
+    limit->setRange(10, 100);
+    limit->setSingleStep(5);
+    limit->setPageStep(10);
+    limit->setTickPosition(QSlider::TicksBelow);
+    limit->setTickInterval(10);
+    auto* limitValue = new QLabel;
+    limitValue->setMinimumWidth(40);
+    binder.bind(limit, Key::GpuLimitPercent);
+    const auto showLimit = [limitValue](int percent) { limitValue->setText(tr("%1%").arg(percent)); };
+    connect(limit, &QSlider::valueChanged, this, showLimit);
+    binder.onChange(Key::GpuLimitPercent, [limit, showLimit] { showLimit(limit->value()); });
+    auto* limitRow = new QHBoxLayout;
+    limitRow->addWidget(limit, 1);
+    limitRow->addWidget(limitValue);
+    auto* limitHint = new QLabel(tr("The share of time the GPU computes for Tessera. Lower keeps the card "
+                                    "cooler and quieter; the change applies at once."));
+    limitHint->setWordWrap(true);
+
+    auto* login = new QCheckBox(tr("Start Tessera when I log in"));
+    login->setObjectName(u"startAtLogin"_s);
+    binder.bind(login, Key::StartAtLogin);
+    auto* notifications = new QCheckBox(tr("Tell me when Tessera pauses, resumes or has a problem"));
+    notifications->setObjectName(u"notifications"_s);
+    binder.bind(notifications, Key::Notifications);
+
+    m_dataDir = new QLineEdit;
+    m_dataDir->setObjectName(u"dataDir"_s);
+    m_dataDir->setPlaceholderText(tr("The default folder"));
+    binder.bind(m_dataDir, Key::DataDir);
+    auto* choose = new QPushButton(tr("Choose…"));
+    choose->setObjectName(u"chooseDataDir"_s);
+    connect(choose, &QPushButton::clicked, this, &GeneralSettingsPage::chooseDataDir);
+    auto* dirRow = new QHBoxLayout;
+    dirRow->addWidget(m_dataDir, 1);
+    dirRow->addWidget(choose);
+    auto* disk = new QDoubleSpinBox;
+    disk->setObjectName(u"diskLimit"_s);
+    disk->setRange(1, 10'000);
+    disk->setDecimals(0);
+    disk->setSuffix(tr(" GB"));
+    binder.bind(disk, Key::DiskLimitGb);
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("GPU usage limit:"), limitRow);
+    form->addRow(QString(), limitHint);
+    form->addRow(QString(), login);
+    form->addRow(QString(), notifications);
+    form->addRow(tr("Data folder:"), dirRow);
+    form->addRow(tr("Disk space limit:"), disk);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addStretch();
+}
+
+void GeneralSettingsPage::chooseDataDir() {
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Tessera's data folder"), m_dataDir->text());
+    if (dir.isEmpty())
+        return;
+    m_dataDir->setText(dir);
+    m_binder.settings().setValue(Key::DataDir, dir);
+}
+
+} // namespace tessera::ui

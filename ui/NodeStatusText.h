@@ -1,0 +1,39 @@
+#pragma once
+// NodeStatusText: the node's status JSON (Node::status()) in plain words for the wizard and the
+// dashboard — the benchmark's result, the stage held, the waitlist, the download, a refusal.
+
+#include <QCoreApplication>
+#include <QJsonObject>
+#include <QString>
+
+namespace tessera::ui {
+
+class NodeStatusText final {
+    Q_DECLARE_TR_FUNCTIONS(NodeStatusText)
+
+public:
+    // "Your NVIDIA GeForce RTX 4070: about 29 TFLOP/s in bf16" / "Your CPU (AMD Ryzen 7 5800X):
+    // about 0.15 TFLOP/s in fp32"; empty until the node has measured.
+    static QString benchmark(const QJsonObject& status);
+    // The benchmark's progress 0..1 while it runs (elapsed over budget); -1 when unknown.
+    static double benchmarkProgress(const QJsonObject& status);
+    // "You hold stage 2 of 7 of the model" (the node counts stages from 0, people from 1). The
+    // stage count comes from the node, else the swarm's status; empty before admission.
+    static QString stage(const QJsonObject& status, const QJsonObject& swarm = {});
+    static int stageCount(const QJsonObject& status, const QJsonObject& swarm = {});
+    // "The swarm is full right now. Tessera will try again in 4 minutes — you can close this window."
+    static QString waitlist(const QJsonObject& status);
+    // "12.5 MB of 48.0 MB · 3.2 MB/s · about 2 minutes left"; progress 0..1, -1 before the size is known.
+    static QString download(const QJsonObject& status);
+    static double downloadProgress(const QJsonObject& status);
+    // What a person can do about a refusal, from the node's own message.
+    static QString refusalAdvice(const QString& why);
+
+    // Credits as people read them: "0", "0.0012" (a small node's first hour), "3.75", "1,234".
+    static QString credits(double value);
+    static QString tflops(double value);     // "29", "2.3", "0.15"
+    static QString duration(double seconds); // "45 seconds", "4 minutes", "2 hours"
+    static QString megabytes(double bytes);  // "12.5 MB"
+};
+
+} // namespace tessera::ui

@@ -1,0 +1,94 @@
+#include "SwarmPanel.h"
+
+#include <QChartView>
+#include <QJsonArray>
+#include <QLabel>
+#include <QLineSeries>
+#include <QLocale>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tessera::ui {
+
+using namespace Qt::StringLiterals;
+
+SwarmPanel::SwarmPanel(QWidget* parent)
+    : QGroupBox(tr("The swarm"), parent)
+    , m_curve(new QLineSeries)
+    , m_steps(new QValueAxis)
+    , m_loss(new QValueAxis) {
+    m_summary = new QLabel(tr("Waiting for the coordinator's answer…"));
+    m_summary->setObjectName(u"swarmSummary"_s);
+    m_summary->setWordWrap(true);
+
+    auto* chart = new QChart;
+    chart->setTitle(tr("Training loss (lower is better)"));
+    chart->legend()->hide();
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    m_curve->setPen(QPen(QColor(0x3b, 0x7d, 0xd8), 2));
+    chart->addSeries(m_curve);
+    m_steps->setLabelFormat(u"%d"_s);
+    m_steps->setTitleText(tr("step"));
+    m_loss->setLabelFormat(u"%.2f"_s);
+    chart->addAxis(m_steps, Qt::AlignBottom);
+    chart->addAxis(m_loss, Qt::AlignLeft);
+    m_curve->attachAxis(m_steps);
+    m_curve->attachAxis(m_loss);
+    m_chart = new QChartView(chart);
+    m_chart->setRenderHint(QPainter::Antialiasing);
+    m_chart->setMinimumHeight(200);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(m_summary);
+    layout->addWidget(m_chart, 1);
+}
+
+QString SwarmPanel::summary() const {
+    return m_summary->text();
+}
+
+void SwarmPanel::setStatus(const QJsonObject& status) {
+    if (status.isEmpty())
+        return; // keep the last answer while the coordinator is away
+    const QLocale locale;
+    QStringList parts;
+    const int online = status.value(u"nodes").toObject().value(u"online").toInt();
+    parts << (online == 1 ? tr("1 volunteer online")
+                          : tr("%1 volunteers online").arg(locale.toString(online)));
+    parts << tr("step %1").arg(locale.toString(status.value(u"step").toInteger()));
+    if (const QJsonValue loss = status.value(u"loss"); loss.isDouble())
+        parts << tr("loss %1").arg(locale.toString(loss.toDouble(), 'f', 3));
+    if (const double tps = status.value(u"tokens_per_second").toDouble(); tps > 0)
+        parts << tr("%1 tokens/s").arg(locale.toString(std::lround(tps)));
+    m_summary->setText(parts.join(u" · "_s));
+
+    // loss_curve: [[step, loss, tokens], …], the last 500 steps.
+    QList<QPointF> points;
+    double low = std::numeric_limits<double>::max();
+    double high = 0;
+    for (const QJsonValue& v : status.value(u"loss_curve").toArray()) {
+        const QJsonArray p = v.toArray();
+        if (p.size() < 2 || !std::isfinite(p[1].toDouble()))
+            continue;
+        points << QPointF(p[0].toDouble(), p[1].toDouble());
+        low = std::min(low, p[1].toDouble());
+        high = std::max(high, p[1].toDouble());
+    }
+    m_curve->replace(points);
+    if (points.isEmpty()) {
+        m_steps->setRange(0, 1);
+        m_loss->setRange(0, 1);
+        return;
+    }
+    m_steps->setRange(points.first().x(), std::max(points.last().x(), points.first().x() + 1));
+    const double pad = std::max(0.05, (high - low) * 0.1);
+    m_loss->setRange(std::max(0.0, low - pad), high + pad);
+    // Round loss ticks (2.5, 3.0, 3.5) read at a glance; the steps keep the curve's own extent.
+    m_loss->applyNiceNumbers();
+}
+
+} // namespace tessera::ui
