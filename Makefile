@@ -30,7 +30,7 @@ demo: build
 
 # Side-by-side measurements recorded in BENCHMARKS.md (not part of the tests; the learning
 # comparison takes ~25 minutes on 2 cores and writes its CSVs and plot to build/bench-learning;
-# the swarm comparison ~12.5 minutes).
+# the swarm comparison ~12.5 minutes; the desktop app's ~8 minutes, under Xvfb).
 bench: build
 	@scripts/install-deps.sh --bench
 	$(BUILD_DIR)/bin/bench_cpu_gemm
@@ -40,6 +40,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_node_engine
 	$(BUILD_DIR)/bin/bench_node
 	$(BUILD_DIR)/bin/bench_swarm
+	xvfb-run -a -s "-screen 0 1280x720x24 -noreset" $(BUILD_DIR)/bin/bench_app
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 
 # The installable package, from a full build: $(BUILD_DIR)/tessera_<version>_<arch>.deb on Debian

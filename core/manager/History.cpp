@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 namespace tessera::manager {
 
@@ -187,6 +188,20 @@ Result<SampleSums> sampleSums(const QSqlDatabase& db, const QList<qint64>& edges
 
 } // namespace
 
+// The node's ledger, open for reading; null when there is none yet or it holds no receipts table
+// (the node has not joined): an empty history, not an error.
+static Result<std::unique_ptr<LedgerReader>> openLedger(const QString& path) {
+    if (!QFileInfo::exists(path))
+        return std::unique_ptr<LedgerReader>();
+    auto ledger = std::make_unique<LedgerReader>(path);
+    Result<bool> hasReceipts = ledger->open();
+    if (!hasReceipts)
+        return hasReceipts.error();
+    if (!*hasReceipts)
+        return std::unique_ptr<LedgerReader>();
+    return ledger;
+}
+
 HistorySeries emptySeries(HistoryRange range, qint64 nowMs) {
     return seriesFor(range, bucketEdges(range, nowMs));
 }
@@ -194,16 +209,13 @@ HistorySeries emptySeries(HistoryRange range, qint64 nowMs) {
 Result<HistorySeries> CreditHistory::series(const QString& ledgerPath, HistoryRange range, qint64 nowMs) {
     const QList<qint64> edges = bucketEdges(range, nowMs);
     HistorySeries s = seriesFor(range, edges);
-    if (!QFileInfo::exists(ledgerPath))
-        return s;
-    LedgerReader ledger(ledgerPath);
-    Result<bool> hasReceipts = ledger.open();
-    if (!hasReceipts)
-        return hasReceipts.error();
-    if (!*hasReceipts)
+    Result<std::unique_ptr<LedgerReader>> ledger = openLedger(ledgerPath);
+    if (!ledger)
+        return ledger.error();
+    if (!*ledger)
         return s;
     Result<QSqlQuery> q =
-        ledger.query(QStringLiteral("SELECT issued_at / 60000, SUM(micro_credits) FROM receipts "
+        (*ledger)->query(QStringLiteral("SELECT issued_at / 60000, SUM(micro_credits) FROM receipts "
                                     "WHERE issued_at >= ? AND issued_at < ? GROUP BY 1"),
                      {edges.front(), edges.back()});
     if (!q)
@@ -218,17 +230,14 @@ Result<HistorySeries> CreditHistory::series(const QString& ledgerPath, HistoryRa
 
 Result<CreditTotals> CreditHistory::totals(const QString& ledgerPath, qint64 nowMs) {
     CreditTotals t;
-    if (!QFileInfo::exists(ledgerPath))
-        return t;
-    LedgerReader ledger(ledgerPath);
-    Result<bool> hasReceipts = ledger.open();
-    if (!hasReceipts)
-        return hasReceipts.error();
-    if (!*hasReceipts)
+    Result<std::unique_ptr<LedgerReader>> ledger = openLedger(ledgerPath);
+    if (!ledger)
+        return ledger.error();
+    if (!*ledger)
         return t;
     const qint64 midnight = QDateTime::fromMSecsSinceEpoch(nowMs).date().startOfDay().toMSecsSinceEpoch();
     // TOTAL(flop) is a double: an integer SUM would fail once the FLOP pass 2^63.
-    Result<QSqlQuery> q = ledger.query(
+    Result<QSqlQuery> q = (*ledger)->query(
         QStringLiteral(
             "SELECT COUNT(*), COALESCE(SUM(micro_credits), 0), TOTAL(flop), "
             "COALESCE(SUM(CASE WHEN issued_at >= ? THEN micro_credits ELSE 0 END), 0) FROM receipts"),
