@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The main job on this machine: a local coordinator (tiny model, SQLite in demo/coordinator)
 # and this machine contributing to it with one node per pipeline stage, so every stage is
-# held. Prints the swarm's status every few seconds; Ctrl-C stops everything cleanly.
+# held. Where there is a display, the first node is the desktop app's: the tray app (its
+# dashboard open) supervises it and pauses it when a game or a full-screen window appears; the
+# other stages' nodes run headless. Prints the swarm's status every few seconds; Ctrl-C stops
+# everything cleanly.
 #
-#   scripts/demo.sh [BUILD_DIR] [STAGES]
+#   scripts/demo.sh [BUILD_DIR] [STAGES]        TESSERA_DEMO_HEADLESS=1: no app even with a display
 set -euo pipefail
 build=${1:-build}
 stages=${2:-2}
@@ -19,6 +22,7 @@ cleanup() {
     echo "stopping the nodes and the coordinator..."
     for ((s = 0; s < stages; s++)); do "$bin/tessera-node" stop --data-dir "$root/node-$s" >/dev/null 2>&1 || true; done
     sleep 1
+    # The app (when it runs) stops its own node when it quits.
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
 }
@@ -42,9 +46,33 @@ done
 grep -E "^(tessera-coordinator|TLS SHA-256|coordinator key)" "$log" || true
 echo "coordinator: $url (status page: $url/ — its certificate is $root/coordinator/tls.crt)"
 
-for ((s = 0; s < stages; s++)); do
-    # One compute thread per node: the nodes share this machine's cores.
-    OMP_NUM_THREADS=1 "$bin/tessera-node" run --coordinator "$url" --data-dir "$root/node-$s" \
+# One compute thread per node: the nodes share this machine's cores.
+export OMP_NUM_THREADS=1
+first=0
+if [[ -z "${TESSERA_DEMO_HEADLESS:-}" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) && -x "$bin/tessera" ]]; then
+    # The app's own settings file for the demo: this coordinator, node-0's data dir, contributing.
+    ini="$root/app/tessera.ini"
+    mkdir -p "$root/app"
+    abs() { realpath -m "$1"; }
+    cat >"$ini" <<INI
+[contribute]
+coordinator=$url
+coordinator_ca=$(abs "$root/coordinator/tls.crt")
+data_dir=$(abs "$root/node-0")
+gpu_limit_percent=70
+node_program=$(abs "$bin/tessera-node")
+
+[app]
+first_run_done=true
+contributing=true
+INI
+    "$bin/tessera" --settings "$ini" --show dashboard 2>"$root/app.log" &
+    pids+=($!)
+    first=1
+    echo "the desktop app runs node-0 (its dashboard is open; the tray icon has its menu)"
+fi
+for ((s = first; s < stages; s++)); do
+    "$bin/tessera-node" run --coordinator "$url" --data-dir "$root/node-$s" \
         --coordinator-ca "$root/coordinator/tls.crt" --gpu-limit 70 2>"$root/node-$s.log" &
     pids+=($!)
 done
