@@ -49,12 +49,23 @@ const AppSettings::Definition& AppSettings::definition(Key key) {
 
 QStringList AppSettings::defaultExclusiveApps() {
     // Launchers are left out on purpose: Steam and its peers idle in the tray all day, and a
-    // rule that pauses whenever they run would pause forever. These are games and game runtimes
-    // that only run while someone plays (gameoverlayui runs beside
-    // every game Steam starts), and apps that want the whole GPU.
-    const char* names[] = {"gameoverlayui", "cs2", "dota2", "witcher3", "Cyberpunk2077", "eldenring",
-                           "FortniteClient-Win64-Shipping", "VALORANT-Win64-Shipping", "RocketLeague",
-                           "GTA5", "r5apex", "Overwatch", "obs", "blender"};
+    // rule that pauses whenever they run would pause forever. These are games that only run while
+    // someone plays (gameoverlayui runs beside every game Steam starts), and apps that want the
+    // whole GPU.
+    const char* names[] = {"gameoverlayui",
+                           "cs2",
+                           "dota2",
+                           "witcher3",
+                           "Cyberpunk2077",
+                           "eldenring",
+                           "FortniteClient-Win64-Shipping",
+                           "VALORANT-Win64-Shipping",
+                           "RocketLeague",
+                           "GTA5",
+                           "r5apex",
+                           "Overwatch",
+                           "obs",
+                           "blender"};
     QStringList list;
     for (const char* name : names)
         list.append(QString::fromLatin1(name));
@@ -63,8 +74,8 @@ QStringList AppSettings::defaultExclusiveApps() {
 
 AppSettings::AppSettings(QObject* parent)
     : QObject(parent)
-    , m_settings(std::make_unique<QSettings>(QSettings::IniFormat, QSettings::UserScope, QStringLiteral("Tessera"),
-                                             QStringLiteral("tessera"))) {}
+    , m_settings(std::make_unique<QSettings>(QSettings::IniFormat, QSettings::UserScope,
+                                             QStringLiteral("Tessera"), QStringLiteral("tessera"))) {}
 
 AppSettings::AppSettings(const QString& path, QObject* parent)
     : QObject(parent)
@@ -82,7 +93,8 @@ QVariant AppSettings::value(Key key) const {
     // INI files keep no types: give back the default's type, so toStringList() of a one-item
     // list and toInt() of "70" behave.
     QVariant converted = stored;
-    if (d.defaultValue.metaType() == QMetaType::fromType<QStringList>() && stored.typeId() == QMetaType::QString)
+    if (d.defaultValue.metaType() == QMetaType::fromType<QStringList>() &&
+        stored.typeId() == QMetaType::QString)
         return QStringList{stored.toString()};
     if (converted.convert(d.defaultValue.metaType()))
         return converted;

@@ -20,29 +20,29 @@ class AppSettings final : public QObject {
 public:
     enum class Key {
         // contributing
-        CoordinatorUrl,      // QString, "https://127.0.0.1:7443"
-        CoordinatorCaFile,   // QString, extra trusted certificate (PEM); empty: the system's
-        DataDir,             // QString, the node's data folder; empty: NodeFiles::defaultDataDir()
-        DiskLimitGb,         // double, the most the shard may take on disk [20]
-        GpuLimitPercent,     // int 1..100, share of time computing [70]
-        Device,              // QString, "cpu" or "cuda:N"; empty: the first CUDA GPU, else the CPU
-        NodeProgram,         // QString, tessera-node's path; empty: next to this program, then $PATH
+        CoordinatorUrl,    // QString, "https://127.0.0.1:7443"
+        CoordinatorCaFile, // QString, extra trusted certificate (PEM); empty: the system's
+        DataDir,           // QString, the node's data folder; empty: NodeFiles::defaultDataDir()
+        DiskLimitGb,       // double, the most the shard may take on disk [20]
+        GpuLimitPercent,   // int 1..100, share of time computing [70]
+        Device,            // QString, "cpu" or "cuda:N"; empty: the first CUDA GPU, else the CPU
+        NodeProgram,       // QString, tessera-node's path; empty: next to this program, then $PATH
         // pause rules
-        PauseExclusiveApps,  // QStringList of process names [common games and launchers]
-        PauseOnFullscreen,   // bool [true]
-        PauseOnGpuGraphics,  // bool [true]
-        OnlyWhenIdle,        // bool [false]
-        IdleMinutes,         // int [3]
-        PauseOnBattery,      // bool [true]
-        TemperatureLimitC,   // int [83]; resumes 5 °C lower; 0: off
-        TimeWindows,         // QString, "Mon-Fri 18:00-08:00, Sat-Sun" — contribute only then; empty: always
-        GraceSeconds,        // int, a cause must be gone this long before resuming [15]
+        PauseExclusiveApps, // QStringList of process names [common games and launchers]
+        PauseOnFullscreen,  // bool [true]
+        PauseOnGpuGraphics, // bool [true]
+        OnlyWhenIdle,       // bool [false]
+        IdleMinutes,        // int [3]
+        PauseOnBattery,     // bool [true]
+        TemperatureLimitC,  // int [83]; resumes 5 °C lower; 0: off
+        TimeWindows,        // QString, "Mon-Fri 18:00-08:00, Sat-Sun" — contribute only then; empty: always
+        GraceSeconds,       // int, a cause must be gone this long before resuming [15]
         // the app
-        StartAtLogin,        // bool [false]
-        Notifications,       // bool [true]
-        FirstRunDone,        // bool [false]: the wizard opens until Contribute succeeded once
-        Contributing,        // bool [false]: the user said Contribute (and not Quit-and-stop)
-        ManualPauseUntilMs,  // qint64: a snooze or "until I resume" (-1) survives a restart [0]
+        StartAtLogin,       // bool [false]
+        Notifications,      // bool [true]
+        FirstRunDone,       // bool [false]: the wizard opens until Contribute succeeded once
+        Contributing,       // bool [false]: the user said Contribute (and not Quit-and-stop)
+        ManualPauseUntilMs, // qint64: a snooze or "until I resume" (-1) survives a restart [0]
         KeyCount
     };
     Q_ENUM(Key)

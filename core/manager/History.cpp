@@ -216,8 +216,8 @@ Result<HistorySeries> CreditHistory::series(const QString& ledgerPath, HistoryRa
         return s;
     Result<QSqlQuery> q =
         (*ledger)->query(QStringLiteral("SELECT issued_at / 60000, SUM(micro_credits) FROM receipts "
-                                    "WHERE issued_at >= ? AND issued_at < ? GROUP BY 1"),
-                     {edges.front(), edges.back()});
+                                        "WHERE issued_at >= ? AND issued_at < ? GROUP BY 1"),
+                         {edges.front(), edges.back()});
     if (!q)
         return q.error();
     while (q->next()) {

@@ -55,20 +55,26 @@ bool isPauseRule(Key key) {
 }
 
 bool isLaunchSetting(Key key) {
-    return key == Key::CoordinatorUrl || key == Key::CoordinatorCaFile || key == Key::DataDir || key == Key::Device ||
-           key == Key::NodeProgram;
+    return key == Key::CoordinatorUrl || key == Key::CoordinatorCaFile || key == Key::DataDir ||
+           key == Key::Device || key == Key::NodeProgram;
 }
 
 } // namespace
 
 QString appStateName(AppState state) {
     switch (state) {
-    case AppState::NotStarted: return QStringLiteral("Not started");
-    case AppState::Preparing: return QStringLiteral("Preparing");
-    case AppState::Waiting: return QStringLiteral("Waiting");
-    case AppState::Contributing: return QStringLiteral("Contributing");
-    case AppState::Paused: return QStringLiteral("Paused");
-    case AppState::Error: return QStringLiteral("Error");
+    case AppState::NotStarted:
+        return QStringLiteral("Not started");
+    case AppState::Preparing:
+        return QStringLiteral("Preparing");
+    case AppState::Waiting:
+        return QStringLiteral("Waiting");
+    case AppState::Contributing:
+        return QStringLiteral("Contributing");
+    case AppState::Paused:
+        return QStringLiteral("Paused");
+    case AppState::Error:
+        return QStringLiteral("Error");
     }
     return {};
 }
@@ -147,8 +153,11 @@ NodeLaunch Manager::makeLaunch() const {
     launch.program = m_settings.string(Key::NodeProgram);
     if (launch.program.isEmpty()) {
         // Installed side by side; a build tree has them in one bin/ too.
-        const QString beside = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("tessera-node"));
-        launch.program = QFileInfo(beside).isExecutable() ? beside : QStandardPaths::findExecutable(QStringLiteral("tessera-node"));
+        const QString beside =
+            QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("tessera-node"));
+        launch.program = QFileInfo(beside).isExecutable()
+                             ? beside
+                             : QStandardPaths::findExecutable(QStringLiteral("tessera-node"));
         if (launch.program.isEmpty())
             launch.program = QStringLiteral("tessera-node");
     }
@@ -168,8 +177,10 @@ void Manager::rebuildDetectors() {
 void Manager::start() {
     rebuildDetectors();
     m_policy->setGracePeriod(std::chrono::seconds(std::max(0, m_settings.integer(Key::GraceSeconds))));
-    m_swarm->setCoordinator(m_settings.string(Key::CoordinatorUrl), m_settings.string(Key::CoordinatorCaFile));
-    const QString activityPath = QFileInfo(m_settings.fileName()).dir().filePath(QStringLiteral("activity.sqlite"));
+    m_swarm->setCoordinator(m_settings.string(Key::CoordinatorUrl),
+                            m_settings.string(Key::CoordinatorCaFile));
+    const QString activityPath =
+        QFileInfo(m_settings.fileName()).dir().filePath(QStringLiteral("activity.sqlite"));
     if (QDir().mkpath(QFileInfo(activityPath).path())) {
         if (Status opened = m_activity->open(activityPath); !opened)
             qWarning("manager: activity history: %s", opened.message().c_str());
@@ -220,7 +231,8 @@ void Manager::resume() {
     m_policy->resume(m_now());
     // A node that was refused or stopped is tried again when the user says resume.
     if (m_contributing && !m_policy->decision().paused() &&
-        (m_supervisor->state() == NodeSupervisor::State::Refused || m_supervisor->state() == NodeSupervisor::State::Stopped))
+        (m_supervisor->state() == NodeSupervisor::State::Refused ||
+         m_supervisor->state() == NodeSupervisor::State::Stopped))
         m_supervisor->start();
     updateState();
 }
@@ -235,8 +247,8 @@ void Manager::stopContributing() {
 void Manager::shutdown() {
     m_tick.stop();
     m_slowTick.stop();
-    if (m_supervisor->state() == NodeSupervisor::State::Stopped || m_supervisor->state() == NodeSupervisor::State::Refused ||
-        m_supervisor->nodePid() == 0) {
+    if (m_supervisor->state() == NodeSupervisor::State::Stopped ||
+        m_supervisor->state() == NodeSupervisor::State::Refused || m_supervisor->nodePid() == 0) {
         m_supervisor->stop();
         QTimer::singleShot(0, this, &Manager::finished);
         return;
@@ -293,15 +305,19 @@ void Manager::applySetting(int keyValue) {
     } else if (key == Key::GpuLimitPercent) {
         m_supervisor->setGpuLimit(std::clamp(m_settings.integer(Key::GpuLimitPercent), 1, 100));
     } else if (key == Key::StartAtLogin) {
-        if (Status s = Autostart::setEnabled(m_settings.flag(Key::StartAtLogin), QCoreApplication::applicationFilePath()); !s)
+        if (Status s = Autostart::setEnabled(m_settings.flag(Key::StartAtLogin),
+                                             QCoreApplication::applicationFilePath());
+            !s)
             Q_EMIT notify(tr("Start at login"), QString::fromStdString(s.message()), true);
     } else if (key == Key::DiskLimitGb) {
         // A node stopped for the old limit starts again under a larger one.
-        if (m_contributing && m_supervisor->state() == NodeSupervisor::State::Stopped && !m_policy->decision().paused())
+        if (m_contributing && m_supervisor->state() == NodeSupervisor::State::Stopped &&
+            !m_policy->decision().paused())
             m_supervisor->start();
         updateState();
     } else if (isLaunchSetting(key)) {
-        m_swarm->setCoordinator(m_settings.string(Key::CoordinatorUrl), m_settings.string(Key::CoordinatorCaFile));
+        m_swarm->setCoordinator(m_settings.string(Key::CoordinatorUrl),
+                                m_settings.string(Key::CoordinatorCaFile));
         m_supervisor->setLaunch(makeLaunch());
         // A node already running is started again with the new settings.
         if (m_contributing && m_supervisor->nodePid() != 0) {
@@ -315,7 +331,9 @@ void Manager::sampleHistory() {
     const qint64 now = m_now();
     const QJsonObject& status = m_supervisor->nodeStatus();
     if (m_supervisor->nodePid() != 0 && !status.isEmpty()) {
-        const double share = m_supervisor->state() == NodeSupervisor::State::Running ? status.value(u"compute_share").toDouble() : 0;
+        const double share = m_supervisor->state() == NodeSupervisor::State::Running
+                                 ? status.value(u"compute_share").toDouble()
+                                 : 0;
         (void)m_activity->record(now, status.value(u"tasks_done").toInteger(), share);
     }
     if (Result<CreditTotals> totals = CreditHistory::totals(ledgerPath(), now); totals) {
@@ -334,7 +352,8 @@ void Manager::updateState() {
     const QString nodeState = status.value(u"state").toString();
     const int stage = status.value(u"stage").toInt(-1);
     const int stages = status.value(u"stages").toInt(0);
-    const QString stageText = stages > 0 ? tr("stage %1 of %2").arg(stage + 1).arg(stages) : tr("stage %1").arg(stage + 1);
+    const QString stageText =
+        stages > 0 ? tr("stage %1 of %2").arg(stage + 1).arg(stages) : tr("stage %1").arg(stage + 1);
     const QJsonObject download = status.value(u"download").toObject();
     const double diskLimit = m_settings.value(Key::DiskLimitGb).toDouble() * 1e9;
 
@@ -345,7 +364,8 @@ void Manager::updateState() {
         text = tr("Not contributing — click Contribute to lend your GPU");
     } else if (diskLimit > 0 && download.value(u"total").toDouble() > diskLimit) {
         state = AppState::Error;
-        text = tr("Stopped — this stage of the model needs %1 on disk; your limit is %2 (Settings → Data folder)")
+        text = tr("Stopped — this stage of the model needs %1 on disk; your limit is %2 (Settings → Data "
+                  "folder)")
                    .arg(megabytes(download.value(u"total").toDouble()), megabytes(diskLimit));
         if (m_supervisor->nodePid() != 0)
             m_supervisor->stop();
@@ -358,7 +378,8 @@ void Manager::updateState() {
     } else if (m_supervisor->state() == S::Restarting) {
         state = AppState::Waiting;
         text = tr("Waiting — %1; starting it again").arg(m_supervisor->lastError());
-    } else if (m_supervisor->state() == S::Starting || m_supervisor->state() == S::Stopped || nodeState.isEmpty()) {
+    } else if (m_supervisor->state() == S::Starting || m_supervisor->state() == S::Stopped ||
+               nodeState.isEmpty()) {
         text = tr("Starting…");
     } else if (nodeState == u"Benchmarking") {
         text = tr("Measuring your GPU…");
@@ -366,7 +387,8 @@ void Manager::updateState() {
         if (status.contains(u"retry_in_s") && status.contains(u"last_error")) {
             state = AppState::Waiting;
             text = tr("Waiting — %1; trying again in %2")
-                       .arg(status.value(u"last_error").toString(), duration(status.value(u"retry_in_s").toDouble()));
+                       .arg(status.value(u"last_error").toString(),
+                            duration(status.value(u"retry_in_s").toDouble()));
         } else {
             text = tr("Asking the coordinator for a place in the swarm…");
         }

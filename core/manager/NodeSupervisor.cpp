@@ -70,8 +70,12 @@ void NodeSupervisor::enter(State next) {
 }
 
 QStringList NodeSupervisor::arguments() const {
-    QStringList args{QStringLiteral("run"), QStringLiteral("--coordinator"), m_launch.coordinatorUrl,
-                     QStringLiteral("--data-dir"), m_launch.dataDir, QStringLiteral("--gpu-limit"),
+    QStringList args{QStringLiteral("run"),
+                     QStringLiteral("--coordinator"),
+                     m_launch.coordinatorUrl,
+                     QStringLiteral("--data-dir"),
+                     m_launch.dataDir,
+                     QStringLiteral("--gpu-limit"),
                      QString::number(m_launch.gpuLimitPercent)};
     if (!m_launch.coordinatorCaFile.isEmpty())
         args << QStringLiteral("--coordinator-ca") << m_launch.coordinatorCaFile;
@@ -139,12 +143,15 @@ void NodeSupervisor::spawn() {
 void NodeSupervisor::poll() {
     if (!m_control || m_control->busy())
         return;
-    m_control->request(QStringLiteral("status"), {}, [this](Result<QJsonObject> reply) {
-        if (reply)
-            onStatus(*reply);
-        // No answer while the node starts up (its socket is not there yet) is expected; a dead
-        // node is seen by QProcess::finished.
-    }, 3000);
+    m_control->request(
+        QStringLiteral("status"), {},
+        [this](Result<QJsonObject> reply) {
+            if (reply)
+                onStatus(*reply);
+            // No answer while the node starts up (its socket is not there yet) is expected; a dead
+            // node is seen by QProcess::finished.
+        },
+        3000);
 }
 
 void NodeSupervisor::onStatus(const QJsonObject& reply) {

@@ -29,11 +29,11 @@ class ControlConnection;
 namespace tessera::manager {
 
 struct NodeLaunch {
-    QString program;          // tessera-node
+    QString program; // tessera-node
     QString coordinatorUrl;
     QString coordinatorCaFile; // empty: none
     QString dataDir;
-    QString device;           // empty: the node's default
+    QString device; // empty: the node's default
     int gpuLimitPercent = 70;
     QStringList extraArguments; // tests: --bench-seconds, --heartbeat-ms
 };

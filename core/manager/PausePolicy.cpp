@@ -23,7 +23,8 @@ bool userPause(const PauseCause& cause) {
 
 // A grace period's countdown changes the reason every second; that alone is not a new decision.
 bool sameDecision(const PauseDecision& a, const PauseDecision& b) {
-    return a.kind == b.kind && a.causes == b.causes && a.resumeAtMs == b.resumeAtMs && a.snoozeUntilMs == b.snoozeUntilMs;
+    return a.kind == b.kind && a.causes == b.causes && a.resumeAtMs == b.resumeAtMs &&
+           a.snoozeUntilMs == b.snoozeUntilMs;
 }
 
 } // namespace
@@ -72,13 +73,17 @@ const PauseDecision& PausePolicy::evaluate(qint64 nowMs) {
 
     // The user's own pause. A snooze that ends while a game runs lasts until the game has gone.
     if (m_snoozeUntilMs == -1) {
-        causes.append(PauseCause{QStringLiteral("manual"), QStringLiteral("you paused it until you resume"), false});
+        causes.append(
+            PauseCause{QStringLiteral("manual"), QStringLiteral("you paused it until you resume"), false});
     } else if (m_snoozeUntilMs > 0) {
         if (nowMs < m_snoozeUntilMs) {
-            const QString until = QDateTime::fromMSecsSinceEpoch(m_snoozeUntilMs).toString(QStringLiteral("HH:mm"));
-            causes.append(PauseCause{QStringLiteral("snooze"), QStringLiteral("you paused it until %1").arg(until), false});
+            const QString until =
+                QDateTime::fromMSecsSinceEpoch(m_snoozeUntilMs).toString(QStringLiteral("HH:mm"));
+            causes.append(PauseCause{QStringLiteral("snooze"),
+                                     QStringLiteral("you paused it until %1").arg(until), false});
         } else if (game) {
-            causes.append(PauseCause{QStringLiteral("snooze"), QStringLiteral("your pause is over, but a game is still running"),
+            causes.append(PauseCause{QStringLiteral("snooze"),
+                                     QStringLiteral("your pause is over, but a game is still running"),
                                      false});
         } else {
             m_snoozeUntilMs = 0;
@@ -94,8 +99,7 @@ const PauseDecision& PausePolicy::evaluate(qint64 nowMs) {
             m_pausedSinceMs = nowMs;
         m_clearSinceMs = 0;
         m_skipGrace = false;
-        const bool hard = m_hardLatched || game ||
-                          std::any_of(causes.cbegin(), causes.cend(), userPause) ||
+        const bool hard = m_hardLatched || game || std::any_of(causes.cbegin(), causes.cend(), userPause) ||
                           nowMs - m_pausedSinceMs >= kSoftToHard.count();
         m_hardLatched = hard;
         next.kind = hard ? PauseKind::Hard : PauseKind::Soft;

@@ -35,7 +35,7 @@ struct PauseDecision {
     // What the user reads after "Paused — ": the first present cause's reason, else "resuming
     // in 12 s" during the grace period.
     QString reason;
-    qint64 resumeAtMs = 0;  // during the grace period: when it resumes; else 0
+    qint64 resumeAtMs = 0;    // during the grace period: when it resumes; else 0
     qint64 snoozeUntilMs = 0; // a snooze's end (or -1 for "until I resume"); 0: none
 
     bool paused() const { return kind != PauseKind::None; }
@@ -77,10 +77,10 @@ private:
     std::vector<std::unique_ptr<PauseDetector>> m_detectors;
     std::chrono::milliseconds m_grace = kDefaultGrace;
     qint64 m_snoozeUntilMs = 0;
-    qint64 m_pausedSinceMs = 0;  // when the current pause began
-    qint64 m_clearSinceMs = 0;   // when the last cause went away (grace period start); 0: a cause is present
+    qint64 m_pausedSinceMs = 0; // when the current pause began
+    qint64 m_clearSinceMs = 0;  // when the last cause went away (grace period start); 0: a cause is present
     bool m_hardLatched = false;
-    bool m_skipGrace = false;    // resume(): the user's own pause ends without a grace period
+    bool m_skipGrace = false; // resume(): the user's own pause ends without a grace period
     PauseDecision m_decision;
 };
 

@@ -30,7 +30,8 @@ public:
     // Queues the request; connects (reading the token afresh: each node start writes a new one)
     // when not connected. The callback gets the reply ("ok" true) or the error: the node's
     // refusal, "no tessera-node is running on DIR", or "did not answer in time" after timeoutMs.
-    void request(const QString& command, const QJsonObject& arguments, Callback callback, int timeoutMs = 5000);
+    void request(const QString& command, const QJsonObject& arguments, Callback callback,
+                 int timeoutMs = 5000);
     // Fails whatever is queued ("cancelled") and disconnects.
     void reset();
     bool busy() const { return !m_queue.empty(); }

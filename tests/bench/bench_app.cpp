@@ -47,7 +47,8 @@ bool waitFor(const std::function<bool()>& done, int ms) {
     return done();
 }
 
-void configure(AppSettings& s, const CoordinatorProcess& coordinator, const QTemporaryDir& dir, const QString& node) {
+void configure(AppSettings& s, const CoordinatorProcess& coordinator, const QTemporaryDir& dir,
+               const QString& node) {
     s.setValue(Key::CoordinatorUrl, coordinator.url());
     s.setValue(Key::CoordinatorCaFile, dir.filePath(u"coordinator/tls.crt"_s));
     s.setValue(Key::DataDir, dir.filePath(node));
@@ -68,10 +69,12 @@ void idleApp(const CoordinatorProcess& coordinator, const QTemporaryDir& dir, in
         QTest::qWait(1000);
     }
     std::printf("\n1. The idle app (the real tessera process, %d s each%s)\n", seconds,
-                tray.state() == QProcess::Running ? ", tint2 as tray host" : ", no tray host: its dashboard is open");
+                tray.state() == QProcess::Running ? ", tint2 as tray host"
+                                                  : ", no tray host: its dashboard is open");
     std::printf("%-40s %12s %10s\n", "", "CPU % core", "RSS MiB");
     for (const bool contributing : {false, true}) {
-        const QString ini = dir.filePath(contributing ? u"app-working/tessera.ini"_s : u"app-idle/tessera.ini"_s);
+        const QString ini =
+            dir.filePath(contributing ? u"app-working/tessera.ini"_s : u"app-idle/tessera.ini"_s);
         {
             AppSettings s(ini);
             configure(s, coordinator, dir, contributing ? u"node-app"_s : u"node-unused"_s);
@@ -84,12 +87,14 @@ void idleApp(const CoordinatorProcess& coordinator, const QTemporaryDir& dir, in
         if (contributing) {
             // Measured once the node works: the app then polls it every second.
             const QString nodeDir = dir.filePath(u"node-app"_s);
-            waitFor([&] {
-                QProcess status;
-                status.start(QStringLiteral(TESSERA_NODE_PATH), {u"status"_s, u"--data-dir"_s, nodeDir});
-                status.waitForFinished(5000);
-                return status.readAll().contains("Working");
-            }, 120'000);
+            waitFor(
+                [&] {
+                    QProcess status;
+                    status.start(QStringLiteral(TESSERA_NODE_PATH), {u"status"_s, u"--data-dir"_s, nodeDir});
+                    status.waitForFinished(5000);
+                    return status.readAll().contains("Working");
+                },
+                120'000);
         } else {
             QTest::qWait(3000);
         }
@@ -99,8 +104,9 @@ void idleApp(const CoordinatorProcess& coordinator, const QTemporaryDir& dir, in
         wall.start();
         QTest::qWait(seconds * 1000);
         const double cpu = (processCpuSeconds(pid) - cpu0) / (double(wall.elapsed()) / 1000);
-        std::printf("%-40s %11.2f%% %10.1f\n", contributing ? "contributing (a node working)" : "not contributing",
-                    100 * cpu, processRssMiB(pid));
+        std::printf("%-40s %11.2f%% %10.1f\n",
+                    contributing ? "contributing (a node working)" : "not contributing", 100 * cpu,
+                    processRssMiB(pid));
         app.terminate();
         if (!app.waitForFinished(15'000))
             app.kill();
@@ -118,8 +124,11 @@ struct Trial {
 std::vector<Trial> gameTrials(Manager& manager, int trials, bool fullscreen, const QString& gameCopy) {
     std::vector<Trial> out;
     for (int i = 0; i < trials; ++i) {
-        if (!waitFor([&] { return manager.state() == AppState::Contributing && manager.supervisor().nodePid() != 0; },
-                     120'000)) {
+        if (!waitFor(
+                [&] {
+                    return manager.state() == AppState::Contributing && manager.supervisor().nodePid() != 0;
+                },
+                120'000)) {
             std::printf("   trial %d: the node did not come back (%s)\n", i, qPrintable(manager.stateText()));
             break;
         }
@@ -127,8 +136,14 @@ std::vector<Trial> gameTrials(Manager& manager, int trials, bool fullscreen, con
         QProcess game;
         QElapsedTimer t;
         if (fullscreen) {
-            game.start(QStringLiteral(TESSERA_FAKE_GAME_PATH), {u"--fullscreen"_s, u"--title"_s, u"Bench game"_s});
-            waitFor([&] { game.waitForReadyRead(1); return game.readAll().contains("shown"); }, 10'000);
+            game.start(QStringLiteral(TESSERA_FAKE_GAME_PATH),
+                       {u"--fullscreen"_s, u"--title"_s, u"Bench game"_s});
+            waitFor(
+                [&] {
+                    game.waitForReadyRead(1);
+                    return game.readAll().contains("shown");
+                },
+                10'000);
             t.start(); // the window is on screen
         } else {
             t.start();
@@ -168,8 +183,8 @@ int main(int argc, char** argv) {
     }
     qputenv("OMP_NUM_THREADS", "1");
     QTemporaryDir dir;
-    CoordinatorProcess coordinator({u"--data-dir"_s, dir.filePath(u"coordinator"_s), u"--listen"_s, u"127.0.0.1:0"_s,
-                                    u"--model"_s, u"tiny"_s, u"--stages"_s, u"1"_s});
+    CoordinatorProcess coordinator({u"--data-dir"_s, dir.filePath(u"coordinator"_s), u"--listen"_s,
+                                    u"127.0.0.1:0"_s, u"--model"_s, u"tiny"_s, u"--stages"_s, u"1"_s});
     if (!coordinator.waitReady()) {
         std::fprintf(stderr, "the coordinator did not start: %s\n", coordinator.err().constData());
         return 1;
@@ -188,8 +203,9 @@ int main(int argc, char** argv) {
 
     const QString gameCopy = dir.filePath(u"tessera-fakegame"_s);
     QFile::copy(u"/bin/sleep"_s, gameCopy);
-    std::printf("\n2. From a game starting to the node's compute stopping (%d trials each; policy tick %lld ms)\n",
-                trials, qint64(Manager::kPolicyTick.count()));
+    std::printf(
+        "\n2. From a game starting to the node's compute stopping (%d trials each; policy tick %lld ms)\n",
+        trials, qint64(Manager::kPolicyTick.count()));
     std::printf("%-34s %3s %9s %9s %11s %11s\n", "game", "n", "decided", "p99", "node gone", "p99");
     std::printf("%-34s %3s %9s %9s %11s %11s\n", "", "", "p50 ms", "ms", "p50 ms", "ms");
     report("full-screen X11 window", gameTrials(manager, trials, true, gameCopy));

@@ -127,7 +127,8 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(supervisor().nodePid(), 0, 2000);
         qInfo("the node's process was gone %lld ms after the window was shown", shown.elapsed());
         QCOMPARE(m_manager->state(), AppState::Paused);
-        QVERIFY2(m_manager->stateText().startsWith(u"Paused — a full-screen app"_s), qPrintable(m_manager->stateText()));
+        QVERIFY2(m_manager->stateText().startsWith(u"Paused — a full-screen app"_s),
+                 qPrintable(m_manager->stateText()));
 
         game.close();
         QElapsedTimer closed;
