@@ -92,6 +92,7 @@ DashboardWindow::DashboardWindow(manager::Manager& manager, ContributionActions&
         m_swarm->setStatus(status);
         updateState();
     });
+    connect(&m_manager, &manager::Manager::swarmStatusFailed, m_swarm, &SwarmPanel::setError);
     connect(&m_manager, &manager::Manager::creditsChanged, this, &DashboardWindow::refreshHistory);
     connect(&m_actions, &ContributionActions::changed, this, &DashboardWindow::updateButtons);
     m_refresh.setInterval(std::chrono::milliseconds(kRefresh));

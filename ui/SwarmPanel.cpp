@@ -51,6 +51,11 @@ QString SwarmPanel::summary() const {
     return m_summary->text();
 }
 
+void SwarmPanel::setError(const QString& error) {
+    const QString line = tr("The coordinator is not answering: %1").arg(error);
+    m_summary->setText(m_lastSummary.isEmpty() ? line : m_lastSummary + u'\n' + line);
+}
+
 void SwarmPanel::setStatus(const QJsonObject& status) {
     if (status.isEmpty())
         return; // keep the last answer while the coordinator is away
@@ -64,7 +69,8 @@ void SwarmPanel::setStatus(const QJsonObject& status) {
         parts << tr("loss %1").arg(locale.toString(loss.toDouble(), 'f', 3));
     if (const double tps = status.value(u"tokens_per_second").toDouble(); tps > 0)
         parts << tr("%1 tokens/s").arg(locale.toString(std::lround(tps)));
-    m_summary->setText(parts.join(u" · "_s));
+    m_lastSummary = parts.join(u" · "_s);
+    m_summary->setText(m_lastSummary);
 
     // loss_curve: [[step, loss, tokens], …], the last 500 steps.
     QList<QPointF> points;

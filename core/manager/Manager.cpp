@@ -108,6 +108,7 @@ Manager::Manager(AppSettings& settings, const DetectorContext& context, QObject*
     });
     connect(m_supervisor.get(), &NodeSupervisor::stopped, this, &Manager::updateState);
     connect(m_swarm.get(), &SwarmStatusClient::statusChanged, this, &Manager::swarmStatusChanged);
+    connect(m_swarm.get(), &SwarmStatusClient::failed, this, &Manager::swarmStatusFailed);
 
     m_tick.setInterval(int(kPolicyTick.count()));
     connect(&m_tick, &QTimer::timeout, this, &Manager::tick);

@@ -80,6 +80,8 @@ Q_SIGNALS:
     void stateChanged(tessera::manager::AppState state, const QString& text);
     void nodeStatusChanged(const QJsonObject& status);
     void swarmStatusChanged(const QJsonObject& status);
+    // The coordinator's status could not be fetched (unreachable, TLS, bad answer): why, in words.
+    void swarmStatusFailed(const QString& error);
     void creditsChanged(double today, double total);
     // For the tray's notifications (pause, resume, errors), when the user allows them.
     void notify(const QString& title, const QString& message, bool error);

@@ -34,6 +34,7 @@ private Q_SLOTS:
     void creditsFromTheLedger();
     void stateFollowsTheManager();
     void swarmLossCurve();
+    void unreachableCoordinatorIsSaid();
 };
 
 namespace {
@@ -166,6 +167,21 @@ void TestDashboard::swarmLossCurve() {
     QCOMPARE(dashboard.swarm().summary(), u"12 volunteers online · step 50 · loss 3.000 · 4,200 tokens/s"_s);
     QCOMPARE(dashboard.swarm().lossCurve().count(), 50);
     QCOMPARE(dashboard.swarm().lossCurve().at(49), QPointF(50, 3.0));
+
+    // The coordinator goes away: the last figures stay, and the panel says it is not answering.
+    dashboard.swarm().setError(u"the connection was refused"_s);
+    QCOMPARE(dashboard.swarm().summary(), u"12 volunteers online · step 50 · loss 3.000 · 4,200 tokens/s\n"
+                                          "The coordinator is not answering: the connection was refused"_s);
+}
+
+void TestDashboard::unreachableCoordinatorIsSaid() {
+    // The fixture's coordinator is a port nothing listens on: the real fetch fails.
+    test::UiFixture app;
+    ui::ContributionActions actions(app.manager());
+    ui::DashboardWindow dashboard(app.manager(), actions);
+    app.manager().start();
+    QVERIFY(QTest::qWaitFor([&] { return dashboard.swarm().summary().contains(u"not answering"); }, 10'000));
+    QVERIFY2(dashboard.swarm().summary().contains(u"refused"), qPrintable(dashboard.swarm().summary()));
 }
 
 QTEST_MAIN(TestDashboard)
