@@ -265,9 +265,16 @@ void Manager::tick() {
         updateState();
 }
 
+bool Manager::overDiskLimit() const {
+    const double limit = m_settings.value(Key::DiskLimitGb).toDouble() * 1e9;
+    const double needed = m_supervisor->nodeStatus().value(u"download").toObject().value(u"total").toDouble();
+    return limit > 0 && needed > limit;
+}
+
 void Manager::applyDecision(const PauseDecision& decision) {
     const bool wasPaused = m_state == AppState::Paused;
-    if (m_contributing) {
+    // A node stopped for the disk limit stays stopped until the limit is raised.
+    if (m_contributing && !overDiskLimit()) {
         switch (decision.kind) {
         case PauseKind::None:
             if (m_supervisor->state() == NodeSupervisor::State::Stopped)
@@ -356,18 +363,18 @@ void Manager::updateState() {
     const QString stageText =
         stages > 0 ? tr("stage %1 of %2").arg(stage + 1).arg(stages) : tr("stage %1").arg(stage + 1);
     const QJsonObject download = status.value(u"download").toObject();
-    const double diskLimit = m_settings.value(Key::DiskLimitGb).toDouble() * 1e9;
 
     AppState state = AppState::Preparing;
     QString text;
     if (!m_contributing) {
         state = AppState::NotStarted;
         text = tr("Not contributing — click Contribute to lend your GPU");
-    } else if (diskLimit > 0 && download.value(u"total").toDouble() > diskLimit) {
+    } else if (overDiskLimit()) {
         state = AppState::Error;
         text = tr("Stopped — this stage of the model needs %1 on disk; your limit is %2 (Settings → Data "
                   "folder)")
-                   .arg(megabytes(download.value(u"total").toDouble()), megabytes(diskLimit));
+                   .arg(megabytes(download.value(u"total").toDouble()),
+                        megabytes(m_settings.value(Key::DiskLimitGb).toDouble() * 1e9));
         if (m_supervisor->nodePid() != 0)
             m_supervisor->stop();
     } else if (m_policy->decision().paused()) {

@@ -95,6 +95,8 @@ private:
     void updateState();
     void sampleHistory();
     NodeLaunch makeLaunch() const;
+    // The stage the node was given needs more disk than the user allows.
+    bool overDiskLimit() const;
 
     AppSettings& m_settings;
     std::unique_ptr<DetectorContext> m_context;

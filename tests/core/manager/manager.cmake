@@ -32,3 +32,12 @@ if(TARGET fake_game)
     endif()
     set_tests_properties(manager.test_pause_while_gaming PROPERTIES LABELS manager TIMEOUT 300)
 endif()
+
+# The Manager with a real node and coordinator: the disk limit, a pause kept across app restarts.
+tessera_manager_test(test_manager test_manager.cpp
+    ${CMAKE_SOURCE_DIR}/tests/core/CoordinatorProcess.cpp ${CMAKE_SOURCE_DIR}/tests/core/CoordinatorProcess.h)
+add_dependencies(test_manager tessera-coordinator tessera-node)
+target_compile_definitions(test_manager PRIVATE TESSERA_COORDINATOR_PATH="$<TARGET_FILE:tessera-coordinator>"
+    TESSERA_NODE_PATH="$<TARGET_FILE:tessera-node>")
+add_test(NAME manager.test_manager COMMAND test_manager)
+set_tests_properties(manager.test_manager PROPERTIES LABELS manager TIMEOUT 300)
