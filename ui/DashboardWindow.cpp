@@ -2,10 +2,10 @@
 
 #include "ContributionActions.h"
 #include "HistoryChart.h"
-#include "NodeStatusText.h"
 #include "QuestionBox.h"
 #include "SwarmPanel.h"
 #include "TrayIcons.h"
+#include "manager/NodeStatusText.h"
 
 #include "manager/AppSettings.h"
 #include "manager/Manager.h"
@@ -28,6 +28,7 @@ using namespace Qt::StringLiterals;
 using manager::AppSettings;
 using manager::AppState;
 using manager::HistoryRange;
+using manager::NodeStatusText;
 
 namespace {
 

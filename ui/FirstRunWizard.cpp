@@ -1,7 +1,7 @@
 #include "FirstRunWizard.h"
 
-#include "NodeStatusText.h"
 #include "TrayIcons.h"
+#include "manager/NodeStatusText.h"
 
 #include "manager/AppSettings.h"
 #include "manager/Manager.h"
@@ -20,6 +20,7 @@ namespace tessera::ui {
 using namespace Qt::StringLiterals;
 using manager::AppSettings;
 using manager::AppState;
+using manager::NodeStatusText;
 
 namespace {
 

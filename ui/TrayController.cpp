@@ -1,8 +1,8 @@
 #include "TrayController.h"
 
 #include "ContributionActions.h"
-#include "NodeStatusText.h"
 #include "TrayIcons.h"
+#include "manager/NodeStatusText.h"
 
 #include "manager/Manager.h"
 
@@ -11,6 +11,7 @@
 namespace tessera::ui {
 
 using namespace Qt::StringLiterals;
+using manager::NodeStatusText;
 
 TrayController::TrayController(manager::Manager& manager, ContributionActions& actions, QObject* parent)
     : QObject(parent)

@@ -3,6 +3,7 @@
 #include "manager/AppSettings.h"
 #include "manager/Autostart.h"
 #include "manager/History.h"
+#include "manager/NodeStatusText.h"
 #include "manager/SwarmStatusClient.h"
 #include "manager/detectors/PauseDetectors.h"
 #include "node/NodeFiles.h"
@@ -23,19 +24,6 @@ constexpr std::chrono::milliseconds kSlowTick{10'000};
 
 qint64 wallClock() {
     return QDateTime::currentMSecsSinceEpoch();
-}
-
-QString megabytes(double bytes) {
-    return bytes >= 1e9 ? QStringLiteral("%1 GB").arg(bytes / 1e9, 0, 'f', 1)
-                        : QStringLiteral("%1 MB").arg(bytes / 1e6, 0, 'f', 0);
-}
-
-QString duration(double seconds) {
-    if (seconds < 90)
-        return QStringLiteral("%1 s").arg(qRound(seconds));
-    if (seconds < 90 * 60)
-        return QStringLiteral("%1 min").arg(qRound(seconds / 60));
-    return QStringLiteral("%1 h").arg(seconds / 3600, 0, 'f', 1);
 }
 
 bool isPauseRule(Key key) {
@@ -98,6 +86,10 @@ Manager::Manager(AppSettings& settings, const DetectorContext& context, QObject*
     connect(m_policy.get(), &PausePolicy::decisionChanged, this, &Manager::applyDecision);
     connect(m_supervisor.get(), &NodeSupervisor::stateChanged, this, &Manager::updateState);
     connect(m_supervisor.get(), &NodeSupervisor::nodeStatusChanged, this, [this](const QJsonObject& status) {
+        // A stage larger than the user's disk limit: the node stops (and stays stopped, see
+        // applyDecision) until the limit is raised.
+        if (m_contributing && overDiskLimit() && m_supervisor->nodePid() != 0)
+            m_supervisor->stop();
         updateState();
         Q_EMIT nodeStatusChanged(status);
     });
@@ -359,7 +351,7 @@ void Manager::updateState() {
     const QJsonObject& status = m_supervisor->nodeStatus();
     const QString nodeState = status.value(u"state").toString();
     const int stage = status.value(u"stage").toInt(-1);
-    const int stages = status.value(u"stages").toInt(0);
+    const int stages = NodeStatusText::stageCount(status, m_swarm->lastStatus());
     const QString stageText =
         stages > 0 ? tr("stage %1 of %2").arg(stage + 1).arg(stages) : tr("stage %1").arg(stage + 1);
     const QJsonObject download = status.value(u"download").toObject();
@@ -373,10 +365,8 @@ void Manager::updateState() {
         state = AppState::Error;
         text = tr("Stopped — this stage of the model needs %1 on disk; your limit is %2 (Settings → Data "
                   "folder)")
-                   .arg(megabytes(download.value(u"total").toDouble()),
-                        megabytes(m_settings.value(Key::DiskLimitGb).toDouble() * 1e9));
-        if (m_supervisor->nodePid() != 0)
-            m_supervisor->stop();
+                   .arg(NodeStatusText::megabytes(download.value(u"total").toDouble()),
+                        NodeStatusText::megabytes(m_settings.value(Key::DiskLimitGb).toDouble() * 1e9));
     } else if (m_policy->decision().paused()) {
         state = AppState::Paused;
         text = tr("Paused — %1").arg(m_policy->decision().reason);
@@ -396,25 +386,16 @@ void Manager::updateState() {
             state = AppState::Waiting;
             text = tr("Waiting — %1; trying again in %2")
                        .arg(status.value(u"last_error").toString(),
-                            duration(status.value(u"retry_in_s").toDouble()));
+                            NodeStatusText::duration(status.value(u"retry_in_s").toDouble()));
         } else {
             text = tr("Asking the coordinator for a place in the swarm…");
         }
     } else if (nodeState == u"Waitlisted") {
         state = AppState::Waiting;
         text = tr("Waiting — the swarm has no room right now; trying again in %1")
-                   .arg(duration(status.value(u"retry_in_s").toDouble()));
+                   .arg(NodeStatusText::duration(status.value(u"retry_in_s").toDouble()));
     } else if (nodeState == u"Downloading") {
-        const double total = download.value(u"total").toDouble();
-        const double bytes = download.value(u"bytes").toDouble();
-        text = tr("Downloading %1 of the model").arg(stageText);
-        if (total > 0) {
-            text += tr(": %1% of %2").arg(qRound(100 * bytes / total)).arg(megabytes(total));
-            if (download.value(u"bytes_per_second").toDouble() > 0)
-                text += tr(" (%1/s, %2 left)")
-                            .arg(megabytes(download.value(u"bytes_per_second").toDouble()),
-                                 duration(download.value(u"eta_s").toDouble()));
-        }
+        text = tr("Downloading %1 of the model: %2").arg(stageText, NodeStatusText::download(status));
     } else if (nodeState == u"Joining") {
         text = tr("Joining the swarm with %1 of the model…").arg(stageText);
     } else if (nodeState == u"Working") {

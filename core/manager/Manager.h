@@ -57,7 +57,7 @@ public:
 
     AppState state() const { return m_state; }
     // One sentence: "Contributing to stage 2 of 7", "Paused — a game is running: witcher3.exe",
-    // "Downloading the model's stage 2: 40% (12 MB/s, 3 min left)".
+    // "Downloading stage 2 of 7 of the model: 480 MB of 1200 MB · 12.0 MB/s · about 3 minutes left".
     const QString& stateText() const { return m_stateText; }
     const PauseDecision& pauseDecision() const;
     const QJsonObject& nodeStatus() const;

@@ -264,10 +264,10 @@ void NodeSupervisor::setGpuLimit(int percent) {
 }
 
 void NodeSupervisor::onFinished(int exitCode, QProcess::ExitStatus exitStatus) {
-    if (m_process)
+    if (m_process) {
         m_stderrTail += m_process->readAllStandardError();
-    if (m_process)
-        m_process.release()->deleteLater();
+        m_process.release()->deleteLater(); // this is its own finished() signal
+    }
     m_control.reset();
     m_poll.stop();
     const bool crashed = exitStatus == QProcess::CrashExit;

@@ -3,6 +3,7 @@
 // Manager whose pause detectors cannot see this machine's processes, GPU or display (a test must
 // not pause because someone runs Steam on the build machine).
 
+#include "IsolatedDetectors.h"
 #include "manager/AppSettings.h"
 #include "manager/Manager.h"
 #include "manager/detectors/PauseDetectors.h"
@@ -28,14 +29,7 @@ public:
     }
 
     // The detectors' surroundings: an empty /proc, no NVML, no X display, no system bus.
-    manager::DetectorContext isolated() const {
-        manager::DetectorContext context;
-        context.procRoot = path(u"proc");
-        context.nvmlLibrary = path(u"no-libnvidia-ml.so");
-        context.x11Display = QStringLiteral(":9999");
-        context.dbusSystemBus = QStringLiteral("unix:path=") + path(u"no-system-bus");
-        return context;
-    }
+    manager::DetectorContext isolated() const { return isolatedDetectors(m_dir.path()); }
 
     manager::Manager& manager() {
         if (!m_manager)

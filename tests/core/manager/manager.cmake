@@ -1,6 +1,7 @@
 # The lead's tests: the settings registry, the pause policy's state machine, the supervisor of a
 # real tessera-node against a real coordinator, and pausing while gaming under a real X server.
-foreach(name test_app_settings test_pause_policy)
+# test_node_status_text: the node's status in the sentences the app shows (pure).
+foreach(name test_app_settings test_pause_policy test_node_status_text)
     tessera_manager_test(${name} ${name}.cpp)
     add_test(NAME manager.${name} COMMAND ${name})
     set_tests_properties(manager.${name} PROPERTIES LABELS manager TIMEOUT 60)

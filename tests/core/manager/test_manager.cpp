@@ -4,6 +4,7 @@
 // turned off is remembered. The pause rules are isolated from this machine (an empty /proc, no
 // display, no NVML, no system bus): test_pause_while_gaming runs them for real.
 #include "CoordinatorProcess.h"
+#include "IsolatedDetectors.h"
 #include "manager/AppSettings.h"
 #include "manager/Manager.h"
 #include "manager/detectors/PauseDetectors.h"
@@ -21,14 +22,7 @@ class TestManager final : public QObject {
     QTemporaryDir m_dir;
     std::unique_ptr<CoordinatorProcess> m_coordinator;
 
-    DetectorContext isolated() const {
-        DetectorContext context;
-        context.procRoot = m_dir.filePath(u"empty-proc"_s);
-        context.nvmlLibrary = m_dir.filePath(u"no-libnvidia-ml.so"_s);
-        context.x11Display = u":9999"_s;
-        context.dbusSystemBus = u"unix:path="_s + m_dir.filePath(u"no-bus"_s);
-        return context;
-    }
+    DetectorContext isolated() const { return tessera::test::isolatedDetectors(m_dir.path()); }
 
     std::unique_ptr<AppSettings> settings(const QString& name) const {
         auto s = std::make_unique<AppSettings>(m_dir.filePath(name + u"/tessera.ini"_s));
@@ -70,7 +64,7 @@ private Q_SLOTS:
         m->start();
         m->contribute();
         QTRY_COMPARE_WITH_TIMEOUT(m->state(), AppState::Error, 60'000);
-        QVERIFY2(m->stateText().contains(u"needs"_s) && m->stateText().contains(u"your limit is 1 MB"_s),
+        QVERIFY2(m->stateText().contains(u"needs 6.6 MB on disk; your limit is 1.0 MB"_s),
                  qPrintable(m->stateText()));
         QTRY_COMPARE_WITH_TIMEOUT(m->supervisor().nodePid(), 0, 15'000);
         QTest::qWait(1000);

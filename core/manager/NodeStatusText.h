@@ -6,7 +6,7 @@
 #include <QJsonObject>
 #include <QString>
 
-namespace tessera::ui {
+namespace tessera::manager {
 
 class NodeStatusText final {
     Q_DECLARE_TR_FUNCTIONS(NodeStatusText)
@@ -36,4 +36,4 @@ public:
     static QString megabytes(double bytes);  // "12.5 MB"
 };
 
-} // namespace tessera::ui
+} // namespace tessera::manager

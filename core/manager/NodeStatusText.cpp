@@ -1,4 +1,4 @@
-#include "NodeStatusText.h"
+#include "manager/NodeStatusText.h"
 
 #include <QJsonArray>
 #include <QLocale>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace tessera::ui {
+namespace tessera::manager {
 
 using namespace Qt::StringLiterals;
 
@@ -144,4 +144,4 @@ QString NodeStatusText::refusalAdvice(const QString& why) {
     return tr("Check the coordinator's address in Settings, then try again.");
 }
 
-} // namespace tessera::ui
+} // namespace tessera::manager

@@ -1,12 +1,12 @@
 // NodeStatusText: the sentences a user reads about the node, from status JSON as Node::status()
 // writes it.
-#include "NodeStatusText.h"
+#include "manager/NodeStatusText.h"
 
 #include <QJsonArray>
 #include <QTest>
 
 using namespace Qt::StringLiterals;
-using tessera::ui::NodeStatusText;
+using tessera::manager::NodeStatusText;
 
 class TestNodeStatusText final : public QObject {
     Q_OBJECT
