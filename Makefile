@@ -37,6 +37,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_stage_model
 	$(BUILD_DIR)/bin/bench_codec
 	$(BUILD_DIR)/bin/bench_coordinator
+	$(BUILD_DIR)/bin/bench_activation_leg
 	$(BUILD_DIR)/bin/bench_node_engine
 	$(BUILD_DIR)/bin/bench_node
 	$(BUILD_DIR)/bin/bench_swarm

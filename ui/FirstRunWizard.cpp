@@ -311,12 +311,9 @@ void FirstRunWizard::fill(Page page) {
     case Page::Admission:
         m_retry->setVisible(m_refused);
         if (m_refused) {
-            const QString why = m_manager.supervisor().lastError().isEmpty()
-                                    ? status.value(u"last_error").toString()
-                                    : m_manager.supervisor().lastError();
             m_admissionTitle->setText(tr("Tessera could not join the swarm"));
             m_admissionText->setText(m_manager.stateText());
-            m_admissionAdvice->setText(NodeStatusText::refusalAdvice(why + u' ' + m_manager.stateText()));
+            m_admissionAdvice->setText(NodeStatusText::refusalAdvice(m_manager.supervisor().refusal().kind));
             break;
         }
         m_admissionTitle->setText(tr("Joining the swarm"));

@@ -1,5 +1,5 @@
 // tessera-coordinator: admission, stage assignment and shard serving (see core/coordinator/).
-#include "coordinator/CoordinatorCommandLine.h"
+#include "CoordinatorCommandLine.h"
 
 #include <QCoreApplication>
 

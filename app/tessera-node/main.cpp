@@ -1,5 +1,5 @@
 // tessera-node: the headless compute node (see core/node/).
-#include "node/NodeCommandLine.h"
+#include "NodeCommandLine.h"
 
 #include <QCoreApplication>
 

@@ -1,7 +1,7 @@
 // tessera: the desktop app (tray, wizard, dashboard, settings); its logic is core/manager/.
 #include "DesktopApp.h"
 
-#include "coordinator/ShutdownSignals.h"
+#include "common/ShutdownSignals.h"
 #include "manager/AppSettings.h"
 #include "manager/Manager.h"
 #include "manager/SingleInstance.h"
@@ -58,10 +58,10 @@ int main(int argc, char** argv) {
     ui::DesktopApp desktop(manager);
     QObject::connect(&single, &manager::SingleInstance::showRequested, &desktop, &ui::DesktopApp::showMain);
     // The session ending (SIGTERM at logout) or Ctrl+C is a Quit: the node stops with the app.
-    Result<std::unique_ptr<coordinator::ShutdownSignals>> shutdownSignals =
-        coordinator::ShutdownSignals::install();
+    Result<std::unique_ptr<ShutdownSignals>> shutdownSignals =
+        ShutdownSignals::install();
     if (shutdownSignals)
-        QObject::connect(shutdownSignals->get(), &coordinator::ShutdownSignals::received, &desktop,
+        QObject::connect(shutdownSignals->get(), &ShutdownSignals::received, &desktop,
                          &ui::DesktopApp::quit);
     desktop.start(ui::DesktopApp::Options{parser.isSet(minimized), parser.value(show)});
     return QApplication::exec();

@@ -1,7 +1,7 @@
 #pragma once
 // Identity: an Ed25519 key pair that names a node (or the coordinator) and signs on its behalf.
 
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QByteArray>
 #include <QString>

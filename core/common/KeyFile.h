@@ -1,7 +1,7 @@
 #pragma once
 // KeyFile: reads and writes files that hold a private key: owner-only from creation, atomic, checked on read.
 
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QByteArray>
 #include <QString>

@@ -2,7 +2,7 @@
 // TlsCertificate: the coordinator's TLS certificate and key, loaded from PEM files or, when the
 // operator gives none, self-signed on first start.
 
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QList>
 #include <QSslCertificate>

@@ -1,7 +1,5 @@
 #include "common/Version.h"
 
-#include "BuildInfo.h"
-
 #include <QtGlobal>
 
 namespace tessera {
@@ -10,11 +8,9 @@ QString tesseraVersion() {
     return QStringLiteral(TESSERA_VERSION);
 }
 
-QString versionLine(const QString& program) {
+QString versionLine(const QString& program, const std::string& runtime) {
     return program + u' ' + tesseraVersion() + QStringLiteral(" (Qt ") + QString::fromLatin1(qVersion()) +
-           QStringLiteral(", LibTorch ") + QString::fromStdString(gpu::torchVersion()) +
-           (gpu::cudaBackendBuilt() ? QStringLiteral(", CUDA backend built)")
-                                    : QStringLiteral(", without CUDA backend)"));
+           QStringLiteral(", ") + QString::fromStdString(runtime) + u')';
 }
 
 } // namespace tessera

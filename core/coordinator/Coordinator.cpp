@@ -3,10 +3,10 @@
 #include "common/Identity.h"
 #include "common/TlsCertificate.h"
 #include "coordinator/CoordinatorRun.h"
-#include "coordinator/Database.h"
+#include "coordinator/store/Database.h"
 #include "coordinator/DatasetSpec.h"
-#include "coordinator/NonceStore.h"
-#include "coordinator/SessionStore.h"
+#include "coordinator/store/NonceStore.h"
+#include "coordinator/store/SessionStore.h"
 #include "coordinator/admission/AdmissionService.h"
 #include "coordinator/api/AdmissionApi.h"
 #include "coordinator/api/CreditsApi.h"
@@ -15,7 +15,7 @@
 #include "coordinator/api/ShardApi.h"
 #include "coordinator/api/StatusApi.h"
 #include "coordinator/http/HttpServer.h"
-#include "coordinator/router/Trainer.h"
+#include "coordinator/training/Trainer.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -199,7 +199,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     const gpu::ModelConfig& model = p.run->config();
 
     AdmissionSettings admission;
-    admission.minimumClientVersion = options.minClientVersion;
+    admission.minimumClientVersion = std::max(options.minClientVersion, protocol::kOldestCompatibleClient);
     AssignmentSettings assignment;
     assignment.maxNodesTotal = options.maxNodes;
     assignment.maxNodesPerStage = options.maxNodesPerStage;

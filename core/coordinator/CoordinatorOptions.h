@@ -1,9 +1,9 @@
 #pragma once
 // CoordinatorOptions: what tessera-coordinator is started with (its command line, parsed).
 
-#include "coordinator/admission/ClientVersion.h"
-#include "coordinator/router/Trainer.h"
-#include "model/ModelConfig.h"
+#include "protocol/ClientVersion.h"
+#include "coordinator/training/Trainer.h"
+#include "base/ModelConfig.h"
 
 #include <QString>
 
@@ -30,7 +30,7 @@ struct CoordinatorOptions {
     int maxNodes = 0;
     int maxNodesPerStage = 0;
     std::chrono::seconds waitlistRetryAfter{300};
-    ClientVersion minClientVersion{0, 1, 0};
+    protocol::ClientVersion minClientVersion = protocol::kOldestCompatibleClient;
     // HTTP limits (HttpServerConfig); unset: the server's own defaults.
     std::optional<int> maxConnections;
     std::optional<std::chrono::milliseconds> requestTimeout; // header block and body deadlines

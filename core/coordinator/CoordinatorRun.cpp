@@ -1,10 +1,10 @@
 #include "coordinator/CoordinatorRun.h"
 
 #include "common/Identity.h"
-#include "coordinator/Database.h"
+#include "coordinator/store/Database.h"
 #include "coordinator/DatasetSpec.h"
-#include "coordinator/StageVersionStore.h"
-#include "coordinator/api/ManifestSignature.h"
+#include "coordinator/store/StageVersionStore.h"
+#include "protocol/ManifestSignature.h"
 #include "shard/InitialShards.h"
 
 #include <QDir>
@@ -182,7 +182,7 @@ Status CoordinatorRun::createShards(Database& db, const Identity& coordinatorKey
     return db.writeTransaction([&]() -> Status {
         StageVersionStore store(db);
         for (gpu::ShardManifest& m : *manifests) {
-            signManifest(m, coordinatorKey);
+            protocol::signManifest(m, coordinatorKey);
             StageVersion v;
             v.stage = int(m.stage);
             v.version = m.version;

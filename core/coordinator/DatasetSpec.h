@@ -1,7 +1,7 @@
 #pragma once
 // DatasetSpec: the run's training data as named by --dataset, checked without reading the data.
 
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QString>
 

@@ -2,7 +2,7 @@
 // Autostart: "start at login" — an XDG autostart entry on Linux ($XDG_CONFIG_HOME/autostart),
 // the HKCU Run key on Windows, a LaunchAgent on macOS (the latter two compiled there).
 
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QString>
 

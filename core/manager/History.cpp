@@ -1,6 +1,8 @@
 #include "manager/History.h"
 
-#include "coordinator/Sql.h"
+#include "common/Sql.h"
+#include "node/ledger/LedgerReader.h"
+#include "protocol/CreditReceipt.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -17,7 +19,7 @@
 
 namespace tessera::manager {
 
-namespace sql = coordinator::sql;
+namespace sql = tessera::sql;
 
 namespace {
 
@@ -25,9 +27,6 @@ constexpr qint64 kMinuteMs = 60'000;
 constexpr qint64 kHourMs = 60 * kMinuteMs;
 constexpr qint64 kDayMs = 24 * kHourMs;
 constexpr qint64 kKeepMs = 31 * kDayMs;
-constexpr double kMicroCreditsPerCredit = 1e6;
-// A reader waits this long when SQLite is busy (recovering the WAL after a crash of the node).
-constexpr int kBusyTimeoutMs = 2000;
 
 std::string text(const QString& s) {
     return s.toStdString();
@@ -91,72 +90,6 @@ qsizetype bucketOf(const QList<qint64>& edges, qint64 t) {
     return std::upper_bound(edges.begin(), edges.end(), t) - edges.begin() - 1;
 }
 
-// The node's ledger, opened read-only for one call under a connection name of its own (so that
-// calls from several threads never share one), which is removed again afterwards.
-class LedgerReader final {
-public:
-    explicit LedgerReader(const QString& path)
-        : m_path(path)
-        , m_name(nextConnectionName("tessera-history-ledger")) {
-        m_db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), m_name);
-        m_db.setDatabaseName(path);
-        // Read-only: the node owns the file. WAL mode lets this reader see every committed
-        // receipt while the node writes, without ever blocking it.
-        m_db.setConnectOptions(
-            QStringLiteral("QSQLITE_OPEN_READONLY;QSQLITE_BUSY_TIMEOUT=%1").arg(kBusyTimeoutMs));
-    }
-    ~LedgerReader() {
-        m_db.close();
-        m_db = QSqlDatabase(); // every handle must be gone before Qt forgets the name
-        QSqlDatabase::removeDatabase(m_name);
-    }
-    LedgerReader(const LedgerReader&) = delete;
-    LedgerReader& operator=(const LedgerReader&) = delete;
-
-    // True when the receipts table is there; false for a database the node has only just
-    // created (no tables yet): an empty history.
-    Result<bool> open() {
-        if (!m_db.open())
-            return fail(m_db.lastError());
-        QSqlQuery q(m_db);
-        if (!q.exec(QStringLiteral("SELECT name FROM sqlite_master WHERE type = 'table'")))
-            return fail(q.lastError());
-        QStringList tables;
-        while (q.next())
-            tables.append(q.value(0).toString());
-        if (tables.contains(u"receipts"))
-            return true;
-        if (tables.isEmpty())
-            return false;
-        return makeError(text(m_path) + " is not a tessera-node ledger (it has no receipts table)");
-    }
-
-    Result<QSqlQuery> query(const QString& statement, const QVariantList& values) {
-        QSqlQuery q(m_db);
-        q.setForwardOnly(true);
-        if (!q.prepare(statement))
-            return fail(q.lastError());
-        for (const QVariant& v : values)
-            q.addBindValue(v);
-        if (!q.exec())
-            return fail(q.lastError());
-        return q;
-    }
-
-private:
-    Error fail(const QSqlError& e) const {
-        QString why = e.databaseText().trimmed();
-        if (why.isEmpty())
-            why = e.text().trimmed();
-        return makeError("cannot read the credit history from " + text(m_path) + ": " + text(why) +
-                         " (the ledger may be damaged; check it with `tessera-node ledger verify`)");
-    }
-
-    QString m_path;
-    QString m_name;
-    QSqlDatabase m_db;
-};
-
 struct SampleSums {
     QList<double> tasks;
     QList<double> share;
@@ -188,20 +121,6 @@ Result<SampleSums> sampleSums(const QSqlDatabase& db, const QList<qint64>& edges
 
 } // namespace
 
-// The node's ledger, open for reading; null when there is none yet or it holds no receipts table
-// (the node has not joined): an empty history, not an error.
-static Result<std::unique_ptr<LedgerReader>> openLedger(const QString& path) {
-    if (!QFileInfo::exists(path))
-        return std::unique_ptr<LedgerReader>();
-    auto ledger = std::make_unique<LedgerReader>(path);
-    Result<bool> hasReceipts = ledger->open();
-    if (!hasReceipts)
-        return hasReceipts.error();
-    if (!*hasReceipts)
-        return std::unique_ptr<LedgerReader>();
-    return ledger;
-}
-
 HistorySeries emptySeries(HistoryRange range, qint64 nowMs) {
     return seriesFor(range, bucketEdges(range, nowMs));
 }
@@ -209,49 +128,27 @@ HistorySeries emptySeries(HistoryRange range, qint64 nowMs) {
 Result<HistorySeries> CreditHistory::series(const QString& ledgerPath, HistoryRange range, qint64 nowMs) {
     const QList<qint64> edges = bucketEdges(range, nowMs);
     HistorySeries s = seriesFor(range, edges);
-    Result<std::unique_ptr<LedgerReader>> ledger = openLedger(ledgerPath);
-    if (!ledger)
-        return ledger.error();
-    if (!*ledger)
-        return s;
-    Result<QSqlQuery> q =
-        (*ledger)->query(QStringLiteral("SELECT issued_at / 60000, SUM(micro_credits) FROM receipts "
-                                        "WHERE issued_at >= ? AND issued_at < ? GROUP BY 1"),
-                         {edges.front(), edges.back()});
-    if (!q)
-        return q.error();
-    while (q->next()) {
-        const qsizetype i = bucketOf(edges, q->value(0).toLongLong() * kMinuteMs);
-        if (i >= 0)
-            s.values[i] += double(q->value(1).toLongLong()) / kMicroCreditsPerCredit;
-    }
+    Result<std::vector<node::MinuteCredits>> minutes =
+        node::LedgerReader::creditsPerMinute(ledgerPath, edges.front(), edges.back());
+    if (!minutes)
+        return minutes.error();
+    for (const node::MinuteCredits& m : *minutes)
+        if (const qsizetype i = bucketOf(edges, m.minute * kMinuteMs); i >= 0)
+            s.values[i] += double(m.microCredits) / protocol::kMicroCreditsPerCredit;
     return s;
 }
 
 Result<CreditTotals> CreditHistory::totals(const QString& ledgerPath, qint64 nowMs) {
-    CreditTotals t;
-    Result<std::unique_ptr<LedgerReader>> ledger = openLedger(ledgerPath);
-    if (!ledger)
-        return ledger.error();
-    if (!*ledger)
-        return t;
     const qint64 midnight = QDateTime::fromMSecsSinceEpoch(nowMs).date().startOfDay().toMSecsSinceEpoch();
-    // TOTAL(flop) is a double: an integer SUM would fail once the FLOP pass 2^63.
-    Result<QSqlQuery> q = (*ledger)->query(
-        QStringLiteral(
-            "SELECT COUNT(*), COALESCE(SUM(micro_credits), 0), TOTAL(flop), "
-            "COALESCE(SUM(CASE WHEN issued_at >= ? THEN micro_credits ELSE 0 END), 0) FROM receipts"),
-        {midnight});
-    if (!q)
-        return q.error();
-    if (!q->next())
-        return t;
-    t.receipts = q->value(0).toLongLong();
-    t.total = double(q->value(1).toLongLong()) / kMicroCreditsPerCredit;
-    const double flop = q->value(2).toDouble();
-    t.flop = flop >= double(std::numeric_limits<qint64>::max()) ? std::numeric_limits<qint64>::max()
-                                                                : qint64(flop);
-    t.today = double(q->value(3).toLongLong()) / kMicroCreditsPerCredit;
+    Result<node::LedgerSummary> summary = node::LedgerReader::summary(ledgerPath, midnight);
+    if (!summary)
+        return summary.error();
+    CreditTotals t;
+    t.receipts = summary->receipts;
+    t.total = double(summary->microCredits) / protocol::kMicroCreditsPerCredit;
+    t.flop = summary->flop >= double(std::numeric_limits<qint64>::max()) ? std::numeric_limits<qint64>::max()
+                                                                         : qint64(summary->flop);
+    t.today = double(summary->microCreditsSince) / protocol::kMicroCreditsPerCredit;
     return t;
 }
 

@@ -3,7 +3,7 @@
 // it) and the node's throughput, sampled by the app into its own small SQLite file — bucketed
 // over the last hour (60 × 1 min), day (24 × 1 h) or month (30 × 1 day).
 
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QList>
 #include <QSqlDatabase>

@@ -127,20 +127,21 @@ double NodeStatusText::downloadProgress(const QJsonObject& status) {
     return std::clamp(d.value(u"bytes").toDouble() / total, 0.0, 1.0);
 }
 
-QString NodeStatusText::refusalAdvice(const QString& why) {
-    if (why.contains(u"refusing the coordinator") || why.contains(u"presents the key"))
+QString NodeStatusText::refusalAdvice(protocol::RefusalKind why) {
+    switch (why) {
+    case protocol::RefusalKind::CoordinatorKeyChanged:
         return tr("The coordinator at this address is not the one Tessera joined before: its identity "
                   "key changed. Check the address in Settings. If its operator announced a new key, "
                   "remove coordinator.json from Tessera's data folder and try again.");
-    if (why.contains(u"memory"))
+    case protocol::RefusalKind::NoStageFits:
         return tr("This computer does not have enough memory for any part of the model. There is "
                   "nothing to fix on your side; a smaller model may fit later.");
-    if (why.contains(u"update Tessera") || why.contains(u"older than"))
+    case protocol::RefusalKind::ClientTooOld:
         return tr(
             "This version of Tessera is too old for the swarm. Install the latest version and try again.");
-    if (why.contains(u"certificate") || why.contains(u"SSL") || why.contains(u"TLS"))
-        return tr("Tessera could not verify the coordinator's certificate. Check the address and the "
-                  "certificate file in Settings.");
+    case protocol::RefusalKind::Other:
+        break;
+    }
     return tr("Check the coordinator's address in Settings, then try again.");
 }
 

@@ -2,6 +2,8 @@
 // NodeStatusText: the node's status JSON (Node::status()) in plain words for the wizard and the
 // dashboard — the benchmark's result, the stage held, the waitlist, the download, a refusal.
 
+#include "protocol/Refusal.h"
+
 #include <QCoreApplication>
 #include <QJsonObject>
 #include <QString>
@@ -27,7 +29,7 @@ public:
     static QString download(const QJsonObject& status);
     static double downloadProgress(const QJsonObject& status);
     // What a person can do about a refusal, from the node's own message.
-    static QString refusalAdvice(const QString& why);
+    static QString refusalAdvice(protocol::RefusalKind why);
 
     // Credits as people read them: "0", "0.0012" (a small node's first hour), "3.75", "1,234".
     static QString credits(double value);

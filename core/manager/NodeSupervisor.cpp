@@ -1,6 +1,7 @@
 #include "manager/NodeSupervisor.h"
 
-#include "node/ControlConnection.h"
+#include "node/NodeFiles.h"
+#include "node/control/ControlConnection.h"
 
 #include <QMetaEnum>
 
@@ -144,7 +145,7 @@ void NodeSupervisor::poll() {
     if (!m_control || m_control->busy())
         return;
     m_control->request(
-        QStringLiteral("status"), {},
+        protocol::ControlRequest{protocol::ControlCommand::Status},
         [this](Result<QJsonObject> reply) {
             if (reply)
                 onStatus(*reply);
@@ -161,7 +162,7 @@ void NodeSupervisor::onStatus(const QJsonObject& reply) {
         enter(paused ? State::SoftPaused : State::Running);
     // A soft pause asked while the node was starting is carried out as soon as it answers.
     if (m_wantSoftPause && !paused && (m_state == State::Running || m_state == State::SoftPaused)) {
-        command(QStringLiteral("pause"));
+        command({protocol::ControlCommand::Pause});
         enter(State::SoftPaused);
     }
     if (m_runningFor.isValid() && m_runningFor.elapsed() >= std::chrono::milliseconds(kStableRun).count())
@@ -169,12 +170,13 @@ void NodeSupervisor::onStatus(const QJsonObject& reply) {
     Q_EMIT nodeStatusChanged(m_status);
 }
 
-void NodeSupervisor::command(const QString& name, const QJsonObject& arguments) {
+void NodeSupervisor::command(const protocol::ControlRequest& request) {
     if (!m_control)
         return;
-    m_control->request(name, arguments, [this, name](Result<QJsonObject> reply) {
+    m_control->request(request, [this, request](Result<QJsonObject> reply) {
         if (!reply) {
-            qWarning("supervisor: %s: %s", qPrintable(name), reply.message().c_str());
+            qWarning("supervisor: %s: %s", qPrintable(protocol::controlCommandName(request.command)),
+                     reply.message().c_str());
             return;
         }
         if (reply->contains(u"state") && reply->contains(u"stage")) {
@@ -187,7 +189,7 @@ void NodeSupervisor::command(const QString& name, const QJsonObject& arguments) 
 void NodeSupervisor::softPause() {
     m_wantSoftPause = true;
     if (m_state == State::Running) {
-        command(QStringLiteral("pause"));
+        command({protocol::ControlCommand::Pause});
         enter(State::SoftPaused);
     }
 }
@@ -199,7 +201,7 @@ void NodeSupervisor::hardPause() {
     switch (m_state) {
     case State::Running:
     case State::SoftPaused:
-        command(QStringLiteral("pause"), QJsonObject{{QStringLiteral("hard"), true}});
+        command({protocol::ControlCommand::Pause, true});
         // A node that does not leave by itself in time is made to.
         QTimer::singleShot(kStopGraceMs, this, [this] {
             if (m_state == State::HardPaused && m_process)
@@ -222,7 +224,7 @@ void NodeSupervisor::resume() {
     m_wantSoftPause = false;
     switch (m_state) {
     case State::SoftPaused:
-        command(QStringLiteral("resume"));
+        command({protocol::ControlCommand::Resume});
         enter(State::Running);
         break;
     case State::HardPaused:
@@ -247,7 +249,7 @@ void NodeSupervisor::stop() {
     if (m_state == State::Stopping)
         return;
     if (m_state == State::Running || m_state == State::SoftPaused)
-        command(QStringLiteral("stop"));
+        command({protocol::ControlCommand::Stop});
     else
         m_process->terminate();
     enter(State::Stopping);
@@ -260,7 +262,7 @@ void NodeSupervisor::stop() {
 void NodeSupervisor::setGpuLimit(int percent) {
     m_launch.gpuLimitPercent = percent;
     if (m_state == State::Running || m_state == State::SoftPaused)
-        command(QStringLiteral("set-limit"), QJsonObject{{QStringLiteral("percent"), percent}});
+        command({protocol::ControlCommand::SetLimit, false, double(percent)});
 }
 
 void NodeSupervisor::onFinished(int exitCode, QProcess::ExitStatus exitStatus) {
@@ -286,8 +288,10 @@ void NodeSupervisor::onFinished(int exitCode, QProcess::ExitStatus exitStatus) {
     }
     const QString words = lastLine(m_stderrTail);
     if (!crashed && exitCode == kExitRefused) {
+        // The node records why, by kind, before it exits refused.
+        m_refusal = node::NodeFiles(m_launch.dataDir).readRefusal().value_or(protocol::Refusal{});
         const QString detail = m_status.value(u"detail").toString();
-        m_lastError = !words.isEmpty() ? words : detail;
+        m_lastError = !m_refusal.message.isEmpty() ? m_refusal.message : !words.isEmpty() ? words : detail;
         enter(State::Refused);
         Q_EMIT nodeFailed(m_lastError);
         return;

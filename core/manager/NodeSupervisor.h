@@ -9,7 +9,9 @@
 //   ─exit code 3 (refused: no stage fits, another coordinator key)─▶ Refused (no restart; start() retries)
 //   any ─stop()─▶ Stopping ─▶ Stopped
 
-#include "node/Backoff.h"
+#include "common/Backoff.h"
+#include "protocol/ControlMessages.h"
+#include "protocol/Refusal.h"
 
 #include <QElapsedTimer>
 #include <QJsonObject>
@@ -73,6 +75,8 @@ public:
     qint64 nodePid() const; // 0 when no process runs
     // Why the node stopped, when it was refused or crashed: its last words.
     const QString& lastError() const { return m_lastError; }
+    // Why the node was refused for good (state Refused): its kind, read from the node's record.
+    const protocol::Refusal& refusal() const { return m_refusal; }
     int restarts() const { return m_restarts; }
 
 Q_SIGNALS:
@@ -88,7 +92,7 @@ private:
     void poll();
     void onStatus(const QJsonObject& reply);
     void onFinished(int exitCode, QProcess::ExitStatus status);
-    void command(const QString& name, const QJsonObject& arguments = {});
+    void command(const protocol::ControlRequest& request);
     QStringList arguments() const;
 
     NodeLaunch m_launch;
@@ -97,10 +101,11 @@ private:
     std::unique_ptr<node::ControlConnection> m_control;
     QTimer m_poll;
     QTimer m_restart;
-    node::Backoff m_backoff;
+    Backoff m_backoff;
     QElapsedTimer m_runningFor; // a node that ran 60 s resets the back-off
     QJsonObject m_status;
     QString m_lastError;
+    protocol::Refusal m_refusal;
     QByteArray m_stderrTail;
     int m_restarts = 0;
     bool m_wantSoftPause = false;

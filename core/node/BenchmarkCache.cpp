@@ -1,7 +1,7 @@
 #include "node/BenchmarkCache.h"
 
-#include "Benchmark.h"
-#include "DeviceDiscovery.h"
+#include "device/Benchmark.h"
+#include "device/DeviceDiscovery.h"
 #include "common/Version.h"
 #include "node/NodeFiles.h"
 

@@ -2,7 +2,7 @@
 // BenchmarkCache: the measured throughput a node claims at admission, re-measured only when the
 // hardware (device, memory, driver) or the client version changes.
 
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QJsonObject>
 #include <QString>

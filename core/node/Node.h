@@ -6,13 +6,15 @@
 // the thread that owns the Node, except the benchmark (a short-lived thread) and the engine (its
 // own thread).
 
-#include "Result.h"
+#include "base/Result.h"
 #include "common/Identity.h"
-#include "node/Backoff.h"
+#include "common/Backoff.h"
 #include "node/NodeFiles.h"
 #include "node/NodeOptions.h"
 #include "node/NodeState.h"
-#include "shard/ShardManifest.h"
+#include "protocol/ControlMessages.h"
+#include "protocol/SessionMessages.h"
+#include "base/ShardManifest.h"
 
 #include <QElapsedTimer>
 #include <QJsonObject>
@@ -24,17 +26,19 @@
 
 namespace tessera::node {
 
+class Admission;
+class BenchmarkRun;
 class ControlServer;
+class CreditsPoller;
 class CoordinatorClient;
-class EngineThread;
+class EngineHost;
 class LocalLedger;
 class NodeSession;
-class ShardDownload;
+class ShardInstall;
 class ShardStore;
 class TaskRunner;
 struct EngineResult;
 struct EngineStats;
-struct HttpReply;
 
 // Process exit codes of `tessera-node run`.
 enum NodeExit : int { ExitStopped = 0, ExitError = 1, ExitUsage = 2, ExitRefused = 3 };
@@ -63,28 +67,24 @@ Q_SIGNALS:
 private:
     void enter(NodeState next, const QString& detail = {});
     void fail(const QString& message, int exitCode);
+    // Exits refused for good (ExitRefused), with the kind recorded for the desktop app.
+    void refuse(protocol::RefusalKind kind, const QString& message);
     void retryLater(const QString& why, NodeState from);
 
+    void waitlisted(qint64 retryAfterSeconds, const QString& reason);
+
     void runBenchmark();
-    void fetchInfo();
-    bool checkCoordinatorKey(const QString& presented);
-    void admit();
-    void onAdmission(const HttpReply& reply);
-    void fetchManifest();
-    void useManifest(const QByteArray& manifestJson);
     void download();
     void join();
     void maybeWorking();
-    void onSessionMessage(const QJsonObject& message);
+    void onSessionMessage(const protocol::SessionMessage& message);
     // The coordinator moves this node to another stage: drop the old stage's work, fetch and
     // load the new one's shard on the open session, then say ready for it.
-    void onReassign(const QJsonObject& message);
-    void onTaskFinished(const EngineResult& result);
+    void onReassign(const protocol::Reassign& message);
     // Tells the coordinator whether to route tasks here: ready, or unavailable while paused.
     void announceAvailability();
-    void pollCredits();
 
-    QJsonObject onControl(const QString& command, const QJsonObject& arguments);
+    QJsonObject onControl(const protocol::ControlRequest& request);
     void setPaused(bool paused);
     void hardPause();
 
@@ -94,38 +94,22 @@ private:
     QString m_stateDetail;
     QString m_lastError;
     std::optional<Identity> m_identity;
-    QByteArray m_coordinatorKey; // raw 32 bytes, pinned
-    QJsonObject m_hardware;
-    QJsonObject m_bench;
-    QElapsedTimer m_benchClock; // since the benchmark began (the first run shows its progress)
-    QJsonObject m_modelConfig; // from /v1/info
-    int m_stageCount = 0;      // from /v1/info; 0 while unknown
-    QString m_sessionToken;
-    int m_stage = -1;
     std::optional<gpu::ShardManifest> m_manifest;
     qint64 m_retryAtMs = 0;
 
     std::unique_ptr<ControlServer> m_control;
     std::unique_ptr<CoordinatorClient> m_client;
+    std::unique_ptr<BenchmarkRun> m_benchmark;
+    std::unique_ptr<Admission> m_admission;
+    std::unique_ptr<CreditsPoller> m_credits;
     std::unique_ptr<ShardStore> m_store;
-    std::unique_ptr<ShardDownload> m_download;
+    std::unique_ptr<ShardInstall> m_install;
     std::unique_ptr<LocalLedger> m_ledger;
     std::unique_ptr<NodeSession> m_session;
-    std::unique_ptr<EngineThread> m_engine;
+    std::unique_ptr<EngineHost> m_engine;
     std::unique_ptr<TaskRunner> m_runner; // the data plane, for the stage loaded
-    bool m_engineLoaded = false;
-    // Loads are answered in the order asked; those asked up to m_loadsVoidThrough were for a
-    // stage this node has left, and one superseded by a later request is void too.
-    qint64 m_loadsRequested = 0;
-    qint64 m_loadsAnswered = 0;
-    qint64 m_loadsVoidThrough = 0;
-
     bool m_pauseRequested = false;
-    bool m_enginePaused = false;
     double m_limit = 0.7;
-    double m_computeShare = 0;
-    double m_computeShareTotal = 0; // since the first task
-    qint64 m_tasksDone = 0;
 
     Backoff m_backoff;
     QTimer m_retry;

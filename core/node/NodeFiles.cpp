@@ -58,4 +58,13 @@ Status NodeFiles::remove(const QString& name) const {
     return {};
 }
 
+Status NodeFiles::writeRefusal(const protocol::Refusal& refusal) const {
+    return write(refusalFile(), protocol::toJson(refusal));
+}
+
+std::optional<protocol::Refusal> NodeFiles::readRefusal() const {
+    Result<QJsonObject> record = read(refusalFile());
+    return record ? protocol::parseRefusal(*record) : std::nullopt;
+}
+
 } // namespace tessera::node

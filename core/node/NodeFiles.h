@@ -7,11 +7,16 @@
 //                     (0600; the stage follows a reassign)
 //   bench.json        cached benchmark + hardware key   control.sock / control.token
 //   settings.json     the user's pause and limit, kept across restarts (and hard pauses)
+//   refusal.json      why the last run was refused for good (its kind and words), for the
+//                     desktop app; removed when a run starts
 
-#include "Result.h"
+#include "base/Result.h"
+#include "protocol/Refusal.h"
 
 #include <QJsonObject>
 #include <QString>
+
+#include <optional>
 
 namespace tessera::node {
 
@@ -37,6 +42,11 @@ public:
     // temp file, fsync, rename; owner-only when `secret`.
     Status write(const QString& name, const QJsonObject& record, bool secret = false) const;
     Status remove(const QString& name) const;
+
+    // The refusal a node records before it exits refused, and the app reads afterwards.
+    Status writeRefusal(const protocol::Refusal& refusal) const;
+    std::optional<protocol::Refusal> readRefusal() const;
+    static QString refusalFile() { return QStringLiteral("refusal.json"); }
 
 private:
     QString m_dir;

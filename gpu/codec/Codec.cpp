@@ -68,8 +68,8 @@ std::uint64_t Codec::payloadBytes(PayloadKind kind, std::int64_t batch, std::int
     return FrameHeader::kSize + valueBytes(h) + h.tokens() * h.tokenBytes;
 }
 
-std::vector<std::uint8_t> Codec::encode(PayloadKind kind, const torch::Tensor& x,
-                                        const torch::Tensor& tokens) const {
+void Codec::encode(PayloadKind kind, const torch::Tensor& x, const torch::Tensor& tokens,
+                   std::vector<std::uint8_t>& out) const {
     const std::string what(payloadKindName(kind));
     const std::int64_t d = m_config.dModel;
     if (!x.defined() || x.dim() != 3 || x.size(2) != d || !x.is_floating_point())
@@ -99,16 +99,15 @@ std::vector<std::uint8_t> Codec::encode(PayloadKind kind, const torch::Tensor& x
 
     const FrameHeader header = headerFor(kind, batch, seq);
     const std::uint64_t expected = payloadBytes(kind, batch, seq);
-    std::vector<std::uint8_t> out;
-    out.reserve(expected);
+    const std::size_t start = out.size();
+    out.reserve(start + expected);
     header.appendTo(out);
     encodeValues(kind, rows, ids, out);
     if (kind == PayloadKind::Activation)
         wire::appendTokens(out, ids, m_tokenBytes);
-    if (out.size() != expected)
-        throw std::logic_error("codec: " + describe() + " wrote " + std::to_string(out.size()) +
+    if (out.size() - start != expected)
+        throw std::logic_error("codec: " + describe() + " wrote " + std::to_string(out.size() - start) +
                                " bytes, not " + std::to_string(expected));
-    return out;
 }
 
 Result<FrameHeader> Codec::open(std::span<const std::uint8_t> payload, PayloadKind kind) const {
@@ -158,12 +157,25 @@ Result<FrameHeader> Codec::open(std::span<const std::uint8_t> payload, PayloadKi
 
 std::vector<std::uint8_t> Codec::encodeActivation(const torch::Tensor& hidden,
                                                   const torch::Tensor& tokens) const {
-    return encode(PayloadKind::Activation, hidden, tokens);
+    std::vector<std::uint8_t> out;
+    encode(PayloadKind::Activation, hidden, tokens, out);
+    return out;
 }
 
-std::vector<std::uint8_t> Codec::encodeGradient(const torch::Tensor& grad,
-                                                const torch::Tensor& tokens) const {
-    return encode(PayloadKind::Gradient, grad, tokens);
+void Codec::encodeActivation(const torch::Tensor& hidden, const torch::Tensor& tokens,
+                             std::vector<std::uint8_t>& out) const {
+    encode(PayloadKind::Activation, hidden, tokens, out);
+}
+
+std::vector<std::uint8_t> Codec::encodeGradient(const torch::Tensor& grad, const torch::Tensor& tokens) const {
+    std::vector<std::uint8_t> out;
+    encode(PayloadKind::Gradient, grad, tokens, out);
+    return out;
+}
+
+void Codec::encodeGradient(const torch::Tensor& grad, const torch::Tensor& tokens,
+                           std::vector<std::uint8_t>& out) const {
+    encode(PayloadKind::Gradient, grad, tokens, out);
 }
 
 Result<Activation> Codec::decodeActivation(std::span<const std::uint8_t> payload) const {

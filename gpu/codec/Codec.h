@@ -7,10 +7,10 @@
 // run's model (d, k, vocab, max_seq_len) and the options' token limit, and the exact length,
 // before it allocates anything; a malformed, truncated or foreign payload is an Error.
 
-#include "Dtype.h"
-#include "Result.h"
+#include "base/Dtype.h"
+#include "base/Result.h"
 #include "codec/FrameHeader.h"
-#include "model/ModelConfig.h"
+#include "base/ModelConfig.h"
 
 #include <torch/types.h>
 
@@ -55,10 +55,15 @@ public:
     // ids, sizes beyond the limits) throws std::invalid_argument: it is a bug, not bad input.
     std::vector<std::uint8_t> encodeActivation(const torch::Tensor& hidden,
                                                const torch::Tensor& tokens) const;
+    // The same, appended to `out`: whatever the caller wrote in front (an envelope it fills in
+    // later) stays, so the payload is written once, where it will be sent from.
+    void encodeActivation(const torch::Tensor& hidden, const torch::Tensor& tokens,
+                          std::vector<std::uint8_t>& out) const;
     Result<Activation> decodeActivation(std::span<const std::uint8_t> payload) const;
     // grad [B,T,d]; tokens [B,T] only checks the shape (the previous stage has the ids) and
     // may be undefined. Decoding gives [B,T,d] fp32.
     std::vector<std::uint8_t> encodeGradient(const torch::Tensor& grad, const torch::Tensor& tokens) const;
+    void encodeGradient(const torch::Tensor& grad, const torch::Tensor& tokens, std::vector<std::uint8_t>& out) const;
     Result<torch::Tensor> decodeGradient(std::span<const std::uint8_t> payload) const;
 
     // Exact length of what encodeActivation/encodeGradient return for a [batch, seq] microbatch
@@ -95,8 +100,8 @@ protected:
     static Status checkOptions(const ModelConfig& config, const CodecOptions& options);
 
 private:
-    std::vector<std::uint8_t> encode(PayloadKind kind, const torch::Tensor& x,
-                                     const torch::Tensor& tokens) const;
+    void encode(PayloadKind kind, const torch::Tensor& x, const torch::Tensor& tokens,
+                std::vector<std::uint8_t>& out) const;
     Result<FrameHeader> open(std::span<const std::uint8_t> payload, PayloadKind kind) const;
     FrameHeader headerFor(PayloadKind kind, std::int64_t batch, std::int64_t seq) const;
 

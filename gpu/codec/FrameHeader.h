@@ -1,9 +1,9 @@
 #pragma once
 // FrameHeader: the fixed 28-byte little-endian header that starts every codec payload.
 
-#include "Dtype.h"
-#include "Result.h"
-#include "model/ModelConfig.h"
+#include "base/Dtype.h"
+#include "base/Result.h"
+#include "base/ModelConfig.h"
 
 #include <cstddef>
 #include <cstdint>

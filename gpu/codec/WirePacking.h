@@ -2,7 +2,7 @@
 // WirePacking: the byte-level pieces every codec body is made of (raw tensors, token ids,
 // absmax-int8 rows), vectorised with torch; memcpy only moves the finished bytes.
 
-#include "Dtype.h"
+#include "base/Dtype.h"
 
 #include <torch/types.h>
 

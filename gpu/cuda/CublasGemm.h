@@ -4,7 +4,7 @@
 // benchmark or the accuracy check asks.
 
 #include "CudaResources.h"
-#include "Dtype.h"
+#include "base/Dtype.h"
 
 #include <cstddef>
 #include <cstdint>

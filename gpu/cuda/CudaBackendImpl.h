@@ -7,7 +7,7 @@
 // a double-precision product of the inputs exactly as rounded to the dtype. C itself comes
 // back in the dtype, so expect about 2^-8 for bf16, 2^-11 for fp16 and 1e-6 for fp32.
 
-#include "CudaBackend.h"
+#include "device/CudaBackend.h"
 
 namespace tessera::gpu {
 

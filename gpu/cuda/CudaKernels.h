@@ -2,7 +2,7 @@
 // Launchers for the module's own kernels. They enqueue on `stream` and throw CudaFailure when
 // the launch fails (for example no kernel image for this GPU's architecture).
 
-#include "Dtype.h"
+#include "base/Dtype.h"
 
 #include <cuda_runtime_api.h>
 

@@ -4,7 +4,7 @@
 // measure. Matrices are column-major, as cuBLAS stores them: A m×k (lda m), B k×n (ldb k),
 // C m×n (ldc m).
 
-#include "Dtype.h"
+#include "base/Dtype.h"
 
 #include <cstddef>
 #include <cstdint>

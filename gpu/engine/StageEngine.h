@@ -16,11 +16,11 @@
 //
 // Not thread-safe: one thread (the engine worker) drives a StageEngine.
 
-#include "Dtype.h"
-#include "Result.h"
-#include "engine/TokenFrame.h"
-#include "model/ModelConfig.h"
-#include "shard/ShardManifest.h"
+#include "base/Dtype.h"
+#include "base/Result.h"
+#include "base/TokenFrame.h"
+#include "base/ModelConfig.h"
+#include "base/ShardManifest.h"
 #include "train/OptimizerOptions.h"
 
 #include <cstdint>
@@ -49,16 +49,21 @@ struct StageEngineOptions {
     // Keep each forward's graph so backward of the same microbatch needs no recompute (costs the
     // activations' memory until backward, drop or step).
     bool keepActivations = true;
+    // Bytes left free (zero) in front of every output frame, for the caller's envelope: the node
+    // writes its message header there and sends the frame from where the codec wrote it.
+    std::size_t outputHeadroom = 0;
 };
 
 struct StageForwardResult {
-    Bytes output; // codec activation frame for the next stage; empty on the last stage
+    // outputHeadroom zero bytes, then the codec activation frame for the next stage; empty on the
+    // last stage.
+    Bytes output;
     double loss = std::numeric_limits<double>::quiet_NaN(); // mean cross-entropy, last stage only
     std::int64_t tokens = 0;                                // B·T
 };
 
 struct StageBackwardResult {
-    Bytes gradInput; // codec gradient frame for the previous stage; empty on stage 0
+    Bytes gradInput; // outputHeadroom zero bytes, then the codec gradient frame; empty on stage 0
     double loss = std::numeric_limits<double>::quiet_NaN(); // last stage only
     std::int64_t tokens = 0;
 };

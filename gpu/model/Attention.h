@@ -3,7 +3,7 @@
 // key/value heads. Internal to gpu/ (includes torch).
 
 #include "model/BlockContext.h"
-#include "model/ModelConfig.h"
+#include "base/ModelConfig.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>

@@ -4,7 +4,7 @@
 
 #include "model/Attention.h"
 #include "model/BlockContext.h"
-#include "model/ModelConfig.h"
+#include "base/ModelConfig.h"
 #include "model/RmsNorm.h"
 #include "model/SwiGlu.h"
 

@@ -2,8 +2,8 @@
 // MemoryEstimate: what one stage of a model needs in device memory while it trains, by parts,
 // from the config's arithmetic alone (nothing is allocated). Torch-free.
 
-#include "Dtype.h"
-#include "model/ModelConfig.h"
+#include "base/Dtype.h"
+#include "base/ModelConfig.h"
 
 #include <cstdint>
 

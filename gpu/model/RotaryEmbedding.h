@@ -2,7 +2,7 @@
 // RotaryEmbedding: the RoPE tables of one model (positions 0..maxSeqLen-1, theta from the
 // config) and their application to queries and keys. Internal to gpu/ (includes torch).
 
-#include "model/ModelConfig.h"
+#include "base/ModelConfig.h"
 
 #include <torch/types.h>
 

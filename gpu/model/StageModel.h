@@ -16,7 +16,7 @@
 // Not thread-safe: one thread drives a StageModel at a time.
 
 #include "model/DecoderBlock.h"
-#include "model/ModelConfig.h"
+#include "base/ModelConfig.h"
 #include "model/RmsNorm.h"
 #include "model/RotaryEmbedding.h"
 

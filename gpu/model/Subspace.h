@@ -4,7 +4,7 @@
 // U (d×k) of the residual stream's learnable part, and a fixed token embedding E (vocab×d).
 // Internal to gpu/ (includes torch).
 
-#include "model/ModelConfig.h"
+#include "base/ModelConfig.h"
 
 #include <torch/types.h>
 

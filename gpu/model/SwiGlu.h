@@ -2,7 +2,7 @@
 // SwiGlu: the gated feed-forward network, w2(silu(w1·x) ⊙ w3·x). Internal to gpu/ (includes
 // torch).
 
-#include "model/ModelConfig.h"
+#include "base/ModelConfig.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>

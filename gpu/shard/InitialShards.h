@@ -2,9 +2,9 @@
 // InitialShards: a new run's seeded weights for every stage, written as stage shards. Torch-free
 // header, so the coordinator (core/) can create a run without seeing torch.
 
-#include "Result.h"
-#include "model/ModelConfig.h"
-#include "shard/ShardManifest.h"
+#include "base/Result.h"
+#include "base/ModelConfig.h"
+#include "base/ShardManifest.h"
 
 #include <cstdint>
 #include <filesystem>

@@ -1,6 +1,6 @@
 #include "shard/Safetensors.h"
 
-#include "Json.h"
+#include "base/Json.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -4,8 +4,8 @@
 //
 // Layout: u64 little-endian header length N, N bytes of UTF-8 JSON header, then the data buffer.
 
-#include "Dtype.h"
-#include "Result.h"
+#include "base/Dtype.h"
+#include "base/Result.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #include "shard/SafetensorsWriter.h"
 
-#include "Json.h"
-#include "JsonWriter.h"
+#include "base/Json.h"
+#include "base/JsonWriter.h"
 #include "shard/Safetensors.h"
 
 #include <cerrno>

@@ -2,8 +2,8 @@
 // SafetensorsWriter: writes tensors as one safetensors file, atomically (a reader never sees half
 // a file: it is written to PATH.tmp, fsynced and renamed).
 
-#include "Dtype.h"
-#include "Result.h"
+#include "base/Dtype.h"
+#include "base/Result.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -4,8 +4,8 @@
 // holds exactly the stage's tensors with their shapes, before a single weight changes.
 // Internal to gpu/ (takes a StageModel).
 
-#include "Result.h"
-#include "shard/ShardManifest.h"
+#include "base/Result.h"
+#include "base/ShardManifest.h"
 
 #include <filesystem>
 

@@ -1,7 +1,7 @@
 // tessera-gpu-bench: the benchmark without Qt, for a GPU machine that builds gpu/ alone
 // (-DTESSERA_GPU_ONLY=ON). tessera-node bench is the same command for users.
-#include "BenchCommand.h"
-#include "CudaBackend.h"
+#include "device/BenchCommand.h"
+#include "device/CudaBackend.h"
 
 #include <cstring>
 #include <iostream>

@@ -1,6 +1,6 @@
 // tessera-sim: the swarm in one process (see gpu/train/SwarmSimulator.h). Prints the loss as
 // it goes and the final held-out loss last; --csv writes the curve.
-#include "model/ModelConfig.h"
+#include "base/ModelConfig.h"
 #include "train/SwarmSimulator.h"
 
 #include <chrono>

@@ -3,7 +3,7 @@
 // synthetic corpus with a known entropy floor (the default), a UTF-8 text file read as bytes,
 // or a binary file of uint16/uint32 token ids. Internal to gpu/ (returns torch tensors).
 
-#include "Result.h"
+#include "base/Result.h"
 
 #include <torch/types.h>
 

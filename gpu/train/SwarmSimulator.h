@@ -4,8 +4,8 @@
 // gradients through the codec's bytes, every replica stepping AdamW on its own gradients, and
 // SPARTA sparse averaging every 20 steps. S=1, R=1, codec none is the centralized baseline.
 
-#include "Result.h"
-#include "model/ModelConfig.h"
+#include "base/Result.h"
+#include "base/ModelConfig.h"
 #include "train/StageOptimizer.h"
 
 #include <cstdint>

@@ -3,8 +3,8 @@
 // the last stage's targets of one microbatch — behind a torch-free header, so the coordinator
 // (core/, no torch) can feed the swarm from DataSource.
 
-#include "Result.h"
-#include "engine/TokenFrame.h"
+#include "base/Result.h"
+#include "base/TokenFrame.h"
 
 #include <cstdint>
 #include <memory>

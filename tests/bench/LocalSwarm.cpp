@@ -1,6 +1,6 @@
 #include "LocalSwarm.h"
 
-#include "node/ControlClient.h"
+#include "node/control/ControlClient.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -200,7 +200,7 @@ QJsonObject LocalSwarm::nodeStatus(int index) const {
     if (!nodeRunning(index))
         return {};
     tessera::Result<QJsonObject> s =
-        tessera::node::ControlClient::call(nodeDir(index), QStringLiteral("status"), {}, 3000);
+        tessera::node::ControlClient::call(nodeDir(index), {tessera::protocol::ControlCommand::Status}, 3000);
     return s ? *s : QJsonObject();
 }
 

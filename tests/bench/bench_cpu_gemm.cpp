@@ -1,8 +1,8 @@
 // bench_cpu_gemm: our CPU fp32 GEMM (what `tessera-node bench` times, through LibTorch)
 // against OpenBLAS's cblas_sgemm called directly on the same shapes, and against this CPU's
 // theoretical peak — measured side by side, interleaved, in one run. Prints ratios.
-#include "CpuBenchmark.h"
-#include "CpuDiscovery.h"
+#include "device/CpuBenchmark.h"
+#include "device/CpuDiscovery.h"
 
 #include <cblas.h>
 

@@ -7,9 +7,10 @@
 #include "ProcessStats.h"
 #include "CoordinatorProcess.h"
 #include "common/Identity.h"
-#include "node/ControlClient.h"
-#include "node/ShardDownload.h"
-#include "node/ShardStore.h"
+#include "node/control/ControlClient.h"
+#include "node/shard/ShardDownload.h"
+#include "protocol/ManifestSignature.h"
+#include "node/shard/ShardStore.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -61,7 +62,7 @@ void sleepWithEvents(int ms) {
 }
 
 QString nodeState(const QString& dataDir) {
-    Result<QJsonObject> s = ControlClient::call(dataDir, QStringLiteral("status"), {}, 2000);
+    Result<QJsonObject> s = ControlClient::call(dataDir, {protocol::ControlCommand::Status}, 2000);
     return s ? s->value(u"state").toString() : QString();
 }
 
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
     const QJsonObject info = QJsonDocument::fromJson(fetch(net, ssl, coordinator.url() + QStringLiteral("/v1/info"))).object();
     const Result<QByteArray> key = Identity::fromBase64Url(info.value(u"coordinator_key").toString(), 32);
     Result<gpu::ShardManifest> manifest =
-        parseSignedManifest(fetch(net, ssl, coordinator.url() + QStringLiteral("/v1/shards/0/manifest")),
+        protocol::parseSignedManifest(fetch(net, ssl, coordinator.url() + QStringLiteral("/v1/shards/0/manifest")),
                             key ? *key : QByteArray());
     if (!manifest) {
         std::fprintf(stderr, "manifest: %s\n", manifest.message().c_str());
@@ -199,7 +200,7 @@ int main(int argc, char** argv) {
     std::printf("(b) tessera-node on the tiny model (stage loaded, session heartbeats every 10 s), %d s windows\n",
                 windowS);
     measure("working, no tasks");
-    (void)ControlClient::call(nodeDir, QStringLiteral("pause"));
+    (void)ControlClient::call(nodeDir, {protocol::ControlCommand::Pause});
     QElapsedTimer p;
     p.start();
     while (nodeState(nodeDir) != u"Paused" && p.elapsed() < 10'000)
@@ -207,7 +208,7 @@ int main(int argc, char** argv) {
     std::printf("    pause command -> state Paused seen by `status`: %lld ms\n", p.elapsed());
     const double paused = measure("paused");
     std::printf("    paused node: %.3f%% of one core (target < 0.5%%)\n", 100 * paused);
-    (void)ControlClient::call(nodeDir, QStringLiteral("stop"));
+    (void)ControlClient::call(nodeDir, {protocol::ControlCommand::Stop});
     node.waitForFinished(15'000);
     return 0;
 }

@@ -5,8 +5,8 @@
 // A stream of forward+backward tasks (and a step every 8 microbatches) on stage 0 of the tiny
 // preset cut in 2 stages, on the CPU. Everything is measured side by side in one run and
 // printed; nothing is asserted.
-#include "node/EngineThread.h"
-#include "node/EngineWorker.h"
+#include "node/engine/EngineThread.h"
+#include "node/engine/EngineWorker.h"
 
 #include "engine/StageEngine.h"
 

@@ -9,7 +9,7 @@
 #include "SwarmPanel.h"
 
 #include "common/Identity.h"
-#include "node/LocalLedger.h"
+#include "node/ledger/LocalLedger.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -40,17 +40,17 @@ private Q_SLOTS:
 namespace {
 
 // Receipts as the coordinator issues them: micro-credits from FLOP, hash-chained, signed.
-std::vector<coordinator::CreditReceipt> receipts(const Identity& key, const QString& nodeId,
+std::vector<protocol::CreditReceipt> receipts(const Identity& key, const QString& nodeId,
                                                  const QList<std::pair<qint64, double>>& grants) {
-    std::vector<coordinator::CreditReceipt> out;
-    QString prev = coordinator::kGenesisHash;
+    std::vector<protocol::CreditReceipt> out;
+    QString prev = protocol::kGenesisHash;
     for (const auto& [at, credits] : grants) {
-        coordinator::CreditReceipt r;
+        protocol::CreditReceipt r;
         r.nodeId = nodeId;
         r.seq = qint64(out.size()) + 1;
         r.issuedAtMs = at;
         r.flop = qint64(credits * 1e15);
-        r.microCredits = r.flop / coordinator::kFlopPerMicroCredit;
+        r.microCredits = r.flop / protocol::kFlopPerMicroCredit;
         r.prevHash = prev;
         r.hash = r.computeHash();
         r.signature = key.sign(r.payload());

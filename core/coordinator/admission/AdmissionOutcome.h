@@ -1,6 +1,8 @@
 #pragma once
 // AdmissionOutcome: what POST /v1/admission answers, one alternative per HTTP status.
 
+#include "protocol/Refusal.h"
+
 #include <QString>
 
 #include <string>
@@ -17,6 +19,7 @@ struct Admitted {
 // 403: retrying the same request cannot help (too old a client, too little memory).
 struct Denied {
     std::string reason;
+    protocol::RefusalKind kind = protocol::RefusalKind::Other;
     int httpStatus = 403;
 };
 // 401: the request does not prove the key (signature) or is not fresh (nonce).

@@ -1,11 +1,11 @@
 #include "coordinator/admission/AdmissionService.h"
 
 #include "common/Identity.h"
-#include "coordinator/Database.h"
-#include "coordinator/NodeRegistry.h"
-#include "coordinator/NonceStore.h"
-#include "coordinator/SessionStore.h"
-#include "coordinator/admission/AssignmentLog.h"
+#include "coordinator/store/Database.h"
+#include "coordinator/store/NodeRegistry.h"
+#include "coordinator/store/NonceStore.h"
+#include "coordinator/store/SessionStore.h"
+#include "coordinator/store/AssignmentLog.h"
 
 #include <QCryptographicHash>
 #include <QJsonDocument>
@@ -61,7 +61,7 @@ Result<std::vector<StageLoad>> AdmissionService::stageLoads(const QString& excep
     return loads;
 }
 
-Result<AdmissionOutcome> AdmissionService::admit(const AdmissionClaims& claims, qint64 nowMs) {
+Result<AdmissionOutcome> AdmissionService::admit(const protocol::AdmissionClaims& claims, qint64 nowMs) {
     if (!claims.signatureValid())
         return AdmissionOutcome(
             Unauthorized{"signature: does not verify with node_key over the admission payload"});
@@ -72,7 +72,7 @@ Result<AdmissionOutcome> AdmissionService::admit(const AdmissionClaims& claims, 
     return outcome;
 }
 
-Status AdmissionService::decide(const AdmissionClaims& claims, qint64 nowMs, AdmissionOutcome& outcome) {
+Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 nowMs, AdmissionOutcome& outcome) {
     Result<NonceVerdict> nonce = NonceStore(m_db).consume(claims.nonce, claims.nodeKey, nowMs);
     if (!nonce)
         return nonce.error(); // the database failed, not the client: 500, not 401
@@ -83,7 +83,8 @@ Status AdmissionService::decide(const AdmissionClaims& claims, qint64 nowMs, Adm
     if (claims.clientVersion < m_settings.minimumClientVersion) {
         outcome = Denied{"client_version: " + claims.clientVersionText.toStdString() +
                          " is older than the oldest this coordinator accepts (" +
-                         m_settings.minimumClientVersion.toString().toStdString() + "); update Tessera"};
+                         m_settings.minimumClientVersion.toString().toStdString() + "); update Tessera",
+                         protocol::RefusalKind::ClientTooOld};
         return {};
     }
 
@@ -92,9 +93,9 @@ Status AdmissionService::decide(const AdmissionClaims& claims, qint64 nowMs, Adm
     if (!loads)
         return loads.error();
     const Assignment a = m_policy.choose(
-        *loads, NodeCapacity{claims.memoryBytes, claims.deviceKind == DeviceKind::Cuda, claims.computeDtype});
+        *loads, NodeCapacity{claims.memoryBytes, claims.deviceKind == protocol::DeviceKind::Cuda, claims.computeDtype});
     if (const auto* no = std::get_if<DoesNotFit>(&a)) {
-        outcome = Denied{"hardware.memory_bytes: " + no->reason};
+        outcome = Denied{"hardware.memory_bytes: " + no->reason, protocol::RefusalKind::NoStageFits};
         return {};
     }
     if (const auto* full = std::get_if<SwarmFull>(&a)) {

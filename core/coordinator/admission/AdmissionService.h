@@ -16,11 +16,11 @@
 // asks for a new challenge. SQLite's write lock serialises steps 2–5 across connections, so
 // two admissions never both take the last seat.
 
-#include "Result.h"
-#include "coordinator/admission/AdmissionClaims.h"
+#include "base/Result.h"
+#include "protocol/AdmissionClaims.h"
 #include "coordinator/admission/AdmissionOutcome.h"
 #include "coordinator/admission/AssignmentPolicy.h"
-#include "coordinator/admission/ClientVersion.h"
+#include "protocol/ClientVersion.h"
 
 #include <QString>
 
@@ -32,7 +32,8 @@ namespace tessera::coordinator {
 class Database;
 
 struct AdmissionSettings {
-    ClientVersion minimumClientVersion{0, 1, 0};
+    // Raised to protocol::kOldestCompatibleClient when lower.
+    protocol::ClientVersion minimumClientVersion = protocol::kOldestCompatibleClient;
     std::chrono::milliseconds nonceTtl{std::chrono::seconds(120)};
     std::chrono::milliseconds sessionTtl{std::chrono::hours(24)};
 };
@@ -45,7 +46,7 @@ public:
     // error names node_key when it is not a base64url Ed25519 key.
     Result<QString> challenge(const QString& nodeKey, qint64 nowMs);
     // An error is the coordinator's own failure (SQL): the HTTP layer answers 500.
-    Result<AdmissionOutcome> admit(const AdmissionClaims& claims, qint64 nowMs);
+    Result<AdmissionOutcome> admit(const protocol::AdmissionClaims& claims, qint64 nowMs);
 
     // One entry per stage: the online nodes assigned to it, except `except` (a node being
     // re-admitted does not compete with itself).
@@ -55,7 +56,7 @@ public:
     static QString sessionTokenHash(const QString& token);
 
 private:
-    Status decide(const AdmissionClaims& claims, qint64 nowMs, AdmissionOutcome& outcome);
+    Status decide(const protocol::AdmissionClaims& claims, qint64 nowMs, AdmissionOutcome& outcome);
 
     Database& m_db;
     AssignmentPolicy m_policy;

@@ -1,8 +1,8 @@
 #pragma once
 // AssignmentPolicy: which pipeline stage a newly admitted node should serve, if any.
 
-#include "Dtype.h"
-#include "model/ModelConfig.h"
+#include "base/Dtype.h"
+#include "base/ModelConfig.h"
 
 #include <QtGlobal>
 

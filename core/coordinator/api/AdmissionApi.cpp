@@ -1,6 +1,6 @@
 #include "coordinator/api/AdmissionApi.h"
 
-#include "coordinator/StageVersionStore.h"
+#include "coordinator/store/StageVersionStore.h"
 #include "coordinator/admission/AdmissionService.h"
 #include "coordinator/api/JsonBody.h"
 #include "coordinator/api/Metrics.h"
@@ -51,8 +51,8 @@ HttpResponse AdmissionApi::challenge(const HttpRequest& request) {
 
 HttpResponse AdmissionApi::admit(const HttpRequest& request) {
     Result<QJsonObject> body = parseJsonObject(request.body);
-    Result<AdmissionClaims> claims =
-        body ? parseAdmissionRequest(*body) : Result<AdmissionClaims>(body.error());
+    Result<protocol::AdmissionClaims> claims =
+        body ? protocol::parseAdmissionRequest(*body) : Result<protocol::AdmissionClaims>(body.error());
     if (!claims) {
         m_metrics.countAdmission(QStringLiteral("bad_request"));
         return HttpResponse::error(400, qs(claims.message()));
@@ -65,7 +65,9 @@ HttpResponse AdmissionApi::admit(const HttpRequest& request) {
 
     if (const auto* denied = std::get_if<Denied>(&*outcome)) {
         m_metrics.countAdmission(QStringLiteral("denied"));
-        return HttpResponse::error(denied->httpStatus, qs(denied->reason));
+        return HttpResponse::json(denied->httpStatus,
+                                  QJsonDocument(QJsonObject{{QStringLiteral("error"), qs(denied->reason)},
+                                                            {QStringLiteral("reason"), protocol::refusalKindName(denied->kind)}}));
     }
     if (const auto* unauthorized = std::get_if<Unauthorized>(&*outcome)) {
         m_metrics.countAdmission(QStringLiteral("unauthorized"));

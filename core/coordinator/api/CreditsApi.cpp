@@ -1,8 +1,8 @@
 #include "coordinator/api/CreditsApi.h"
 
 #include "common/Identity.h"
-#include "coordinator/CreditLedger.h"
-#include "coordinator/NodeRegistry.h"
+#include "coordinator/store/CreditLedger.h"
+#include "coordinator/store/NodeRegistry.h"
 #include "coordinator/api/JsonBody.h"
 
 #include <QJsonArray>
@@ -64,7 +64,7 @@ HttpResponse CreditsApi::credits(const HttpRequest& request) {
                  {QStringLiteral("receipts"), list},
                  // Exact; total_credits is the same in credits, for display.
                  {QStringLiteral("total_micro_credits"), totals->microCredits},
-                 {QStringLiteral("total_credits"), double(totals->microCredits) / kMicroCreditsPerCredit},
+                 {QStringLiteral("total_credits"), double(totals->microCredits) / protocol::kMicroCreditsPerCredit},
                  {QStringLiteral("last_seq"), totals->lastSeq},
                  {QStringLiteral("coordinator_key"), m_coordinatorKey},
              }));

@@ -1,7 +1,7 @@
 #pragma once
 // JsonBody: a request body that must be one JSON object, and the 400 a client gets otherwise.
 
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QByteArray>
 #include <QJsonObject>

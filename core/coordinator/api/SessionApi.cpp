@@ -1,13 +1,13 @@
 #include "coordinator/api/SessionApi.h"
 
-#include "coordinator/Database.h"
-#include "coordinator/NodeRegistry.h"
-#include "coordinator/SessionStore.h"
+#include "coordinator/store/Database.h"
+#include "coordinator/store/NodeRegistry.h"
+#include "coordinator/store/SessionStore.h"
 #include "coordinator/admission/AdmissionService.h"
 #include "coordinator/api/Metrics.h"
+#include "protocol/ClientVersion.h"
 
 #include <QDateTime>
-#include <QJsonDocument>
 #include <QJsonObject>
 #include <QSet>
 #include <QTcpSocket>
@@ -25,8 +25,8 @@ qint64 nowMs() {
     return QDateTime::currentMSecsSinceEpoch();
 }
 
-void reply(QWebSocket* socket, const QJsonObject& message) {
-    socket->sendTextMessage(QString::fromUtf8(QJsonDocument(message).toJson(QJsonDocument::Compact)));
+void reply(QWebSocket* socket, const protocol::SessionMessage& message) {
+    socket->sendTextMessage(protocol::toText(message));
 }
 
 // A peer that never answers the close frame (gone, or hostile) is cut off anyway.
@@ -40,8 +40,7 @@ void closeSocket(QWebSocket* socket, QWebSocketProtocol::CloseCode code, const Q
 }
 
 void replyError(QWebSocket* socket, const QString& error) {
-    reply(socket,
-          QJsonObject{{QStringLiteral("type"), QStringLiteral("error")}, {QStringLiteral("error"), error}});
+    reply(socket, protocol::ErrorNotice{error.left(protocol::kMaxReasonChars)});
 }
 
 // "Bearer <token>" → token; empty when the header is missing or has another scheme.
@@ -123,6 +122,19 @@ void SessionApi::accept(QWebSocket* socket) {
     }
     const QString nodeId = (*session)->nodeId;
     NodeRegistry nodes(m_db);
+    // A node admitted before this coordinator was upgraded may speak an older session protocol:
+    // it is told so in words (and its next admission is refused with the minimum version).
+    if (Result<std::optional<NodeRecord>> node = nodes.find(nodeId); node && *node) {
+        const Result<protocol::ClientVersion> version = protocol::ClientVersion::parse((*node)->clientVersion);
+        if (!version || *version < protocol::kOldestCompatibleClient) {
+            m_metrics.countSession(QStringLiteral("rejected"));
+            closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                        QStringLiteral("Tessera %1 is older than this coordinator speaks to (%2 or newer: the "
+                                       "session protocol changed); update Tessera")
+                            .arg((*node)->clientVersion.left(32), protocol::kOldestCompatibleClient.toString()));
+            return;
+        }
+    }
     SessionStore sessions(m_db);
     if (Status s = nodes.setState(nodeId, NodeState::Online, now); !s)
         qWarning("coordinator: marking node %s online failed: %s", qPrintable(nodeId), s.message().c_str());
@@ -140,15 +152,8 @@ void SessionApi::accept(QWebSocket* socket) {
     connect(socket, &QWebSocket::binaryMessageReceived, this,
             [this, socket](const QByteArray& message) { onBinary(socket, message); });
     connect(socket, &QWebSocket::disconnected, this, [this, socket] { drop(socket); });
-
-    // A new node's first task is a probe: a synthetic microbatch of its stage, which tells how
-    // fast it computes (the router's first estimate) and that its engine works at all.
-    reply(socket, QJsonObject{{QStringLiteral("type"), QStringLiteral("task")},
-                              {QStringLiteral("kind"), QStringLiteral("probe")},
-                              {QStringLiteral("task_id"), ++m_lastTaskId},
-                              {QStringLiteral("batch"), 2},
-                              {QStringLiteral("seq"), 64},
-                              {QStringLiteral("seed"), m_lastTaskId}});
+    if (m_listener != nullptr)
+        m_listener->sessionOpened(nodeId);
 }
 
 namespace {
@@ -194,7 +199,7 @@ void SessionApi::onBinary(QWebSocket* socket, const QByteArray& message) {
     m_listener->sessionBinary(live->nodeId, message);
 }
 
-bool SessionApi::sendText(const QString& nodeId, const QJsonObject& message) {
+bool SessionApi::sendText(const QString& nodeId, const protocol::SessionMessage& message) {
     QWebSocket* socket = m_newest.value(nodeId);
     if (socket == nullptr || !m_live.contains(socket))
         return false;
@@ -209,32 +214,25 @@ bool SessionApi::sendBinary(const QString& nodeId, const QByteArray& message) {
     return socket->sendBinaryMessage(message) == message.size();
 }
 
-std::optional<double> SessionApi::probedSecondsPerToken(const QString& nodeId) const {
-    const auto it = m_probed.constFind(nodeId);
-    if (it == m_probed.constEnd())
-        return std::nullopt;
-    return *it;
-}
-
-void SessionApi::onText(QWebSocket* socket, const QString& message) {
+void SessionApi::onText(QWebSocket* socket, const QString& text) {
     const auto live = m_live.find(socket);
     if (live == m_live.end())
         return;
     const qint64 now = nowMs();
-    if (message.size() > m_settings.maxMessageBytes) {
+    if (text.size() > m_settings.maxMessageBytes) {
         m_metrics.countSession(QStringLiteral("too_big"));
         drop(socket);
         closeSocket(socket, QWebSocketProtocol::CloseCodeTooMuchData,
                     QStringLiteral("text messages are limited to %1 bytes").arg(m_settings.maxMessageBytes));
         return;
     }
-    QJsonParseError parseError;
-    const QJsonDocument doc = QJsonDocument::fromJson(message.toUtf8(), &parseError);
-    static const QSet<QString> dataPlane{QStringLiteral("ready"), QStringLiteral("unavailable"),
-                                         QStringLiteral("step_done"), QStringLiteral("sync_done")};
-    const bool isDataPlane = m_listener != nullptr && dataPlane.contains(doc.object().value(u"type").toString());
+    Result<protocol::SessionMessage> message =
+        protocol::parseSessionText(text, protocol::Direction::ToCoordinator, m_settings.maxMessageBytes);
+    const bool heartbeat = message && std::holds_alternative<protocol::Heartbeat>(*message);
+    const bool isDataPlane = message && !heartbeat && m_listener != nullptr;
     // Data-plane messages follow the work the coordinator hands out (a step_done per step), so
-    // they share the binary messages' allowance; the rest (heartbeats) get the small one.
+    // they share the binary messages' allowance; the rest (heartbeats, anything refused) get the
+    // small one.
     if (!(isDataPlane ? allowBinary(*live, now) : allowMessage(*live, now))) {
         m_metrics.countSession(QStringLiteral("rate_limited"));
         drop(socket);
@@ -242,49 +240,22 @@ void SessionApi::onText(QWebSocket* socket, const QString& message) {
                     QStringLiteral("more than %1 messages per second").arg(m_settings.messagesPerSecond));
         return;
     }
-    if (parseError.error != QJsonParseError::NoError || !doc.isObject()) {
-        replyError(socket, parseError.error != QJsonParseError::NoError
-                               ? QStringLiteral("message: not JSON (%1)").arg(parseError.errorString())
-                               : QStringLiteral("message: must be a JSON object"));
+    if (!message) {
+        replyError(socket, QString::fromStdString(message.message()));
         return;
     }
-    const QJsonValue type = doc.object().value(u"type");
-    if (!type.isString()) {
-        replyError(socket, QStringLiteral("type: missing or not a string"));
-        return;
-    }
-    if (type.toString() == u"task_result") {
-        const QJsonObject result = doc.object();
-        const double seconds = result.value(u"compute_seconds").toDouble();
-        const qint64 tokens = result.value(u"tokens").toInteger();
-        if (result.value(u"ok").toBool() && seconds > 0 && tokens > 0) {
-            live->secondsPerToken = seconds / double(tokens);
-            m_probed.insert(live->nodeId, live->secondsPerToken);
-            m_metrics.countSession(QStringLiteral("probe_ok"));
-            qInfo("coordinator: node %s probe: %.3g s per token", qPrintable(live->nodeId.left(12)),
-                  live->secondsPerToken);
-        } else {
-            m_metrics.countSession(QStringLiteral("probe_failed"));
-            qWarning("coordinator: node %s probe failed: %s", qPrintable(live->nodeId.left(12)),
-                     qPrintable(result.value(u"error").toString().left(200)));
-        }
-        return;
-    }
-    if (isDataPlane) {
-        // Counts as a sign of life too.
-        live->lastHeartbeatMs = now;
-        live->heartbeatUnsaved = true;
-        m_listener->sessionText(live->nodeId, doc.object());
-        return;
-    }
-    if (type.toString() != u"heartbeat") {
-        replyError(socket, QStringLiteral("type: unknown message type '%1'").arg(type.toString().left(64)));
-        return;
-    }
+    // Every message the node may send counts as a sign of life.
     live->lastHeartbeatMs = now;
     live->heartbeatUnsaved = true;
-    reply(socket, QJsonObject{{QStringLiteral("type"), QStringLiteral("heartbeat_ack")},
-                              {QStringLiteral("server_time_ms"), now}});
+    if (heartbeat) {
+        reply(socket, protocol::HeartbeatAck{now});
+        return;
+    }
+    if (m_listener == nullptr) {
+        replyError(socket, QStringLiteral("this coordinator runs no data plane"));
+        return;
+    }
+    m_listener->sessionMessage(live->nodeId, *message);
 }
 
 bool SessionApi::nodeHasOtherSession(const QString& nodeId, const QWebSocket* except) const {
@@ -309,7 +280,6 @@ void SessionApi::drop(QWebSocket* socket) {
     }
     if (nodeHasOtherSession(nodeId, socket))
         return;
-    m_probed.remove(nodeId);
     if (m_listener != nullptr)
         m_listener->sessionClosed(nodeId);
     if (Status s = NodeRegistry(m_db).setState(nodeId, NodeState::Offline, nowMs()); !s)

@@ -39,7 +39,7 @@ struct SessionSettings {
     std::chrono::milliseconds heartbeatTimeout{std::chrono::seconds(30)};
     // Text messages (heartbeats, control) are tiny; a bigger one is closed with 1009. Binary
     // messages (task results, averaging shares) may be up to maxBinaryBytes.
-    qint64 maxMessageBytes = 16 * 1024;
+    qint64 maxMessageBytes = protocol::kSessionTextMaxBytes;
     qint64 maxBinaryBytes = qint64(256) << 20;
     // Messages per second a session may send, on average, with bursts up to messageBurst; a
     // flood is closed with 1008 rather than allowed to occupy the coordinator's thread.
@@ -64,11 +64,9 @@ public:
     // The data plane: hears data-plane messages and closes (not owned; may be null).
     void setListener(SessionListener* listener) { m_listener = listener; }
     // To the node's newest session; false when it has none.
-    bool sendText(const QString& nodeId, const QJsonObject& message);
+    bool sendText(const QString& nodeId, const protocol::SessionMessage& message);
     bool sendBinary(const QString& nodeId, const QByteArray& message);
     bool isConnected(const QString& nodeId) const { return m_newest.contains(nodeId); }
-    // The node's speed from its probe; none until it answered one.
-    std::optional<double> probedSecondsPerToken(const QString& nodeId) const;
     // Closes stale sockets and marks nodes offline whose last heartbeat is too old; runs on a
     // timer, public so that a test can run it at once.
     void sweep();
@@ -83,7 +81,6 @@ private:
         QString nodeId;
         qint64 lastHeartbeatMs = 0;
         bool heartbeatUnsaved = false; // heard since the last flush
-        double secondsPerToken = 0;    // from the node's last probe; 0 until it answers
         // Token bucket of the message-rate limit.
         double messageAllowance = 0;
         qint64 allowanceAtMs = 0;
@@ -92,7 +89,7 @@ private:
     };
 
     void accept(QWebSocket* socket);
-    void onText(QWebSocket* socket, const QString& message);
+    void onText(QWebSocket* socket, const QString& text);
     // Spends one message from the session's allowance; false when it has none left.
     bool allowMessage(Live& live, qint64 nowMs) const;
     bool allowBinary(Live& live, qint64 nowMs) const;
@@ -111,12 +108,10 @@ private:
     std::unique_ptr<QWebSocketServer> m_server;
     QHash<QWebSocket*, Live> m_live;
     QHash<QString, QWebSocket*> m_newest; // node id → its newest live session
-    QHash<QString, double> m_probed;      // node id → seconds per token from its last probe
     SessionListener* m_listener = nullptr;
     QList<QPointer<QWebSocket>> m_closing;
     QTimer m_sweepTimer;
     QTimer m_flushTimer;
-    qint64 m_lastTaskId = 0;
 };
 
 } // namespace tessera::coordinator

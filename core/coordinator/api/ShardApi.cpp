@@ -1,6 +1,6 @@
 #include "coordinator/api/ShardApi.h"
 
-#include "coordinator/StageVersionStore.h"
+#include "coordinator/store/StageVersionStore.h"
 #include "coordinator/api/JsonBody.h"
 
 #include <QDir>

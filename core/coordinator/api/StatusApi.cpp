@@ -1,8 +1,8 @@
 #include "coordinator/api/StatusApi.h"
 
 #include "common/Version.h"
-#include "coordinator/NodeRegistry.h"
-#include "coordinator/StageVersionStore.h"
+#include "coordinator/store/NodeRegistry.h"
+#include "coordinator/store/StageVersionStore.h"
 #include "coordinator/api/Metrics.h"
 
 #include <QDateTime>

@@ -3,7 +3,7 @@
 // fields); the connection decides about the body.
 
 #include "HttpRequest.h"
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QByteArray>
 

@@ -4,7 +4,7 @@
 
 #include "HttpRouter.h"
 #include "HttpServerConfig.h"
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QHash>
 #include <QHostAddress>

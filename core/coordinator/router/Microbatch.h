@@ -8,7 +8,9 @@
 // A phase whose task fails (error, deadline, node gone) is sent again, to another node when
 // there is one; a backward goes preferably to the node that ran the forward of that stage.
 
-#include <QByteArray>
+#include "protocol/SessionMessages.h"
+#include "protocol/TaskMessage.h"
+
 #include <QString>
 #include <QtGlobal>
 
@@ -17,8 +19,7 @@
 
 namespace tessera::coordinator {
 
-enum class TaskKind { Forward, ForwardBackward, Backward };
-const char* taskKindName(TaskKind kind); // "forward", "forward_backward", "backward"
+using protocol::TaskKind;
 
 // A task whose result was used: the work that earns credit once the microbatch completes.
 struct AcceptedTask {
@@ -44,9 +45,11 @@ struct Microbatch {
     int stage = 0;    // of the current phase
     int attempts = 0; // of the current phase
 
-    std::vector<QByteArray> inputs;   // inputs[s]: what stage s's forward takes (token frame on 0)
-    QByteArray targets;               // token frame, for the last stage
-    QByteArray gradient;              // the gradient frame the current backward phase sends
+    // Frames as they arrived (views into the messages that brought them, never copied out): each
+    // is copied once more, into the message that sends it on, with the CRC checked on arrival.
+    std::vector<protocol::HeldFrame> inputs; // inputs[s]: what stage s's forward takes (token frame on 0)
+    protocol::HeldFrame targets;             // token frame, for the last stage
+    protocol::HeldFrame gradient;            // the gradient frame the current backward phase sends
     std::vector<QString> forwardNode; // who ran stage s's forward (its graph may still be kept)
     std::vector<qint64> forwardEpoch; // that node's step epoch at the time
     std::vector<AcceptedTask> accepted;

@@ -3,25 +3,12 @@
 #include "engine/StageEngine.h"
 
 #include <QDateTime>
-#include <QJsonObject>
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
 namespace tessera::coordinator {
-
-const char* taskKindName(TaskKind kind) {
-    switch (kind) {
-    case TaskKind::Forward:
-        return "forward";
-    case TaskKind::ForwardBackward:
-        return "forward_backward";
-    case TaskKind::Backward:
-        return "backward";
-    }
-    return "?";
-}
 
 namespace {
 
@@ -136,9 +123,9 @@ void Router::issueWhilePossible() {
         mb.tokens = qint64(input->batch) * input->seq;
         mb.issuedAtMs = now();
         mb.deadlineMs = mb.issuedAtMs + m_settings.microbatchTimeoutMs;
-        mb.inputs.assign(std::size_t(m_stages), QByteArray());
-        mb.inputs[0] = std::move(input->inputs);
-        mb.targets = std::move(input->targets);
+        mb.inputs.assign(std::size_t(m_stages), protocol::HeldFrame());
+        mb.inputs[0] = protocol::holdPayload(std::move(input->inputs), protocol::TaskFrameType::ForwardInput);
+        mb.targets = protocol::holdPayload(std::move(input->targets), protocol::TaskFrameType::Targets);
         mb.forwardNode.assign(std::size_t(m_stages), QString());
         mb.forwardEpoch.assign(std::size_t(m_stages), -1);
         mb.stage = 0;
@@ -174,35 +161,22 @@ void Router::dispatch(Microbatch& mb) {
 }
 
 bool Router::sendTask(Microbatch& mb, const QString& node, bool withInput) {
+    using protocol::TaskFrameType;
     const TaskKind kind = kindOf(mb);
     const qint64 taskId = m_nextTask++;
-    QJsonObject header{{QStringLiteral("type"), QStringLiteral("task")},
-                       {QStringLiteral("kind"), QString::fromLatin1(taskKindName(kind))},
-                       {QStringLiteral("task_id"), taskId},
-                       {QStringLiteral("microbatch"), mb.id}};
-    const auto frameHeader = [&](TaskFrameType type, bool tokens) {
-        TaskFrameHeader h;
-        h.type = type;
-        h.taskId = taskId;
-        h.microbatch = mb.id;
-        h.stage = mb.stage;
-        h.codec = quint8(m_settings.codecId);
-        h.shape = {quint32(mb.batch), quint32(mb.seq), tokens ? 0u : quint32(m_settings.width)};
-        return h;
-    };
-    std::vector<TaskMessageFrame> frames;
-    const QByteArray& input = mb.inputs[std::size_t(mb.stage)];
-    const bool tokenInput = mb.stage == 0;
-    if (kind == TaskKind::Backward) {
-        frames.push_back({frameHeader(TaskFrameType::BackwardInput, false), mb.gradient});
-        if (withInput)
-            frames.push_back({frameHeader(TaskFrameType::ForwardInput, tokenInput), input});
-    } else {
-        frames.push_back({frameHeader(TaskFrameType::ForwardInput, tokenInput), input});
-        if (kind == TaskKind::ForwardBackward)
-            frames.push_back({frameHeader(TaskFrameType::Targets, true), mb.targets});
-        withInput = true;
-    }
+    const protocol::HeldFrame& input = mb.inputs[std::size_t(mb.stage)];
+    withInput = withInput || kind != TaskKind::Backward;
+    const qsizetype bytes = input.frame.payload.size() + mb.targets.frame.payload.size() +
+                            mb.gradient.frame.payload.size();
+    protocol::TaskMessageBuilder message(
+        protocol::toJson(protocol::Task{.taskId = taskId, .kind = kind, .microbatch = mb.id}), bytes);
+    // Each frame is copied once, into this message, with the CRC it was checked against on arrival.
+    if (kind == TaskKind::Backward)
+        message.relay(TaskFrameType::BackwardInput, mb.gradient.frame);
+    if (withInput)
+        message.relay(TaskFrameType::ForwardInput, input.frame);
+    if (kind == TaskKind::ForwardBackward)
+        message.relay(TaskFrameType::Targets, mb.targets.frame);
     const qint64 t = now();
     mb.taskId = taskId;
     mb.taskNode = node;
@@ -215,7 +189,7 @@ bool Router::sendTask(Microbatch& mb, const QString& node, bool withInput) {
     m_taskToMicrobatch.insert(taskId, mb.id);
     ++m_counters.tasksSent;
     ++mb.attempts;
-    if (!m_send(node, encodeTaskMessage(header, frames))) {
+    if (!m_send(node, message.take())) {
         // Not connected any more: the socket's close reaches removeNode soon; retry now.
         failPhase(mb, QStringLiteral("node %1 is not connected").arg(shortId(node)), false);
         return false;
@@ -252,7 +226,7 @@ void Router::failPhase(Microbatch& mb, const QString& why, bool ban) {
     if (mb.attempts >= m_settings.maxAttempts) {
         finish(mb.id, false,
                QStringLiteral("%1 of stage %2 failed %3 times (last: %4)")
-                   .arg(QString::fromLatin1(taskKindName(kindOf(mb))))
+                   .arg(protocol::taskKindName(kindOf(mb)))
                    .arg(mb.stage)
                    .arg(mb.attempts)
                    .arg(why));
@@ -262,61 +236,57 @@ void Router::failPhase(Microbatch& mb, const QString& why, bool ban) {
     dispatch(mb);
 }
 
-void Router::onResult(const QString& nodeId, const TaskMessage& message) {
-    const qint64 taskId = message.header.value(u"task_id").toInteger(-1);
-    const auto link = m_taskToMicrobatch.constFind(taskId);
+void Router::onResult(const QString& nodeId, const protocol::TaskResult& result, const protocol::TaskMessage& message) {
+    const auto link = m_taskToMicrobatch.constFind(result.taskId);
     const auto mbIt =
         link == m_taskToMicrobatch.constEnd() ? m_microbatches.end() : m_microbatches.find(*link);
-    if (mbIt == m_microbatches.end() || mbIt->second.taskId != taskId || mbIt->second.taskNode != nodeId) {
+    if (mbIt == m_microbatches.end() || mbIt->second.taskId != result.taskId || mbIt->second.taskNode != nodeId) {
         // Late (its task went elsewhere), for a finished microbatch, or not this node's.
         ++m_counters.duplicates;
         return;
     }
     Microbatch& mb = mbIt->second;
-    const qint64 sentAt = m_taskSentAtMs.value(taskId, now());
-    if (!message.header.value(u"ok").toBool()) {
-        const QString error = message.header.value(u"error").toString();
-        const bool needsInput = message.header.value(u"needs_input").toBool() ||
-                                error.startsWith(QStringLiteral("no kept graph"));
-        if (needsInput && !mb.taskHasInput) {
+    const qint64 sentAt = m_taskSentAtMs.value(result.taskId, now());
+    if (!result.ok) {
+        if (result.errorKind == ErrorKind::MissingGraph && !mb.taskHasInput) {
             // The node no longer holds the forward's graph: same node, now with the input.
-            m_taskToMicrobatch.remove(taskId);
-            m_taskSentAtMs.remove(taskId);
+            m_taskToMicrobatch.remove(result.taskId);
+            m_taskSentAtMs.remove(result.taskId);
             --mb.attempts;
             sendTask(mb, nodeId, true);
             return;
         }
-        failPhase(mb, QStringLiteral("node %1: %2").arg(shortId(nodeId), error.left(200)), true);
+        failPhase(mb, QStringLiteral("node %1: %2").arg(shortId(nodeId), result.error.left(200)), true);
         return;
     }
-    double seconds = message.header.value(u"compute_seconds").toDouble(-1);
+    double seconds = result.computeSeconds;
     if (!(seconds > 0) || !std::isfinite(seconds))
         seconds = double(now() - sentAt) / 1000.0;
-    advance(mb, message, seconds);
+    advance(mb, result, message, seconds);
 }
 
-void Router::advance(Microbatch& mb, const TaskMessage& message, double seconds) {
+void Router::advance(Microbatch& mb, const protocol::TaskResult& result, const protocol::TaskMessage& message,
+                     double seconds) {
+    using protocol::TaskFrameType;
     const TaskKind kind = kindOf(mb);
     const int s = mb.stage;
     const QString node = mb.taskNode;
-    // Check what the result must carry before anything is counted.
-    QByteArray output;
+    // Check what the result must carry before anything is counted. The frame is kept as it
+    // arrived: a view into the message, relayed to the next stage from there.
+    protocol::HeldFrame output;
     if (kind == TaskKind::Forward) {
-        const TaskFrame* f = message.frame(TaskFrameType::ForwardOutput);
-        if (f == nullptr || f->payload.isEmpty())
+        output = message.hold(TaskFrameType::ForwardOutput);
+        if (output.frame.payload.isEmpty())
             return failPhase(mb, QStringLiteral("forward result without its output frame"), true);
-        output = f->payload.toByteArray();
     } else if (s > 0) {
-        const TaskFrame* f = message.frame(TaskFrameType::BackwardOutput);
-        if (f == nullptr || f->payload.isEmpty())
+        output = message.hold(TaskFrameType::BackwardOutput);
+        if (output.frame.payload.isEmpty())
             return failPhase(mb, QStringLiteral("backward result without its gradient frame"), true);
-        output = f->payload.toByteArray();
     }
     if (kind == TaskKind::ForwardBackward) {
-        const double loss = message.header.value(u"loss").toDouble(std::nan(""));
-        if (!std::isfinite(loss))
+        if (!result.loss || !std::isfinite(*result.loss))
             return failPhase(mb, QStringLiteral("last stage's result without a finite loss"), true);
-        mb.loss = loss;
+        mb.loss = *result.loss;
     }
 
     const qint64 t = now();
@@ -361,8 +331,8 @@ void Router::finish(qint64 id, bool done, const QString& reason) {
     mb.abandonReason = reason;
     // Only the bookkeeping leaves with the signal, not the tensors.
     mb.inputs.clear();
-    mb.targets.clear();
-    mb.gradient.clear();
+    mb.targets = {};
+    mb.gradient = {};
     if (done) {
         ++m_counters.completed;
         Q_EMIT completed(mb);
@@ -399,7 +369,7 @@ void Router::tick() {
             finish(id, false,
                    QStringLiteral("not completed within %1 s (at %2 of stage %3)")
                        .arg(m_settings.microbatchTimeoutMs / 1000)
-                       .arg(QString::fromLatin1(taskKindName(kindOf(mb))))
+                       .arg(protocol::taskKindName(kindOf(mb)))
                        .arg(mb.stage));
         } else if (mb.taskId != 0 && t >= mb.taskDeadlineMs) {
             failPhase(mb, QStringLiteral("node %1 missed its deadline").arg(shortId(mb.taskNode)), true);

@@ -12,7 +12,8 @@
 //
 // Single-threaded (the coordinator's thread). Sends through a callback, so tests can drive it.
 
-#include "common/TaskMessage.h"
+#include "protocol/SessionMessages.h"
+#include "protocol/TaskMessage.h"
 #include "coordinator/router/Microbatch.h"
 #include "coordinator/router/StageScheduler.h"
 
@@ -32,14 +33,12 @@ struct RouterSettings {
     int window = 8;      // microbatches in flight
     int maxAttempts = 4; // sends of one phase before the microbatch is abandoned
     qint64 microbatchTimeoutMs = 120'000;
-    int codecId = 0; // written into the frames' headers (informational for the nodes)
-    int width = 0;   // d of activation frames' shape (informational)
     StageSchedulerSettings scheduler;
 };
 
 // What the feed gives the router for a new microbatch.
 struct MicrobatchInput {
-    QByteArray inputs;  // token frame
+    QByteArray inputs;  // token frame (its CRC is computed once, when it is issued)
     QByteArray targets; // token frame
     int batch = 0;
     int seq = 0;
@@ -91,7 +90,8 @@ public:
     QStringList nodesOf(int stage) const;
 
     // A binary task_result from the node.
-    void onResult(const QString& nodeId, const TaskMessage& message);
+    // A task_result that came binary, with its frames.
+    void onResult(const QString& nodeId, const protocol::TaskResult& result, const protocol::TaskMessage& message);
     // Every node has just been sent `step`: the graphs they hold are gone after it.
     void stepSent();
 
@@ -124,7 +124,8 @@ private:
     bool sendTask(Microbatch& mb, const QString& node, bool withInput);
     // The phase's task failed: `ban` the node (error, deadline) or not (it left); then retry.
     void failPhase(Microbatch& mb, const QString& why, bool ban);
-    void advance(Microbatch& mb, const TaskMessage& message, double seconds);
+    void advance(Microbatch& mb, const protocol::TaskResult& result, const protocol::TaskMessage& message,
+                 double seconds);
     void finish(qint64 id, bool completed, const QString& reason = {});
     qint64 flopOf(int stage, TaskKind kind, bool recomputed, qint64 tokens) const;
 

@@ -1,6 +1,6 @@
 #include "manager/detectors/GpuMonitor.h"
 
-#include "Nvml.h"
+#include "device/Nvml.h"
 
 #include <algorithm>
 

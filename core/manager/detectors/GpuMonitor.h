@@ -2,7 +2,7 @@
 // GpuMonitor: NVML's view of this machine's NVIDIA GPUs for the pause rules — loaded once on first
 // use, asked at most once a second however often the rules look, shared by the GPU detectors.
 
-#include "DeviceInfo.h"
+#include "device/DeviceInfo.h"
 
 #include <QString>
 

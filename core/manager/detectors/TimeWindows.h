@@ -2,7 +2,7 @@
 // TimeWindows: the hours the user contributes in ("Mon-Fri 18:00-08:00, Sat-Sun"), parsed once and
 // asked whether an instant of local time lies inside them.
 
-#include "Result.h"
+#include "base/Result.h"
 
 #include <QDateTime>
 #include <QString>

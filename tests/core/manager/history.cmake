@@ -6,12 +6,8 @@ foreach(name test_history test_autostart test_single_instance)
     tessera_manager_test(${name} ${name}.cpp)
 endforeach()
 
-set(coordinator_test_sources ${CMAKE_SOURCE_DIR}/tests/core/CoordinatorProcess.cpp
-    ${CMAKE_SOURCE_DIR}/tests/core/CoordinatorProcess.h)
-tessera_manager_test(test_swarm_status_client test_swarm_status_client.cpp ${coordinator_test_sources})
-add_dependencies(test_swarm_status_client tessera-coordinator)
-target_compile_definitions(test_swarm_status_client
-    PRIVATE TESSERA_COORDINATOR_PATH="$<TARGET_FILE:tessera-coordinator>")
+tessera_manager_test(test_swarm_status_client test_swarm_status_client.cpp)
+target_link_libraries(test_swarm_status_client PRIVATE tessera_test_processes)
 
 foreach(name test_history test_swarm_status_client test_autostart test_single_instance)
     add_test(NAME manager.${name} COMMAND ${name})

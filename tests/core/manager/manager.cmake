@@ -8,11 +8,8 @@ foreach(name test_app_settings test_pause_policy test_node_status_text)
 endforeach()
 
 # The supervisor of a real tessera-node against a real coordinator.
-tessera_manager_test(test_node_supervisor test_node_supervisor.cpp
-    ${CMAKE_SOURCE_DIR}/tests/core/CoordinatorProcess.cpp ${CMAKE_SOURCE_DIR}/tests/core/CoordinatorProcess.h)
-add_dependencies(test_node_supervisor tessera-coordinator tessera-node)
-target_compile_definitions(test_node_supervisor PRIVATE TESSERA_COORDINATOR_PATH="$<TARGET_FILE:tessera-coordinator>"
-    TESSERA_NODE_PATH="$<TARGET_FILE:tessera-node>")
+tessera_manager_test(test_node_supervisor test_node_supervisor.cpp)
+target_link_libraries(test_node_supervisor PRIVATE tessera_test_processes)
 add_test(NAME manager.test_node_supervisor COMMAND test_node_supervisor)
 set_tests_properties(manager.test_node_supervisor PROPERTIES LABELS manager TIMEOUT 300)
 
@@ -20,11 +17,10 @@ set_tests_properties(manager.test_node_supervisor PROPERTIES LABELS manager TIME
 # a real full-screen X11 window (fake_game, from detectors.cmake; X11 only). -noreset: Xvfb would
 # otherwise reset whenever its last client leaves, between one fake game and the next.
 if(TARGET fake_game)
-    tessera_manager_test(test_pause_while_gaming test_pause_while_gaming.cpp
-        ${CMAKE_SOURCE_DIR}/tests/core/CoordinatorProcess.cpp ${CMAKE_SOURCE_DIR}/tests/core/CoordinatorProcess.h)
-    add_dependencies(test_pause_while_gaming tessera-coordinator tessera-node fake_game)
-    target_compile_definitions(test_pause_while_gaming PRIVATE TESSERA_COORDINATOR_PATH="$<TARGET_FILE:tessera-coordinator>"
-        TESSERA_NODE_PATH="$<TARGET_FILE:tessera-node>" TESSERA_FAKE_GAME_PATH="$<TARGET_FILE:fake_game>")
+    tessera_manager_test(test_pause_while_gaming test_pause_while_gaming.cpp)
+target_link_libraries(test_pause_while_gaming PRIVATE tessera_test_processes)
+add_dependencies(test_pause_while_gaming fake_game)
+target_compile_definitions(test_pause_while_gaming PRIVATE TESSERA_FAKE_GAME_PATH="$<TARGET_FILE:fake_game>")
     if(XVFB_RUN)
         add_test(NAME manager.test_pause_while_gaming
             COMMAND ${XVFB_RUN} -a -s "-screen 0 1280x720x24 -noreset" $<TARGET_FILE:test_pause_while_gaming>)
@@ -35,10 +31,7 @@ if(TARGET fake_game)
 endif()
 
 # The Manager with a real node and coordinator: the disk limit, a pause kept across app restarts.
-tessera_manager_test(test_manager test_manager.cpp
-    ${CMAKE_SOURCE_DIR}/tests/core/CoordinatorProcess.cpp ${CMAKE_SOURCE_DIR}/tests/core/CoordinatorProcess.h)
-add_dependencies(test_manager tessera-coordinator tessera-node)
-target_compile_definitions(test_manager PRIVATE TESSERA_COORDINATOR_PATH="$<TARGET_FILE:tessera-coordinator>"
-    TESSERA_NODE_PATH="$<TARGET_FILE:tessera-node>")
+tessera_manager_test(test_manager test_manager.cpp)
+target_link_libraries(test_manager PRIVATE tessera_test_processes)
 add_test(NAME manager.test_manager COMMAND test_manager)
 set_tests_properties(manager.test_manager PROPERTIES LABELS manager TIMEOUT 300)

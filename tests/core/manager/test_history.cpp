@@ -7,7 +7,7 @@
 #include "ReceiptChain.h"
 #include "common/Identity.h"
 #include "manager/History.h"
-#include "node/LocalLedger.h"
+#include "node/ledger/LocalLedger.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
@@ -56,12 +56,12 @@ public:
     }
 
     bool add(qint64 issuedAtMs, qint64 microCredits) {
-        coordinator::CreditReceipt r;
+        protocol::CreditReceipt r;
         r.nodeId = m_nodeId;
         r.seq = ++m_seq;
         r.issuedAtMs = issuedAtMs;
         r.microCredits = microCredits;
-        r.flop = microCredits * coordinator::kFlopPerMicroCredit;
+        r.flop = microCredits * protocol::kFlopPerMicroCredit;
         r.prevHash = m_lastHash;
         r = test::ReceiptChain::sign(std::move(r), m_key);
         m_lastHash = r.hash;
@@ -79,7 +79,7 @@ private:
     QString m_nodeId;
     std::unique_ptr<node::LocalLedger> m_ledger;
     qint64 m_seq = 0;
-    QString m_lastHash = coordinator::kGenesisHash;
+    QString m_lastHash = protocol::kGenesisHash;
 };
 
 double sum(const QList<double>& values) {

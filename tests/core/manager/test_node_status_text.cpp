@@ -94,11 +94,14 @@ void TestNodeStatusText::downloadInMegabytes() {
 }
 
 void TestNodeStatusText::refusalAdvice() {
-    QVERIFY(NodeStatusText::refusalAdvice(u"refusing the coordinator at https://x: it presents the key A"_s)
-                .contains(u"coordinator.json"));
-    QVERIFY(NodeStatusText::refusalAdvice(u"hardware.memory_bytes: needs 2 GB"_s).contains(u"memory"));
-    QVERIFY(NodeStatusText::refusalAdvice(u"client 0.0.1 is older than 0.2; update Tessera"_s)
-                .contains(u"latest"));
+    // By kind, whatever the node's words were.
+    using tessera::protocol::RefusalKind;
+    QVERIFY(NodeStatusText::refusalAdvice(RefusalKind::CoordinatorKeyChanged).contains(u"coordinator.json"));
+    QVERIFY(NodeStatusText::refusalAdvice(RefusalKind::NoStageFits).contains(u"memory"));
+    QVERIFY(NodeStatusText::refusalAdvice(RefusalKind::ClientTooOld).contains(u"latest"));
+    QVERIFY(NodeStatusText::refusalAdvice(RefusalKind::Other).contains(u"address"));
+    // A kind this build does not know reads as Other.
+    QCOMPARE(tessera::protocol::refusalKindFromName(u"something_new"_s), RefusalKind::Other);
 }
 
 QTEST_GUILESS_MAIN(TestNodeStatusText)

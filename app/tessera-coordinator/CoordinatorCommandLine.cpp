@@ -1,0 +1,293 @@
+#include "CoordinatorCommandLine.h"
+
+#include "device/BuildInfo.h"
+#include "common/Version.h"
+#include "coordinator/Coordinator.h"
+#include "common/ShutdownSignals.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+
+#include <functional>
+#include <limits>
+#include <ostream>
+#include <vector>
+
+namespace tessera::coordinator {
+
+namespace {
+
+const QString kProgram = QStringLiteral("tessera-coordinator");
+
+std::ostream& operator<<(std::ostream& os, const QString& s) {
+    return os << s.toStdString();
+}
+
+QCommandLineOption valueOption(const char* name, const char* description, const char* valueName) {
+    return QCommandLineOption(QString::fromLatin1(name), QString::fromLatin1(description),
+                              QString::fromLatin1(valueName));
+}
+
+} // namespace
+
+CoordinatorCommandLine::CoordinatorCommandLine(std::ostream& out, std::ostream& err)
+    : m_out(out)
+    , m_err(err) {}
+
+std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringList& arguments, int& exitCode) {
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral("Tessera's coordinator: admits volunteer nodes, assigns pipeline stages and serves\n"
+                       "their signed stage shards over HTTPS."));
+    const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")},
+                                  QStringLiteral("Show this help."));
+    const QCommandLineOption version({QStringLiteral("v"), QStringLiteral("version")},
+                                     QStringLiteral("Show the version."));
+    const auto dataDir =
+        valueOption("data-dir", "Folder of the run, its keys and SQLite database (required).", "DIR");
+    const auto listen =
+        valueOption("listen", "Address to serve on [127.0.0.1:8443]; port 0 picks one.", "HOST:PORT");
+    const auto tlsCert =
+        valueOption("tls-cert", "TLS certificate chain (PEM); default: self-signed in DIR.", "FILE");
+    const auto tlsKey = valueOption("tls-key", "TLS private key (PEM) of --tls-cert.", "FILE");
+    const QCommandLineOption insecure(QStringLiteral("insecure-loopback"),
+                                      QStringLiteral("Serve plain HTTP; only on a loopback address."));
+    const auto db =
+        valueOption("db", "sqlite:PATH [DIR/coordinator.sqlite] or postgresql://user@host/db.", "URL");
+    const auto model =
+        valueOption("model", "New run's model: tiny, small, 8b or CONFIG.json [tiny].", "MODEL");
+    const auto stages = valueOption("stages", "New run's pipeline stage count (overrides the model's).", "S");
+    const auto dataset = valueOption(
+        "dataset",
+        "New run's data: synthetic[:order=N,...], text:PATH, tokens16:PATH, tokens32:PATH [synthetic].",
+        "SPEC");
+    const auto codec = valueOption("codec",
+                                   "A new run's boundary codec between stages: none, int8 or subspace "
+                                   "(~ratio x smaller activations) [the model's].",
+                                   "CODEC");
+    const auto heartbeat = valueOption("heartbeat-timeout-ms",
+                                       "A node silent this long on /v1/session is offline [30000].", "MS");
+    const auto maxNodes =
+        valueOption("max-nodes", "Nodes online at once; more are waitlisted (503) [0: no limit].", "N");
+    const auto maxNodesPerStage =
+        valueOption("max-nodes-per-stage", "Nodes online per stage; more are waitlisted [0: no limit].", "N");
+    const auto retryAfter = valueOption(
+        "waitlist-retry-after", "Seconds a waitlisted node is told to wait (Retry-After) [300].", "SECONDS");
+    const auto minClient = valueOption("min-client-version",
+                                       "Oldest node release admitted; older ones get 403 [0.2.0, the oldest that speaks this protocol].", "X.Y.Z");
+    const auto maxConnections = valueOption(
+        "max-connections", "HTTP connections served at once; one more is told 503 and closed [512].", "N");
+    const auto requestTimeout =
+        valueOption("request-timeout-ms",
+                    "Deadline for a request's header block and for its body, each from its first byte; a "
+                    "slower client gets 408 [10000 header, 30000 body].",
+                    "MS");
+    const QCommandLineOption overlapSteps(
+        QStringLiteral("overlap-steps"),
+        QStringLiteral("Let the window of microbatches run across step boundaries: no pipeline bubble at each "
+                       "step, but a few gradients are a step stale (slower learning per token) [off]."));
+    parser.addOptions({help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages, dataset,
+                       heartbeat, maxNodes, maxNodesPerStage, retryAfter, minClient, maxConnections,
+                       requestTimeout, codec, overlapSteps});
+
+    // The data plane's settings: each a whole number in a range, written into TrainerSettings.
+    struct TrainingOption {
+        const char* name;
+        const char* description;
+        qint64 min, max;
+        std::function<void(TrainerSettings&, qint64)> apply;
+    };
+    const std::vector<TrainingOption> trainingOptions{
+        {"batch", "Sequences per microbatch [8].", 1, 4096, [](TrainerSettings& t, qint64 n) { t.loop.batch = int(n); }},
+        {"seq", "Tokens per sequence [64].", 1, 65536, [](TrainerSettings& t, qint64 n) { t.loop.seq = int(n); }},
+        {"microbatches-per-step", "Microbatches in one global batch: one optimizer step [8].", 1, 100'000,
+         [](TrainerSettings& t, qint64 n) { t.loop.microbatchesPerStep = int(n); }},
+        {"window", "Microbatches in flight at once [8].", 1, 100'000,
+         [](TrainerSettings& t, qint64 n) { t.router.window = int(n); }},
+        {"averaging-interval", "Steps between two SPARTA averaging rounds [20].", 1, 1'000'000,
+         [](TrainerSettings& t, qint64 n) { t.averaging.interval = int(n); }},
+        {"averaging-partitions", "The weights are averaged 1/N at a time [20, i.e. 5%].", 1, 1000,
+         [](TrainerSettings& t, qint64 n) { t.averaging.partitions = int(n); }},
+        {"checkpoint-every", "Steps between published stage checkpoints [50].", 1, 1'000'000,
+         [](TrainerSettings& t, qint64 n) { t.loop.checkpointEvery = int(n); }},
+        {"credit-interval-ms", "How often accepted work becomes signed credit receipts [60000].", 100, 86'400'000,
+         [](TrainerSettings& t, qint64 n) { t.creditInterval = std::chrono::milliseconds(n); }},
+        {"task-timeout-ms", "The least time a node gets for one task before it is retried elsewhere [10000].",
+         100, 3'600'000, [](TrainerSettings& t, qint64 n) { t.router.scheduler.minDeadlineMs = n; }},
+        {"microbatch-timeout-ms", "A microbatch not completed in this time is abandoned [120000].", 1000,
+         86'400'000, [](TrainerSettings& t, qint64 n) { t.router.microbatchTimeoutMs = n; }},
+        {"max-steps", "Stop issuing microbatches after this step [0: never].", 0, std::numeric_limits<int>::max(),
+         [](TrainerSettings& t, qint64 n) { t.loop.maxSteps = n; }},
+    };
+    std::vector<QCommandLineOption> trainingParsed;
+    for (const TrainingOption& t : trainingOptions) {
+        trainingParsed.push_back(valueOption(t.name, t.description, "N"));
+        parser.addOption(trainingParsed.back());
+    }
+    
+    exitCode = 2;
+    if (!parser.parse(arguments)) {
+        m_err << kProgram << ": " << parser.errorText() << "\nTry 'tessera-coordinator --help'.\n";
+        return std::nullopt;
+    }
+    if (parser.isSet(help)) {
+        m_out << parser.helpText();
+        exitCode = 0;
+        return std::nullopt;
+    }
+    if (parser.isSet(version)) {
+        m_out << versionLine(kProgram, gpu::buildDescription()) << "\n";
+        exitCode = 0;
+        return std::nullopt;
+    }
+    if (!parser.positionalArguments().isEmpty()) {
+        m_err << kProgram << ": unexpected argument '" << parser.positionalArguments().first()
+              << "'\nTry 'tessera-coordinator --help'.\n";
+        return std::nullopt;
+    }
+    CoordinatorOptions o;
+    o.dataDir = parser.value(dataDir);
+    if (o.dataDir.isEmpty()) {
+        m_err << kProgram << ": --data-dir is required\nTry 'tessera-coordinator --help'.\n";
+        return std::nullopt;
+    }
+    if (parser.isSet(listen))
+        o.listen = parser.value(listen);
+    o.tlsCert = parser.value(tlsCert);
+    o.tlsKey = parser.value(tlsKey);
+    o.insecureLoopback = parser.isSet(insecure);
+    o.dbUrl = parser.value(db);
+    o.model = parser.value(model);
+    o.dataset = parser.value(dataset);
+    if (parser.isSet(stages)) {
+        bool ok = false;
+        const int s = parser.value(stages).toInt(&ok);
+        if (!ok || s < 1) {
+            m_err << kProgram << ": --stages must be a positive whole number\n";
+            return std::nullopt;
+        }
+        o.stages = s;
+    }
+    if (parser.isSet(codec)) {
+        Result<gpu::CodecKind> c = gpu::parseCodec(parser.value(codec).toStdString());
+        if (!c) {
+            m_err << kProgram << ": --codec: " << c.message() << "\n";
+            return std::nullopt;
+        }
+        o.codec = *c;
+    }
+    if (parser.isSet(heartbeat)) {
+        bool ok = false;
+        const qint64 ms = parser.value(heartbeat).toLongLong(&ok);
+        if (!ok || ms < 100 || ms > 3'600'000) {
+            m_err << kProgram << ": --heartbeat-timeout-ms must be a whole number from 100 to 3600000\n";
+            return std::nullopt;
+        }
+        o.heartbeatTimeout = std::chrono::milliseconds(ms);
+    }
+    // A whole number in [min, max] or a usage error naming the option and the range.
+    const auto number = [&](const QCommandLineOption& option, qint64 min, qint64 max,
+                            const char* range) -> std::optional<qint64> {
+        bool ok = false;
+        const qint64 n = parser.value(option).toLongLong(&ok);
+        if (ok && n >= min && n <= max)
+            return n;
+        m_err << kProgram << ": --" << option.names().first() << " must be a whole number " << range << "\n";
+        return std::nullopt;
+    };
+    if (parser.isSet(maxNodes)) {
+        const std::optional<qint64> n = number(maxNodes, 0, 1'000'000, "from 0 (no limit) to 1000000");
+        if (!n)
+            return std::nullopt;
+        o.maxNodes = int(*n);
+    }
+    if (parser.isSet(maxNodesPerStage)) {
+        const std::optional<qint64> n =
+            number(maxNodesPerStage, 0, 1'000'000, "from 0 (no limit) to 1000000");
+        if (!n)
+            return std::nullopt;
+        o.maxNodesPerStage = int(*n);
+    }
+    if (parser.isSet(retryAfter)) {
+        const std::optional<qint64> n = number(retryAfter, 1, 86'400, "of seconds from 1 to 86400");
+        if (!n)
+            return std::nullopt;
+        o.waitlistRetryAfter = std::chrono::seconds(*n);
+    }
+    if (parser.isSet(minClient)) {
+        Result<protocol::ClientVersion> v = protocol::ClientVersion::parse(parser.value(minClient));
+        if (!v) {
+            m_err << kProgram << ": --min-client-version " << parser.value(minClient) << ": " << v.message()
+                  << "\n";
+            return std::nullopt;
+        }
+        o.minClientVersion = *v;
+    }
+    if (parser.isSet(maxConnections)) {
+        const std::optional<qint64> n = number(maxConnections, 1, 100'000, "from 1 to 100000");
+        if (!n)
+            return std::nullopt;
+        o.maxConnections = int(*n);
+    }
+    if (parser.isSet(requestTimeout)) {
+        const std::optional<qint64> n = number(requestTimeout, 100, 3'600'000, "from 100 to 3600000");
+        if (!n)
+            return std::nullopt;
+        o.requestTimeout = std::chrono::milliseconds(*n);
+    }
+    o.training.loop.overlapSteps = parser.isSet(overlapSteps);
+    for (std::size_t i = 0; i < trainingOptions.size(); ++i) {
+        if (!parser.isSet(trainingParsed[i]))
+            continue;
+        const TrainingOption& t = trainingOptions[i];
+        const std::optional<qint64> n = number(trainingParsed[i], t.min, t.max,
+                                               ("from " + std::to_string(t.min) + " to " + std::to_string(t.max)).c_str());
+        if (!n)
+            return std::nullopt;
+        t.apply(o.training, *n);
+    }
+    exitCode = 0;
+    return o;
+}
+
+int CoordinatorCommandLine::run(const QStringList& arguments) {
+    int exitCode = 0;
+    const std::optional<CoordinatorOptions> options = parse(arguments, exitCode);
+    if (!options)
+        return exitCode;
+
+    // Installed before the start so that a signal during it is held until the loop runs.
+    Result<std::unique_ptr<ShutdownSignals>> shutdownSignals = ShutdownSignals::install();
+    if (!shutdownSignals) {
+        m_err << kProgram << ": " << shutdownSignals.message() << std::endl;
+        return 1;
+    }
+    Result<std::unique_ptr<Coordinator>> started = Coordinator::start(*options);
+    if (!started) {
+        m_err << kProgram << ": " << started.message() << std::endl;
+        return 1;
+    }
+    Coordinator& c = **started;
+    const gpu::ModelConfig& model = c.model();
+    m_out << kProgram << " " << tesseraVersion() << ": "
+          << (c.runCreated() ? "created the run" : "resumed the run") << " of model '" << model.name << "' ("
+          << model.parameterCount() << " parameters, " << model.stages << " stages) in " << options->dataDir
+          << "\n"
+          << "dataset: " << c.dataset() << "\n"
+          << "database: " << c.databaseName() << "\n"
+          << "coordinator key: " << c.coordinatorKey() << "\n";
+    if (c.tls())
+        m_out << "TLS certificate: " << c.tlsCertPath() << "\n"
+              << "TLS SHA-256 fingerprint: " << c.tlsFingerprint() << "\n";
+    else
+        m_out << "warning: plain HTTP (--insecure-loopback): for local testing only\n";
+    // Tests and scripts wait for this line (it carries the port chosen for port 0).
+    m_out << "listening on " << c.url() << std::endl;
+    QObject::connect((*shutdownSignals).get(), &ShutdownSignals::received, [this, &c](int signalNumber) {
+        m_out << kProgram << ": signal " << signalNumber << ", shutting down" << std::endl;
+        c.stop([] { QCoreApplication::exit(0); });
+    });
+    return QCoreApplication::exec();
+}
+
+} // namespace tessera::coordinator

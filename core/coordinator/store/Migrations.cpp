@@ -1,0 +1,118 @@
+#include "coordinator/store/Migrations.h"
+
+namespace tessera::coordinator {
+
+const std::vector<Migration>& migrations() {
+    static const std::vector<Migration> all{
+        {1,
+         "nodes, sessions, admission nonces, assignments, stage versions, credit receipts",
+         {
+             // state: "online" | "offline". stage: NULL until the node is assigned one.
+             "CREATE TABLE nodes ("
+             " node_id TEXT PRIMARY KEY,"
+             " public_key TEXT NOT NULL,"
+             " first_seen BIGINT NOT NULL,"
+             " last_seen BIGINT NOT NULL,"
+             " state TEXT NOT NULL,"
+             " hardware_json TEXT NOT NULL,"
+             " bench_json TEXT NOT NULL,"
+             // bench.gflops again as a column: admission sums it per stage in one query.
+             " bench_gflops DOUBLE PRECISION NOT NULL DEFAULT 0,"
+             " client_version TEXT NOT NULL,"
+             " stage INTEGER)",
+             "CREATE INDEX nodes_state_stage ON nodes (state, stage)",
+             // Only a hash of the bearer token is kept: a leaked database grants no sessions.
+             "CREATE TABLE sessions ("
+             " token_hash TEXT PRIMARY KEY,"
+             " node_id TEXT NOT NULL REFERENCES nodes (node_id) ON DELETE CASCADE,"
+             " created_at BIGINT NOT NULL,"
+             " expires_at BIGINT NOT NULL,"
+             " last_heartbeat BIGINT NOT NULL,"
+             " revoked INTEGER NOT NULL DEFAULT 0)",
+             "CREATE INDEX sessions_node ON sessions (node_id)",
+             "CREATE INDEX sessions_expires ON sessions (expires_at)",
+             "CREATE TABLE admission_nonces ("
+             " nonce TEXT PRIMARY KEY,"
+             " node_key TEXT NOT NULL,"
+             " expires_at BIGINT NOT NULL,"
+             " used INTEGER NOT NULL DEFAULT 0)",
+             "CREATE INDEX admission_nonces_expires ON admission_nonces (expires_at)",
+             // id: chosen by the coordinator (no AUTOINCREMENT/SERIAL, which differ by backend).
+             "CREATE TABLE assignments ("
+             " id BIGINT PRIMARY KEY,"
+             " node_id TEXT NOT NULL REFERENCES nodes (node_id) ON DELETE CASCADE,"
+             " stage INTEGER NOT NULL,"
+             " assigned_at BIGINT NOT NULL,"
+             " ended_at BIGINT)",
+             "CREATE INDEX assignments_node ON assignments (node_id)",
+             "CREATE TABLE stage_versions ("
+             " stage INTEGER NOT NULL,"
+             " version BIGINT NOT NULL,"
+             " step BIGINT NOT NULL,"
+             " file TEXT NOT NULL,"
+             " file_size BIGINT NOT NULL,"
+             " sha256 TEXT NOT NULL,"
+             " manifest_json TEXT NOT NULL,"
+             " created_at BIGINT NOT NULL,"
+             " PRIMARY KEY (stage, version))",
+             // micro_credits: integer millionths of a credit (1 credit = 10^15 FLOP), so sums
+             // never drift the way floating point would. signature: base64.
+             "CREATE TABLE credit_receipts ("
+             " node_id TEXT NOT NULL REFERENCES nodes (node_id),"
+             " seq BIGINT NOT NULL,"
+             " issued_at BIGINT NOT NULL,"
+             " flop BIGINT NOT NULL,"
+             " micro_credits BIGINT NOT NULL,"
+             " prev_hash TEXT NOT NULL,"
+             " hash TEXT NOT NULL UNIQUE,"
+             " signature TEXT NOT NULL,"
+             " PRIMARY KEY (node_id, seq))",
+         }},
+        {2,
+         "training: microbatches, accepted tasks, pending credit, the step and the loss history",
+         {
+             // state: "in_flight" | "completed" | "abandoned". Written in batches about once a
+             // second; a restart turns what a dead process left in flight into "abandoned".
+             "CREATE TABLE microbatches ("
+             " id BIGINT PRIMARY KEY,"
+             " step BIGINT NOT NULL,"
+             " state TEXT NOT NULL,"
+             " tokens BIGINT NOT NULL,"
+             " issued_at BIGINT NOT NULL,"
+             " finished_at BIGINT,"
+             " loss DOUBLE PRECISION,"
+             " reason TEXT)",
+             "CREATE INDEX microbatches_state ON microbatches (state)",
+             // The tasks of completed microbatches, each with the FLOPs it earns.
+             "CREATE TABLE accepted_tasks ("
+             " microbatch BIGINT NOT NULL,"
+             " seq INTEGER NOT NULL,"
+             " node_id TEXT NOT NULL,"
+             " stage INTEGER NOT NULL,"
+             " kind TEXT NOT NULL,"
+             " tokens BIGINT NOT NULL,"
+             " flop BIGINT NOT NULL,"
+             " PRIMARY KEY (microbatch, seq))",
+             "CREATE INDEX accepted_tasks_node ON accepted_tasks (node_id)",
+             // FLOPs accepted but not yet in a receipt (receipts are batched).
+             "CREATE TABLE credit_pending ("
+             " node_id TEXT PRIMARY KEY REFERENCES nodes (node_id) ON DELETE CASCADE,"
+             " flop BIGINT NOT NULL)",
+             "CREATE TABLE training_state ("
+             " id INTEGER PRIMARY KEY,"
+             " step BIGINT NOT NULL,"
+             " tokens BIGINT NOT NULL,"
+             " joins BIGINT NOT NULL,"
+             " leaves BIGINT NOT NULL,"
+             " updated_at BIGINT NOT NULL)",
+             "CREATE TABLE loss_history ("
+             " step BIGINT PRIMARY KEY,"
+             " loss DOUBLE PRECISION NOT NULL,"
+             " tokens BIGINT NOT NULL,"
+             " at BIGINT NOT NULL)",
+         }},
+    };
+    return all;
+}
+
+} // namespace tessera::coordinator

@@ -1,0 +1,83 @@
+#pragma once
+// NodeRegistry: the nodes the coordinator has admitted, their state and their stage.
+
+#include "base/Result.h"
+
+#include <QString>
+#include <QStringList>
+#include <QVariantList>
+
+#include <optional>
+#include <vector>
+
+namespace tessera::coordinator {
+
+class Database;
+
+enum class NodeState { Online, Offline };
+
+QString nodeStateName(NodeState state); // "online", "offline": the text stored in nodes.state
+
+struct NodeRecord {
+    QString nodeId; // SHA-256 of the node's public key, hex
+    QString publicKey;
+    qint64 firstSeenMs = 0;
+    qint64 lastSeenMs = 0;
+    NodeState state = NodeState::Offline;
+    QString hardwareJson;
+    QString benchJson;
+    QString clientVersion;
+    std::optional<int> stage;
+};
+
+// What an admission tells about a node.
+struct NodeAdmission {
+    QString nodeId;
+    QString publicKey;
+    QString hardwareJson;
+    QString benchJson;
+    QString clientVersion;
+    double benchGflops = 0; // bench_json's gflops, kept as a column for stageTotals()
+};
+
+// Online nodes of one stage and their summed benchmark throughput.
+struct StageTotals {
+    int stage = 0;
+    qint64 nodes = 0;
+    double gflops = 0;
+};
+
+class NodeRegistry final {
+public:
+    explicit NodeRegistry(Database& db)
+        : m_db(db) {}
+
+    // A new node is inserted; a returning one keeps its first_seen and stage and gets the new
+    // hardware, bench and version. Either way it is online and last seen now.
+    Status admit(const NodeAdmission& admission, qint64 nowMs);
+    Status setState(const QString& nodeId, NodeState state, qint64 nowMs);
+    Status setStage(const QString& nodeId, std::optional<int> stage);
+    Status touch(const QString& nodeId, qint64 nowMs);
+    // last_seen = nowMs for every node named, in a few statements; unknown ids are skipped.
+    Status touchMany(const QStringList& nodeIds, qint64 nowMs);
+    // Marks offline, in one conditional UPDATE, every online node last seen before cutoffMs
+    // (keeping its last_seen); returns how many.
+    Result<int> markStaleOffline(qint64 cutoffMs);
+
+    Result<std::optional<NodeRecord>> find(const QString& nodeId);
+    // Filters are optional: nothing given lists every node, ordered by node id.
+    Result<std::vector<NodeRecord>> list(std::optional<NodeState> state = std::nullopt,
+                                         std::optional<int> stage = std::nullopt);
+    Result<qint64> count(std::optional<NodeState> state = std::nullopt,
+                         std::optional<int> stage = std::nullopt);
+    // Per stage with at least one online node, leaving `exceptNodeId` out: one GROUP BY, so
+    // an admission costs the same with 10 nodes known as with 10,000.
+    Result<std::vector<StageTotals>> stageTotals(const QString& exceptNodeId = {});
+
+private:
+    Status updateOne(const QString& nodeId, const QString& sql, const QVariantList& values);
+
+    Database& m_db;
+};
+
+} // namespace tessera::coordinator

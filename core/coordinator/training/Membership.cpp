@@ -1,0 +1,153 @@
+// Membership: ready → ghost → routed → gone, joins and leaves, and moving nodes to empty stages.
+#include "coordinator/training/Membership.h"
+
+#include "coordinator/router/Router.h"
+#include "coordinator/store/AssignmentLog.h"
+#include "coordinator/store/Database.h"
+#include "coordinator/store/NodeRegistry.h"
+#include "coordinator/store/TrainingStore.h"
+#include "coordinator/training/Averager.h"
+#include "coordinator/training/NodeProbes.h"
+
+namespace tessera::coordinator {
+
+namespace {
+
+constexpr qint64 kReassignGraceMs = 120'000;
+// A node seen online this recently by the previous process is reconnecting, not joining.
+constexpr qint64 kRejoinWindowMs = 10 * 60'000;
+
+QString shortId(const QString& node) {
+    return node.left(12);
+}
+
+} // namespace
+
+Membership::Membership(Database& db, MembershipSettings settings, int stages, TrainingState& state, Router& router,
+                       Averager& averager, NodeProbes& probes, SendText sendText, Clock clock)
+    : m_db(db)
+    , m_settings(settings)
+    , m_stages(stages)
+    , m_state(state)
+    , m_router(router)
+    , m_averager(averager)
+    , m_probes(probes)
+    , m_sendText(std::move(sendText))
+    , m_clock(std::move(clock)) {}
+
+void Membership::rememberOnlineNodes() {
+    if (Result<std::vector<NodeRecord>> online = NodeRegistry(m_db).list(NodeState::Online); online)
+        for (const NodeRecord& n : *online)
+            if (n.lastSeenMs > m_clock() - kRejoinWindowMs)
+                m_rejoining.insert(n.nodeId);
+}
+
+void Membership::onReady(const QString& node, const protocol::Ready& ready) {
+    Result<std::optional<NodeRecord>> record = NodeRegistry(m_db).find(node);
+    if (!record || !*record || !(*record)->stage || *(*record)->stage != ready.stage) {
+        m_sendText(node, protocol::ErrorNotice{
+                             QStringLiteral("ready for stage %1, but this node is not assigned to it").arg(ready.stage)});
+        return;
+    }
+    if (m_router.hasNode(node) || m_ghosts.contains(node))
+        return;
+    m_reassigned.remove(node);
+    if (!m_rejoining.remove(node))
+        ++m_state.joins;
+    const QStringList replicas = m_router.nodesOf(ready.stage);
+    if (m_settings.ghostSync && !replicas.isEmpty()) {
+        // Ghost: take the weights of a live replica first.
+        m_ghosts.insert(node, ready.stage);
+        qInfo("trainer: node %s joins stage %d; syncing it from %s", qPrintable(shortId(node)), ready.stage,
+              qPrintable(shortId(replicas.first())));
+        m_averager.startSync(node, ready.stage, replicas.first());
+        return;
+    }
+    route(node, ready.stage);
+}
+
+void Membership::onUnavailable(const QString& node, const QString& reason) {
+    m_ghosts.remove(node);
+    m_router.removeNode(node, reason.isEmpty() ? QStringLiteral("unavailable") : reason);
+    m_averager.nodeGone(node);
+}
+
+void Membership::onClosed(const QString& node, bool stopping) {
+    m_reassigned.remove(node);
+    const bool wasIn = m_router.hasNode(node) || m_ghosts.remove(node) > 0;
+    if (wasIn && !stopping)
+        ++m_state.leaves;
+    m_router.removeNode(node, QStringLiteral("disconnected"));
+    m_averager.nodeGone(node);
+}
+
+void Membership::onSynced(const QString& ghost, int stage, bool ok, bool connected) {
+    if (!m_ghosts.remove(ghost))
+        return;
+    if (!ok)
+        qWarning("trainer: node %s starts from the checkpoint (no replica could sync it)", qPrintable(shortId(ghost)));
+    if (connected)
+        route(ghost, stage);
+}
+
+void Membership::route(const QString& node, int stage) {
+    qInfo("trainer: node %s takes tasks of stage %d", qPrintable(shortId(node)), stage);
+    m_router.addNode(node, stage, m_probes.secondsPerToken(node));
+}
+
+int Membership::ghosts(int stage) const {
+    int n = 0;
+    for (int s : m_ghosts)
+        n += s == stage ? 1 : 0;
+    return n;
+}
+
+void Membership::rebalance() {
+    if (m_stages < 2)
+        return;
+    const qint64 t = m_clock();
+    for (auto it = m_reassigned.begin(); it != m_reassigned.end();)
+        it = t - it->sinceMs > kReassignGraceMs ? m_reassigned.erase(it) : std::next(it);
+    for (int s = 0; s < m_stages; ++s) {
+        bool moving = false;
+        for (const Move& m : m_reassigned)
+            moving = moving || m.stage == s;
+        if (!m_router.nodesOf(s).isEmpty() || ghosts(s) > 0 || moving) {
+            m_starvedSince.remove(s);
+            continue;
+        }
+        const qint64 since = m_starvedSince.value(s, t);
+        m_starvedSince.insert(s, since);
+        if (t - since < m_settings.rebalanceAfterMs)
+            continue; // a node of its own may come back (a restart, a resume)
+        int donor = -1;
+        qsizetype most = 1;
+        for (int d = 0; d < m_stages; ++d)
+            if (m_router.nodesOf(d).size() > most) {
+                most = m_router.nodesOf(d).size();
+                donor = d;
+            }
+        if (donor < 0)
+            return; // no stage can spare a node: new nodes are admitted to the empty stage
+        const QString node = m_router.nodesOf(donor).last();
+        const Status moved = m_db.writeTransaction([&]() -> Status {
+            if (Status set = NodeRegistry(m_db).setStage(node, s); !set)
+                return set;
+            return AssignmentLog(m_db).assign(node, s, t);
+        });
+        if (!moved) {
+            qWarning("trainer: moving node %s to stage %d failed: %s", qPrintable(shortId(node)), s,
+                     moved.message().c_str());
+            return;
+        }
+        qInfo("trainer: stage %d has had no node for %lld s: node %s moves there from stage %d", s,
+              qlonglong((t - since) / 1000), qPrintable(shortId(node)), donor);
+        m_router.removeNode(node, QStringLiteral("moved to stage %1").arg(s));
+        m_averager.nodeGone(node);
+        m_reassigned.insert(node, Move{s, t});
+        m_starvedSince.remove(s);
+        m_sendText(node, protocol::Reassign{s, QStringLiteral("stage %1 has no node").arg(s)});
+    }
+}
+
+} // namespace tessera::coordinator

@@ -1,0 +1,79 @@
+#pragma once
+// Membership: which nodes take part in training, and how they come and go.
+//
+// A node's life in the data plane: session open → (probe) → `ready` → Ghost (when its stage has a
+// routed replica, that replica's weights are synced to it; it gets no task meanwhile) → Routed
+// (gets tasks; takes part in averaging) → gone (`unavailable` on a pause, its session closed, or
+// moved to another stage). Joins and leaves are counted in the training state. A stage left
+// without a routed node for rebalanceAfterMs takes the last node of the fullest stage (≥ 2 nodes):
+// the database assignment changes first, then the node is told to `reassign`.
+
+#include "protocol/SessionMessages.h"
+
+#include <QHash>
+#include <QSet>
+#include <QString>
+
+#include <functional>
+
+namespace tessera::coordinator {
+
+class Averager;
+class Database;
+class NodeProbes;
+class Router;
+struct TrainingState;
+
+struct MembershipSettings {
+    bool ghostSync = true;            // a joining node first takes a live replica's weights
+    qint64 rebalanceAfterMs = 15'000; // a stage without a routed node this long takes one
+};
+
+class Membership final {
+public:
+    using SendText = std::function<bool(const QString& node, const protocol::SessionMessage& message)>;
+    using Clock = std::function<qint64()>;
+
+    Membership(Database& db, MembershipSettings settings, int stages, TrainingState& state, Router& router,
+               Averager& averager, NodeProbes& probes, SendText sendText, Clock clock);
+
+    // Nodes a previous coordinator process had online shortly before this one started: their
+    // first `ready` is a reconnection, not a join. Read before the session sweep marks them offline.
+    void rememberOnlineNodes();
+
+    void onReady(const QString& node, const protocol::Ready& ready);
+    void onUnavailable(const QString& node, const QString& reason);
+    // The node's last session closed; `stopping`: the coordinator is closing them all.
+    void onClosed(const QString& node, bool stopping);
+    // The ghost took the weights (or could not: it starts from the checkpoint's); routed if still here.
+    void onSynced(const QString& ghost, int stage, bool ok, bool connected);
+    // Moves a node to a stage that has had none for rebalanceAfterMs, from the fullest stage.
+    void rebalance();
+
+    int ghosts(int stage) const;
+
+private:
+    void route(const QString& node, int stage);
+
+    Database& m_db;
+    MembershipSettings m_settings;
+    int m_stages;
+    TrainingState& m_state;
+    Router& m_router;
+    Averager& m_averager;
+    NodeProbes& m_probes;
+    SendText m_sendText;
+    Clock m_clock;
+    QHash<QString, int> m_ghosts; // syncing, by node → stage
+    struct Move {
+        int stage = 0;
+        qint64 sinceMs = 0;
+    };
+    // Asked to switch, until it is ready on the new stage (or kReassignGraceMs passed: a node
+    // that was paused meanwhile no longer keeps the stage looking held).
+    QHash<QString, Move> m_reassigned;
+    QHash<int, qint64> m_starvedSince; // stage → when it last had no node
+    QSet<QString> m_rejoining;
+};
+
+} // namespace tessera::coordinator

@@ -1,0 +1,60 @@
+#pragma once
+// StageCheckpoints: the coordinator's own copy of every stage's weights — refreshed by each
+// averaging round (the averaged partition replaces its values) and by each joining node's sync
+// (all the weights of a live replica) — persisted every so many steps as a new stage version:
+// written atomically, manifest signed, recorded in stage_versions. New nodes download the
+// latest version; a restarted coordinator starts from it.
+//
+// One gpu::StageEngine per stage on the CPU (weights only: it never trains here).
+
+#include "base/Result.h"
+#include "base/ModelConfig.h"
+
+#include <QString>
+
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace tessera {
+class Identity;
+}
+namespace tessera::gpu {
+class StageEngine;
+}
+
+namespace tessera::coordinator {
+
+class Database;
+
+class StageCheckpoints final {
+public:
+    // Loads each stage's latest published version (verified against its manifest).
+    static Result<std::unique_ptr<StageCheckpoints>>
+    open(Database& db, const Identity& key, const gpu::ModelConfig& config, const QString& shardDir);
+    ~StageCheckpoints();
+
+    int stages() const;
+    qint64 parameters(int stage) const;
+    qint64 partitionSize(int stage, int partition, int partitions) const; // -1: all; 0 when invalid
+    qint64 version(int stage) const;                                      // latest published
+    qint64 step(int stage) const; // the step of the latest published version
+
+    // The partition's values replace the checkpoint's (partition -1: all of them).
+    Status take(int stage, int partition, int partitions, std::span<const float> values);
+    bool changed(int stage) const; // since the last publish
+
+    // Publishes a new version of every changed stage at `step`: returns how many. Old files
+    // beyond the newest `keep` versions of a stage are deleted (their rows stay, for history).
+    Result<int> publish(qint64 step, qint64 nowMs, int keep = 3);
+
+private:
+    struct Stage;
+    StageCheckpoints(Database& db, const Identity& key, QString shardDir);
+    Database& m_db;
+    const Identity& m_key;
+    QString m_shardDir;
+    std::vector<std::unique_ptr<Stage>> m_stages;
+};
+
+} // namespace tessera::coordinator

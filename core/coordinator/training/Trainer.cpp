@@ -1,0 +1,217 @@
+// Trainer: the training parts made, wired to each other and to the sessions.
+#include "coordinator/training/Trainer.h"
+
+#include "coordinator/api/SessionApi.h"
+#include "coordinator/training/StageCheckpoints.h"
+#include "protocol/TaskMessage.h"
+#include "train/TrainingData.h"
+
+#include <QDateTime>
+#include <QJsonArray>
+
+namespace tessera::coordinator {
+
+Trainer::Trainer(Database& db, const gpu::ModelConfig& config, TrainerSettings settings, SessionApi& sessions)
+    : m_db(db)
+    , m_config(config)
+    , m_settings(settings)
+    , m_sessions(sessions)
+    , m_store(db) {}
+
+Trainer::~Trainer() {
+    m_sessions.setListener(nullptr);
+}
+
+qint64 Trainer::now() const {
+    return QDateTime::currentMSecsSinceEpoch();
+}
+
+Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& key,
+                                                 const gpu::ModelConfig& config, const QString& dataset,
+                                                 const QString& shardDir, TrainerSettings settings,
+                                                 SessionApi& sessions) {
+    const LoopSettings& loop = settings.loop;
+    if (loop.batch < 1 || loop.seq < 1 || loop.seq > config.maxSeqLen || loop.microbatchesPerStep < 1)
+        return makeError("training: batch and microbatches per step must be ≥ 1 and seq within 1.." +
+                         std::to_string(config.maxSeqLen));
+    if (settings.averaging.interval < 1 || settings.averaging.partitions < 1 ||
+        settings.averaging.partitions > protocol::kMaxPartitions)
+        return makeError("training: the averaging interval must be ≥ 1 and the partitions within 1..1000");
+    std::unique_ptr<Trainer> t(new Trainer(db, config, settings, sessions));
+    Trainer* self = t.get();
+    Result<TrainingState> state = t->m_store.resume(t->now());
+    if (!state)
+        return state.error();
+    t->m_state = *state;
+    if (state->abandonedAtStart > 0)
+        qInfo("trainer: %lld microbatches left in flight by the previous run are counted abandoned",
+              qlonglong(state->abandonedAtStart));
+
+    // The data order goes on from a new seed after a restart instead of replaying the start.
+    const std::uint64_t seed = config.seed ^ (std::uint64_t(state->step) * 0x9E3779B97F4A7C15ull);
+    Result<std::unique_ptr<gpu::TrainingData>> data =
+        gpu::TrainingData::open(dataset.toStdString(), config.vocabSize, seed);
+    if (!data)
+        return makeError("the training data: " + data.message());
+    t->m_data = std::move(*data);
+    Result<std::unique_ptr<StageCheckpoints>> checkpoints = StageCheckpoints::open(db, key, config, shardDir);
+    if (!checkpoints)
+        return checkpoints.error();
+    t->m_checkpoints = std::move(*checkpoints);
+
+    const auto sendText = [self](const QString& node, const protocol::SessionMessage& m) {
+        return self->m_sessions.sendText(node, m);
+    };
+    const auto sendBinary = [self](const QString& node, const QByteArray& m) {
+        return self->m_sessions.sendBinary(node, m);
+    };
+    const auto clock = [self] { return self->now(); };
+    t->m_probes = std::make_unique<NodeProbes>(sendText);
+    t->m_credits = std::make_unique<CreditGranter>(t->m_store, key, sendText);
+
+    StageCheckpoints* cp = t->m_checkpoints.get();
+    const int partitions = settings.averaging.partitions;
+    t->m_averager = std::make_unique<Averager>(
+        config.stages, [cp, partitions](int stage, int partition) { return cp->partitionSize(stage, partition, partitions); },
+        settings.averaging, sendText, sendBinary);
+    connect(t->m_averager.get(), &Averager::averaged, self,
+            [self, partitions](int stage, int partition, const std::vector<float>& values, int) {
+                if (Status s = self->m_checkpoints->take(stage, partition, partitions, values); !s)
+                    qWarning("trainer: the checkpoint of stage %d did not take partition %d: %s", stage, partition,
+                             s.message().c_str());
+            });
+
+    t->m_loop = std::make_unique<TrainingLoop>(loop, config.stages, t->m_store, t->m_state, *t->m_data,
+                                               *t->m_checkpoints, *t->m_averager, sendText, clock);
+    std::vector<qint64> parameters;
+    for (int s = 0; s < config.stages; ++s)
+        parameters.push_back(t->m_checkpoints->parameters(s));
+    t->m_router = std::make_unique<Router>(config.stages, parameters, settings.router, sendBinary,
+                                           [self] { return self->m_loop->feed(); });
+    t->m_router->setNextMicrobatchId(state->nextMicrobatch);
+    TrainingLoop* trainingLoop = t->m_loop.get();
+    connect(t->m_router.get(), &Router::issued, self,
+            [trainingLoop](qint64 id, qint64 tokens) { trainingLoop->onIssued(id, tokens); });
+    connect(t->m_router.get(), &Router::completed, self,
+            [trainingLoop](const Microbatch& mb) { trainingLoop->onCompleted(mb); });
+    connect(t->m_router.get(), &Router::abandoned, self,
+            [trainingLoop](const Microbatch& mb) { trainingLoop->onAbandoned(mb); });
+    t->m_loop->attach(*t->m_router);
+
+    t->m_membership = std::make_unique<Membership>(db, settings.membership, config.stages, t->m_state, *t->m_router,
+                                                   *t->m_averager, *t->m_probes, sendText, clock);
+    // Read before the session sweep marks them offline: nodes a recent previous process had.
+    t->m_membership->rememberOnlineNodes();
+    connect(t->m_averager.get(), &Averager::synced, self, [self](const QString& ghost, int stage, bool ok) {
+        self->m_membership->onSynced(ghost, stage, ok, self->m_sessions.isConnected(ghost));
+    });
+
+    t->m_flushTimer.setInterval(settings.flushInterval);
+    connect(&t->m_flushTimer, &QTimer::timeout, self, [self] { self->m_loop->flush(); });
+    t->m_flushTimer.start();
+    t->m_creditTimer.setInterval(settings.creditInterval);
+    connect(&t->m_creditTimer, &QTimer::timeout, self, &Trainer::grantCredits);
+    t->m_creditTimer.start();
+    t->m_tickTimer.setInterval(std::chrono::milliseconds(500));
+    connect(&t->m_tickTimer, &QTimer::timeout, self, [self] { self->m_averager->tick(); });
+    t->m_tickTimer.start();
+    t->m_balanceTimer.setInterval(std::chrono::seconds(2));
+    connect(&t->m_balanceTimer, &QTimer::timeout, self, [self] { self->m_membership->rebalance(); });
+    t->m_balanceTimer.start();
+    t->m_router->start();
+    sessions.setListener(self);
+    return t;
+}
+
+void Trainer::sessionOpened(const QString& nodeId) {
+    if (!m_stopped)
+        m_probes->start(nodeId);
+}
+
+void Trainer::sessionMessage(const QString& nodeId, const protocol::SessionMessage& message) {
+    if (m_stopped)
+        return;
+    if (const auto* ready = std::get_if<protocol::Ready>(&message))
+        return m_membership->onReady(nodeId, *ready);
+    if (const auto* unavailable = std::get_if<protocol::Unavailable>(&message))
+        return m_membership->onUnavailable(nodeId, unavailable->reason);
+    if (const auto* done = std::get_if<protocol::SyncDone>(&message))
+        return m_averager->onSyncDone(nodeId, done->round);
+    if (const auto* result = std::get_if<protocol::TaskResult>(&message)) {
+        // Text results are probes'; the data plane's come binary, with their frames.
+        if (!m_probes->onResult(nodeId, *result))
+            m_sessions.sendText(nodeId, protocol::ErrorNotice{QStringLiteral(
+                                            "a task_result of a data-plane task must come as a binary message")});
+        return;
+    }
+    // step_done: nothing to do; the node's status shows it.
+}
+
+void Trainer::sessionBinary(const QString& nodeId, const QByteArray& bytes) {
+    if (m_stopped)
+        return;
+    Result<protocol::TaskMessage> message = protocol::decodeTaskMessage(bytes);
+    Result<protocol::SessionMessage> header =
+        message ? protocol::parseSessionMessage(message->header, protocol::Direction::ToCoordinator,
+                                                protocol::Transport::Binary)
+                : message.error();
+    if (!header) {
+        qWarning("trainer: node %s sent a malformed binary message: %s", qPrintable(nodeId.left(12)),
+                 header.message().c_str());
+        m_sessions.sendText(nodeId, protocol::ErrorNotice{QStringLiteral("malformed binary message: %1")
+                                                              .arg(QString::fromStdString(header.message()))
+                                                              .left(protocol::kMaxReasonChars)});
+        return;
+    }
+    if (const auto* result = std::get_if<protocol::TaskResult>(&*header))
+        m_router->onResult(nodeId, *result, *message);
+    else if (const auto* share = std::get_if<protocol::AverageShare>(&*header))
+        m_averager->onShare(nodeId, *share, *message);
+}
+
+void Trainer::sessionClosed(const QString& nodeId) {
+    m_probes->forget(nodeId);
+    m_membership->onClosed(nodeId, m_stopped);
+}
+
+void Trainer::grantCredits() {
+    m_loop->flush();
+    m_credits->grant(now());
+}
+
+void Trainer::stop() {
+    if (m_stopped)
+        return;
+    m_router->setIssuing(false);
+    m_router->abandonAll(QStringLiteral("the coordinator is stopping"));
+    m_stopped = true;
+    m_flushTimer.stop();
+    m_creditTimer.stop();
+    m_tickTimer.stop();
+    m_balanceTimer.stop();
+    grantCredits();
+    m_loop->publishCheckpoints();
+}
+
+QJsonObject Trainer::status() const {
+    QJsonArray stages;
+    for (const RouterStage& r : m_router->stageSummaries()) {
+        stages.append(QJsonObject{{QStringLiteral("stage"), r.stage},
+                                  {QStringLiteral("nodes"), r.nodes},
+                                  {QStringLiteral("ghosts"), m_membership->ghosts(r.stage)},
+                                  {QStringLiteral("tasks_in_flight"), r.inFlight},
+                                  {QStringLiteral("seconds_per_token"), r.medianSecondsPerToken},
+                                  {QStringLiteral("parameters"), m_checkpoints->parameters(r.stage)},
+                                  {QStringLiteral("checkpoint_version"), m_checkpoints->version(r.stage)},
+                                  {QStringLiteral("checkpoint_step"), m_checkpoints->step(r.stage)}});
+    }
+    QJsonObject s = m_loop->status();
+    s.insert(QStringLiteral("averaging"),
+             QJsonObject{{QStringLiteral("interval"), m_settings.averaging.interval},
+                         {QStringLiteral("partitions"), m_settings.averaging.partitions},
+                         {QStringLiteral("rounds"), m_averager->roundsCompleted()}});
+    s.insert(QStringLiteral("training_stages"), stages);
+    return s;
+}
+
+} // namespace tessera::coordinator

@@ -1,0 +1,99 @@
+#pragma once
+// Trainer: the coordinator's training, assembled from its parts and listening to the nodes'
+// sessions — TrainingLoop (microbatches into steps), Router (each microbatch through one node per
+// stage), Membership (who takes part: ready, ghost, routed, gone; rebalancing), Averager (SPARTA
+// rounds and ghost syncs), StageCheckpoints (the stages' weights on disk), CreditGranter (receipts)
+// and NodeProbes (a node's speed). It hands each typed message to the part it is for, runs their
+// timers, and stops them cleanly.
+
+#include "base/ModelConfig.h"
+#include "base/Result.h"
+#include "coordinator/api/SessionListener.h"
+#include "coordinator/router/Router.h"
+#include "coordinator/store/TrainingStore.h"
+#include "coordinator/training/Averager.h"
+#include "coordinator/training/CreditGranter.h"
+#include "coordinator/training/Membership.h"
+#include "coordinator/training/NodeProbes.h"
+#include "coordinator/training/TrainingLoop.h"
+
+#include <QJsonObject>
+#include <QObject>
+#include <QTimer>
+
+#include <chrono>
+#include <memory>
+
+namespace tessera {
+class Identity;
+}
+namespace tessera::gpu {
+class TrainingData;
+}
+
+namespace tessera::coordinator {
+
+class Database;
+class SessionApi;
+class StageCheckpoints;
+
+struct TrainerSettings {
+    LoopSettings loop;
+    RouterSettings router;
+    AveragingSettings averaging;
+    MembershipSettings membership;
+    std::chrono::milliseconds creditInterval{std::chrono::seconds(60)};
+    std::chrono::milliseconds flushInterval{std::chrono::seconds(1)};
+};
+
+class Trainer final : public QObject, public SessionListener {
+    Q_OBJECT
+
+public:
+    static Result<std::unique_ptr<Trainer>> create(Database& db, const Identity& key,
+                                                   const gpu::ModelConfig& config, const QString& dataset,
+                                                   const QString& shardDir, TrainerSettings settings,
+                                                   SessionApi& sessions);
+    ~Trainer() override;
+
+    void sessionOpened(const QString& nodeId) override;
+    void sessionMessage(const QString& nodeId, const protocol::SessionMessage& message) override;
+    void sessionBinary(const QString& nodeId, const QByteArray& message) override;
+    void sessionClosed(const QString& nodeId) override;
+
+    // For /v1/status: the loop's numbers, averaging, and each stage's nodes, ghosts and checkpoint.
+    QJsonObject status() const;
+    // A clean stop: no new microbatches, what is in flight abandoned, everything written,
+    // pending credit granted and changed checkpoints published.
+    void stop();
+
+    qint64 step() const { return m_state.step; }
+    const Router& router() const { return *m_router; }
+
+private:
+    Trainer(Database& db, const gpu::ModelConfig& config, TrainerSettings settings, SessionApi& sessions);
+    void grantCredits();
+    qint64 now() const;
+
+    Database& m_db;
+    gpu::ModelConfig m_config;
+    TrainerSettings m_settings;
+    SessionApi& m_sessions;
+    TrainingStore m_store;
+    TrainingState m_state;
+    std::unique_ptr<gpu::TrainingData> m_data;
+    std::unique_ptr<StageCheckpoints> m_checkpoints;
+    std::unique_ptr<NodeProbes> m_probes;
+    std::unique_ptr<CreditGranter> m_credits;
+    std::unique_ptr<Averager> m_averager;
+    std::unique_ptr<TrainingLoop> m_loop;
+    std::unique_ptr<Router> m_router;
+    std::unique_ptr<Membership> m_membership;
+    bool m_stopped = false;
+    QTimer m_flushTimer;
+    QTimer m_creditTimer;
+    QTimer m_tickTimer;
+    QTimer m_balanceTimer;
+};
+
+} // namespace tessera::coordinator

@@ -1,0 +1,84 @@
+#pragma once
+// TrainingLoop: the steps of training — feeds the router a microbatch of the run's data when the
+// current step still needs one, counts a global batch of completions per step, then sends `step k`
+// to every routed node, starts the step's averaging rounds and publishes checkpoints on their steps.
+// It keeps the step's loss, the loss curve and the token rate, and writes everything through
+// TrainingStore (flushed about once a second), so a restart resumes the step.
+
+#include "coordinator/router/Router.h"
+#include "coordinator/store/TrainingStore.h"
+#include "protocol/SessionMessages.h"
+
+#include <QJsonObject>
+
+#include <deque>
+#include <functional>
+#include <limits>
+#include <optional>
+
+namespace tessera::gpu {
+class TrainingData;
+}
+
+namespace tessera::coordinator {
+
+class Averager;
+class StageCheckpoints;
+
+struct LoopSettings {
+    int batch = 8;               // sequences per microbatch
+    int seq = 64;                // tokens per sequence
+    int microbatchesPerStep = 8; // the global batch
+    int checkpointEvery = 50;    // steps between published checkpoints
+    qint64 maxSteps = 0;         // stop issuing after this step (0: never)
+    // Off (the default): a step's microbatches all start after the previous step's update, so
+    // every gradient is computed with the weights it is applied to. On: the window runs across
+    // step boundaries (no bubble, stale gradients: see ARCHITECTURE).
+    bool overlapSteps = false;
+};
+
+class TrainingLoop final {
+public:
+    using SendText = std::function<bool(const QString& node, const protocol::SessionMessage& message)>;
+    using Clock = std::function<qint64()>;
+
+    TrainingLoop(LoopSettings settings, int stages, TrainingStore& store, TrainingState& state,
+                 gpu::TrainingData& data, StageCheckpoints& checkpoints, Averager& averager, SendText sendText,
+                 Clock clock);
+    // The router it feeds (made after the loop: the router's feed is this loop).
+    void attach(Router& router);
+
+    std::optional<MicrobatchInput> feed();
+    void onIssued(qint64 microbatch, qint64 tokens);
+    void onCompleted(const Microbatch& mb);
+    void onAbandoned(const Microbatch& mb);
+    // Writes what is queued (joins and leaves between steps too).
+    void flush();
+    void publishCheckpoints();
+
+    // step, loss, tokens, tokens_per_second, microbatches, credits_granted_flop, loss_curve.
+    QJsonObject status() const;
+
+private:
+    void endStep();
+
+    LoopSettings m_settings;
+    int m_stages;
+    TrainingStore& m_store;
+    TrainingState& m_state;
+    gpu::TrainingData& m_data;
+    StageCheckpoints& m_checkpoints;
+    Averager& m_averager;
+    SendText m_sendText;
+    Clock m_clock;
+    Router* m_router = nullptr;
+    qint64 m_savedJoins = 0, m_savedLeaves = 0;
+    int m_stepCompleted = 0; // microbatches completed toward the current step
+    double m_stepLossSum = 0;
+    int m_stepLossCount = 0;
+    double m_lastLoss = std::numeric_limits<double>::quiet_NaN();
+    std::deque<std::pair<qint64, qint64>> m_recent; // (ms, tokens) of recent completions
+    std::deque<LossPoint> m_lossCurve;
+};
+
+} // namespace tessera::coordinator

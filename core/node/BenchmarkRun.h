@@ -1,0 +1,43 @@
+#pragma once
+// BenchmarkRun: the node's first step — the throughput it will claim at admission, measured on a
+// short-lived thread (or taken from the cache when the hardware has not changed) while the event
+// loop stays free, and what `tessera-node status` shows of it: its progress, then its result.
+
+#include "node/BenchmarkCache.h"
+#include "node/NodeFiles.h"
+
+#include <QElapsedTimer>
+#include <QJsonObject>
+#include <QObject>
+
+namespace tessera::node {
+
+class BenchmarkRun final : public QObject {
+    Q_OBJECT
+
+public:
+    BenchmarkRun(NodeFiles files, QString device, double seconds, QObject* parent = nullptr);
+
+    void start();
+    // After this, nothing is signalled.
+    void stop() { m_stopped = true; }
+
+    // {budget_s, elapsed_s[, device, name, tflops, dtype]}
+    QJsonObject status() const;
+    const HardwareClaims& claims() const { return m_claims; }
+
+Q_SIGNALS:
+    void finished(const tessera::node::HardwareClaims& claims);
+    void failed(const QString& error);
+
+private:
+    NodeFiles m_files;
+    QString m_device;
+    double m_seconds;
+    QElapsedTimer m_clock; // since the benchmark began
+    HardwareClaims m_claims;
+    bool m_done = false;
+    bool m_stopped = false;
+};
+
+} // namespace tessera::node

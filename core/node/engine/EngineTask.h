@@ -1,0 +1,114 @@
+#pragma once
+// EngineTask, EngineResult, EngineStats, EngineLoadOptions: what crosses between the node's
+// session and its EngineWorker thread (plain values, registered as Qt metatypes).
+
+#include "base/Result.h"
+#include "base/ShardManifest.h"
+#include "engine/StageEngine.h"
+
+#include <QByteArray>
+#include <QMetaType>
+#include <QString>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace tessera::node {
+
+struct EngineTask {
+    enum Kind {
+        Forward,  // input (+ targets on the last stage) → output activation frame, loss
+        Backward, // gradOutput (+ input/targets when the forward ran elsewhere) → gradInput
+        Step,     // AdamW over what was accumulated, averaged over `microbatches`
+        Probe,    // synthetic forward + backward of batch×seq: how fast this stage runs here
+        // The last stage: input + targets → loss, then backward through the graph just kept.
+        ForwardBackward,
+        Gather,     // partition of partitions (-1: all of them) → values
+        ApplyDelta, // the delta rule on a partition: w += values − snapshot
+        SetWeights, // a partition's (-1: every) weights = values
+    };
+
+    // Step over everything accumulated since the last step, however many microbatches that is.
+    static constexpr int kAllAccumulated = -1;
+
+    std::int64_t taskId = 0;
+    Kind kind = Forward;
+    std::int64_t microbatch = 0;
+    // The frames below are views into `message` when they came in one (QByteArray::fromRawData:
+    // the payloads are never copied out of the message), or own their bytes otherwise.
+    QByteArray message;
+    QByteArray input;       // stage 0: a token frame; else a codec activation frame
+    QByteArray targets;     // last stage: a token frame of the input's shape
+    QByteArray gradOutput;  // the next stage's codec gradient frame (ignored on the last stage)
+    int microbatches = 0;   // Step (kAllAccumulated: however many accumulated)
+    int batch = 0;          // Probe
+    int seq = 0;            // Probe
+    std::uint64_t seed = 0; // Probe
+    // Gather, ApplyDelta, SetWeights: partition (-1: all) of the SPARTA split into `partitions`.
+    int partition = -1;
+    int partitions = 0;
+    std::vector<float> values;   // ApplyDelta: the average; SetWeights: the weights
+    std::vector<float> snapshot; // ApplyDelta: what this node sent for the round
+};
+
+// A frame the engine wrote, behind the headroom it left for the node's envelope (see
+// StageEngineOptions::outputHeadroom): the node wraps the message around it where it lies.
+struct EngineOutput {
+    std::shared_ptr<gpu::Bytes> bytes; // shared: crossing threads copies a pointer, not the frame
+    std::size_t at = 0;                // where the frame starts in bytes
+
+    bool isEmpty() const { return !bytes || bytes->size() <= at; }
+    QByteArrayView view() const {
+        return isEmpty() ? QByteArrayView()
+                         : QByteArrayView(reinterpret_cast<const char*>(bytes->data()) + at,
+                                          qsizetype(bytes->size() - at));
+    }
+    QByteArray toByteArray() const { return view().toByteArray(); } // a copy
+};
+
+struct EngineResult {
+    std::int64_t taskId = 0;
+    EngineTask::Kind kind = EngineTask::Forward;
+    std::int64_t microbatch = 0;
+    bool ok = false;
+    QString error;                            // what went wrong, when !ok
+    ErrorKind errorKind = ErrorKind::Failed;  // what the sender can do about it (MissingGraph: send the input)
+    EngineOutput output;    // Forward: activation frame for the next stage (empty on the last)
+    EngineOutput gradInput; // Backward: gradient frame for the previous stage (empty on stage 0)
+    int microbatches = 0;      // Step: accumulated microbatches whose gradients the step applied
+    std::vector<float> values; // Gather: the partition's weights (fp32)
+    double loss = std::numeric_limits<double>::quiet_NaN(); // last stage's forward/backward only
+    qint64 tokens = 0;
+    qint64 flop = 0; // what the coordinator credits for this task (0 when it failed)
+    double computeSeconds = 0;
+    // steady_clock time since its epoch, so a caller can line compute up with its own clock.
+    qint64 startedNs = 0;
+    qint64 finishedNs = 0;
+};
+
+struct EngineStats {
+    double computeShareWindow = 0; // over the throttle's sliding window
+    double computeShareTotal = 0;  // since the first task started
+    qint64 tasksDone = 0;
+    int queued = 0;
+    bool paused = false;
+    double limit = 1.0;
+    double lastTaskSeconds = 0;
+};
+
+struct EngineLoadOptions {
+    gpu::StageEngineOptions engine;
+    // Empty: the stage's seeded initial weights. Otherwise verified against `manifest`.
+    QString shardPath;
+    std::optional<gpu::ShardManifest> manifest;
+};
+
+} // namespace tessera::node
+
+Q_DECLARE_METATYPE(tessera::node::EngineTask)
+Q_DECLARE_METATYPE(tessera::node::EngineResult)
+Q_DECLARE_METATYPE(tessera::node::EngineStats)
+Q_DECLARE_METATYPE(tessera::node::EngineLoadOptions)

@@ -1,0 +1,432 @@
+// EngineWorker: the queue, the throttle's rest timer, soft pause, and tasks run through gpu/.
+#include "node/engine/EngineWorker.h"
+
+#include "engine/StageEngine.h"
+
+#include <QMetaObject>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <limits>
+#include <span>
+
+namespace tessera::node {
+
+namespace {
+
+using Clock = ComputeThrottle::Clock;
+
+// Probes never collide with the coordinator's microbatch ids (which are ≥ 0).
+constexpr std::int64_t kProbeMicrobatch = std::numeric_limits<std::int64_t>::min();
+
+std::span<const std::uint8_t> bytes(const QByteArray& a) {
+    return {reinterpret_cast<const std::uint8_t*>(a.constData()), std::size_t(a.size())};
+}
+
+// The engine's output frame, moved (not copied) behind a shared pointer.
+EngineOutput outputOf(gpu::Bytes&& bytes, std::size_t headroom) {
+    if (bytes.size() <= headroom)
+        return {};
+    return {std::make_shared<gpu::Bytes>(std::move(bytes)), headroom};
+}
+
+qint64 sinceEpochNs(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+QString text(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+} // namespace
+
+EngineWorker::EngineWorker(QObject* parent)
+    : QObject(parent)
+    , m_restTimer(this)
+    , m_statsTimer(this) {
+    qRegisterMetaType<EngineTask>();
+    qRegisterMetaType<EngineResult>();
+    qRegisterMetaType<EngineStats>();
+    qRegisterMetaType<EngineLoadOptions>();
+    m_restTimer.setSingleShot(true);
+    // A coarse timer may fire up to 5% late: that would be compute share lost at low limits.
+    m_restTimer.setTimerType(Qt::PreciseTimer);
+    connect(&m_restTimer, &QTimer::timeout, this, &EngineWorker::runNext);
+    m_statsTimer.setInterval(std::chrono::seconds(1));
+    connect(&m_statsTimer, &QTimer::timeout, this, [this] {
+        if (m_engine)
+            emitStats();
+    });
+}
+
+EngineWorker::~EngineWorker() = default;
+
+void EngineWorker::load(const EngineLoadOptions& options) {
+    QMetaObject::invokeMethod(
+        this, [this, options] { doLoad(options); }, Qt::QueuedConnection);
+}
+
+void EngineWorker::submit(const EngineTask& task) {
+    QMetaObject::invokeMethod(
+        this, [this, task] { doSubmit(task); }, Qt::QueuedConnection);
+}
+
+void EngineWorker::discardQueuedWork() {
+    QMetaObject::invokeMethod(
+        this, [this] { doDiscardQueuedWork(); }, Qt::QueuedConnection);
+}
+
+void EngineWorker::setPaused(bool paused) {
+    // Stored here, on the caller's thread, so a task about to start sees it without the event loop.
+    m_pauseRequested.store(paused);
+    QMetaObject::invokeMethod(
+        this, [this] { applyPause(); }, Qt::QueuedConnection);
+}
+
+void EngineWorker::setLimit(double limit) {
+    QMetaObject::invokeMethod(
+        this, [this, limit] { doSetLimit(limit); }, Qt::QueuedConnection);
+}
+
+void EngineWorker::stop() {
+    m_stopRequested.store(true);
+    QMetaObject::invokeMethod(
+        this, [this] { doStop(); }, Qt::QueuedConnection);
+}
+
+void EngineWorker::doLoad(const EngineLoadOptions& options) {
+    if (m_stopRequested.load()) {
+        Q_EMIT loaded(QStringLiteral("the engine is stopped"), 0);
+        return;
+    }
+    m_engine.reset(); // the old stage's memory goes before the new one is allocated
+    const auto fail = [this](const QString& error) {
+        // What was queued for the old stage cannot run on none: each gets its answer.
+        std::deque<EngineTask> queued;
+        queued.swap(m_queue);
+        for (const EngineTask& task : queued)
+            refuse(task, QStringLiteral("no stage is loaded: %1").arg(error));
+        Q_EMIT loaded(error, 0);
+        emitStats();
+    };
+    Result<std::unique_ptr<gpu::StageEngine>> engine = gpu::StageEngine::create(options.engine);
+    if (!engine)
+        return fail(text(engine.message()));
+    if (!options.shardPath.isEmpty()) {
+        if (!options.manifest)
+            return fail(
+                QStringLiteral("shard %1 has no manifest to verify it against").arg(options.shardPath));
+        const Status status = (*engine)->loadShard(options.shardPath.toStdString(), *options.manifest);
+        if (!status)
+            return fail(text(status.message()));
+    }
+    m_engine = std::move(engine).value();
+    m_headroom = options.engine.outputHeadroom;
+    m_statsTimer.start();
+    Q_EMIT loaded(QString(), qint64(m_engine->parameterCount()));
+    emitStats();
+    schedule();
+}
+
+void EngineWorker::refuse(const EngineTask& task, const QString& reason) {
+    EngineResult refused;
+    refused.taskId = task.taskId;
+    refused.kind = task.kind;
+    refused.microbatch = task.microbatch;
+    refused.error = reason;
+    Q_EMIT taskFinished(refused);
+}
+
+void EngineWorker::doSubmit(const EngineTask& task) {
+    if (m_stopRequested.load())
+        return refuse(task, QStringLiteral("the engine is stopped"));
+    // Loading runs on this thread: a load requested before this task has already ended.
+    if (!m_engine)
+        return refuse(task, QStringLiteral("no stage is loaded"));
+    m_queue.push_back(task);
+    schedule();
+}
+
+void EngineWorker::applyPause() {
+    const bool paused = m_pauseRequested.load();
+    if (paused != m_pausedReported) {
+        m_pausedReported = paused;
+        if (paused)
+            m_restTimer.stop();
+        Q_EMIT pausedChanged(paused);
+        emitStats();
+    }
+    schedule();
+}
+
+void EngineWorker::doSetLimit(double limit) {
+    m_throttle.setLimit(limit);
+    m_restTimer.stop(); // the rest pending was sized with the old limit
+    emitStats();
+    schedule();
+}
+
+void EngineWorker::doDiscardQueuedWork() {
+    // Posted after every submit the caller made before it, so all of those are in the queue now.
+    std::erase_if(m_queue, [](const EngineTask& task) { return task.kind != EngineTask::Probe; });
+    emitStats();
+}
+
+void EngineWorker::doStop() {
+    m_statsTimer.stop();
+    m_restTimer.stop();
+    m_queue.clear();
+    m_engine.reset();
+    emitStats();
+    Q_EMIT stopped();
+}
+
+void EngineWorker::schedule() {
+    if (m_stopRequested.load() || m_pauseRequested.load() || !m_engine || m_queue.empty() || m_runQueued)
+        return;
+    const std::chrono::nanoseconds rest = m_throttle.restBefore(Clock::now());
+    if (rest > std::chrono::nanoseconds(0)) {
+        // Rounded up: a timer that fires before the rest is over would only be re-armed.
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(rest);
+        m_restTimer.start(
+            int(std::min<std::chrono::milliseconds::rep>(ms.count(), std::numeric_limits<int>::max())));
+        return;
+    }
+    m_restTimer.stop();
+    // Posted, not called: requests that arrived meanwhile (pause, stop, limit) go first.
+    m_runQueued = true;
+    QMetaObject::invokeMethod(this, &EngineWorker::runNext, Qt::QueuedConnection);
+}
+
+void EngineWorker::runNext() {
+    m_runQueued = false;
+    // The last look before compute starts: a pause requested a moment ago holds here.
+    if (m_stopRequested.load() || m_pauseRequested.load() || !m_engine || m_queue.empty()) {
+        if (m_pauseRequested.load())
+            applyPause();
+        return;
+    }
+    if (m_throttle.restBefore(Clock::now()) > std::chrono::nanoseconds(0)) {
+        schedule();
+        return;
+    }
+    const EngineTask task = std::move(m_queue.front());
+    m_queue.pop_front();
+
+    const Clock::time_point start = Clock::now();
+    EngineResult result = execute(task);
+    const Clock::time_point end = Clock::now();
+    m_throttle.recordCompute(start, end);
+    result.startedNs = sinceEpochNs(start);
+    result.finishedNs = sinceEpochNs(end);
+    result.computeSeconds = std::chrono::duration<double>(end - start).count();
+    m_lastTaskSeconds = result.computeSeconds;
+    ++m_tasksDone;
+
+    Q_EMIT taskFinished(result);
+    // Compute has stopped now: a pause that came in during the task is reported at once rather
+    // than after whatever else is queued on this thread.
+    if (m_pauseRequested.load() && !m_pausedReported)
+        applyPause();
+    else
+        emitStats();
+    schedule();
+}
+
+EngineResult EngineWorker::execute(const EngineTask& task) {
+    EngineResult r;
+    r.taskId = task.taskId;
+    r.kind = task.kind;
+    r.microbatch = task.microbatch;
+    if (!m_engine) {
+        r.error = QStringLiteral("no stage is loaded");
+        return r;
+    }
+    gpu::StageEngine& engine = *m_engine;
+    const std::int64_t n = engine.parameterCount();
+    // StageEngine catches its own exceptions; this is the last line so the thread never dies.
+    try {
+        switch (task.kind) {
+        case EngineTask::Forward: {
+            auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets));
+            if (!f) {
+                r.error = QStringLiteral("forward of microbatch %1: %2")
+                              .arg(task.microbatch)
+                              .arg(text(f.message()));
+                return r;
+            }
+            r.output = outputOf(std::move(f->output), m_headroom);
+            r.loss = f->loss;
+            r.tokens = f->tokens;
+            r.flop = gpu::StageEngine::forwardFlop(n, f->tokens);
+            break;
+        }
+        case EngineTask::Backward: {
+            auto b = engine.backward(task.microbatch, bytes(task.gradOutput), bytes(task.input),
+                                     bytes(task.targets));
+            if (!b) {
+                // ErrorKind::MissingGraph: the graph is not held here (it ran elsewhere, or a step
+                // ended it); the sender fixes that by sending the forward's input.
+                r.error = QStringLiteral("backward of microbatch %1: %2").arg(task.microbatch).arg(text(b.message()));
+                r.errorKind = b.kind();
+                return r;
+            }
+            r.gradInput = outputOf(std::move(b->gradInput), m_headroom);
+            r.loss = b->loss;
+            r.tokens = b->tokens;
+            r.flop = gpu::StageEngine::backwardFlop(n, b->tokens);
+            break;
+        }
+        case EngineTask::Step: {
+            const std::int64_t accumulated = engine.accumulatedMicrobatches();
+            const int over = task.microbatches == EngineTask::kAllAccumulated
+                                 ? int(std::min<std::int64_t>(accumulated, std::numeric_limits<int>::max()))
+                                 : task.microbatches;
+            const Status s = engine.step(over);
+            if (!s) {
+                r.error = QStringLiteral("optimizer step over %1 microbatches: %2")
+                              .arg(over)
+                              .arg(text(s.message()));
+                return r;
+            }
+            r.microbatches =
+                over > 0 ? int(std::min<std::int64_t>(accumulated, std::numeric_limits<int>::max())) : 0;
+            break;
+        }
+        case EngineTask::ForwardBackward: {
+            if (engine.stage() != engine.config().stages - 1) {
+                r.error =
+                    QStringLiteral("forward_backward runs on the last stage only; this is stage %1 of %2")
+                        .arg(engine.stage())
+                        .arg(engine.config().stages);
+                return r;
+            }
+            auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets));
+            if (!f) {
+                r.error = QStringLiteral("forward of microbatch %1: %2")
+                              .arg(task.microbatch)
+                              .arg(text(f.message()));
+                return r;
+            }
+            // Through the graph the forward kept; the input is there for an engine that keeps none.
+            auto b = engine.backward(task.microbatch, {}, bytes(task.input), bytes(task.targets));
+            if (!b) {
+                engine.drop(task.microbatch);
+                r.error = QStringLiteral("backward of microbatch %1: %2")
+                              .arg(task.microbatch)
+                              .arg(text(b.message()));
+                return r;
+            }
+            r.gradInput = outputOf(std::move(b->gradInput), m_headroom);
+            r.loss = f->loss;
+            r.tokens = f->tokens;
+            r.flop =
+                gpu::StageEngine::forwardFlop(n, f->tokens) + gpu::StageEngine::backwardFlop(n, f->tokens);
+            break;
+        }
+        case EngineTask::Gather: {
+            Result<std::vector<float>> values = engine.gatherPartition(task.partition, task.partitions);
+            if (!values) {
+                r.error = QStringLiteral("gathering partition %1 of %2: %3")
+                              .arg(task.partition)
+                              .arg(task.partitions)
+                              .arg(text(values.message()));
+                return r;
+            }
+            r.values = std::move(values).value();
+            break;
+        }
+        case EngineTask::ApplyDelta: {
+            const Status s =
+                engine.applyPartitionDelta(task.partition, task.partitions, task.values, task.snapshot);
+            if (!s) {
+                r.error = QStringLiteral("averaging partition %1 of %2: %3")
+                              .arg(task.partition)
+                              .arg(task.partitions)
+                              .arg(text(s.message()));
+                return r;
+            }
+            break;
+        }
+        case EngineTask::SetWeights: {
+            const Status s = engine.setPartition(task.partition, task.partitions, task.values);
+            if (!s) {
+                r.error = QStringLiteral("setting partition %1 of %2: %3")
+                              .arg(task.partition)
+                              .arg(task.partitions)
+                              .arg(text(s.message()));
+                return r;
+            }
+            break;
+        }
+        case EngineTask::Probe: {
+            const bool last = engine.stage() == engine.config().stages - 1;
+            Result<gpu::Bytes> input = engine.syntheticInput(task.batch, task.seq, task.seed);
+            Result<gpu::Bytes> targets = last ? engine.syntheticTargets(task.batch, task.seq, task.seed + 1)
+                                              : Result<gpu::Bytes>(gpu::Bytes{});
+            Result<gpu::Bytes> grad = last ? Result<gpu::Bytes>(gpu::Bytes{})
+                                           : engine.syntheticGradient(task.batch, task.seq, task.seed + 2);
+            for (const Result<gpu::Bytes>* frame : {&input, &targets, &grad}) {
+                if (!*frame) {
+                    r.error = QStringLiteral("probe of %1×%2: %3")
+                                  .arg(task.batch)
+                                  .arg(task.seq)
+                                  .arg(text(frame->message()));
+                    return r;
+                }
+            }
+            // Isolated: the probe's synthetic gradients never reach the optimizer.
+            gpu::StageForwardResult forward;
+            gpu::StageBackwardResult backward;
+            const Status probed = engine.isolated([&]() -> Status {
+                auto f = engine.forward(kProbeMicrobatch, *input, *targets);
+                if (!f)
+                    return makeError("probe forward: " + f.message());
+                forward = std::move(*f);
+                auto b = engine.backward(kProbeMicrobatch, *grad, *input, *targets);
+                engine.drop(kProbeMicrobatch);
+                if (!b)
+                    return makeError("probe backward: " + b.message());
+                backward = std::move(*b);
+                return {};
+            });
+            if (!probed) {
+                r.error = text(probed.message());
+                return r;
+            }
+            r.loss = backward.loss;
+            r.tokens = forward.tokens;
+            r.flop = gpu::StageEngine::forwardFlop(n, forward.tokens) +
+                     gpu::StageEngine::backwardFlop(n, forward.tokens);
+            break;
+        }
+        default:
+            r.error = QStringLiteral("unknown task kind %1").arg(int(task.kind));
+            return r;
+        }
+    } catch (const std::exception& e) {
+        r.error = QStringLiteral("engine: %1").arg(QString::fromLocal8Bit(e.what()));
+        r.output = {};
+        r.gradInput = {};
+        r.values.clear();
+        return r;
+    }
+    r.ok = true;
+    return r;
+}
+
+void EngineWorker::emitStats() {
+    const Clock::time_point now = Clock::now();
+    EngineStats s;
+    s.computeShareWindow = m_throttle.computeShare(now);
+    s.computeShareTotal = m_throttle.totalComputeShare(now);
+    s.tasksDone = m_tasksDone;
+    s.queued = int(m_queue.size());
+    s.paused = m_pausedReported;
+    s.limit = m_throttle.limit();
+    s.lastTaskSeconds = m_lastTaskSeconds;
+    Q_EMIT statsChanged(s);
+}
+
+} // namespace tessera::node

@@ -1,0 +1,102 @@
+#pragma once
+// EngineWorker: the node's engine thread — runs one stage's forward/backward/step tasks through
+// gpu::StageEngine, one at a time, throttled to a compute share and softly pausable.
+//
+// Lives on its own QThread (see EngineThread). Every public method may be called from any
+// thread: it posts the request to the worker's thread, so a caller never blocks on compute.
+//
+// States (between tasks; a running task always finishes):
+//   UNLOADED  --load ok-->  READY
+//   READY     --task queued, not paused, rest over-->  COMPUTING  --done-->  READY
+//   READY     --task queued, rest pending-->  RESTING  --timer-->  COMPUTING
+//   any       --setPaused(true)-->  PAUSED (pausedChanged(true) once no compute runs)
+//   PAUSED    --setPaused(false)-->  READY (pausedChanged(false); no rejoin, queue intact)
+//   any       --stop-->  STOPPED (queue discarded, engine released; stopped())
+//   any       --discardQueuedWork-->  same state, queued data-plane tasks gone (probes kept)
+//
+// Pause is an atomic read right before each task starts, so a pause requested while a
+// microbatch runs takes effect the moment it ends, even before the thread's event loop sees the
+// request. A Step is a task like the others: while paused it waits with the queue.
+
+#include "node/engine/ComputeThrottle.h"
+#include "node/engine/EngineTask.h"
+
+#include <QObject>
+#include <QTimer>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+
+namespace tessera::gpu {
+class StageEngine;
+}
+
+namespace tessera::node {
+
+class EngineWorker final : public QObject {
+    Q_OBJECT
+
+public:
+    explicit EngineWorker(QObject* parent = nullptr);
+    ~EngineWorker() override;
+
+    // Builds the stage (seeded weights), then loads the shard when one is named; replaces any
+    // stage loaded before. Answers with loaded().
+    void load(const EngineLoadOptions& options);
+    // Queued in order; each answers with exactly one taskFinished() (unless stop() or
+    // discardQueuedWork() comes first). Refused at once (an error result) when no stage is
+    // loaded or the worker is stopped.
+    void submit(const EngineTask& task);
+    // Drops every queued task that is not a probe, unanswered: the node left the stage they were
+    // for (the coordinator re-routes them). A task already running finishes and is answered.
+    void discardQueuedWork();
+    void setPaused(bool paused);
+    // The share of wall time to spend computing, in (0, 1]; applies from the next task on.
+    void setLimit(double limit);
+    // Discards the queue, releases the engine, then emits stopped(). Later tasks are refused.
+    void stop();
+
+    // Thread-safe: what was last requested (not necessarily in effect yet: see pausedChanged).
+    bool pauseRequested() const { return m_pauseRequested.load(); }
+
+Q_SIGNALS:
+    void loaded(const QString& error, qint64 parameters); // error empty on success
+    void taskFinished(const tessera::node::EngineResult& result);
+    // true once compute has stopped (a running microbatch finished); false when it may restart.
+    void pausedChanged(bool paused);
+    void statsChanged(const tessera::node::EngineStats& stats);
+    void stopped();
+
+private:
+    void doLoad(const EngineLoadOptions& options);
+    void doSubmit(const EngineTask& task);
+    void refuse(const EngineTask& task, const QString& reason); // answers without computing
+    void applyPause();
+    void doSetLimit(double limit);
+    void doDiscardQueuedWork();
+    void doStop();
+
+    // Starts the next task now, arms the rest timer, or does nothing (paused, empty, stopped).
+    void schedule();
+    void runNext();
+    EngineResult execute(const EngineTask& task);
+    void emitStats();
+
+    std::unique_ptr<gpu::StageEngine> m_engine;
+    std::deque<EngineTask> m_queue;
+    ComputeThrottle m_throttle;
+    QTimer m_restTimer;
+    // Stats are sent after each task and, while idle, every second: an idle node's compute share
+    // must be seen falling, not stuck at its last task's value.
+    QTimer m_statsTimer;
+    std::atomic<bool> m_pauseRequested{false};
+    std::atomic<bool> m_stopRequested{false};
+    bool m_pausedReported = false; // what pausedChanged last said
+    bool m_runQueued = false;      // a runNext() is posted and not yet run
+    qint64 m_tasksDone = 0;
+    double m_lastTaskSeconds = 0;
+    std::size_t m_headroom = 0; // the loaded engine's StageEngineOptions::outputHeadroom
+};
+
+} // namespace tessera::node

@@ -1,0 +1,105 @@
+#include "node/session/NodeSession.h"
+
+#include "protocol/TaskMessage.h"
+
+#include <QDateTime>
+#include <QNetworkRequest>
+
+namespace tessera::node {
+
+NodeSession::NodeSession(QUrl url, QSslConfiguration ssl, std::chrono::milliseconds heartbeatInterval,
+                         QObject* parent)
+    : QObject(parent)
+    , m_url(std::move(url))
+    , m_ssl(std::move(ssl)) {
+    m_heartbeat.setInterval(heartbeatInterval);
+    connect(&m_heartbeat, &QTimer::timeout, this,
+            [this] { send(protocol::Heartbeat{}); });
+    m_reconnect.setSingleShot(true);
+    connect(&m_reconnect, &QTimer::timeout, this, &NodeSession::connectNow);
+    connect(&m_socket, &QWebSocket::connected, this, [this] {
+        m_open = true;
+        m_backoff.reset();
+        m_heartbeat.start();
+        send(protocol::Heartbeat{});
+        Q_EMIT opened();
+    });
+    connect(&m_socket, &QWebSocket::textMessageReceived, this, &NodeSession::onText);
+    connect(&m_socket, &QWebSocket::binaryMessageReceived, this, &NodeSession::binaryMessage);
+    // The data plane's largest message (a stage's weights for a sync); anything bigger is refused
+    // by the socket before it is buffered.
+    m_socket.setMaxAllowedIncomingMessageSize(quint64(protocol::kTaskMessageMaxBytes));
+    m_socket.setMaxAllowedIncomingFrameSize(quint64(protocol::kTaskMessageMaxBytes));
+    connect(&m_socket, &QWebSocket::sslErrors, this, [](const QList<QSslError>& errors) {
+        for (const QSslError& e : errors)
+            qWarning("node: session TLS: %s", qPrintable(e.errorString()));
+    });
+    connect(&m_socket, &QWebSocket::disconnected, this, &NodeSession::onDisconnected);
+}
+
+void NodeSession::open(const QString& token) {
+    m_token = token;
+    m_wanted = true;
+    m_backoff.reset();
+    connectNow();
+}
+
+void NodeSession::close() {
+    m_wanted = false;
+    m_reconnect.stop();
+    m_heartbeat.stop();
+    if (m_socket.state() != QAbstractSocket::UnconnectedState)
+        m_socket.close(QWebSocketProtocol::CloseCodeNormal, QStringLiteral("node stopping"));
+}
+
+void NodeSession::connectNow() {
+    if (!m_wanted || m_socket.state() != QAbstractSocket::UnconnectedState)
+        return;
+    QNetworkRequest request(m_url);
+    request.setSslConfiguration(m_ssl);
+    m_socket.setSslConfiguration(m_ssl);
+    request.setRawHeader("Authorization", "Bearer " + m_token.toLatin1());
+    m_socket.open(request);
+}
+
+void NodeSession::send(const protocol::SessionMessage& message) {
+    if (m_socket.state() == QAbstractSocket::ConnectedState)
+        m_socket.sendTextMessage(protocol::toText(message));
+}
+
+void NodeSession::sendBinary(const QByteArray& message) {
+    if (m_socket.state() == QAbstractSocket::ConnectedState)
+        m_socket.sendBinaryMessage(message);
+}
+
+void NodeSession::onText(const QString& text) {
+    Result<protocol::SessionMessage> m =
+        protocol::parseSessionText(text, protocol::Direction::ToNode, protocol::kSessionTextMaxBytes);
+    if (!m) {
+        qWarning("node: refusing a message from the coordinator: %s", m.message().c_str());
+        return;
+    }
+    if (std::holds_alternative<protocol::HeartbeatAck>(*m)) {
+        m_lastAckMs = QDateTime::currentMSecsSinceEpoch();
+        return;
+    }
+    Q_EMIT message(*m);
+}
+
+void NodeSession::onDisconnected() {
+    const bool wasOpen = std::exchange(m_open, false);
+    m_heartbeat.stop();
+    const QString reason = m_socket.closeReason().isEmpty() ? m_socket.errorString() : m_socket.closeReason();
+    if (!m_wanted)
+        return;
+    if (m_socket.closeCode() == QWebSocketProtocol::CloseCodePolicyViolated) {
+        m_wanted = false;
+        Q_EMIT invalidated(reason);
+        return;
+    }
+    if (wasOpen)
+        Q_EMIT dropped(reason);
+    m_reconnect.start(m_backoff.next());
+}
+
+} // namespace tessera::node

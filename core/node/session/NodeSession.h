@@ -1,0 +1,67 @@
+#pragma once
+// NodeSession: the node's /v1/session WebSocket — opened with the bearer token, kept alive with
+// heartbeats, reopened with back-off when the connection drops. Text messages carry control,
+// binary ones tensors (TaskMessage).
+//
+// States: Closed → Connecting → Open → (dropped) Connecting … ; a 1008 close (token revoked or
+// expired) is final: `invalidated` tells the node to admit again.
+
+#include "common/Backoff.h"
+#include "protocol/SessionMessages.h"
+
+#include <QJsonObject>
+#include <QObject>
+#include <QSslConfiguration>
+#include <QTimer>
+#include <QUrl>
+#include <QWebSocket>
+
+#include <chrono>
+
+namespace tessera::node {
+
+class NodeSession final : public QObject {
+    Q_OBJECT
+
+public:
+    NodeSession(QUrl url, QSslConfiguration ssl, std::chrono::milliseconds heartbeatInterval,
+                QObject* parent = nullptr);
+
+    void open(const QString& token);
+    void close();
+    bool isOpen() const { return m_socket.state() == QAbstractSocket::ConnectedState && m_open; }
+    void send(const protocol::SessionMessage& message);
+    // A binary message (a TaskMessage: a task's result, an averaging share); dropped when closed.
+    // Written to the socket before it returns: `message` may be a view of a buffer about to go.
+    void sendBinary(const QByteArray& message);
+    qint64 lastAckMs() const { return m_lastAckMs; }
+
+Q_SIGNALS:
+    void opened();
+    // A drop the session recovers from by itself (it reconnects).
+    void dropped(const QString& reason);
+    // The coordinator no longer accepts the token: admit again.
+    void invalidated(const QString& reason);
+    // A text message, typed and checked (one the coordinator may send; heartbeat acks stay here).
+    void message(const tessera::protocol::SessionMessage& message);
+    // A binary message as received (up to kTaskMessageMaxBytes); the receiver decodes it.
+    void binaryMessage(const QByteArray& message);
+
+private:
+    void connectNow();
+    void onText(const QString& text);
+    void onDisconnected();
+
+    QUrl m_url;
+    QSslConfiguration m_ssl;
+    QString m_token;
+    QWebSocket m_socket;
+    QTimer m_heartbeat;
+    QTimer m_reconnect;
+    Backoff m_backoff{std::chrono::seconds(1), std::chrono::seconds(60)};
+    bool m_wanted = false;
+    bool m_open = false;
+    qint64 m_lastAckMs = 0;
+};
+
+} // namespace tessera::node

@@ -1,0 +1,391 @@
+// TaskRunner: data-plane messages in, engine tasks out, and the results back as messages.
+#include "node/session/TaskRunner.h"
+
+#include "node/engine/EngineWorker.h"
+#include "protocol/TaskMessage.h"
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace tessera::node {
+
+using namespace tessera::protocol;
+
+namespace {
+
+// A frame's payload as a view into the message's buffer (which the task keeps alive).
+QByteArray viewOf(const TaskFrame* frame) {
+    return frame ? QByteArray::fromRawData(frame->payload.data(), frame->payload.size()) : QByteArray();
+}
+
+QByteArray encode(const SessionMessage& header) {
+    return TaskMessageBuilder(toJson(header)).take();
+}
+
+EngineTask::Kind engineKindOf(TaskKind kind) {
+    switch (kind) {
+    case TaskKind::Forward:
+        return EngineTask::Forward;
+    case TaskKind::ForwardBackward:
+        return EngineTask::ForwardBackward;
+    case TaskKind::Backward:
+        return EngineTask::Backward;
+    case TaskKind::Probe:
+        break;
+    }
+    return EngineTask::Probe;
+}
+
+} // namespace
+
+TaskRunner::TaskRunner(EngineWorker* worker, gpu::ModelConfig config, int stage, SendBinary sendBinary,
+                       SendText sendText, QObject* parent)
+    : QObject(parent)
+    , m_worker(worker)
+    , m_config(std::move(config))
+    , m_stage(stage)
+    , m_sendBinary(std::move(sendBinary))
+    , m_sendText(std::move(sendText))
+    , m_lastLoss(std::numeric_limits<double>::quiet_NaN()) {
+    // Queued: the worker emits on its own thread; results arrive here in the order it ran them.
+    connect(m_worker, &EngineWorker::taskFinished, this, &TaskRunner::onTaskFinished, Qt::QueuedConnection);
+}
+
+TaskRunner::~TaskRunner() = default;
+
+// --- messages in -------------------------------------------------------------------------------
+
+bool TaskRunner::handleText(const SessionMessage& message) {
+    if (const auto* step = std::get_if<Step>(&message)) {
+        EngineTask task;
+        task.kind = EngineTask::Step;
+        task.microbatches = EngineTask::kAllAccumulated;
+        Pending p;
+        p.message = MessageType::Step;
+        p.step = step->step;
+        submit(std::move(task), p);
+        return true;
+    }
+    if (const auto* average = std::get_if<Average>(&message)) {
+        startGather(average->round, average->partition, average->partitions, MessageType::Average);
+        return true;
+    }
+    if (const auto* request = std::get_if<SyncRequest>(&message)) {
+        startGather(request->round, -1, request->partitions, MessageType::SyncRequest);
+        return true;
+    }
+    if (const auto* task = std::get_if<Task>(&message); task && task->kind != TaskKind::Probe) {
+        // Probes stay the caller's; any other task needs its frames, which text cannot carry.
+        refuseTask(task->taskId, task->kind, task->microbatch,
+                   QStringLiteral("a %1 task must come as a binary message with its frames")
+                       .arg(taskKindName(task->kind)));
+        return true;
+    }
+    return false;
+}
+
+void TaskRunner::startGather(qint64 round, int partition, int partitions, MessageType message) {
+    EngineTask task;
+    task.kind = EngineTask::Gather;
+    task.partition = partition;
+    task.partitions = partitions;
+    Pending p;
+    p.message = message;
+    p.round = round;
+    p.partition = partition;
+    p.partitions = partitions;
+    submit(std::move(task), p);
+}
+
+void TaskRunner::handleBinary(const QByteArray& bytes) {
+    QJsonObject readable;
+    Result<TaskMessage> message = decodeTaskMessage(bytes, {}, &readable);
+    Result<SessionMessage> header =
+        message ? parseSessionMessage(message->header, Direction::ToNode, Transport::Binary) : message.error();
+    if (!header) {
+        qWarning("node: refusing a binary message of %lld bytes: %s", qlonglong(bytes.size()),
+                 header.message().c_str());
+        // A task whose id reads is answered by it, so the coordinator retries it at once.
+        if (const std::optional<qint64> taskId = readableTaskId(readable)) {
+            const Result<SessionMessage> task = parseSessionMessage(readable, Direction::ToNode, Transport::Binary);
+            const Task* t = task ? std::get_if<Task>(&*task) : nullptr;
+            return refuseTask(*taskId, t ? t->kind : TaskKind::Forward, t ? t->microbatch : -1,
+                              QString::fromStdString(header.message()));
+        }
+        ++m_refused;
+        return;
+    }
+    if (const auto* task = std::get_if<Task>(&*header))
+        return onTask(*task, *message);
+    if (const auto* result = std::get_if<AverageResult>(&*header))
+        return onAverageResult(*result, *message);
+    if (const auto* sync = std::get_if<Sync>(&*header))
+        return onSync(*sync, *message);
+    ++m_refused;
+    qWarning("node: ignoring a binary %s message", qPrintable(messageTypeName(typeOf(*header))));
+}
+
+void TaskRunner::abandon() {
+    disconnect(m_worker, nullptr, this, nullptr);
+    m_worker->discardQueuedWork();
+    if (!m_pending.empty() || !m_snapshots.empty())
+        qInfo("node: leaving stage %d: %lld tasks unanswered, %lld averaging snapshots forgotten", m_stage,
+              qlonglong(m_pending.size()), qlonglong(m_snapshots.size()));
+    m_pending.clear();
+    m_snapshots.clear();
+}
+
+void TaskRunner::onTask(const Task& header, const TaskMessage& message) {
+    const TaskFrame* input = message.frame(TaskFrameType::ForwardInput);
+    const TaskFrame* targets = message.frame(TaskFrameType::Targets);
+    const TaskFrame* gradient = message.frame(TaskFrameType::BackwardInput);
+    const auto refuse = [&](const QString& why) {
+        refuseTask(header.taskId, header.kind, header.microbatch, why);
+    };
+    switch (header.kind) {
+    case TaskKind::Forward:
+        if (!input)
+            return refuse(QStringLiteral("a forward task needs a ForwardInput frame"));
+        break;
+    case TaskKind::ForwardBackward:
+        if (!input || !targets)
+            return refuse(QStringLiteral("a forward_backward task needs ForwardInput and Targets frames"));
+        break;
+    case TaskKind::Backward:
+        break;
+    case TaskKind::Probe:
+        return refuse(QStringLiteral("a probe comes as a text message"));
+    }
+    Pending p;
+    p.message = MessageType::Task;
+    p.kind = header.kind;
+    p.taskId = header.taskId;
+    p.microbatch = header.microbatch;
+    EngineTask task;
+    task.kind = engineKindOf(header.kind);
+    task.microbatch = header.microbatch;
+    task.message = message.bytes; // keeps the views below valid: the payloads are not copied
+    task.input = viewOf(input);
+    task.targets = viewOf(targets);
+    task.gradOutput = viewOf(gradient);
+    submit(std::move(task), p);
+}
+
+void TaskRunner::onAverageResult(const AverageResult& header, const TaskMessage& message) {
+    const auto it = m_snapshots.find(header.round);
+    if (it == m_snapshots.end()) {
+        qInfo("node: ignoring the average of round %lld: no snapshot of it is kept", qlonglong(header.round));
+        return;
+    }
+    Snapshot snapshot = std::move(it->second);
+    m_snapshots.erase(it);
+    const TaskFrame* frame = message.frame(TaskFrameType::Partition);
+    Result<std::vector<float>> average =
+        frame ? partitionValues(*frame) : Result<std::vector<float>>(makeError("no Partition frame"));
+    if (!average || header.partition != snapshot.partition || average->size() != snapshot.values.size()) {
+        ++m_refused;
+        qWarning("node: refusing the average of round %lld (partition %d, %lld values; sent partition %d, %lld "
+                 "values): %s",
+                 qlonglong(header.round), header.partition, average ? qlonglong(average->size()) : -1LL,
+                 snapshot.partition, qlonglong(snapshot.values.size()),
+                 average ? "it does not match the share" : average.message().c_str());
+        return;
+    }
+    EngineTask task;
+    task.kind = EngineTask::ApplyDelta;
+    task.partition = snapshot.partition;
+    task.partitions = snapshot.partitions;
+    task.values = std::move(average).value();
+    task.snapshot = std::move(snapshot.values);
+    Pending p;
+    p.message = MessageType::AverageResult;
+    p.round = header.round;
+    p.partition = task.partition;
+    p.partitions = task.partitions;
+    submit(std::move(task), p);
+}
+
+void TaskRunner::onSync(const Sync& header, const TaskMessage& message) {
+    const TaskFrame* frame = message.frame(TaskFrameType::Partition);
+    Result<std::vector<float>> values =
+        frame ? partitionValues(*frame) : Result<std::vector<float>>(makeError("no Partition frame"));
+    if (!values) {
+        ++m_refused;
+        qWarning("node: refusing the sync of round %lld: %s", qlonglong(header.round), values.message().c_str());
+        m_sendText(SyncDone{header.round, false, QString::fromStdString(values.message())});
+        return;
+    }
+    Pending p;
+    p.message = MessageType::Sync;
+    p.round = header.round;
+    p.partitions = header.partitions;
+    EngineTask task;
+    task.kind = EngineTask::SetWeights;
+    task.partition = -1;
+    task.partitions = header.partitions;
+    task.values = std::move(values).value();
+    submit(std::move(task), p);
+}
+
+void TaskRunner::refuseTask(qint64 taskId, TaskKind kind, qint64 microbatch, const QString& error) {
+    ++m_refused;
+    ++m_failed;
+    qWarning("node: refusing task %lld: %s", qlonglong(taskId), qPrintable(error));
+    TaskResult answer;
+    answer.taskId = taskId;
+    answer.kind = kind;
+    answer.microbatch = microbatch;
+    answer.ok = false;
+    answer.error = error.left(kMaxReasonChars);
+    answer.errorKind = ErrorKind::InvalidInput;
+    m_sendBinary(encode(answer));
+}
+
+void TaskRunner::submit(EngineTask task, Pending pending) {
+    task.taskId = m_nextEngineId++;
+    pending.engineKind = task.kind;
+    m_pending.emplace(task.taskId, std::move(pending));
+    m_worker->submit(task);
+}
+
+// --- results out -------------------------------------------------------------------------------
+
+void TaskRunner::onTaskFinished(const EngineResult& result) {
+    const auto it = m_pending.find(result.taskId);
+    // Probes carry the coordinator's ids: a kind that differs is not this runner's task.
+    if (it == m_pending.end() || it->second.engineKind != result.kind)
+        return;
+    const Pending p = std::move(it->second);
+    m_pending.erase(it);
+
+    switch (p.message) {
+    case MessageType::Task:
+        return finishTask(p, result);
+    case MessageType::Average:
+    case MessageType::SyncRequest:
+        return finishGather(p, result);
+    case MessageType::Step:
+        if (result.ok) {
+            m_step = p.step;
+            ++m_stepsDone;
+        } else {
+            qWarning("node: step %lld: %s", qlonglong(p.step), qPrintable(result.error));
+        }
+        return m_sendText(StepDone{p.step, result.ok, result.ok ? result.microbatches : 0,
+                                   result.error.left(kMaxReasonChars)});
+    case MessageType::AverageResult:
+        if (result.ok)
+            ++m_averagingRounds;
+        else
+            qWarning("node: averaging round %lld: %s", qlonglong(p.round), qPrintable(result.error));
+        return;
+    case MessageType::Sync:
+        if (result.ok) {
+            ++m_syncs;
+            qInfo("node: weights synced (round %lld)", qlonglong(p.round));
+        } else {
+            qWarning("node: sync of round %lld: %s", qlonglong(p.round), qPrintable(result.error));
+        }
+        return m_sendText(SyncDone{p.round, result.ok, result.error.left(kMaxReasonChars)});
+    default:
+        return;
+    }
+}
+
+void TaskRunner::finishTask(const Pending& p, const EngineResult& r) {
+    TaskResult answer;
+    answer.taskId = p.taskId;
+    answer.kind = p.kind;
+    answer.microbatch = p.microbatch;
+    answer.ok = r.ok;
+    answer.computeSeconds = r.computeSeconds;
+    if (!r.ok) {
+        ++m_failed;
+        answer.error = r.error.left(kMaxReasonChars);
+        answer.errorKind = r.errorKind;
+        if (r.errorKind != ErrorKind::MissingGraph) // the coordinator sends the input again: routine
+            qWarning("node: task %lld (%s of microbatch %lld): %s", qlonglong(p.taskId),
+                     qPrintable(taskKindName(p.kind)), qlonglong(p.microbatch), qPrintable(r.error));
+        return m_sendBinary(encode(answer));
+    }
+    answer.tokens = r.tokens;
+    if (std::isfinite(r.loss)) {
+        answer.loss = r.loss;
+        m_lastLoss = r.loss;
+    }
+    switch (r.kind) {
+    case EngineTask::Forward:
+        ++m_forwards;
+        break;
+    case EngineTask::ForwardBackward:
+        ++m_forwardBackwards;
+        break;
+    default:
+        ++m_backwards;
+        break;
+    }
+    const bool forward = r.kind == EngineTask::Forward;
+    const EngineOutput& out = forward ? r.output : r.gradInput;
+    if (out.isEmpty()) // the last stage's forward, stage 0's backward
+        return m_sendBinary(encode(answer));
+    const TaskFrameType type = forward ? TaskFrameType::ForwardOutput : TaskFrameType::BackwardOutput;
+    // The envelope goes in the headroom the engine left in front of the frame: sent from where it lies.
+    gpu::Bytes& buffer = *out.bytes;
+    if (const std::optional<qsizetype> start = wrapInPlace(buffer, qsizetype(out.at), toJson(answer), type))
+        return m_sendBinary(QByteArray::fromRawData(reinterpret_cast<const char*>(buffer.data()) + *start,
+                                                    qsizetype(buffer.size()) - *start));
+    m_sendBinary(TaskMessageBuilder(toJson(answer), out.view().size()).add(type, out.view()).take());
+}
+
+void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
+    AverageShare share{p.round, p.partition, p.partitions, r.ok, r.error.left(kMaxReasonChars)};
+    if (!r.ok) {
+        qWarning("node: %s of round %lld: %s", qPrintable(messageTypeName(p.message)), qlonglong(p.round),
+                 qPrintable(r.error));
+        return m_sendBinary(encode(share));
+    }
+    if (p.message == MessageType::Average) {
+        m_snapshots[p.round] = Snapshot{p.partition, p.partitions, r.values};
+        while (m_snapshots.size() > std::size_t(kMaxSnapshots))
+            m_snapshots.erase(m_snapshots.begin()); // the oldest round: its result is not coming
+    }
+    sendShare(share, r.values);
+}
+
+void TaskRunner::sendShare(const AverageShare& share, const std::vector<float>& values) {
+    // A whole large stage does not fit one message: say so rather than send what the other end
+    // must refuse.
+    const qint64 bytes = qint64(values.size()) * qint64(sizeof(float));
+    if (bytes > kTaskMessageMaxBytes - kTaskMessageMaxJsonBytes - kTaskFrameHeaderBytes - kTaskMessagePrefixBytes) {
+        AverageShare refused = share;
+        refused.ok = false;
+        refused.error = QStringLiteral("%1 values (%2 bytes) exceed the %3-byte message limit")
+                            .arg(values.size())
+                            .arg(bytes)
+                            .arg(kTaskMessageMaxBytes);
+        qWarning("node: average_share of round %lld: %s", qlonglong(share.round), qPrintable(refused.error));
+        return m_sendBinary(encode(refused));
+    }
+    m_sendBinary(TaskMessageBuilder(toJson(share), bytes).add(TaskFrameType::Partition, partitionPayload(values)).take());
+}
+
+QJsonObject TaskRunner::status() const {
+    // Tasks done, counted under their kinds' names.
+    QJsonObject s{{taskKindName(TaskKind::Forward), m_forwards},
+                  {taskKindName(TaskKind::ForwardBackward), m_forwardBackwards},
+                  {taskKindName(TaskKind::Backward), m_backwards},
+                  {QStringLiteral("failed"), m_failed},
+                  {QStringLiteral("refused"), m_refused},
+                  {QStringLiteral("steps_done"), m_stepsDone},
+                  {QStringLiteral("averaging_rounds"), m_averagingRounds},
+                  {QStringLiteral("syncs"), m_syncs},
+                  {QStringLiteral("in_flight"), qint64(m_pending.size())}};
+    if (m_step >= 0)
+        s.insert(QStringLiteral("step"), m_step);
+    if (std::isfinite(m_lastLoss))
+        s.insert(QStringLiteral("last_loss"), m_lastLoss);
+    return s;
+}
+
+} // namespace tessera::node

@@ -1,0 +1,127 @@
+#pragma once
+// TaskRunner: the node's side of the swarm data plane — the session's task, step, averaging and
+// sync messages into EngineWorker tasks, and their results back into messages.
+//
+// The contract is docs/ARCHITECTURE.md, "Session messages". Each message becomes at most one engine
+// task; its answer is sent when that task finishes (the worker runs them in order, so a step follows
+// the tasks that came before it). A malformed message is logged and changes nothing: a task whose id
+// is readable is answered with an error, anything else with nothing. Answers: task_result and
+// average_share are binary (ok:false with an error, its kind and no frame when they failed; a
+// backward that needs its input says error_kind "missing_graph"); step_done and sync_done are text.
+//
+// One copy per hop: a task's frames reach the engine as views into the message they came in, and a
+// result's frame is sent from where the engine wrote it (the envelope is written in front of it).
+//
+// Averaging round r (one per message pair, any number in flight, the oldest forgotten past 8):
+//   average(r, p)        → Gather p → snapshot(r) kept, average_share(r, p) sent
+//   average_result(r, p) → ApplyDelta(average, snapshot(r)) → snapshot(r) forgotten
+//   average_result for a round without a snapshot → ignored
+//
+// The node leaves the stage (a reassign): abandon() — queued tasks dropped on the worker,
+// results still to come not answered, snapshots forgotten; the node then drops the runner.
+
+#include "base/ModelConfig.h"
+#include "node/engine/EngineTask.h"
+#include "protocol/SessionMessages.h"
+
+#include <QByteArray>
+#include <QJsonObject>
+#include <QObject>
+
+#include <functional>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+namespace tessera::protocol {
+struct TaskMessage;
+}
+
+namespace tessera::node {
+
+class EngineWorker;
+
+class TaskRunner final : public QObject {
+    Q_OBJECT
+
+public:
+    // Both send at once (before they return): a binary message may be a view of an engine buffer.
+    using SendBinary = std::function<void(const QByteArray&)>;
+    using SendText = std::function<void(const protocol::SessionMessage&)>;
+
+    // Rounds whose result never came are forgotten beyond this many.
+    static constexpr int kMaxSnapshots = 8;
+
+    // Submits to `worker` and listens to its taskFinished (results of tasks it did not submit,
+    // such as probes, are not its business). `config` and `stage` describe the loaded stage.
+    TaskRunner(EngineWorker* worker, gpu::ModelConfig config, int stage, SendBinary sendBinary,
+               SendText sendText, QObject* parent = nullptr);
+    ~TaskRunner() override;
+
+    // A text message: true when it is the data plane's (step, average, sync_request, a task that
+    // is not a probe) and was taken; false leaves it to the caller.
+    bool handleText(const protocol::SessionMessage& message);
+    // A binary message (task, average_result, sync). Never throws, never crashes on bad bytes.
+    void handleBinary(const QByteArray& message);
+    // The node leaves this stage: nothing more is submitted, answered or averaged. The worker
+    // drops what is queued (probes aside); a task already running ends unanswered. The
+    // coordinator stopped routing this stage here before it asked, and re-routes what it sent.
+    void abandon();
+
+    // What `tessera-node status` shows under "training".
+    QJsonObject status() const;
+    qint64 averagingRounds() const { return m_averagingRounds; }
+    qint64 snapshotsHeld() const { return qint64(m_snapshots.size()); }
+
+private:
+    // What an engine task was for, by the engine task id this runner gave it.
+    struct Pending {
+        EngineTask::Kind engineKind = EngineTask::Forward;
+        protocol::MessageType message = protocol::MessageType::Task; // what it answers
+        protocol::TaskKind kind = protocol::TaskKind::Forward;      // a task's
+        qint64 taskId = 0;
+        qint64 microbatch = 0;
+        qint64 round = 0;
+        int partition = -1;
+        int partitions = 0;
+        qint64 step = 0;
+    };
+    struct Snapshot {
+        int partition = -1;
+        int partitions = 0;
+        std::vector<float> values;
+    };
+
+    void submit(EngineTask task, Pending pending);
+    void onTask(const protocol::Task& header, const protocol::TaskMessage& message);
+    void onAverageResult(const protocol::AverageResult& header, const protocol::TaskMessage& message);
+    void onSync(const protocol::Sync& header, const protocol::TaskMessage& message);
+    void startGather(qint64 round, int partition, int partitions, protocol::MessageType message);
+    void refuseTask(qint64 taskId, protocol::TaskKind kind, qint64 microbatch, const QString& error);
+    void onTaskFinished(const EngineResult& result);
+    void finishTask(const Pending& p, const EngineResult& r);
+    void finishGather(const Pending& p, const EngineResult& r);
+    void sendShare(const protocol::AverageShare& share, const std::vector<float>& values);
+
+    EngineWorker* m_worker;
+    gpu::ModelConfig m_config;
+    int m_stage;
+    SendBinary m_sendBinary;
+    SendText m_sendText;
+    std::unordered_map<qint64, Pending> m_pending;
+    qint64 m_nextEngineId = 1;
+    std::map<qint64, Snapshot> m_snapshots; // by round
+
+    qint64 m_forwards = 0;
+    qint64 m_forwardBackwards = 0;
+    qint64 m_backwards = 0;
+    qint64 m_failed = 0;
+    qint64 m_refused = 0; // malformed messages
+    qint64 m_step = -1;   // the coordinator's step last applied
+    qint64 m_stepsDone = 0;
+    double m_lastLoss;
+    qint64 m_averagingRounds = 0;
+    qint64 m_syncs = 0;
+};
+
+} // namespace tessera::node

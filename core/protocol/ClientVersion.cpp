@@ -1,0 +1,20 @@
+#include "protocol/ClientVersion.h"
+
+#include <QRegularExpression>
+
+namespace tessera::protocol {
+
+Result<ClientVersion> ClientVersion::parse(const QString& text) {
+    static const QRegularExpression pattern(
+        QStringLiteral("^(0|[1-9][0-9]{0,5})\\.(0|[1-9][0-9]{0,5})\\.(0|[1-9][0-9]{0,5})$"));
+    const QRegularExpressionMatch m = pattern.match(text);
+    if (!m.hasMatch())
+        return makeError("must be MAJOR.MINOR.PATCH (e.g. 0.1.0)");
+    return ClientVersion{m.captured(1).toInt(), m.captured(2).toInt(), m.captured(3).toInt()};
+}
+
+QString ClientVersion::toString() const {
+    return QStringLiteral("%1.%2.%3").arg(major).arg(minor).arg(patch);
+}
+
+} // namespace tessera::protocol

@@ -1,0 +1,182 @@
+#pragma once
+// SessionMessages: every message of the /v1/session WebSocket, typed. One enum of message types and
+// one of task kinds; one struct per type with its fields; one schema per type (direction, text or
+// binary, each field's name, JSON type, range and whether it is required) from which encoding,
+// decoding and the table in docs/ARCHITECTURE.md follow. Unknown types, messages sent the wrong way,
+// and missing, mistyped or out-of-range fields are refused with a reason naming the field
+// (ErrorKind::InvalidInput); fields a type does not know are ignored, so a newer peer may add some.
+//
+// The wire names ("task_result", "forward_backward", ...) appear here and nowhere else.
+
+#include "base/Result.h"
+
+#include <QJsonObject>
+#include <QString>
+#include <QtGlobal>
+
+#include <optional>
+#include <variant>
+
+namespace tessera::protocol {
+
+// The order is the SessionMessage variant's: MessageType(message.index()) is its type.
+enum class MessageType : quint8 {
+    Heartbeat,     // node → coordinator, text: keeps the session (and the node) alive
+    Ready,         // node → coordinator, text: the engine holds the stage; tasks may come
+    Unavailable,   // node → coordinator, text: paused; route around it
+    TaskResult,    // node → coordinator, binary (text for probes): a task finished or failed
+    StepDone,      // node → coordinator, text: an optimizer step was applied
+    AverageShare,  // node → coordinator, binary: a partition of its weights for a round or a sync
+    SyncDone,      // node → coordinator, text: a ghost took the weights it was sent
+    HeartbeatAck,  // coordinator → node, text
+    ErrorNotice,   // coordinator → node, text: the node sent something the coordinator refused
+    Task,          // coordinator → node, binary (text for probes): forward, backward, ... or a probe
+    Step,          // coordinator → node, text: apply what was accumulated
+    Average,       // coordinator → node, text: send partition p of P for round r
+    AverageResult, // coordinator → node, binary: the round's average (apply the delta rule)
+    SyncRequest,   // coordinator → node, text: send all your weights (a ghost joins your stage)
+    Sync,          // coordinator → node, binary: take these weights (you are the ghost)
+    Reassign,      // coordinator → node, text: move to another stage
+    Credits,       // coordinator → node, text: new credit receipts are waiting
+};
+inline constexpr int kMessageTypes = int(MessageType::Credits) + 1;
+
+enum class TaskKind : quint8 {
+    Probe,           // synthetic forward + backward of a stage: how fast this node runs it
+    Forward,         // input → the stage's output
+    ForwardBackward, // the last stage: input + targets → loss, then the gradient for the previous stage
+    Backward,        // the next stage's gradient → the gradient for the previous stage
+};
+
+enum class Direction : quint8 { ToCoordinator, ToNode };
+// Text messages are JSON; binary ones are a TaskMessage (JSON header + frames).
+enum class Transport : quint8 { Text = 1, Binary = 2, Either = 3 };
+
+// A text message's most bytes (they are small: control, not tensors); a bigger one closes the session.
+inline constexpr qsizetype kSessionTextMaxBytes = 16 * 1024;
+
+// Range of the fields shared by several messages.
+inline constexpr int kMaxStage = 1023;
+inline constexpr int kMaxPartitions = 1000;
+inline constexpr int kMaxReasonChars = 1000;
+
+struct Heartbeat {};
+struct Ready {
+    int stage = 0;
+    qint64 version = 0; // the stage shard's
+};
+struct Unavailable {
+    QString reason;
+};
+struct TaskResult {
+    qint64 taskId = 0;
+    TaskKind kind = TaskKind::Forward;
+    qint64 microbatch = -1; // -1 for probes
+    bool ok = false;
+    double computeSeconds = 0;
+    qint64 tokens = 0;
+    std::optional<double> loss; // the last stage's
+    QString error;              // when !ok
+    ErrorKind errorKind = ErrorKind::Failed;
+};
+struct StepDone {
+    qint64 step = 0;
+    bool ok = false;
+    int microbatches = 0;
+    QString error;
+};
+struct AverageShare {
+    qint64 round = 0;
+    int partition = 0; // -1: all of them (a sync)
+    int partitions = 0;
+    bool ok = false;
+    QString error;
+};
+struct SyncDone {
+    qint64 round = 0;
+    bool ok = false;
+    QString error;
+};
+struct HeartbeatAck {
+    qint64 serverTimeMs = 0;
+};
+struct ErrorNotice {
+    QString error;
+};
+struct Task {
+    qint64 taskId = 0;
+    TaskKind kind = TaskKind::Forward;
+    qint64 microbatch = -1; // ≥ 0 for the data plane's tasks
+    // A probe's synthetic microbatch.
+    int batch = 0;
+    int seq = 0;
+    qint64 seed = 0;
+};
+struct Step {
+    qint64 step = 0;
+};
+struct Average {
+    qint64 round = 0;
+    int partition = 0;
+    int partitions = 0;
+    qint64 step = 0;
+};
+struct AverageResult {
+    qint64 round = 0;
+    int partition = 0;
+    int replicas = 0;
+};
+struct SyncRequest {
+    qint64 round = 0;
+    int partitions = 0;
+};
+struct Sync {
+    qint64 round = 0;
+    int partitions = 0;
+};
+struct Reassign {
+    int stage = 0;
+    QString reason;
+};
+struct Credits {};
+
+using SessionMessage = std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare, SyncDone,
+                                    HeartbeatAck, ErrorNotice, Task, Step, Average, AverageResult, SyncRequest,
+                                    Sync, Reassign, Credits>;
+static_assert(std::variant_size_v<SessionMessage> == kMessageTypes);
+
+inline MessageType typeOf(const SessionMessage& message) {
+    return MessageType(message.index());
+}
+
+// "failed", "invalid_input", "unsupported", "missing_graph": the names an error's kind travels under.
+QString errorKindName(ErrorKind kind);
+// The kind a name stands for; Failed for a name this build does not know (a newer peer's).
+ErrorKind errorKindFromName(const QString& name);
+
+QString messageTypeName(MessageType type);
+QString taskKindName(TaskKind kind);
+Direction directionOf(MessageType type);
+Transport transportOf(MessageType type);
+
+// The JSON object of a message (the whole text message, or a binary message's header).
+QJsonObject toJson(const SessionMessage& message);
+// The text message itself (compact JSON).
+QString toText(const SessionMessage& message);
+
+// Reads a message that came `from` a peer over `transport` (Text or Binary): its type must be
+// known, travel that way and in that direction, and its fields must match the schema. Errors name
+// the type and the field: "task_result.task_id: missing".
+Result<SessionMessage> parseSessionMessage(const QJsonObject& json, Direction direction, Transport transport);
+// The same from the text of a message (at most maxBytes UTF-8 bytes).
+Result<SessionMessage> parseSessionText(const QString& text, Direction direction, qsizetype maxBytes);
+
+// The task id of a binary task header that did not pass its schema (an unknown kind, a missing
+// field), when it has one: the node answers such a task by its id rather than leave it to time out.
+std::optional<qint64> readableTaskId(const QJsonObject& header);
+
+// One Markdown table row per message type for the documentation: name, direction, text or binary,
+// fields (? = optional), size limit.
+QString describeSessionMessages();
+
+} // namespace tessera::protocol

@@ -1,0 +1,118 @@
+// tessera-coordinator refusing to start a run it cannot keep: a dataset that is not there, not
+// readable or not what the run was created with, and plain HTTP anywhere but loopback.
+#include "CoordinatorHttp.h"
+#include "CoordinatorProcess.h"
+#include "common/Identity.h"
+#include "protocol/AdmissionClaims.h"
+#include "protocol/ManifestSignature.h"
+#include "base/ShardManifest.h"
+#include <QCryptographicHash>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QProcess>
+#include <QSslCertificate>
+#include <QSslConfiguration>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <cstdio>
+#include <memory>
+#include <sys/stat.h>
+
+using namespace tessera;
+
+class TestCoordinatorRuns final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void datasetIsCheckedStoredAndNeverChanges();
+    void plainHttpOffLoopbackRefused();
+
+private:
+    QStringList args(const QString& dataDir, const QStringList& extra = {}) const {
+        return QStringList{QStringLiteral("--data-dir"), dataDir, QStringLiteral("--listen"),
+                           QStringLiteral("127.0.0.1:0")} +
+               extra;
+    }
+
+    QTemporaryDir m_dir;
+};
+
+void TestCoordinatorRuns::datasetIsCheckedStoredAndNeverChanges() {
+    const QString tokens = m_dir.filePath(QStringLiteral("tokens.u16"));
+    const QString odd = m_dir.filePath(QStringLiteral("odd.u16"));
+    // Token id 1 as little-endian u16 (the coordinator reads the tokens: each must be < 256).
+    for (const auto& [path, size] : {std::pair{tokens, 64}, std::pair{odd, 63}}) {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray("\1\0", 2).repeated(32).left(size));
+    }
+    const QString dir = m_dir.filePath(QStringLiteral("dataset"));
+    const auto start = [&](const QString& spec) {
+        return std::make_unique<CoordinatorProcess>(
+            args(dir, spec.isEmpty() ? QStringList{QStringLiteral("--insecure-loopback")}
+                                     : QStringList{QStringLiteral("--insecure-loopback"),
+                                                   QStringLiteral("--dataset"), spec}));
+    };
+
+    // Refused before anything is written, each with a message naming --dataset.
+    for (const QString& bad :
+         QStringList{QStringLiteral("nope:x"), QStringLiteral("text:"),
+                     QStringLiteral("text:") + m_dir.filePath(u"missing"_qs),
+                     QStringLiteral("tokens32:") + m_dir.path(), QStringLiteral("tokens16:") + odd,
+                     QStringLiteral("synthetic:order=x"), QStringLiteral("synthetic:colour=2")}) {
+        std::unique_ptr<CoordinatorProcess> refused = start(bad);
+        QCOMPARE(refused->waitExit(), 1);
+        QVERIFY2(refused->err().contains("--dataset"), refused->err().constData());
+        QVERIFY2(!QFileInfo::exists(dir), qPrintable(bad));
+    }
+
+    const QString spec = QStringLiteral("tokens16:") + tokens;
+    std::unique_ptr<CoordinatorProcess> server = start(spec);
+    QVERIFY2(server->waitReady(), server->err().constData());
+    QCOMPARE(server->printed("dataset"), spec);
+    QFile run(dir + QStringLiteral("/run.json"));
+    QVERIFY(run.open(QIODevice::ReadOnly));
+    const QJsonObject stored = QJsonDocument::fromJson(run.readAll()).object();
+    QCOMPARE(stored.value(u"dataset").toString(), spec);
+    QCOMPARE(stored.value(u"model").toObject().value(u"name").toString(), QStringLiteral("tiny"));
+    server.reset();
+
+    // Resumed with or without naming it again; another dataset is refused like another model.
+    for (const QString& again : QStringList{QString(), spec}) {
+        server = start(again);
+        QVERIFY2(server->waitReady(), server->err().constData());
+        QVERIFY(server->out().contains("resumed the run"));
+        QCOMPARE(server->printed("dataset"), spec);
+        server.reset();
+    }
+    server = start(QStringLiteral("synthetic"));
+    QCOMPARE(server->waitExit(), 1);
+    QVERIFY2(server->err().contains("A run's dataset never changes"), server->err().constData());
+
+    // A run.json from before --dataset (the bare model config) is a synthetic run.
+    QFile legacy(dir + QStringLiteral("/run.json"));
+    QVERIFY(legacy.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    legacy.write(QJsonDocument(stored.value(u"model").toObject()).toJson());
+    legacy.close();
+    server = start(QString());
+    QVERIFY2(server->waitReady(), server->err().constData());
+    QCOMPARE(server->printed("dataset"), QStringLiteral("synthetic"));
+}
+
+void TestCoordinatorRuns::plainHttpOffLoopbackRefused() {
+    const QString dir = m_dir.filePath(QStringLiteral("refused"));
+    CoordinatorProcess refused({QStringLiteral("--data-dir"), dir, QStringLiteral("--listen"),
+                                QStringLiteral("0.0.0.0:0"), QStringLiteral("--insecure-loopback")});
+    QCOMPARE(refused.waitExit(), 1);
+    QVERIFY2(refused.err().contains("refusing plain HTTP on 0.0.0.0"), refused.err().constData());
+    QVERIFY(!QFileInfo::exists(dir)); // refused before anything was written
+}
+
+QTEST_GUILESS_MAIN(TestCoordinatorRuns)
+#include "test_coordinator_runs.moc"

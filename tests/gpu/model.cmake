@@ -1,7 +1,0 @@
-# tests of gpu/model (tessera_gpu_test(NAME) per file)
-tessera_gpu_test(test_stage_model)
-tessera_gpu_test(test_stage_subspace)
-tessera_gpu_test(test_stage_parameters)
-tessera_gpu_test(test_model_memory)
-tessera_gpu_test(test_stage_layers)
-tessera_gpu_test(test_model_config)

@@ -1,6 +1,0 @@
-# tests of gpu/shard (tessera_gpu_test(NAME) per file)
-tessera_gpu_test(test_json)
-tessera_gpu_test(test_sha256)
-tessera_gpu_test(test_safetensors)
-tessera_gpu_test(test_shard_manifest)
-tessera_gpu_test(test_stage_shard)
