@@ -1,9 +1,9 @@
 #include "CoordinatorCommandLine.h"
 
-#include "device/BuildInfo.h"
+#include "common/ShutdownSignals.h"
 #include "common/Version.h"
 #include "coordinator/Coordinator.h"
-#include "common/ShutdownSignals.h"
+#include "device/BuildInfo.h"
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
@@ -73,8 +73,10 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         valueOption("max-nodes-per-stage", "Nodes online per stage; more are waitlisted [0: no limit].", "N");
     const auto retryAfter = valueOption(
         "waitlist-retry-after", "Seconds a waitlisted node is told to wait (Retry-After) [300].", "SECONDS");
-    const auto minClient = valueOption("min-client-version",
-                                       "Oldest node release admitted; older ones get 403 [0.2.0, the oldest that speaks this protocol].", "X.Y.Z");
+    const auto minClient = valueOption(
+        "min-client-version",
+        "Oldest node release admitted; older ones get 403 [0.2.0, the oldest that speaks this protocol].",
+        "X.Y.Z");
     const auto maxConnections = valueOption(
         "max-connections", "HTTP connections served at once; one more is told 503 and closed [512].", "N");
     const auto requestTimeout =
@@ -84,11 +86,13 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
                     "MS");
     const QCommandLineOption overlapSteps(
         QStringLiteral("overlap-steps"),
-        QStringLiteral("Let the window of microbatches run across step boundaries: no pipeline bubble at each "
-                       "step, but a few gradients are a step stale (slower learning per token) [off]."));
-    parser.addOptions({help, version, dataDir, listen, tlsCert, tlsKey, insecure, db, model, stages, dataset,
-                       heartbeat, maxNodes, maxNodesPerStage, retryAfter, minClient, maxConnections,
-                       requestTimeout, codec, overlapSteps});
+        QStringLiteral(
+            "Let the window of microbatches run across step boundaries: no pipeline bubble at each "
+            "step, but a few gradients are a step stale (slower learning per token) [off]."));
+    parser.addOptions(
+        {help,       version,   dataDir,        listen,         tlsCert,   tlsKey,      insecure,
+         db,         model,     stages,         dataset,        heartbeat, maxNodes,    maxNodesPerStage,
+         retryAfter, minClient, maxConnections, requestTimeout, codec,     overlapSteps});
 
     // The data plane's settings: each a whole number in a range, written into TrainerSettings.
     struct TrainingOption {
@@ -98,8 +102,10 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         std::function<void(TrainerSettings&, qint64)> apply;
     };
     const std::vector<TrainingOption> trainingOptions{
-        {"batch", "Sequences per microbatch [8].", 1, 4096, [](TrainerSettings& t, qint64 n) { t.loop.batch = int(n); }},
-        {"seq", "Tokens per sequence [64].", 1, 65536, [](TrainerSettings& t, qint64 n) { t.loop.seq = int(n); }},
+        {"batch", "Sequences per microbatch [8].", 1, 4096,
+         [](TrainerSettings& t, qint64 n) { t.loop.batch = int(n); }},
+        {"seq", "Tokens per sequence [64].", 1, 65536,
+         [](TrainerSettings& t, qint64 n) { t.loop.seq = int(n); }},
         {"microbatches-per-step", "Microbatches in one global batch: one optimizer step [8].", 1, 100'000,
          [](TrainerSettings& t, qint64 n) { t.loop.microbatchesPerStep = int(n); }},
         {"window", "Microbatches in flight at once [8].", 1, 100'000,
@@ -110,21 +116,21 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
          [](TrainerSettings& t, qint64 n) { t.averaging.partitions = int(n); }},
         {"checkpoint-every", "Steps between published stage checkpoints [50].", 1, 1'000'000,
          [](TrainerSettings& t, qint64 n) { t.loop.checkpointEvery = int(n); }},
-        {"credit-interval-ms", "How often accepted work becomes signed credit receipts [60000].", 100, 86'400'000,
-         [](TrainerSettings& t, qint64 n) { t.creditInterval = std::chrono::milliseconds(n); }},
+        {"credit-interval-ms", "How often accepted work becomes signed credit receipts [60000].", 100,
+         86'400'000, [](TrainerSettings& t, qint64 n) { t.creditInterval = std::chrono::milliseconds(n); }},
         {"task-timeout-ms", "The least time a node gets for one task before it is retried elsewhere [10000].",
          100, 3'600'000, [](TrainerSettings& t, qint64 n) { t.router.scheduler.minDeadlineMs = n; }},
         {"microbatch-timeout-ms", "A microbatch not completed in this time is abandoned [120000].", 1000,
          86'400'000, [](TrainerSettings& t, qint64 n) { t.router.microbatchTimeoutMs = n; }},
-        {"max-steps", "Stop issuing microbatches after this step [0: never].", 0, std::numeric_limits<int>::max(),
-         [](TrainerSettings& t, qint64 n) { t.loop.maxSteps = n; }},
+        {"max-steps", "Stop issuing microbatches after this step [0: never].", 0,
+         std::numeric_limits<int>::max(), [](TrainerSettings& t, qint64 n) { t.loop.maxSteps = n; }},
     };
     std::vector<QCommandLineOption> trainingParsed;
     for (const TrainingOption& t : trainingOptions) {
         trainingParsed.push_back(valueOption(t.name, t.description, "N"));
         parser.addOption(trainingParsed.back());
     }
-    
+
     exitCode = 2;
     if (!parser.parse(arguments)) {
         m_err << kProgram << ": " << parser.errorText() << "\nTry 'tessera-coordinator --help'.\n";
@@ -240,8 +246,9 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         if (!parser.isSet(trainingParsed[i]))
             continue;
         const TrainingOption& t = trainingOptions[i];
-        const std::optional<qint64> n = number(trainingParsed[i], t.min, t.max,
-                                               ("from " + std::to_string(t.min) + " to " + std::to_string(t.max)).c_str());
+        const std::optional<qint64> n =
+            number(trainingParsed[i], t.min, t.max,
+                   ("from " + std::to_string(t.min) + " to " + std::to_string(t.max)).c_str());
         if (!n)
             return std::nullopt;
         t.apply(o.training, *n);

@@ -100,7 +100,8 @@ int runLedgerCommand(const QStringList& arguments, const QString& dataDir, std::
     const QString path = QDir(dataDir).filePath(kLedgerFileName);
     if (!QFileInfo::exists(path))
         return fail("no ledger at " + path.toStdString() +
-                    " (a node creates it when it joins its stage: this one has not joined yet, so it holds no credit)");
+                    " (a node creates it when it joins its stage: this one has not joined yet, so it holds "
+                    "no credit)");
     Result<std::unique_ptr<LocalLedger>> ledger = LocalLedger::openExisting(path);
     if (!ledger)
         return fail(ledger.message());

@@ -1,12 +1,12 @@
 #include "NodeCommandLine.h"
 
-#include "device/BenchCommand.h"
-#include "device/BuildInfo.h"
-#include "common/Version.h"
 #include "LedgerCommand.h"
-#include "node/NodeFiles.h"
 #include "NodeRunCommands.h"
 #include "ShardInspect.h"
+#include "common/Version.h"
+#include "device/BenchCommand.h"
+#include "device/BuildInfo.h"
+#include "node/NodeFiles.h"
 
 #include <QCommandLineParser>
 #include <QJsonDocument>
@@ -30,32 +30,33 @@ NodeCommandLine::NodeCommandLine(std::ostream& out, std::ostream& err)
     , m_err(err) {}
 
 QString NodeCommandLine::usage() const {
-    return QStringLiteral("Usage: tessera-node <command> [options]\n"
-                          "\n"
-                          "Tessera's compute node: lends this machine's GPU (or CPU) to the training of a\n"
-                          "large language model.\n"
-                          "\n"
-                          "Commands:\n"
-                          "  run       Join a coordinator's swarm and compute until stopped\n"
-                          "            --coordinator URL [--data-dir DIR] [--device cpu|cuda:N] [--gpu-limit PCT]\n"
-                          "            [--coordinator-key KEY] [--coordinator-ca FILE] [--max-download-rate KIBPS]\n"
-                          "  status    What the node on --data-dir is doing [--json]\n"
-                          "  pause     Stop computing within a microbatch; --hard exits to free all GPU memory\n"
-                          "  resume    Compute again\n"
-                          "  stop      Leave the swarm and exit\n"
-                          "  limit PCT Change the share of time spent computing (1-100)\n"
-                          "  ledger verify | export --csv\n"
-                          "            Check the local credit ledger offline, or print it as CSV [--data-dir DIR]\n"
-                          "  bench     Measure this machine: GEMM throughput per dtype and memory bandwidth\n"
-                          "            of the CPU and every CUDA GPU\n"
-                          "            [--json] [--device cpu|cuda:N]... [--seconds S]\n"
-                          "  shard inspect FILE\n"
-                          "            Validate a stage shard (a safetensors file, and its manifest when\n"
-                          "            given) and list its tensors and metadata [--manifest M] [--json]\n"
-                          "\n"
-                          "Options:\n"
-                          "  -h, --help     Show this help (tessera-node <command> --help for a command)\n"
-                          "  -v, --version  Show the version\n");
+    return QStringLiteral(
+        "Usage: tessera-node <command> [options]\n"
+        "\n"
+        "Tessera's compute node: lends this machine's GPU (or CPU) to the training of a\n"
+        "large language model.\n"
+        "\n"
+        "Commands:\n"
+        "  run       Join a coordinator's swarm and compute until stopped\n"
+        "            --coordinator URL [--data-dir DIR] [--device cpu|cuda:N] [--gpu-limit PCT]\n"
+        "            [--coordinator-key KEY] [--coordinator-ca FILE] [--max-download-rate KIBPS]\n"
+        "  status    What the node on --data-dir is doing [--json]\n"
+        "  pause     Stop computing within a microbatch; --hard exits to free all GPU memory\n"
+        "  resume    Compute again\n"
+        "  stop      Leave the swarm and exit\n"
+        "  limit PCT Change the share of time spent computing (1-100)\n"
+        "  ledger verify | export --csv\n"
+        "            Check the local credit ledger offline, or print it as CSV [--data-dir DIR]\n"
+        "  bench     Measure this machine: GEMM throughput per dtype and memory bandwidth\n"
+        "            of the CPU and every CUDA GPU\n"
+        "            [--json] [--device cpu|cuda:N]... [--seconds S]\n"
+        "  shard inspect FILE\n"
+        "            Validate a stage shard (a safetensors file, and its manifest when\n"
+        "            given) and list its tensors and metadata [--manifest M] [--json]\n"
+        "\n"
+        "Options:\n"
+        "  -h, --help     Show this help (tessera-node <command> --help for a command)\n"
+        "  -v, --version  Show the version\n");
 }
 
 int NodeCommandLine::usageError(const QString& message) {

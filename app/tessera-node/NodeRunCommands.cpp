@@ -1,9 +1,9 @@
 #include "NodeRunCommands.h"
 
 #include "common/ShutdownSignals.h"
-#include "node/control/ControlClient.h"
 #include "node/Node.h"
 #include "node/NodeLog.h"
+#include "node/control/ControlClient.h"
 #include "protocol/SessionMessages.h"
 
 #include <QCommandLineParser>
@@ -29,7 +29,8 @@ QCommandLineOption valueOption(const char* name, const char* description, const 
 }
 
 int usage(std::ostream& err, const QString& command, const QString& message) {
-    err << kProgram << " " << command << ": " << message << "\nTry 'tessera-node " << command << " --help'.\n";
+    err << kProgram << " " << command << ": " << message << "\nTry 'tessera-node " << command
+        << " --help'.\n";
     return ExitUsage;
 }
 
@@ -46,20 +47,26 @@ QString humanBytes(double bytes) {
 QString statusText(const QJsonObject& s) {
     QString text;
     text += QStringLiteral("state:         %1%2\n")
-                .arg(s.value(u"state").toString(),
-                     s.value(u"detail").toString().isEmpty() ? QString() : u" — "_qs + s.value(u"detail").toString());
+                .arg(s.value(u"state").toString(), s.value(u"detail").toString().isEmpty()
+                                                       ? QString()
+                                                       : u" — "_qs + s.value(u"detail").toString());
     text += QStringLiteral("node:          %1\n").arg(s.value(u"node_id").toString());
     text += QStringLiteral("coordinator:   %1\n").arg(s.value(u"coordinator").toString());
     text += QStringLiteral("device:        %1\n").arg(s.value(u"device").toString());
     const int stage = s.value(u"stage").toInt(-1);
-    text += QStringLiteral("stage:         %1\n").arg(stage < 0 ? QStringLiteral("not assigned yet") : QString::number(stage));
+    text += QStringLiteral("stage:         %1\n")
+                .arg(stage < 0 ? QStringLiteral("not assigned yet") : QString::number(stage));
     const QJsonObject d = s.value(u"download").toObject();
     const double total = d.value(u"total").toDouble();
     if (total > 0) {
         const double bytes = d.value(u"bytes").toDouble();
-        text += QStringLiteral("download:      %1 of %2 (%3%)").arg(humanBytes(bytes), humanBytes(total)).arg(std::floor(bytes / total * 100));
+        text += QStringLiteral("download:      %1 of %2 (%3%)")
+                    .arg(humanBytes(bytes), humanBytes(total))
+                    .arg(std::floor(bytes / total * 100));
         if (d.contains(u"bytes_per_second"))
-            text += QStringLiteral(", %1/s, ETA %2 s").arg(humanBytes(d.value(u"bytes_per_second").toDouble())).arg(std::lround(d.value(u"eta_s").toDouble()));
+            text += QStringLiteral(", %1/s, ETA %2 s")
+                        .arg(humanBytes(d.value(u"bytes_per_second").toDouble()))
+                        .arg(std::lround(d.value(u"eta_s").toDouble()));
         text += u'\n';
     }
     text += QStringLiteral("compute:       %1% of wall time (limit %2%)%3\n")
@@ -69,9 +76,12 @@ QString statusText(const QJsonObject& s) {
     if (s.contains(u"training")) {
         const QJsonObject t = s.value(u"training").toObject();
         // Tasks are counted under their kinds' names.
-        const auto done = [&t](protocol::TaskKind kind) { return t.value(protocol::taskKindName(kind)).toInteger(); };
+        const auto done = [&t](protocol::TaskKind kind) {
+            return t.value(protocol::taskKindName(kind)).toInteger();
+        };
         const qint64 both = done(protocol::TaskKind::ForwardBackward);
-        text += QStringLiteral("tasks:         %1 forward, %2 backward, %3 failed; step %4; %5 averaging rounds%6\n")
+        text += QStringLiteral(
+                    "tasks:         %1 forward, %2 backward, %3 failed; step %4; %5 averaging rounds%6\n")
                     .arg(done(protocol::TaskKind::Forward) + both)
                     .arg(done(protocol::TaskKind::Backward) + both)
                     .arg(t.value(u"failed").toInteger())
@@ -81,7 +91,9 @@ QString statusText(const QJsonObject& s) {
                              ? QStringLiteral("; loss %1").arg(t.value(u"last_loss").toDouble(), 0, 'f', 3)
                              : QString());
     }
-    text += QStringLiteral("credits:       %1 (%2 receipts)\n").arg(s.value(u"credits_total").toDouble(), 0, 'f', 6).arg(s.value(u"ledger_receipts").toInteger());
+    text += QStringLiteral("credits:       %1 (%2 receipts)\n")
+                .arg(s.value(u"credits_total").toDouble(), 0, 'f', 6)
+                .arg(s.value(u"ledger_receipts").toInteger());
     if (s.contains(u"retry_in_s"))
         text += QStringLiteral("next try in:   %1 s\n").arg(std::lround(s.value(u"retry_in_s").toDouble()));
     if (s.contains(u"last_error"))
@@ -93,27 +105,38 @@ QString statusText(const QJsonObject& s) {
 
 int runNodeCommand(const QStringList& arguments, std::ostream& out, std::ostream& err) {
     QCommandLineParser parser;
-    const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Show this help."));
-    const auto coordinator = valueOption("coordinator", "The coordinator's URL (required): https://HOST:PORT.", "URL");
-    const auto dataDir = valueOption("data-dir", "This node's folder (one per GPU) [the platform's app-data folder].", "DIR");
+    const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")},
+                                  QStringLiteral("Show this help."));
+    const auto coordinator =
+        valueOption("coordinator", "The coordinator's URL (required): https://HOST:PORT.", "URL");
+    const auto dataDir =
+        valueOption("data-dir", "This node's folder (one per GPU) [the platform's app-data folder].", "DIR");
     const auto device = valueOption("device", "What computes: cpu or cuda:N [cpu].", "DEVICE");
     const auto limit = valueOption("gpu-limit", "Share of the time spent computing, 1-100 [70].", "PCT");
-    const auto key = valueOption("coordinator-key", "The coordinator's Ed25519 key (base64url), pinned instead of trusting the first one seen.", "KEY");
-    const auto ca = valueOption("coordinator-ca", "Trust this certificate (PEM) for the coordinator's TLS, e.g. its self-signed one.", "FILE");
-    const auto rate = valueOption("max-download-rate", "Cap shard downloads at this many KiB/s [no cap].", "KIBPS");
+    const auto key = valueOption(
+        "coordinator-key",
+        "The coordinator's Ed25519 key (base64url), pinned instead of trusting the first one seen.", "KEY");
+    const auto ca = valueOption(
+        "coordinator-ca", "Trust this certificate (PEM) for the coordinator's TLS, e.g. its self-signed one.",
+        "FILE");
+    const auto rate =
+        valueOption("max-download-rate", "Cap shard downloads at this many KiB/s [no cap].", "KIBPS");
     const auto bench = valueOption("bench-seconds", "The admission benchmark's time budget [3].", "S");
     const auto heartbeat = valueOption("heartbeat-ms", "Session heartbeat interval [10000].", "MS");
-    const auto credits = valueOption("credits-poll-ms", "How often to fetch new credit receipts [60000].", "MS");
+    const auto credits =
+        valueOption("credits-poll-ms", "How often to fetch new credit receipts [60000].", "MS");
     parser.addOptions({help, coordinator, dataDir, device, limit, key, ca, rate, bench, heartbeat, credits});
     if (!parser.parse(arguments))
         return usage(err, QStringLiteral("run"), parser.errorText());
     if (parser.isSet(help)) {
-        out << QStringLiteral("Usage: tessera-node run --coordinator URL [options]\n\nJoin the swarm and compute until stopped.\n")
+        out << QStringLiteral("Usage: tessera-node run --coordinator URL [options]\n\nJoin the swarm and "
+                              "compute until stopped.\n")
             << parser.helpText().section(u'\n', 1);
         return 0;
     }
     if (!parser.positionalArguments().isEmpty())
-        return usage(err, QStringLiteral("run"), QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().first()));
+        return usage(err, QStringLiteral("run"),
+                     QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().first()));
     NodeOptions o;
     o.coordinator = QUrl(parser.value(coordinator));
     if (!parser.isSet(coordinator))
@@ -125,7 +148,8 @@ int runNodeCommand(const QStringList& arguments, std::ostream& out, std::ostream
         if (o.device.startsWith(u"cuda:"))
             o.device.mid(5).toInt(&ok);
         if (!ok)
-            return usage(err, QStringLiteral("run"), QStringLiteral("--device wants cpu or cuda:N, got '%1'").arg(o.device));
+            return usage(err, QStringLiteral("run"),
+                         QStringLiteral("--device wants cpu or cuda:N, got '%1'").arg(o.device));
     }
     auto number = [&](const QCommandLineOption& option, double lo, double hi, double& into) {
         if (!parser.isSet(option))
@@ -139,13 +163,16 @@ int runNodeCommand(const QStringList& arguments, std::ostream& out, std::ostream
     };
     double pct = 70, kib = 0, seconds = 3, heartbeatMs = 10'000, creditsMs = 60'000;
     if (!number(limit, 1, 100, pct))
-        return usage(err, QStringLiteral("run"), QStringLiteral("--gpu-limit must be a percentage from 1 to 100"));
+        return usage(err, QStringLiteral("run"),
+                     QStringLiteral("--gpu-limit must be a percentage from 1 to 100"));
     if (!number(rate, 1, 1e9, kib))
-        return usage(err, QStringLiteral("run"), QStringLiteral("--max-download-rate must be a positive number of KiB/s"));
+        return usage(err, QStringLiteral("run"),
+                     QStringLiteral("--max-download-rate must be a positive number of KiB/s"));
     if (!number(bench, 0.5, 600, seconds))
         return usage(err, QStringLiteral("run"), QStringLiteral("--bench-seconds must be from 0.5 to 600"));
     if (!number(heartbeat, 100, 600'000, heartbeatMs) || !number(credits, 100, 86'400'000, creditsMs))
-        return usage(err, QStringLiteral("run"), QStringLiteral("--heartbeat-ms / --credits-poll-ms out of range"));
+        return usage(err, QStringLiteral("run"),
+                     QStringLiteral("--heartbeat-ms / --credits-poll-ms out of range"));
     o.computeLimit = pct / 100;
     o.maxDownloadBytesPerSecond = qint64(kib * 1024);
     o.benchSeconds = seconds;
@@ -190,11 +217,14 @@ int runControlCommand(const QStringList& arguments, std::ostream& out, std::ostr
     protocol::ControlRequest request;
     request.command = controlVerb(command).value_or(ControlCommand::Status);
     QCommandLineParser parser;
-    const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Show this help."));
-    const auto dataDir = valueOption("data-dir", "The running node's folder [the platform's app-data folder].", "DIR");
+    const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")},
+                                  QStringLiteral("Show this help."));
+    const auto dataDir =
+        valueOption("data-dir", "The running node's folder [the platform's app-data folder].", "DIR");
     const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("Print the status as JSON."));
-    const QCommandLineOption hard(QStringLiteral("hard"),
-                                  QStringLiteral("Exit the node so that all GPU memory is freed; it resumes on the next start."));
+    const QCommandLineOption hard(
+        QStringLiteral("hard"),
+        QStringLiteral("Exit the node so that all GPU memory is freed; it resumes on the next start."));
     parser.addOptions({help, dataDir});
     if (request.command == ControlCommand::Status)
         parser.addOption(json);
@@ -203,7 +233,9 @@ int runControlCommand(const QStringList& arguments, std::ostream& out, std::ostr
     if (!parser.parse(arguments))
         return usage(err, command, parser.errorText());
     if (parser.isSet(help)) {
-        out << QStringLiteral("Usage: tessera-node %1 [options]%2\n").arg(command, request.command == ControlCommand::SetLimit ? QStringLiteral(" PCT") : QString())
+        out << QStringLiteral("Usage: tessera-node %1 [options]%2\n")
+                   .arg(command,
+                        request.command == ControlCommand::SetLimit ? QStringLiteral(" PCT") : QString())
             << parser.helpText().section(u'\n', 1);
         return 0;
     }
@@ -213,7 +245,8 @@ int runControlCommand(const QStringList& arguments, std::ostream& out, std::ostr
         if (parser.positionalArguments().size() != 1 || !ok || request.percent < 1 || request.percent > 100)
             return usage(err, command, QStringLiteral("wants one percentage from 1 to 100"));
     } else if (!parser.positionalArguments().isEmpty()) {
-        return usage(err, command, QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().first()));
+        return usage(err, command,
+                     QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().first()));
     }
     request.hard = request.command == ControlCommand::Pause && parser.isSet(hard);
     const QString dir = parser.isSet(dataDir) ? parser.value(dataDir) : NodeFiles::defaultDataDir();

@@ -3,8 +3,8 @@
 // given) and describes it for `tessera-node shard inspect`.
 
 #include "base/Result.h"
-#include "shard/Safetensors.h"
 #include "base/ShardManifest.h"
+#include "shard/Safetensors.h"
 
 #include <QJsonObject>
 #include <QString>

@@ -58,11 +58,9 @@ int main(int argc, char** argv) {
     ui::DesktopApp desktop(manager);
     QObject::connect(&single, &manager::SingleInstance::showRequested, &desktop, &ui::DesktopApp::showMain);
     // The session ending (SIGTERM at logout) or Ctrl+C is a Quit: the node stops with the app.
-    Result<std::unique_ptr<ShutdownSignals>> shutdownSignals =
-        ShutdownSignals::install();
+    Result<std::unique_ptr<ShutdownSignals>> shutdownSignals = ShutdownSignals::install();
     if (shutdownSignals)
-        QObject::connect(shutdownSignals->get(), &ShutdownSignals::received, &desktop,
-                         &ui::DesktopApp::quit);
+        QObject::connect(shutdownSignals->get(), &ShutdownSignals::received, &desktop, &ui::DesktopApp::quit);
     desktop.start(ui::DesktopApp::Options{parser.isSet(minimized), parser.value(show)});
     return QApplication::exec();
 }

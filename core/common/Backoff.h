@@ -19,7 +19,8 @@ public:
     std::chrono::milliseconds next() {
         const qint64 base = std::min<qint64>(m_cap.count(), m_first.count() << std::min(m_failures, 30));
         ++m_failures;
-        return std::chrono::milliseconds(base / 2 + qint64(QRandomGenerator::global()->bounded(double(base / 2 + 1))));
+        return std::chrono::milliseconds(base / 2 +
+                                         qint64(QRandomGenerator::global()->bounded(double(base / 2 + 1))));
     }
     void reset() { m_failures = 0; }
     int failures() const { return m_failures; }

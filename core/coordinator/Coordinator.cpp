@@ -3,10 +3,7 @@
 #include "common/Identity.h"
 #include "common/TlsCertificate.h"
 #include "coordinator/CoordinatorRun.h"
-#include "coordinator/store/Database.h"
 #include "coordinator/DatasetSpec.h"
-#include "coordinator/store/NonceStore.h"
-#include "coordinator/store/SessionStore.h"
 #include "coordinator/admission/AdmissionService.h"
 #include "coordinator/api/AdmissionApi.h"
 #include "coordinator/api/CreditsApi.h"
@@ -15,6 +12,9 @@
 #include "coordinator/api/ShardApi.h"
 #include "coordinator/api/StatusApi.h"
 #include "coordinator/http/HttpServer.h"
+#include "coordinator/store/Database.h"
+#include "coordinator/store/NonceStore.h"
+#include "coordinator/store/SessionStore.h"
 #include "coordinator/training/Trainer.h"
 
 #include <QDateTime>
@@ -175,9 +175,10 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     if (!options.insecureLoopback) {
         c->m_tlsCertPath = given ? options.tlsCert : dataDir.filePath(QStringLiteral("tls.crt"));
         Result<TlsCertificate> loaded =
-            given ? Result<TlsCertificate>(std::move(*given))
-                  : TlsCertificate::loadOrCreate(c->m_tlsCertPath, dataDir.filePath(QStringLiteral("tls.key")),
-                                                 certificateNames(*listen));
+            given
+                ? Result<TlsCertificate>(std::move(*given))
+                : TlsCertificate::loadOrCreate(c->m_tlsCertPath, dataDir.filePath(QStringLiteral("tls.key")),
+                                               certificateNames(*listen));
         if (!loaded)
             return makeError("the TLS certificate: " + loaded.message());
         c->m_tlsFingerprint = loaded->sha256Fingerprint();
@@ -191,8 +192,9 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     if (Result<int> migrated = p.db->migrate(); !migrated)
         return makeError(str(p.db->displayName()) + ": " + migrated.message());
 
-    Result<CoordinatorRun> run = CoordinatorRun::openOrCreate(options.dataDir, *p.db, *p.key, options.model,
-                                                              ModelOverrides{options.stages, options.codec}, options.dataset, nowMs());
+    Result<CoordinatorRun> run =
+        CoordinatorRun::openOrCreate(options.dataDir, *p.db, *p.key, options.model,
+                                     ModelOverrides{options.stages, options.codec}, options.dataset, nowMs());
     if (!run)
         return run.error();
     p.run = std::move(*run);
@@ -217,8 +219,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     session.heartbeatTimeout = options.heartbeatTimeout;
     p.sessionApi = std::make_unique<SessionApi>(*p.db, p.metrics, session);
     // Before the sweep below: the trainer reads which nodes the previous process left online.
-    Result<std::unique_ptr<Trainer>> trainer = Trainer::create(*p.db, *p.key, model, p.run->dataset(),
-                                                               p.run->shardDir(), options.training, *p.sessionApi);
+    Result<std::unique_ptr<Trainer>> trainer = Trainer::create(
+        *p.db, *p.key, model, p.run->dataset(), p.run->shardDir(), options.training, *p.sessionApi);
     if (!trainer)
         return trainer.error();
     p.trainer = std::move(*trainer);

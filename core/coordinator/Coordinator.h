@@ -2,9 +2,9 @@
 // Coordinator: the running control plane — run, database, key, TLS and the /v1 HTTP API —
 // assembled from CoordinatorOptions. Lives on the thread that started it (the SQL connection's).
 
+#include "base/ModelConfig.h"
 #include "base/Result.h"
 #include "coordinator/CoordinatorOptions.h"
-#include "base/ModelConfig.h"
 
 #include <QHostAddress>
 #include <QString>

@@ -1,9 +1,9 @@
 #pragma once
 // CoordinatorOptions: what tessera-coordinator is started with (its command line, parsed).
 
-#include "protocol/ClientVersion.h"
-#include "coordinator/training/Trainer.h"
 #include "base/ModelConfig.h"
+#include "coordinator/training/Trainer.h"
+#include "protocol/ClientVersion.h"
 
 #include <QString>
 
@@ -17,12 +17,12 @@ struct CoordinatorOptions {
     QString listen = QStringLiteral("127.0.0.1:8443"); // HOST:PORT, [v6]:PORT; port 0 picks one
     QString tlsCert;                                   // both or neither; neither: self-signed in dataDir
     QString tlsKey;
-    bool insecureLoopback = false; // plain HTTP, refused unless listen is loopback
-    QString dbUrl;                 // empty: sqlite in dataDir (see Database::open)
-    QString model;                 // preset name or CONFIG.json; empty: the run's, or tiny
-    std::optional<int> stages;     // overrides the model's stage count
+    bool insecureLoopback = false;       // plain HTTP, refused unless listen is loopback
+    QString dbUrl;                       // empty: sqlite in dataDir (see Database::open)
+    QString model;                       // preset name or CONFIG.json; empty: the run's, or tiny
+    std::optional<int> stages;           // overrides the model's stage count
     std::optional<gpu::CodecKind> codec; // overrides the model's boundary codec
-    QString dataset;               // DatasetSpec; empty: the run's, or synthetic
+    QString dataset;                     // DatasetSpec; empty: the run's, or synthetic
     // A node without a heartbeat for this long is offline (tests shorten it).
     std::chrono::milliseconds heartbeatTimeout{std::chrono::seconds(30)};
 

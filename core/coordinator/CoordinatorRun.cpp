@@ -1,8 +1,8 @@
 #include "coordinator/CoordinatorRun.h"
 
 #include "common/Identity.h"
-#include "coordinator/store/Database.h"
 #include "coordinator/DatasetSpec.h"
+#include "coordinator/store/Database.h"
 #include "coordinator/store/StageVersionStore.h"
 #include "protocol/ManifestSignature.h"
 #include "shard/InitialShards.h"

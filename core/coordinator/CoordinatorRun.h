@@ -9,8 +9,8 @@
 // first start died in between) writes the shards again; one that finds them checks they belong
 // to this model and that their files are still there.
 
-#include "base/Result.h"
 #include "base/ModelConfig.h"
+#include "base/Result.h"
 
 #include <QString>
 

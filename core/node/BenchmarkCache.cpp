@@ -1,8 +1,8 @@
 #include "node/BenchmarkCache.h"
 
+#include "common/Version.h"
 #include "device/Benchmark.h"
 #include "device/DeviceDiscovery.h"
-#include "common/Version.h"
 #include "node/NodeFiles.h"
 
 #include <QCryptographicHash>
@@ -22,9 +22,10 @@ Result<HardwareProbe> probeHardware(const QString& device) {
     HardwareProbe p;
     QString driver;
     if (device == u"cpu") {
-        p.hardware = QJsonObject{{QStringLiteral("device"), device},
-                                 {QStringLiteral("name"), QString::fromStdString(devices.cpu.model).left(200)},
-                                 {QStringLiteral("memory_bytes"), qint64(devices.cpu.memoryTotalBytes)}};
+        p.hardware =
+            QJsonObject{{QStringLiteral("device"), device},
+                        {QStringLiteral("name"), QString::fromStdString(devices.cpu.model).left(200)},
+                        {QStringLiteral("memory_bytes"), qint64(devices.cpu.memoryTotalBytes)}};
     } else {
         bool ok = false;
         const int index = device.startsWith(u"cuda:") ? device.mid(5).toInt(&ok) : -1;
@@ -72,11 +73,12 @@ Result<HardwareClaims> benchmarkOrCached(const NodeFiles& files, const QString& 
     for (const gpu::BenchResult& r : report->results)
         if (r.device == device.toStdString() && r.op == "memcpy" && r.gbps)
             bench.insert(QStringLiteral("memory_gbps"), *r.gbps);
-    const Status saved = files.write(kBenchFile, QJsonObject{{QStringLiteral("fingerprint"), probe->fingerprint},
-                                                             {QStringLiteral("hardware"), probe->hardware},
-                                                             {QStringLiteral("bench"), bench},
-                                                             {QStringLiteral("measured_at"),
-                                                              QDateTime::currentDateTimeUtc().toString(Qt::ISODate)}});
+    const Status saved = files.write(
+        kBenchFile,
+        QJsonObject{{QStringLiteral("fingerprint"), probe->fingerprint},
+                    {QStringLiteral("hardware"), probe->hardware},
+                    {QStringLiteral("bench"), bench},
+                    {QStringLiteral("measured_at"), QDateTime::currentDateTimeUtc().toString(Qt::ISODate)}});
     if (!saved)
         qWarning("node: %s (the benchmark runs again next time)", saved.message().c_str());
     return HardwareClaims{probe->hardware, bench, false};

@@ -23,8 +23,10 @@ void BenchmarkRun::start() {
             m_claims = *claims;
             m_done = true;
             qInfo("node: %s %s: %.1f GFLOP/s %s%s", qPrintable(m_claims.hardware.value(u"device").toString()),
-                  qPrintable(m_claims.hardware.value(u"name").toString()), m_claims.bench.value(u"gflops").toDouble(),
-                  qPrintable(m_claims.bench.value(u"dtype").toString()), m_claims.fromCache ? " (cached benchmark)" : "");
+                  qPrintable(m_claims.hardware.value(u"name").toString()),
+                  m_claims.bench.value(u"gflops").toDouble(),
+                  qPrintable(m_claims.bench.value(u"dtype").toString()),
+                  m_claims.fromCache ? " (cached benchmark)" : "");
             Q_EMIT finished(m_claims);
         });
     });

@@ -3,16 +3,16 @@
 #include "common/Version.h"
 #include "node/BenchmarkRun.h"
 #include "node/control/ControlServer.h"
-#include "node/session/CoordinatorClient.h"
 #include "node/engine/EngineHost.h"
 #include "node/engine/EngineWorker.h"
 #include "node/ledger/LocalLedger.h"
+#include "node/session/Admission.h"
+#include "node/session/CoordinatorClient.h"
+#include "node/session/CreditsPoller.h"
 #include "node/session/NodeSession.h"
+#include "node/session/TaskRunner.h"
 #include "node/shard/ShardInstall.h"
 #include "node/shard/ShardStore.h"
-#include "node/session/Admission.h"
-#include "node/session/CreditsPoller.h"
-#include "node/session/TaskRunner.h"
 #include "protocol/TaskMessage.h"
 
 #include <QDateTime>
@@ -29,10 +29,6 @@ const QString kSettingsFile = QStringLiteral("settings.json");
 
 qint64 nowMs() {
     return QDateTime::currentMSecsSinceEpoch();
-}
-
-std::string str(const QString& s) {
-    return s.toStdString();
 }
 
 } // namespace
@@ -57,7 +53,7 @@ Status Node::start() {
     (void)m_files.remove(NodeFiles::refusalFile()); // an earlier run's: this one has not been refused
     Result<Identity> identity = Identity::loadOrCreate(m_files.keyPath());
     if (!identity)
-        return makeError("node key " + str(m_files.keyPath()) + ": " + identity.message());
+        return makeError("node key " + m_files.keyPath().toStdString() + ": " + identity.message());
     m_identity = *identity;
 
     // The user's last choice of limit outlives restarts; the command line sets it when given.
@@ -90,13 +86,15 @@ Status Node::start() {
     connect(m_admission.get(), &Admission::retry, this,
             [this](const QString& why) { retryLater(why, NodeState::Admitting); });
     connect(m_admission.get(), &Admission::refused, this, &Node::refuse);
-    connect(m_admission.get(), &Admission::failed, this, [this](const QString& why) { fail(why, ExitError); });
+    connect(m_admission.get(), &Admission::failed, this,
+            [this](const QString& why) { fail(why, ExitError); });
     m_credits = std::make_unique<CreditsPoller>(*m_client, m_identity->nodeId(),
                                                 [this] { return m_stopping ? nullptr : m_ledger.get(); });
 
     qInfo("tessera-node %s: node %s, data dir %s, coordinator %s, device %s, limit %d%%",
           qPrintable(tesseraVersion()), qPrintable(m_identity->nodeId()), qPrintable(m_files.dir()),
-          qPrintable(m_options.coordinator.toString()), qPrintable(m_options.device), int(std::lround(m_limit * 100)));
+          qPrintable(m_options.coordinator.toString()), qPrintable(m_options.device),
+          int(std::lround(m_limit * 100)));
     runBenchmark();
     return {};
 }
@@ -114,7 +112,8 @@ void Node::enter(NodeState next, const QString& detail) {
     const bool changed = m_state != next;
     m_state = next;
     m_stateDetail = detail;
-    qInfo("node: %s%s", qPrintable(nodeStateName(next)), detail.isEmpty() ? "" : qPrintable(u" — "_qs + detail));
+    qInfo("node: %s%s", qPrintable(nodeStateName(next)),
+          detail.isEmpty() ? "" : qPrintable(u" — "_qs + detail));
     if (changed)
         Q_EMIT stateChanged(next);
 }
@@ -127,7 +126,6 @@ void Node::fail(const QString& message, int exitCode) {
 }
 
 void Node::refuse(protocol::RefusalKind kind, const QString& message) {
-    // For the desktop app, which explains a refusal by its kind.
     if (Status s = m_files.writeRefusal({kind, message}); !s)
         qWarning("node: %s", s.message().c_str());
     fail(message, ExitRefused);
@@ -157,9 +155,12 @@ void Node::retryLater(const QString& why, NodeState from) {
         if (m_stopping)
             return;
         switch (from) {
-        case NodeState::Downloading: return download();
-        case NodeState::Joining: return join();
-        default: return m_admission->start();
+        case NodeState::Downloading:
+            return download();
+        case NodeState::Joining:
+            return join();
+        default:
+            return m_admission->start();
         }
     });
     m_retry.start(delay);
@@ -168,7 +169,8 @@ void Node::retryLater(const QString& why, NodeState from) {
 void Node::runBenchmark() {
     enter(NodeState::Benchmarking);
     m_benchmark = std::make_unique<BenchmarkRun>(m_files, m_options.device, m_options.benchSeconds);
-    connect(m_benchmark.get(), &BenchmarkRun::failed, this, [this](const QString& error) { fail(error, ExitError); });
+    connect(m_benchmark.get(), &BenchmarkRun::failed, this,
+            [this](const QString& error) { fail(error, ExitError); });
     connect(m_benchmark.get(), &BenchmarkRun::finished, this, [this](const HardwareClaims& claims) {
         m_admission->setClaims(claims.hardware, claims.bench);
         enter(NodeState::Admitting);
@@ -181,8 +183,8 @@ void Node::download() {
     enter(NodeState::Downloading, QString::fromStdString(m_manifest->file));
     ShardDownloadOptions options;
     options.maxBytesPerSecond = m_options.maxDownloadBytesPerSecond;
-    m_install = std::make_unique<ShardInstall>(m_client->network(), m_client->ssl(), m_client->base(), *m_manifest,
-                                               *m_store, options);
+    m_install = std::make_unique<ShardInstall>(m_client->network(), m_client->ssl(), m_client->base(),
+                                               *m_manifest, *m_store, options);
     connect(m_install.get(), &ShardInstall::finished, this, [this](const Status& result) {
         if (m_stopping)
             return;
@@ -206,17 +208,18 @@ void Node::join() {
     }
     if (!m_engine) {
         m_engine = std::make_unique<EngineHost>(m_limit);
-        connect(m_engine.get(), &EngineHost::stageLoaded, this, [this](const QString& error, qint64 parameters) {
-            if (!error.isEmpty()) {
-                // The loader checks the whole file against the manifest first: a shard that fails
-                // (damaged on disk since it was downloaded) is removed and fetched again.
-                QFile::remove(m_store->pathFor(*m_manifest));
-                QFile::remove(m_store->manifestPathFor(*m_manifest));
-                return retryLater(QStringLiteral("loading the stage: ") + error, NodeState::Downloading);
-            }
-            qInfo("node: stage %d loaded (%lld parameters)", m_admission->stage(), qlonglong(parameters));
-            maybeWorking();
-        });
+        connect(
+            m_engine.get(), &EngineHost::stageLoaded, this, [this](const QString& error, qint64 parameters) {
+                if (!error.isEmpty()) {
+                    // The loader checks the whole file against the manifest first: a shard that fails
+                    // (damaged on disk since it was downloaded) is removed and fetched again.
+                    QFile::remove(m_store->pathFor(*m_manifest));
+                    QFile::remove(m_store->manifestPathFor(*m_manifest));
+                    return retryLater(QStringLiteral("loading the stage: ") + error, NodeState::Downloading);
+                }
+                qInfo("node: stage %d loaded (%lld parameters)", m_admission->stage(), qlonglong(parameters));
+                maybeWorking();
+            });
         connect(m_engine.get(), &EngineHost::probeAnswered, this, [this](const protocol::TaskResult& result) {
             if (m_session)
                 m_session->send(result);
@@ -256,7 +259,8 @@ void Node::join() {
     m_engine->load(load);
 
     if (!m_session) {
-        m_session = std::make_unique<NodeSession>(m_client->sessionUrl(), m_client->ssl(), m_options.heartbeatInterval);
+        m_session = std::make_unique<NodeSession>(m_client->sessionUrl(), m_client->ssl(),
+                                                  m_options.heartbeatInterval);
         connect(m_session.get(), &NodeSession::opened, this, [this] {
             qInfo("node: session open");
             // A reconnect while working: the coordinator learns again that tasks may come here.
@@ -265,8 +269,9 @@ void Node::join() {
             maybeWorking();
             m_credits->poll();
         });
-        connect(m_session.get(), &NodeSession::dropped, this,
-                [](const QString& reason) { qWarning("node: session dropped (%s); reconnecting", qPrintable(reason)); });
+        connect(m_session.get(), &NodeSession::dropped, this, [](const QString& reason) {
+            qWarning("node: session dropped (%s); reconnecting", qPrintable(reason));
+        });
         connect(m_session.get(), &NodeSession::invalidated, this, [this](const QString& reason) {
             qWarning("node: the coordinator ended the session (%s); admitting again", qPrintable(reason));
             m_creditsTimer.stop();
@@ -303,7 +308,8 @@ void Node::announceAvailability() {
     if (m_pauseRequested)
         m_session->send(protocol::Unavailable{QStringLiteral("paused")});
     else
-        m_session->send(protocol::Ready{m_admission->stage(), m_manifest ? qint64(m_manifest->version) : qint64(0)});
+        m_session->send(
+            protocol::Ready{m_admission->stage(), m_manifest ? qint64(m_manifest->version) : qint64(0)});
 }
 
 void Node::onSessionMessage(const protocol::SessionMessage& message) {
@@ -424,9 +430,9 @@ QJsonObject Node::onControl(const protocol::ControlRequest& request) {
 
 QJsonObject Node::status() const {
     const EngineStats stats = m_engine ? m_engine->stats() : EngineStats{};
-    const QJsonObject download = m_install ? m_install->status()
-                                           : QJsonObject{{QStringLiteral("bytes"), qint64(0)},
-                                                         {QStringLiteral("total"), qint64(0)}};
+    const QJsonObject download =
+        m_install ? m_install->status()
+                  : QJsonObject{{QStringLiteral("bytes"), qint64(0)}, {QStringLiteral("total"), qint64(0)}};
     QJsonObject s{{QStringLiteral("state"), nodeStateName(m_state)},
                   {QStringLiteral("detail"), m_stateDetail},
                   {QStringLiteral("node_id"), m_identity ? m_identity->nodeId() : QString()},

@@ -7,14 +7,14 @@
 // own thread).
 
 #include "base/Result.h"
-#include "common/Identity.h"
+#include "base/ShardManifest.h"
 #include "common/Backoff.h"
+#include "common/Identity.h"
 #include "node/NodeFiles.h"
 #include "node/NodeOptions.h"
 #include "node/NodeState.h"
 #include "protocol/ControlMessages.h"
 #include "protocol/SessionMessages.h"
-#include "base/ShardManifest.h"
 
 #include <QElapsedTimer>
 #include <QJsonObject>

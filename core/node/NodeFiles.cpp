@@ -33,7 +33,8 @@ Result<QJsonObject> NodeFiles::read(const QString& name) const {
     QJsonParseError error;
     const QJsonDocument doc = QJsonDocument::fromJson(f.read(1 << 20), &error);
     if (error.error != QJsonParseError::NoError || !doc.isObject())
-        return makeError(f.fileName().toStdString() + " is damaged (not a JSON object); delete it to start over");
+        return makeError(f.fileName().toStdString() +
+                         " is damaged (not a JSON object); delete it to start over");
     return doc.object();
 }
 
@@ -54,7 +55,8 @@ Status NodeFiles::write(const QString& name, const QJsonObject& record, bool sec
 Status NodeFiles::remove(const QString& name) const {
     QFile f(path(name));
     if (f.exists() && !f.remove())
-        return makeError("cannot remove " + f.fileName().toStdString() + ": " + f.errorString().toStdString());
+        return makeError("cannot remove " + f.fileName().toStdString() + ": " +
+                         f.errorString().toStdString());
     return {};
 }
 

@@ -24,7 +24,8 @@ struct Refusal {
     QString message;
 };
 
-QString refusalKindName(RefusalKind kind); // "other", "client_too_old", "no_stage_fits", "coordinator_key_changed"
+QString
+refusalKindName(RefusalKind kind); // "other", "client_too_old", "no_stage_fits", "coordinator_key_changed"
 RefusalKind refusalKindFromName(const QString& name); // Other for a name this build does not know
 
 // {"kind": …, "message": …}

@@ -21,7 +21,8 @@ constexpr double kMaxId = 9007199254740992.0; // 2^53: every id and counter stay
 
 constexpr std::array<const char*, 4> kTaskKindNames{"probe", "forward", "forward_backward", "backward"};
 // In ErrorKind's order.
-constexpr std::array<const char*, 4> kErrorKindNames{"failed", "invalid_input", "unsupported", "missing_graph"};
+constexpr std::array<const char*, 4> kErrorKindNames{"failed", "invalid_input", "unsupported",
+                                                     "missing_graph"};
 
 // --- fields ------------------------------------------------------------------------------------
 
@@ -56,11 +57,11 @@ struct TypeInfo {
 template <class M>
 struct Schema;
 
-#define TESSERA_SCHEMA(M, NAME, DIRECTION, TRANSPORT, ...)                                                        \
-    template <>                                                                                                 \
-    struct Schema<M> {                                                                                          \
-        static constexpr TypeInfo info{NAME, Direction::DIRECTION, Transport::TRANSPORT};                       \
-        static constexpr auto fields = std::make_tuple(__VA_ARGS__);                                            \
+#define TESSERA_SCHEMA(M, NAME, DIRECTION, TRANSPORT, ...)                                                   \
+    template <>                                                                                              \
+    struct Schema<M> {                                                                                       \
+        static constexpr TypeInfo info{NAME, Direction::DIRECTION, Transport::TRANSPORT};                    \
+        static constexpr auto fields = std::make_tuple(__VA_ARGS__);                                         \
     }
 
 template <>
@@ -76,15 +77,17 @@ TESSERA_SCHEMA(TaskResult, "task_result", ToCoordinator, Either, need("task_id",
                need("ok", &TaskResult::ok), maybe("compute_seconds", &TaskResult::computeSeconds, 0, 1e9),
                maybe("tokens", &TaskResult::tokens), maybe("loss", &TaskResult::loss, -1e9, 1e9),
                text("error", &TaskResult::error), maybe("error_kind", &TaskResult::errorKind));
-TESSERA_SCHEMA(StepDone, "step_done", ToCoordinator, Text, need("step", &StepDone::step), need("ok", &StepDone::ok),
-               maybe("microbatches", &StepDone::microbatches, 0, 1e9), text("error", &StepDone::error));
+TESSERA_SCHEMA(StepDone, "step_done", ToCoordinator, Text, need("step", &StepDone::step),
+               need("ok", &StepDone::ok), maybe("microbatches", &StepDone::microbatches, 0, 1e9),
+               text("error", &StepDone::error));
 TESSERA_SCHEMA(AverageShare, "average_share", ToCoordinator, Binary, need("round", &AverageShare::round),
                need("partition", &AverageShare::partition, -1, kMaxPartitions - 1),
-               maybe("partitions", &AverageShare::partitions, 0, kMaxPartitions), need("ok", &AverageShare::ok),
-               text("error", &AverageShare::error));
+               maybe("partitions", &AverageShare::partitions, 0, kMaxPartitions),
+               need("ok", &AverageShare::ok), text("error", &AverageShare::error));
 TESSERA_SCHEMA(SyncDone, "sync_done", ToCoordinator, Text, need("round", &SyncDone::round),
                need("ok", &SyncDone::ok), text("error", &SyncDone::error));
-TESSERA_SCHEMA(HeartbeatAck, "heartbeat_ack", ToNode, Text, need("server_time_ms", &HeartbeatAck::serverTimeMs));
+TESSERA_SCHEMA(HeartbeatAck, "heartbeat_ack", ToNode, Text,
+               need("server_time_ms", &HeartbeatAck::serverTimeMs));
 TESSERA_SCHEMA(ErrorNotice, "error", ToNode, Text, text("error", &ErrorNotice::error, true));
 TESSERA_SCHEMA(Task, "task", ToNode, Either, need("task_id", &Task::taskId), need("kind", &Task::kind),
                maybe("microbatch", &Task::microbatch, -1), maybe("batch", &Task::batch, 0, 4096),
@@ -273,7 +276,8 @@ QStringList fieldNames() {
     QStringList names;
     std::apply(
         [&](const auto&... field) {
-            (names.append(QLatin1String(field.name) + (field.required ? QString() : QStringLiteral("?"))), ...);
+            (names.append(QLatin1String(field.name) + (field.required ? QString() : QStringLiteral("?"))),
+             ...);
         },
         Schema<M>::fields);
     return names;
@@ -316,7 +320,8 @@ QString toText(const SessionMessage& message) {
     return QString::fromUtf8(QJsonDocument(toJson(message)).toJson(QJsonDocument::Compact));
 }
 
-Result<SessionMessage> parseSessionMessage(const QJsonObject& json, Direction direction, Transport transport) {
+Result<SessionMessage> parseSessionMessage(const QJsonObject& json, Direction direction,
+                                           Transport transport) {
     const QJsonValue typeValue = json.value(u"type");
     if (!typeValue.isString())
         return makeError("type: missing or not a string", ErrorKind::InvalidInput);
@@ -327,7 +332,8 @@ Result<SessionMessage> parseSessionMessage(const QJsonObject& json, Direction di
         const TypeInfo& info = kInfos[i];
         if (info.direction != direction)
             return makeError(name.toStdString() + ": sent the wrong way (it goes " +
-                                 (info.direction == Direction::ToNode ? "to nodes" : "to the coordinator") + ")",
+                                 (info.direction == Direction::ToNode ? "to nodes" : "to the coordinator") +
+                                 ")",
                              ErrorKind::InvalidInput);
         if ((int(info.transport) & int(transport)) == 0)
             return makeError(name.toStdString() + ": must come as a " +
@@ -335,13 +341,15 @@ Result<SessionMessage> parseSessionMessage(const QJsonObject& json, Direction di
                              ErrorKind::InvalidInput);
         return kDecoders[i](json);
     }
-    return makeError("type: unknown message type '" + name.left(64).toStdString() + "'", ErrorKind::InvalidInput);
+    return makeError("type: unknown message type '" + name.left(64).toStdString() + "'",
+                     ErrorKind::InvalidInput);
 }
 
 Result<SessionMessage> parseSessionText(const QString& text, Direction direction, qsizetype maxBytes) {
     const QByteArray utf8 = text.toUtf8();
     if (utf8.size() > maxBytes)
-        return makeError("message: longer than " + std::to_string(maxBytes) + " bytes", ErrorKind::InvalidInput);
+        return makeError("message: longer than " + std::to_string(maxBytes) + " bytes",
+                         ErrorKind::InvalidInput);
     QJsonParseError parseError;
     const QJsonDocument doc = QJsonDocument::fromJson(utf8, &parseError);
     if (parseError.error != QJsonParseError::NoError)
@@ -361,8 +369,10 @@ std::optional<qint64> readableTaskId(const QJsonObject& header) {
 
 QString describeSessionMessages() {
     const auto fields = []<std::size_t... I>(std::index_sequence<I...>) {
-        return std::array<QStringList, kMessageTypes>{fieldNames<std::variant_alternative_t<I, SessionMessage>>()...};
-    }(std::make_index_sequence<kMessageTypes>());
+        return std::array<QStringList, kMessageTypes>{
+            fieldNames<std::variant_alternative_t<I, SessionMessage>>()...};
+    }
+    (std::make_index_sequence<kMessageTypes>());
     QString out;
     for (std::size_t i = 0; i < kInfos.size(); ++i) {
         const TypeInfo& info = kInfos[i];
@@ -373,15 +383,17 @@ QString describeSessionMessages() {
         const QString binaryLimit = QStringLiteral("header %1 KiB, message %2 MiB")
                                         .arg(kTaskMessageMaxJsonBytes / 1024)
                                         .arg(kTaskMessageMaxBytes >> 20);
-        const QString limit = info.transport == Transport::Text     ? textLimit
-                              : info.transport == Transport::Binary ? binaryLimit
-                                                                    : textLimit + QStringLiteral("; ") + binaryLimit;
-        out += QStringLiteral("| `%1` | %2 | %3 | %4 | %5 |\n")
-                   .arg(QLatin1String(info.name),
-                        info.direction == Direction::ToNode ? QStringLiteral("coordinator → node")
-                                                            : QStringLiteral("node → coordinator"),
-                        QLatin1String(transport),
-                        fields[i].isEmpty() ? QStringLiteral("—") : fields[i].join(QStringLiteral(", ")), limit);
+        const QString limit = info.transport == Transport::Text ? textLimit
+                              : info.transport == Transport::Binary
+                                  ? binaryLimit
+                                  : textLimit + QStringLiteral("; ") + binaryLimit;
+        out +=
+            QStringLiteral("| `%1` | %2 | %3 | %4 | %5 |\n")
+                .arg(QLatin1String(info.name),
+                     info.direction == Direction::ToNode ? QStringLiteral("coordinator → node")
+                                                         : QStringLiteral("node → coordinator"),
+                     QLatin1String(transport),
+                     fields[i].isEmpty() ? QStringLiteral("—") : fields[i].join(QStringLiteral(", ")), limit);
     }
     return out;
 }

@@ -140,9 +140,9 @@ struct Reassign {
 };
 struct Credits {};
 
-using SessionMessage = std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare, SyncDone,
-                                    HeartbeatAck, ErrorNotice, Task, Step, Average, AverageResult, SyncRequest,
-                                    Sync, Reassign, Credits>;
+using SessionMessage =
+    std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare, SyncDone, HeartbeatAck,
+                 ErrorNotice, Task, Step, Average, AverageResult, SyncRequest, Sync, Reassign, Credits>;
 static_assert(std::variant_size_v<SessionMessage> == kMessageTypes);
 
 inline MessageType typeOf(const SessionMessage& message) {

@@ -36,8 +36,8 @@ void writeTaskFrameHeader(char* out, TaskFrameType type, quint32 payloadBytes, q
 
 Result<TaskFrame> decodeTaskFrame(QByteArrayView frame, const TaskFrameLimits& limits) {
     if (frame.size() < kTaskFrameHeaderBytes)
-        return frameError("size " + num(frame.size()) + " bytes is shorter than the " + num(kTaskFrameHeaderBytes) +
-                          "-byte header");
+        return frameError("size " + num(frame.size()) + " bytes is shorter than the " +
+                          num(kTaskFrameHeaderBytes) + "-byte header");
     if (std::memcmp(frame.data(), kMagic, sizeof kMagic) != 0)
         return frameError("magic is not \"TSF1\"");
     const quint16 version = qFromLittleEndian<quint16>(frame.data() + kVersionAt);
@@ -51,15 +51,16 @@ Result<TaskFrame> decodeTaskFrame(QByteArrayView frame, const TaskFrameLimits& l
                               num(kTaskFrameVersion) + "); update Tessera",
                           ErrorKind::Unsupported);
     if (version != kTaskFrameVersion)
-        return frameError("protocol version " + num(version) + " is from an older Tessera (this build speaks " +
-                          num(kTaskFrameVersion) + "); the other side must update");
+        return frameError("protocol version " + num(version) +
+                          " is from an older Tessera (this build speaks " + num(kTaskFrameVersion) +
+                          "); the other side must update");
     if (type < quint8(TaskFrameType::ForwardInput) || type > quint8(TaskFrameType::Partition))
         return frameError("type " + num(type) + " is unknown");
     if (reserved != 0)
         return frameError("reserved byte is not zero");
     if (length > limits.maxPayloadBytes)
-        return frameError("payload length " + num(length) + " exceeds the limit of " + num(limits.maxPayloadBytes) +
-                          " bytes");
+        return frameError("payload length " + num(length) + " exceeds the limit of " +
+                          num(limits.maxPayloadBytes) + " bytes");
     const qsizetype carried = frame.size() - kTaskFrameHeaderBytes;
     if (carried < qsizetype(length))
         return frameError("payload length " + num(length) + " but only " + num(carried) +
@@ -68,7 +69,8 @@ Result<TaskFrame> decodeTaskFrame(QByteArrayView frame, const TaskFrameLimits& l
         return frameError("payload length " + num(length) + " but " + num(carried) +
                           " bytes follow the header (trailing bytes)");
     if (TaskFrameType(type) == TaskFrameType::Partition && length % 4 != 0)
-        return frameError("partition payload length " + num(length) + " is not a whole number of fp32 values");
+        return frameError("partition payload length " + num(length) +
+                          " is not a whole number of fp32 values");
     const QByteArrayView payload = frame.sliced(kTaskFrameHeaderBytes);
     if (crc32c(payload) != crc)
         return frameError("CRC32C of the payload does not match");

@@ -97,8 +97,8 @@ qsizetype envelopeBytes(const QByteArray& compactJson) {
     return kTaskMessagePrefixBytes + compactJson.size() + kTaskFrameHeaderBytes;
 }
 
-std::optional<qsizetype> wrapInPlace(std::span<std::uint8_t> buffer, qsizetype payloadAt, const QJsonObject& header,
-                                     TaskFrameType type) {
+std::optional<qsizetype> wrapInPlace(std::span<std::uint8_t> buffer, qsizetype payloadAt,
+                                     const QJsonObject& header, TaskFrameType type) {
     const QByteArray json = compact(header);
     const qsizetype start = payloadAt - envelopeBytes(json);
     const qsizetype payloadBytes = qsizetype(buffer.size()) - payloadAt;
@@ -108,7 +108,8 @@ std::optional<qsizetype> wrapInPlace(std::span<std::uint8_t> buffer, qsizetype p
     writePrefix(out, json.size());
     std::memcpy(out + kTaskMessagePrefixBytes, json.constData(), std::size_t(json.size()));
     const QByteArrayView payload(reinterpret_cast<const char*>(buffer.data()) + payloadAt, payloadBytes);
-    writeTaskFrameHeader(out + kTaskMessagePrefixBytes + json.size(), type, quint32(payloadBytes), crc32c(payload));
+    writeTaskFrameHeader(out + kTaskMessagePrefixBytes + json.size(), type, quint32(payloadBytes),
+                         crc32c(payload));
     return start;
 }
 

@@ -75,7 +75,6 @@ std::string_view JsonValue::typeName() const {
     return names[m_data.index()];
 }
 
-
 Result<std::int64_t> requireInt(const JsonValue& obj, std::string_view key, std::int64_t min,
                                 std::int64_t max) {
     Result<const JsonValue*> v = member(obj, key, false);

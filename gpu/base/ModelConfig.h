@@ -17,12 +17,12 @@ Result<CodecKind> parseCodec(std::string_view name);
 
 struct ModelConfig {
     std::string name = "tiny";
-    int vocabSize = 256;   // byte vocabulary for tiny
+    int vocabSize = 256; // byte vocabulary for tiny
     int dModel = 128;
     int nLayers = 4;
     int nHeads = 4;
-    int nKvHeads = 2;      // grouped-query attention: nHeads % nKvHeads == 0
-    int ffnHidden = 384;   // SwiGLU hidden width
+    int nKvHeads = 2;    // grouped-query attention: nHeads % nKvHeads == 0
+    int ffnHidden = 384; // SwiGLU hidden width
     int maxSeqLen = 256;
     double ropeTheta = 10000.0;
     double normEps = 1e-5;
@@ -43,7 +43,7 @@ struct ModelConfig {
     Status validate() const;
 
     int headDim() const { return dModel / nHeads; }
-    int subspaceDim() const;              // k
+    int subspaceDim() const;                          // k
     std::pair<int, int> stageBlocks(int stage) const; // [first, last) block indices
     std::int64_t blockParameterCount() const;
     std::int64_t stageParameterCount(int stage) const;

@@ -167,7 +167,8 @@ void Codec::encodeActivation(const torch::Tensor& hidden, const torch::Tensor& t
     encode(PayloadKind::Activation, hidden, tokens, out);
 }
 
-std::vector<std::uint8_t> Codec::encodeGradient(const torch::Tensor& grad, const torch::Tensor& tokens) const {
+std::vector<std::uint8_t> Codec::encodeGradient(const torch::Tensor& grad,
+                                                const torch::Tensor& tokens) const {
     std::vector<std::uint8_t> out;
     encode(PayloadKind::Gradient, grad, tokens, out);
     return out;

@@ -8,9 +8,9 @@
 // before it allocates anything; a malformed, truncated or foreign payload is an Error.
 
 #include "base/Dtype.h"
+#include "base/ModelConfig.h"
 #include "base/Result.h"
 #include "codec/FrameHeader.h"
-#include "base/ModelConfig.h"
 
 #include <torch/types.h>
 
@@ -63,7 +63,8 @@ public:
     // grad [B,T,d]; tokens [B,T] only checks the shape (the previous stage has the ids) and
     // may be undefined. Decoding gives [B,T,d] fp32.
     std::vector<std::uint8_t> encodeGradient(const torch::Tensor& grad, const torch::Tensor& tokens) const;
-    void encodeGradient(const torch::Tensor& grad, const torch::Tensor& tokens, std::vector<std::uint8_t>& out) const;
+    void encodeGradient(const torch::Tensor& grad, const torch::Tensor& tokens,
+                        std::vector<std::uint8_t>& out) const;
     Result<torch::Tensor> decodeGradient(std::span<const std::uint8_t> payload) const;
 
     // Exact length of what encodeActivation/encodeGradient return for a [batch, seq] microbatch

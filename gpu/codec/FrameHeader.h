@@ -2,8 +2,8 @@
 // FrameHeader: the fixed 28-byte little-endian header that starts every codec payload.
 
 #include "base/Dtype.h"
-#include "base/Result.h"
 #include "base/ModelConfig.h"
+#include "base/Result.h"
 
 #include <cstddef>
 #include <cstdint>

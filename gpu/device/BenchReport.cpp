@@ -1,8 +1,8 @@
 // BenchReport's two renderings: the JSON document and the terminal table.
 #include "device/Benchmark.h"
 
-#include "device/DeviceDiscovery.h"
 #include "base/JsonWriter.h"
+#include "device/DeviceDiscovery.h"
 
 #include <cstdio>
 #include <sstream>

@@ -2,8 +2,8 @@
 // The benchmark a volunteer's machine runs before admission: GEMM throughput per dtype at
 // transformer-block sizes, memory bandwidth, and host<->device bandwidth on CUDA.
 
-#include "device/DeviceInfo.h"
 #include "base/Result.h"
+#include "device/DeviceInfo.h"
 
 #include <functional>
 #include <optional>

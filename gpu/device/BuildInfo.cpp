@@ -9,7 +9,8 @@ std::string torchVersion() {
 }
 
 std::string buildDescription() {
-    return "LibTorch " + torchVersion() + (cudaBackendBuilt() ? ", CUDA backend built" : ", without CUDA backend");
+    return "LibTorch " + torchVersion() +
+           (cudaBackendBuilt() ? ", CUDA backend built" : ", without CUDA backend");
 }
 
 bool cudaBackendBuilt() {

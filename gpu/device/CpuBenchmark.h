@@ -2,9 +2,9 @@
 // The CPU side of the benchmark, through LibTorch (whose fp32 GEMM is OpenBLAS's sgemm and
 // bf16 GEMM oneDNN's): the same ops the engine will run.
 
-#include "device/BenchTiming.h"
 #include "base/Dtype.h"
 #include "base/Result.h"
+#include "device/BenchTiming.h"
 
 #include <cstddef>
 #include <vector>

@@ -4,10 +4,10 @@
 // libraries. loadCudaBackend() finds and dlopens it; no driver or no module is an error
 // message, never a crash.
 
-#include "device/BenchTiming.h"
-#include "device/DeviceInfo.h"
 #include "base/Dtype.h"
 #include "base/Result.h"
+#include "device/BenchTiming.h"
+#include "device/DeviceInfo.h"
 
 #include <cstddef>
 #include <memory>

@@ -59,9 +59,9 @@ Result<std::shared_ptr<CudaBackend>> loadOnce() {
             return makeError("CUDA backend " + path.string() + " was built for another version of Tessera");
         return std::shared_ptr<CudaBackend>(backend);
     }
-    return makeError(std::string("CUDA backend not installed (") + kModuleName + " not found"
-                     + (paths.empty() ? std::string() : " at " + paths.front().parent_path().string())
-                     + "; this build may have been made without nvcc)");
+    return makeError(std::string("CUDA backend not installed (") + kModuleName + " not found" +
+                     (paths.empty() ? std::string() : " at " + paths.front().parent_path().string()) +
+                     "; this build may have been made without nvcc)");
 }
 
 } // namespace

@@ -3,8 +3,8 @@
 // driver, not the toolkit) for device names, memory, temperature, utilization, power and
 // the processes using each GPU. A machine without it gets an error message, not a crash.
 
-#include "device/DeviceInfo.h"
 #include "base/Result.h"
+#include "device/DeviceInfo.h"
 
 #include <memory>
 #include <string>

@@ -2,8 +2,8 @@
 
 #include "engine/StageEngineState.h"
 
-#include "device/CudaBackend.h"
 #include "codec/Codec.h"
+#include "device/CudaBackend.h"
 #include "model/StageModel.h"
 #include "shard/StageShard.h"
 #include "train/Sparta.h"
@@ -49,7 +49,6 @@ auto guarded(const std::string& what, Body&& body) -> decltype(body()) {
 }
 
 } // namespace
-
 
 StageEngine::StageEngine(std::unique_ptr<State> state)
     : m_state(std::move(state)) {}

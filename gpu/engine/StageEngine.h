@@ -17,18 +17,18 @@
 // Not thread-safe: one thread (the engine worker) drives a StageEngine.
 
 #include "base/Dtype.h"
-#include "base/Result.h"
-#include "base/TokenFrame.h"
 #include "base/ModelConfig.h"
+#include "base/Result.h"
 #include "base/ShardManifest.h"
+#include "base/TokenFrame.h"
 #include "train/OptimizerOptions.h"
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
-#include <functional>
 #include <span>
 #include <string>
 #include <vector>

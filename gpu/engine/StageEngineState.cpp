@@ -20,7 +20,6 @@ std::string str(std::int64_t v) {
     return std::to_string(v);
 }
 
-
 // "cpu", "cuda" or "cuda:N", checked against what this LibTorch and machine have.
 Result<torch::Device> parseDevice(const std::string& name) {
     if (name == "cpu")

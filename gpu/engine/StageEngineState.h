@@ -111,8 +111,8 @@ struct StageEngine::State {
         const std::int64_t size = partitionSize(partition, partitions);
         for (const auto& [what, values] : spans) {
             if (static_cast<std::int64_t>(values.size()) != size)
-                return makeError("got " + engine_detail::str(static_cast<std::int64_t>(values.size())) + " values for " +
-                                 what + ", the partition has " + engine_detail::str(size));
+                return makeError("got " + engine_detail::str(static_cast<std::int64_t>(values.size())) +
+                                 " values for " + what + ", the partition has " + engine_detail::str(size));
             if (auto finite = engine_detail::checkFinite(values, what); !finite)
                 return finite;
         }
@@ -156,29 +156,33 @@ struct StageEngine::State {
         if (!targets)
             return makeError("targets: " + targets.message());
         if (targets->batch != shape.batch || targets->seq != shape.seq)
-            return makeError("targets are " + engine_detail::str(targets->batch) + "x" + engine_detail::str(targets->seq) +
-                             " tokens, the input " + engine_detail::str(shape.batch) + "x" + engine_detail::str(shape.seq));
+            return makeError("targets are " + engine_detail::str(targets->batch) + "x" +
+                             engine_detail::str(targets->seq) + " tokens, the input " +
+                             engine_detail::str(shape.batch) + "x" + engine_detail::str(shape.seq));
         return engine_detail::idsTensor(targets->ids, targets->batch, targets->seq);
     }
 
     Result<torch::Tensor> decodeGradient(std::span<const std::uint8_t> frame, const Shape& shape) const {
         if (frame.empty())
-            return makeError("the gradient from stage " + engine_detail::str(options.stage + 1) + " is missing");
+            return makeError("the gradient from stage " + engine_detail::str(options.stage + 1) +
+                             " is missing");
         auto grad = codec->decodeGradient(frame);
         if (!grad)
             return makeError("gradient: " + grad.message());
         if (grad->size(0) != shape.batch || grad->size(1) != shape.seq)
-            return makeError("the gradient is for " + engine_detail::str(grad->size(0)) + "x" + engine_detail::str(grad->size(1)) +
-                             " tokens, the microbatch has " + engine_detail::str(shape.batch) + "x" + engine_detail::str(shape.seq));
+            return makeError("the gradient is for " + engine_detail::str(grad->size(0)) + "x" +
+                             engine_detail::str(grad->size(1)) + " tokens, the microbatch has " +
+                             engine_detail::str(shape.batch) + "x" + engine_detail::str(shape.seq));
         return *grad;
     }
 
     Status checkShape(int batch, int seq) const {
         const std::int64_t maxSeq = options.config.maxSeqLen;
         if (batch < 1 || seq < 1 || seq > maxSeq || std::int64_t(batch) * seq > options.maxTokens)
-            return makeError("a microbatch must be at least 1x1, at most max_seq_len " + engine_detail::str(maxSeq) +
-                             " long and " + engine_detail::str(options.maxTokens) + " tokens: got " + engine_detail::str(batch) + "x" +
-                             engine_detail::str(seq));
+            return makeError("a microbatch must be at least 1x1, at most max_seq_len " +
+                             engine_detail::str(maxSeq) + " long and " +
+                             engine_detail::str(options.maxTokens) + " tokens: got " +
+                             engine_detail::str(batch) + "x" + engine_detail::str(seq));
         return {};
     }
 

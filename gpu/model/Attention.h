@@ -2,8 +2,8 @@
 // Attention: causal grouped-query self-attention with RoPE; nHeads query heads share nKvHeads
 // key/value heads. Internal to gpu/ (includes torch).
 
-#include "model/BlockContext.h"
 #include "base/ModelConfig.h"
+#include "model/BlockContext.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>

@@ -2,9 +2,9 @@
 // DecoderBlock: one pre-norm Llama block, x += attn(norm1(x)); x += mlp(norm2(x)), on an fp32
 // residual stream. Internal to gpu/ (includes torch).
 
+#include "base/ModelConfig.h"
 #include "model/Attention.h"
 #include "model/BlockContext.h"
-#include "base/ModelConfig.h"
 #include "model/RmsNorm.h"
 #include "model/SwiGlu.h"
 

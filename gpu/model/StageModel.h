@@ -15,8 +15,8 @@
 //
 // Not thread-safe: one thread drives a StageModel at a time.
 
-#include "model/DecoderBlock.h"
 #include "base/ModelConfig.h"
+#include "model/DecoderBlock.h"
 #include "model/RmsNorm.h"
 #include "model/RotaryEmbedding.h"
 

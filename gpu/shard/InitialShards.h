@@ -2,8 +2,8 @@
 // InitialShards: a new run's seeded weights for every stage, written as stage shards. Torch-free
 // header, so the coordinator (core/) can create a run without seeing torch.
 
-#include "base/Result.h"
 #include "base/ModelConfig.h"
+#include "base/Result.h"
 #include "base/ShardManifest.h"
 
 #include <cstdint>

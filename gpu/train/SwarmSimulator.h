@@ -4,8 +4,8 @@
 // gradients through the codec's bytes, every replica stepping AdamW on its own gradients, and
 // SPARTA sparse averaging every 20 steps. S=1, R=1, codec none is the centralized baseline.
 
-#include "base/Result.h"
 #include "base/ModelConfig.h"
+#include "base/Result.h"
 #include "train/StageOptimizer.h"
 
 #include <cstdint>
@@ -26,7 +26,7 @@ struct SimOptions {
     bool sparseAveraging = true;
     int averagingInterval = 20; // steps between SPARTA rounds (the design's 20)
     int partitions = 20;        // 1/partitions of the weights per round (the design's 5%)
-    int evalBatches = 8; // held-out microbatches for evaluate()
+    int evalBatches = 8;        // held-out microbatches for evaluate()
 };
 
 struct SimStep {

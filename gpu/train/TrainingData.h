@@ -15,8 +15,8 @@ namespace tessera::gpu {
 class DataSource;
 
 struct TrainingMicrobatch {
-    Bytes inputs;  // token frame [batch, seq]
-    Bytes targets; // token frame [batch, seq]: the inputs shifted by one
+    Bytes inputs;            // token frame [batch, seq]
+    Bytes targets;           // token frame [batch, seq]: the inputs shifted by one
     std::int64_t tokens = 0; // batch·seq
 };
 

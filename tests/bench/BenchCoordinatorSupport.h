@@ -1,7 +1,8 @@
 #pragma once
-// What bench_coordinator measures with: raw HTTP clients, WebSocket sessions, nginx for the download comparison.
-#include "ProcessStats.h"
+// What bench_coordinator measures with: raw HTTP clients, WebSocket sessions, nginx for the download
+// comparison.
 #include "CoordinatorProcess.h"
+#include "ProcessStats.h"
 #include "common/Identity.h"
 #include "protocol/AdmissionClaims.h"
 
@@ -64,7 +65,6 @@ inline double percentile(std::vector<double> v, double p) {
     std::sort(v.begin(), v.end());
     return v[std::min(v.size() - 1, size_t(p / 100.0 * double(v.size())))];
 }
-
 
 inline double selfCpuSeconds() {
     rusage u{};
@@ -163,8 +163,9 @@ struct AdmissionRun {
     std::vector<double> latenciesMs;
 };
 
-inline AdmissionRun admitAll(const QString& base, const QSslConfiguration& ssl, const std::vector<Identity>& ids,
-                      int workers, const std::function<void(const QString&, std::function<void()>)>& after) {
+inline AdmissionRun admitAll(const QString& base, const QSslConfiguration& ssl,
+                             const std::vector<Identity>& ids, int workers,
+                             const std::function<void(const QString&, std::function<void()>)>& after) {
     AdmissionRun run;
     std::vector<std::unique_ptr<Admitter>> admitters;
     for (int w = 0; w < workers; ++w)

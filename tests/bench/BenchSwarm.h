@@ -1,9 +1,9 @@
 #pragma once
 // What bench_swarm's tables share: the swarm's shape, the coordinator's arguments, waiting for a
 // step, and the compute-share runs (table 2, in bench_swarm_shares.cpp).
-#include "ProcessStats.h"
 #include "DelayRelay.h"
 #include "LocalSwarm.h"
+#include "ProcessStats.h"
 #include "SimulatorReference.h"
 
 #include <QCoreApplication>
@@ -25,9 +25,7 @@
 #include <random>
 #include <vector>
 
-
 namespace tessera::bench {
-
 
 constexpr int kStages = 2;
 constexpr int kMicrobatches = 8, kBatch = 8, kSeq = 64;

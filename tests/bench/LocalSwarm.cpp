@@ -26,7 +26,6 @@ QString swarmNodeProgram() {
     return QStringLiteral(TESSERA_NODE_PATH);
 }
 
-
 void sleepWithEvents(int ms) {
     QEventLoop loop;
     QTimer::singleShot(ms, &loop, &QEventLoop::quit);

@@ -167,7 +167,8 @@ QByteArrayView decode(const QByteArray& message, QJsonObject& header) {
 // One leg: node A's output → coordinator → node B's engine task.
 QByteArray leg(const std::vector<std::uint8_t>& engineOutput, qint64 id) {
     // node A: EngineWorker copied the engine's bytes into a QByteArray; TaskRunner encoded them.
-    const QByteArray output(reinterpret_cast<const char*>(engineOutput.data()), qsizetype(engineOutput.size()));
+    const QByteArray output(reinterpret_cast<const char*>(engineOutput.data()),
+                            qsizetype(engineOutput.size()));
     const QJsonObject result{{QStringLiteral("type"), QStringLiteral("task_result")},
                              {QStringLiteral("task_id"), id},
                              {QStringLiteral("kind"), QStringLiteral("forward")},
@@ -196,12 +197,13 @@ QByteArray leg(const std::vector<std::uint8_t>& engineOutput, qint64 id) {
 class AfterLegs {
 public:
     explicit AfterLegs(qsizetype payloadBytes)
-        : m_router(2, {1000, 1000}, routerSettings(),
-                   [this](const QString& node, const QByteArray& m) {
-                       m_outbox.push_back({node, m});
-                       return true;
-                   },
-                   [this] { return feed(); }) {
+        : m_router(
+              2, {1000, 1000}, routerSettings(),
+              [this](const QString& node, const QByteArray& m) {
+                  m_outbox.push_back({node, m});
+                  return true;
+              },
+              [this] { return feed(); }) {
         // What the engine writes: headroom for the envelope, then the frame (its bytes do not matter).
         m_engineOutput.assign(std::size_t(protocol::kTaskMessageHeadroom + payloadBytes), 0x5A);
         m_router.addNode(QStringLiteral("a"), 0, 1e-6);
@@ -234,8 +236,8 @@ private:
         const auto [node, bytes] = m_outbox.front();
         m_outbox.pop_front();
         Result<protocol::TaskMessage> message = protocol::decodeTaskMessage(bytes);
-        Result<protocol::SessionMessage> header =
-            protocol::parseSessionMessage(message->header, protocol::Direction::ToNode, protocol::Transport::Binary);
+        Result<protocol::SessionMessage> header = protocol::parseSessionMessage(
+            message->header, protocol::Direction::ToNode, protocol::Transport::Binary);
         const auto& task = std::get<protocol::Task>(*header);
         for (const protocol::TaskFrame& f : message->frames) // what the EngineTask gets: views
             m_viewed += QByteArray::fromRawData(f.payload.data(), f.payload.size()).size();
@@ -254,8 +256,9 @@ private:
         if (stage0Backward) {
             answer = protocol::TaskMessageBuilder(protocol::toJson(result)).take();
         } else {
-            const auto type = task.kind == protocol::TaskKind::Forward ? protocol::TaskFrameType::ForwardOutput
-                                                                        : protocol::TaskFrameType::BackwardOutput;
+            const auto type = task.kind == protocol::TaskKind::Forward
+                                  ? protocol::TaskFrameType::ForwardOutput
+                                  : protocol::TaskFrameType::BackwardOutput;
             const qsizetype start = *protocol::wrapInPlace(m_engineOutput, protocol::kTaskMessageHeadroom,
                                                            protocol::toJson(result), type);
             answer = QByteArray::fromRawData(reinterpret_cast<const char*>(m_engineOutput.data()) + start,
@@ -320,11 +323,13 @@ int main(int argc, char** argv) {
                                   {"8b subspace int8, 4096 tokens", 4096 * 46 + 28},
                                   {"8b int8 codec, 2048 tokens", 2048 * (4096 + 64 * 4 + 2) + 28},
                                   {"8b none codec fp32, 2048 tokens", qsizetype(2048) * 4096 * 4 + 28}};
-    std::printf("bench_activation_leg: one leg = node A's result message -> coordinator relay -> node B's engine "
-                "task; before (issue-6 envelope, replicated) and after (this build's protocol and Router), side by "
-                "side\n");
-    std::printf("copies = bytes memcpy/memmove'd per leg / payload bytes (our code and Qt's; the engine's own "
-                "write and the WebSocket's framing are in neither)\n\n");
+    std::printf(
+        "bench_activation_leg: one leg = node A's result message -> coordinator relay -> node B's engine "
+        "task; before (issue-6 envelope, replicated) and after (this build's protocol and Router), side by "
+        "side\n");
+    std::printf(
+        "copies = bytes memcpy/memmove'd per leg / payload bytes (our code and Qt's; the engine's own "
+        "write and the WebSocket's framing are in neither)\n\n");
     std::printf("%-38s %12s | %10s %10s | %10s %10s | %8s\n", "payload", "bytes", "before us", "copies",
                 "after us", "copies", "speed-up");
     for (const Size& size : sizes) {
@@ -333,13 +338,15 @@ int main(int argc, char** argv) {
         const Row old = measure(size.bytes, 1, [&] { (void)before::leg(engineOutput, id++); });
         AfterLegs after(size.bytes);
         const Row now = measure(size.bytes, 2, [&] { after.microbatch(); });
-        std::printf("%-38s %12lld | %10.1f %10.2f | %10.1f %10.2f | %7.1fx\n", size.what, qlonglong(size.bytes),
-                    old.microseconds, old.copies, now.microseconds, now.copies, old.microseconds / now.microseconds);
+        std::printf("%-38s %12lld | %10.1f %10.2f | %10.1f %10.2f | %7.1fx\n", size.what,
+                    qlonglong(size.bytes), old.microseconds, old.copies, now.microseconds, now.copies,
+                    old.microseconds / now.microseconds);
         std::fflush(stdout);
     }
-    std::printf("\nafter: node A writes the envelope in front of the engine's frame (no copy), the coordinator "
-                "copies the payload once into the relayed message (its CRC reused), node B's engine reads it in "
-                "place; CRC32C: 3 passes a leg (sent, checked at the coordinator, checked at node B), slicing-by-8; "
-                "before: 4 byte-at-a-time passes.\n");
+    std::printf(
+        "\nafter: node A writes the envelope in front of the engine's frame (no copy), the coordinator "
+        "copies the payload once into the relayed message (its CRC reused), node B's engine reads it in "
+        "place; CRC32C: 3 passes a leg (sent, checked at the coordinator, checked at node B), slicing-by-8; "
+        "before: 4 byte-at-a-time passes.\n");
     return 0;
 }

@@ -2,11 +2,11 @@
 // against bf16, and the time a middle stage spends encoding and decoding one microbatch's
 // activations and gradients as a share of that stage's own forward+backward compute, both
 // measured in one run on this CPU. Usage: bench_codec [T] [B] [vocab] (default 1024 1 128256).
-#include "device/BenchTiming.h"
 #include "codec/Codec.h"
 #include "codec/Int8Codec.h"
 #include "codec/NoneCodec.h"
 #include "codec/SubspaceCodec.h"
+#include "device/BenchTiming.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -4,13 +4,13 @@
 //
 // bench_node [ROUNDS=3] [WINDOW_S=15]
 // Everything is measured side by side in one run and printed; nothing is asserted.
-#include "ProcessStats.h"
 #include "CoordinatorProcess.h"
+#include "ProcessStats.h"
 #include "common/Identity.h"
 #include "node/control/ControlClient.h"
 #include "node/shard/ShardDownload.h"
-#include "protocol/ManifestSignature.h"
 #include "node/shard/ShardStore.h"
+#include "protocol/ManifestSignature.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -54,7 +54,6 @@ QByteArray fetch(QNetworkAccessManager& net, const QSslConfiguration& ssl, const
     return reply->readAll();
 }
 
-
 void sleepWithEvents(int ms) {
     QEventLoop loop;
     QTimer::singleShot(ms, &loop, &QEventLoop::quit);
@@ -77,11 +76,12 @@ int main(int argc, char** argv) {
 
     // --- (a) download: curl vs ShardDownload, same file, same coordinator, interleaved.
     const QString runDir = dir.filePath(QStringLiteral("small"));
-    std::printf("(a) stage-0 shard of the 'small' model over HTTPS on loopback (coordinator's own certificate)\n");
+    std::printf(
+        "(a) stage-0 shard of the 'small' model over HTTPS on loopback (coordinator's own certificate)\n");
     std::fflush(stdout);
-    CoordinatorProcess coordinator(QStringList{QStringLiteral("--data-dir"), runDir, QStringLiteral("--listen"),
-                                               QStringLiteral("127.0.0.1:0"), QStringLiteral("--model"),
-                                               QStringLiteral("small"), QStringLiteral("--stages"), QStringLiteral("2")});
+    CoordinatorProcess coordinator(QStringList{
+        QStringLiteral("--data-dir"), runDir, QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"),
+        QStringLiteral("--model"), QStringLiteral("small"), QStringLiteral("--stages"), QStringLiteral("2")});
     if (!coordinator.waitReady()) {
         std::fprintf(stderr, "the coordinator did not start: %s\n", coordinator.err().constData());
         return 1;
@@ -89,11 +89,12 @@ int main(int argc, char** argv) {
     QSslConfiguration ssl = QSslConfiguration::defaultConfiguration();
     ssl.addCaCertificates(QSslCertificate::fromPath(runDir + QStringLiteral("/tls.crt")));
     QNetworkAccessManager net;
-    const QJsonObject info = QJsonDocument::fromJson(fetch(net, ssl, coordinator.url() + QStringLiteral("/v1/info"))).object();
+    const QJsonObject info =
+        QJsonDocument::fromJson(fetch(net, ssl, coordinator.url() + QStringLiteral("/v1/info"))).object();
     const Result<QByteArray> key = Identity::fromBase64Url(info.value(u"coordinator_key").toString(), 32);
-    Result<gpu::ShardManifest> manifest =
-        protocol::parseSignedManifest(fetch(net, ssl, coordinator.url() + QStringLiteral("/v1/shards/0/manifest")),
-                            key ? *key : QByteArray());
+    Result<gpu::ShardManifest> manifest = protocol::parseSignedManifest(
+        fetch(net, ssl, coordinator.url() + QStringLiteral("/v1/shards/0/manifest")),
+        key ? *key : QByteArray());
     if (!manifest) {
         std::fprintf(stderr, "manifest: %s\n", manifest.message().c_str());
         return 1;
@@ -108,9 +109,10 @@ int main(int argc, char** argv) {
             const QString curlOut = dir.filePath(QStringLiteral("curl.bin"));
             QElapsedTimer t;
             t.start();
-            const int rc = QProcess::execute(QStringLiteral("curl"),
-                                             {QStringLiteral("-sS"), QStringLiteral("--cacert"),
-                                              runDir + QStringLiteral("/tls.crt"), QStringLiteral("-o"), curlOut, url});
+            const int rc =
+                QProcess::execute(QStringLiteral("curl"),
+                                  {QStringLiteral("-sS"), QStringLiteral("--cacert"),
+                                   runDir + QStringLiteral("/tls.crt"), QStringLiteral("-o"), curlOut, url});
             if (rc == 0)
                 curlRates.push_back(mb / (double(t.nsecsElapsed()) / 1e9));
             QFile::remove(curlOut);
@@ -144,19 +146,21 @@ int main(int argc, char** argv) {
                     rounds);
         row("curl --cacert -o FILE", curlRates);
         row("ShardDownload (hash per chunk, fsync, install)", nodeRates);
-        std::printf("    ShardDownload / curl: %.1f%% (target >= 90%%)\n", 100 * median(nodeRates) / median(curlRates));
+        std::printf("    ShardDownload / curl: %.1f%% (target >= 90%%)\n",
+                    100 * median(nodeRates) / median(curlRates));
         std::fflush(stdout);
     };
     compare("loopback, unshaped (CPU-bound: server, client and TLS share 2 cores)");
     // A home link is the real limit: shape loopback with a token bucket when allowed (root + tc).
-    if (QProcess::execute(QStringLiteral("tc"), {QStringLiteral("qdisc"), QStringLiteral("add"), QStringLiteral("dev"),
-                                                 QStringLiteral("lo"), QStringLiteral("root"), QStringLiteral("tbf"),
-                                                 QStringLiteral("rate"), QStringLiteral("1gbit"), QStringLiteral("burst"),
-                                                 QStringLiteral("1mb"), QStringLiteral("latency"),
-                                                 QStringLiteral("50ms")}) == 0) {
+    if (QProcess::execute(QStringLiteral("tc"),
+                          {QStringLiteral("qdisc"), QStringLiteral("add"), QStringLiteral("dev"),
+                           QStringLiteral("lo"), QStringLiteral("root"), QStringLiteral("tbf"),
+                           QStringLiteral("rate"), QStringLiteral("1gbit"), QStringLiteral("burst"),
+                           QStringLiteral("1mb"), QStringLiteral("latency"), QStringLiteral("50ms")}) == 0) {
         compare("loopback shaped to 1 Gbit/s (tc tbf)");
-        QProcess::execute(QStringLiteral("tc"), {QStringLiteral("qdisc"), QStringLiteral("del"), QStringLiteral("dev"),
-                                                 QStringLiteral("lo"), QStringLiteral("root")});
+        QProcess::execute(QStringLiteral("tc"),
+                          {QStringLiteral("qdisc"), QStringLiteral("del"), QStringLiteral("dev"),
+                           QStringLiteral("lo"), QStringLiteral("root")});
     } else {
         std::printf("  (tc could not shape loopback here: run as root for the 1 Gbit/s comparison)\n");
     }
@@ -165,16 +169,17 @@ int main(int argc, char** argv) {
 
     // --- (b) a real tessera-node: CPU and memory working (no tasks) and paused.
     const QString tinyDir = dir.filePath(QStringLiteral("tiny"));
-    CoordinatorProcess tiny(QStringList{QStringLiteral("--data-dir"), tinyDir, QStringLiteral("--listen"),
-                                        QStringLiteral("127.0.0.1:0"), QStringLiteral("--model"),
-                                        QStringLiteral("tiny"), QStringLiteral("--stages"), QStringLiteral("2")});
+    CoordinatorProcess tiny(QStringList{
+        QStringLiteral("--data-dir"), tinyDir, QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"),
+        QStringLiteral("--model"), QStringLiteral("tiny"), QStringLiteral("--stages"), QStringLiteral("2")});
     if (!tiny.waitReady())
         return 1;
     const QString nodeDir = dir.filePath(QStringLiteral("node"));
     QProcess node;
     node.setProgram(binDir + QStringLiteral("/tessera-node"));
-    node.setArguments({QStringLiteral("run"), QStringLiteral("--coordinator"), tiny.url(), QStringLiteral("--data-dir"),
-                       nodeDir, QStringLiteral("--coordinator-ca"), tinyDir + QStringLiteral("/tls.crt")});
+    node.setArguments({QStringLiteral("run"), QStringLiteral("--coordinator"), tiny.url(),
+                       QStringLiteral("--data-dir"), nodeDir, QStringLiteral("--coordinator-ca"),
+                       tinyDir + QStringLiteral("/tls.crt")});
     node.setStandardErrorFile(QProcess::nullDevice());
     node.start();
     QElapsedTimer waited;
@@ -193,12 +198,14 @@ int main(int argc, char** argv) {
         t.start();
         sleepWithEvents(windowS * 1000);
         const double share = (processCpuSeconds(pid) - c0) / (double(t.nsecsElapsed()) / 1e9);
-        std::printf("    %-30s CPU %6.3f%% of one core   RSS %6.1f MiB\n", label, 100 * share, processRssMiB(pid));
+        std::printf("    %-30s CPU %6.3f%% of one core   RSS %6.1f MiB\n", label, 100 * share,
+                    processRssMiB(pid));
         std::fflush(stdout);
         return share;
     };
-    std::printf("(b) tessera-node on the tiny model (stage loaded, session heartbeats every 10 s), %d s windows\n",
-                windowS);
+    std::printf(
+        "(b) tessera-node on the tiny model (stage loaded, session heartbeats every 10 s), %d s windows\n",
+        windowS);
     measure("working, no tasks");
     (void)ControlClient::call(nodeDir, {protocol::ControlCommand::Pause});
     QElapsedTimer p;

@@ -313,12 +313,9 @@ int main(int argc, char** argv) {
             Flow flow;
             bool relayed;
         };
-        std::vector<Config> configs{{"loopback", {1, false}, false},
-                                    {"home link", {8, false}, true},
-                                    {"home link", {8, true}, true},
-                                    {"home link", {16, true}, true},
-                                    {"home link", {16, false, 32}, true},
-                                    {"home link", {1, false}, true}};
+        std::vector<Config> configs{{"loopback", {1, false}, false},      {"home link", {8, false}, true},
+                                    {"home link", {8, true}, true},       {"home link", {16, true}, true},
+                                    {"home link", {16, false, 32}, true}, {"home link", {1, false}, true}};
         if (shares.empty()) // table 1 did not run: its loopback rows need swarms of their own
             configs.insert(configs.begin(),
                            {{"loopback", {8, false}, false}, {"loopback", {8, true}, false}});

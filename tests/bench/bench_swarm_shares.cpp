@@ -44,8 +44,6 @@ ShareRun measureShares(LocalSwarm& swarm, const QString& link, Flow flow, const 
     return run;
 }
 
-
-
 // A fresh S=2 x R=1 swarm for one configuration, measured once it trains; nullopt when it did not.
 std::optional<ShareRun> shareRun(const QString& dir, const QString& link, Flow flow, bool relayed) {
     note(QStringLiteral("2. compute share: %1, %2").arg(link, flow.name()));

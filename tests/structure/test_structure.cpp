@@ -59,10 +59,24 @@ bool startsWith(const std::string& s, const std::string& prefix) {
 
 // The module a file of the tree belongs to ("core/node/control", "gpu/base", "ui", ...).
 std::string moduleOfFile(const std::string& path) {
-    static const std::vector<std::string> modules{
-        "core/node/control", "core/node/ledger", "core/node", "core/coordinator", "core/protocol", "core/common",
-        "core/manager",      "gpu/base",         "gpu/device", "gpu/model",       "gpu/codec",     "gpu/shard",
-        "gpu/train",         "gpu/engine",       "gpu/cuda",   "gpu/tools",       "ui",            "app"};
+    static const std::vector<std::string> modules{"core/node/control",
+                                                  "core/node/ledger",
+                                                  "core/node",
+                                                  "core/coordinator",
+                                                  "core/protocol",
+                                                  "core/common",
+                                                  "core/manager",
+                                                  "gpu/base",
+                                                  "gpu/device",
+                                                  "gpu/model",
+                                                  "gpu/codec",
+                                                  "gpu/shard",
+                                                  "gpu/train",
+                                                  "gpu/engine",
+                                                  "gpu/cuda",
+                                                  "gpu/tools",
+                                                  "ui",
+                                                  "app"};
     if (path == "core/node/NodeFiles.h" || path == "core/node/NodeFiles.cpp")
         return "core/node/files";
     for (const std::string& m : modules)
@@ -114,8 +128,8 @@ std::string violation(const Include& inc) {
     const std::string from = moduleOfFile(inc.file);
     const bool inGpu = startsWith(from, "gpu/");
     if (inc.angled) {
-        const bool torch = startsWith(inc.name, "torch/") || startsWith(inc.name, "ATen/") ||
-                           startsWith(inc.name, "c10/");
+        const bool torch =
+            startsWith(inc.name, "torch/") || startsWith(inc.name, "ATen/") || startsWith(inc.name, "c10/");
         if (torch && !inGpu)
             return "torch outside gpu/";
         const bool qt = inc.name.size() > 1 && inc.name[0] == 'Q' && std::isupper(unsigned(inc.name[1]));
@@ -134,10 +148,11 @@ std::string violation(const Include& inc) {
         return "coordinator -> node";
     if ((is(from, "core/manager") || from == "ui") && is(to, "core/coordinator"))
         return "manager -> coordinator";
-    if (is(from, "core/manager") && is(to, "core/node") && !(is(to, "core/node/control") || is(to, "core/node/ledger") ||
-                                                             to == "core/node/files"))
+    if (is(from, "core/manager") && is(to, "core/node") &&
+        !(is(to, "core/node/control") || is(to, "core/node/ledger") || to == "core/node/files"))
         return "manager -> the node's engine, session or shard (only its local side: control, ledger, files)";
-    if ((from == "core/node/control" || from == "core/node/ledger" || from == "core/node/files") && is(to, "core/node") &&
+    if ((from == "core/node/control" || from == "core/node/ledger" || from == "core/node/files") &&
+        is(to, "core/node") &&
         !(to == "core/node/control" || to == "core/node/ledger" || to == "core/node/files"))
         return "the node's local side -> the node's engine, session or shard";
     if (from == "core/protocol" && !(to == "core/protocol" || to == "core/common" || to == "gpu/base"))
@@ -157,8 +172,8 @@ std::vector<std::string> wireNames() {
     std::vector<std::string> names;
     for (int t = 0; t < protocol::kMessageTypes; ++t)
         names.push_back(protocol::messageTypeName(protocol::MessageType(t)).toStdString());
-    for (auto k : {protocol::TaskKind::Probe, protocol::TaskKind::Forward, protocol::TaskKind::ForwardBackward,
-                   protocol::TaskKind::Backward})
+    for (auto k : {protocol::TaskKind::Probe, protocol::TaskKind::Forward,
+                   protocol::TaskKind::ForwardBackward, protocol::TaskKind::Backward})
         names.push_back(protocol::taskKindName(k).toStdString());
     for (const QString& c : protocol::controlCommandNames())
         names.push_back(c.toStdString());
@@ -184,7 +199,8 @@ bool spellsWireName(const std::string& line, const std::string& name) {
     const std::regex compared(R"re((==|!=)\s*)re" + literal);
     const std::regex paired(R"re("(type|kind|command)"\)?\s*,\s*)re" + literal);
     const std::regex handed(R"re(\b(call|request|command)\([^;]*)re" + literal);
-    return std::regex_search(code, compared) || std::regex_search(code, paired) || std::regex_search(code, handed);
+    return std::regex_search(code, compared) || std::regex_search(code, paired) ||
+           std::regex_search(code, handed);
 }
 
 } // namespace
@@ -203,8 +219,10 @@ private Q_SLOTS:
                  std::string("manager -> coordinator"));
         QCOMPARE(violation({"core/node/Node.cpp", "torch/types.h", true}), std::string("torch outside gpu/"));
         QCOMPARE(violation({"gpu/model/StageModel.cpp", "QString", true}), std::string("Qt inside gpu/"));
-        QVERIFY(startsWith(violation({"gpu/base/Json.cpp", "engine/StageEngine.h", false}), "upward in gpu/"));
-        QVERIFY(startsWith(violation({"core/protocol/TaskFrame.cpp", "node/NodeFiles.h", false}), "protocol ->"));
+        QVERIFY(
+            startsWith(violation({"gpu/base/Json.cpp", "engine/StageEngine.h", false}), "upward in gpu/"));
+        QVERIFY(
+            startsWith(violation({"core/protocol/TaskFrame.cpp", "node/NodeFiles.h", false}), "protocol ->"));
         QVERIFY(violation({"core/node/ledger/LocalLedger.cpp", "node/engine/EngineWorker.h", false}) != "");
         QCOMPARE(violation({"core/node/Node.cpp", "protocol/TaskFrame.h", false}), std::string());
         // The string-matched messages of the issue-6 code.
@@ -212,7 +230,8 @@ private Q_SLOTS:
         QVERIFY(spellsWireName(R"(QJsonObject{{QStringLiteral("type"), QStringLiteral("step")}})", "step"));
         QVERIFY(spellsWireName(R"(        command(QStringLiteral("status"));)", "status"));
         QVERIFY(spellsWireName(R"(    answer.insert(x, QStringLiteral("task_result"));)", "task_result"));
-        QVERIFY(spellsWireName(R"(    Result<QJsonObject> r = ControlClient::call(dir, QStringLiteral("stop"));)", "stop"));
+        QVERIFY(spellsWireName(
+            R"(    Result<QJsonObject> r = ControlClient::call(dir, QStringLiteral("stop"));)", "stop"));
         QVERIFY(!spellsWireName(R"(    s.insert(QStringLiteral("step"), m_state.step);)", "step"));
         QVERIFY(!spellsWireName(R"(    if (reply->contains(u"error")) { err << command; })", "error"));
         QVERIFY(!spellsWireName(R"(    // "task_result" in a comment)", "task_result"));
@@ -242,7 +261,8 @@ private Q_SLOTS:
                 ++number;
                 for (const std::string& name : names)
                     if (spellsWireName(line, name))
-                        found.push_back(file.generic_string() + ":" + std::to_string(number) + ": \"" + name + "\"");
+                        found.push_back(file.generic_string() + ":" + std::to_string(number) + ": \"" + name +
+                                        "\"");
             }
         }
         for (const std::string& f : found)

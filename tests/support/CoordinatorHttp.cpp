@@ -60,8 +60,8 @@ HttpReply admitNode(QNetworkAccessManager& net, const QSslConfiguration& ssl, co
                     QJsonDocument(QJsonObject{{QStringLiteral("node_key"), id.publicKeyBase64()}}).toJson());
     if (challenge.status != 200)
         return challenge;
-    const QJsonObject body = protocol::makeAdmissionRequest(
-        id, challenge.json().value(u"nonce").toString(), hardware, testBench(), clientVersion);
+    const QJsonObject body = protocol::makeAdmissionRequest(id, challenge.json().value(u"nonce").toString(),
+                                                            hardware, testBench(), clientVersion);
     if (request)
         *request = body;
     return httpRequest(net, ssl, base + QStringLiteral("/v1/admission"), "POST",

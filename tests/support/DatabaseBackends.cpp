@@ -69,7 +69,8 @@ std::unique_ptr<Database> DatabaseBackends::openUnmigrated(const QString& url) {
 
 Status admitTestNode(coordinator::Database& db, const QString& nodeId) {
     return coordinator::NodeRegistry(db).admit(
-        {nodeId, QStringLiteral("pk"), QStringLiteral("{}"), QStringLiteral("{}"), QStringLiteral("0.2.0")}, 0);
+        {nodeId, QStringLiteral("pk"), QStringLiteral("{}"), QStringLiteral("{}"), QStringLiteral("0.2.0")},
+        0);
 }
 
 } // namespace tessera::test

@@ -9,8 +9,8 @@
 
 #include <QObject>
 #include <QString>
-#include <QTest>
 #include <QTemporaryDir>
+#include <QTest>
 
 #include <memory>
 
@@ -57,7 +57,9 @@ class StoreTest : public QObject {
 protected:
     QString freshUrl() { return m_backends.freshUrl(); }
     std::unique_ptr<coordinator::Database> open(const QString& url) { return m_backends.open(url); }
-    std::unique_ptr<coordinator::Database> openUnmigrated(const QString& url) { return m_backends.openUnmigrated(url); }
+    std::unique_ptr<coordinator::Database> openUnmigrated(const QString& url) {
+        return m_backends.openUnmigrated(url);
+    }
     DatabaseBackends& backends() { return m_backends; }
 
 private Q_SLOTS:

@@ -12,14 +12,14 @@ QProcessEnvironment oneComputeThread() {
     return env;
 }
 
-NodeProcess::NodeProcess(const QString& url, const QString& dataDir, const QString& caFile, const QStringList& extra,
-                         const QProcessEnvironment& environment) {
+NodeProcess::NodeProcess(const QString& url, const QString& dataDir, const QString& caFile,
+                         const QStringList& extra, const QProcessEnvironment& environment) {
     m_process.setProgram(nodeProgram());
-    m_process.setArguments(QStringList{QStringLiteral("run"), QStringLiteral("--coordinator"), url,
-                                       QStringLiteral("--data-dir"), dataDir, QStringLiteral("--coordinator-ca"),
-                                       caFile, QStringLiteral("--bench-seconds"), QStringLiteral("0.5"),
-                                       QStringLiteral("--heartbeat-ms"), QStringLiteral("500")} +
-                           extra);
+    m_process.setArguments(
+        QStringList{QStringLiteral("run"), QStringLiteral("--coordinator"), url, QStringLiteral("--data-dir"),
+                    dataDir, QStringLiteral("--coordinator-ca"), caFile, QStringLiteral("--bench-seconds"),
+                    QStringLiteral("0.5"), QStringLiteral("--heartbeat-ms"), QStringLiteral("500")} +
+        extra);
     m_process.setProcessEnvironment(environment);
     m_process.setProcessChannelMode(QProcess::MergedChannels);
     m_process.start();

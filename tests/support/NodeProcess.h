@@ -16,7 +16,8 @@ class NodeProcess final {
 public:
     // `tessera-node run` against url with its own data dir, a short benchmark and 500 ms
     // heartbeats, plus `extra` arguments.
-    NodeProcess(const QString& url, const QString& dataDir, const QString& caFile, const QStringList& extra = {},
+    NodeProcess(const QString& url, const QString& dataDir, const QString& caFile,
+                const QStringList& extra = {},
                 const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment());
     ~NodeProcess();
     NodeProcess(const NodeProcess&) = delete;

@@ -12,8 +12,7 @@ namespace tessera::test {
 class ReceiptChain final {
 public:
     // Continues the chain after (lastSeq, lastHash); from the start by default.
-    ReceiptChain(Identity key, QString nodeId, qint64 lastSeq = 0,
-                 QString lastHash = protocol::kGenesisHash)
+    ReceiptChain(Identity key, QString nodeId, qint64 lastSeq = 0, QString lastHash = protocol::kGenesisHash)
         : m_key(std::move(key))
         , m_nodeId(std::move(nodeId))
         , m_lastSeq(lastSeq)

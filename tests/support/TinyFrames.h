@@ -2,9 +2,9 @@
 // TinyFrames: the tiny model in two stages and seeded token frames of kBatch × kSeq, for the
 // engine tests (EngineWorker, TaskRunner).
 
+#include "base/ModelConfig.h"
 #include "base/Result.h"
 #include "base/TokenFrame.h"
-#include "base/ModelConfig.h"
 
 #include <QByteArray>
 #include <QtGlobal>

@@ -41,7 +41,7 @@ namespace {
 
 // Receipts as the coordinator issues them: micro-credits from FLOP, hash-chained, signed.
 std::vector<protocol::CreditReceipt> receipts(const Identity& key, const QString& nodeId,
-                                                 const QList<std::pair<qint64, double>>& grants) {
+                                              const QList<std::pair<qint64, double>>& grants) {
     std::vector<protocol::CreditReceipt> out;
     QString prev = protocol::kGenesisHash;
     for (const auto& [at, credits] : grants) {

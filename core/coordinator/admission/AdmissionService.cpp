@@ -1,11 +1,11 @@
 #include "coordinator/admission/AdmissionService.h"
 
 #include "common/Identity.h"
+#include "coordinator/store/AssignmentLog.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/NodeRegistry.h"
 #include "coordinator/store/NonceStore.h"
 #include "coordinator/store/SessionStore.h"
-#include "coordinator/store/AssignmentLog.h"
 
 #include <QCryptographicHash>
 #include <QJsonDocument>
@@ -72,7 +72,8 @@ Result<AdmissionOutcome> AdmissionService::admit(const protocol::AdmissionClaims
     return outcome;
 }
 
-Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 nowMs, AdmissionOutcome& outcome) {
+Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 nowMs,
+                                AdmissionOutcome& outcome) {
     Result<NonceVerdict> nonce = NonceStore(m_db).consume(claims.nonce, claims.nodeKey, nowMs);
     if (!nonce)
         return nonce.error(); // the database failed, not the client: 500, not 401
@@ -82,8 +83,8 @@ Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 
     }
     if (claims.clientVersion < m_settings.minimumClientVersion) {
         outcome = Denied{"client_version: " + claims.clientVersionText.toStdString() +
-                         " is older than the oldest this coordinator accepts (" +
-                         m_settings.minimumClientVersion.toString().toStdString() + "); update Tessera",
+                             " is older than the oldest this coordinator accepts (" +
+                             m_settings.minimumClientVersion.toString().toStdString() + "); update Tessera",
                          protocol::RefusalKind::ClientTooOld};
         return {};
     }
@@ -92,8 +93,9 @@ Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 
     Result<std::vector<StageLoad>> loads = stageLoads(nodeId);
     if (!loads)
         return loads.error();
-    const Assignment a = m_policy.choose(
-        *loads, NodeCapacity{claims.memoryBytes, claims.deviceKind == protocol::DeviceKind::Cuda, claims.computeDtype});
+    const Assignment a = m_policy.choose(*loads, NodeCapacity{claims.memoryBytes,
+                                                              claims.deviceKind == protocol::DeviceKind::Cuda,
+                                                              claims.computeDtype});
     if (const auto* no = std::get_if<DoesNotFit>(&a)) {
         outcome = Denied{"hardware.memory_bytes: " + no->reason, protocol::RefusalKind::NoStageFits};
         return {};

@@ -17,9 +17,9 @@
 // two admissions never both take the last seat.
 
 #include "base/Result.h"
-#include "protocol/AdmissionClaims.h"
 #include "coordinator/admission/AdmissionOutcome.h"
 #include "coordinator/admission/AssignmentPolicy.h"
+#include "protocol/AdmissionClaims.h"
 #include "protocol/ClientVersion.h"
 
 #include <QString>

@@ -1,9 +1,9 @@
 #include "coordinator/api/AdmissionApi.h"
 
-#include "coordinator/store/StageVersionStore.h"
 #include "coordinator/admission/AdmissionService.h"
 #include "coordinator/api/JsonBody.h"
 #include "coordinator/api/Metrics.h"
+#include "coordinator/store/StageVersionStore.h"
 
 #include <QDateTime>
 #include <QDebug>
@@ -65,9 +65,10 @@ HttpResponse AdmissionApi::admit(const HttpRequest& request) {
 
     if (const auto* denied = std::get_if<Denied>(&*outcome)) {
         m_metrics.countAdmission(QStringLiteral("denied"));
-        return HttpResponse::json(denied->httpStatus,
-                                  QJsonDocument(QJsonObject{{QStringLiteral("error"), qs(denied->reason)},
-                                                            {QStringLiteral("reason"), protocol::refusalKindName(denied->kind)}}));
+        return HttpResponse::json(
+            denied->httpStatus,
+            QJsonDocument(QJsonObject{{QStringLiteral("error"), qs(denied->reason)},
+                                      {QStringLiteral("reason"), protocol::refusalKindName(denied->kind)}}));
     }
     if (const auto* unauthorized = std::get_if<Unauthorized>(&*outcome)) {
         m_metrics.countAdmission(QStringLiteral("unauthorized"));

@@ -1,9 +1,9 @@
 #include "coordinator/api/CreditsApi.h"
 
 #include "common/Identity.h"
+#include "coordinator/api/JsonBody.h"
 #include "coordinator/store/CreditLedger.h"
 #include "coordinator/store/NodeRegistry.h"
-#include "coordinator/api/JsonBody.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -58,16 +58,16 @@ HttpResponse CreditsApi::credits(const HttpRequest& request) {
     QJsonArray list;
     for (const CreditReceipt& r : *receipts)
         list.append(receiptJson(r));
-    return HttpResponse::json(
-        200, QJsonDocument(QJsonObject{
-                 {QStringLiteral("node_id"), nodeId},
-                 {QStringLiteral("receipts"), list},
-                 // Exact; total_credits is the same in credits, for display.
-                 {QStringLiteral("total_micro_credits"), totals->microCredits},
-                 {QStringLiteral("total_credits"), double(totals->microCredits) / protocol::kMicroCreditsPerCredit},
-                 {QStringLiteral("last_seq"), totals->lastSeq},
-                 {QStringLiteral("coordinator_key"), m_coordinatorKey},
-             }));
+    return HttpResponse::json(200, QJsonDocument(QJsonObject{
+                                       {QStringLiteral("node_id"), nodeId},
+                                       {QStringLiteral("receipts"), list},
+                                       // Exact; total_credits is the same in credits, for display.
+                                       {QStringLiteral("total_micro_credits"), totals->microCredits},
+                                       {QStringLiteral("total_credits"),
+                                        double(totals->microCredits) / protocol::kMicroCreditsPerCredit},
+                                       {QStringLiteral("last_seq"), totals->lastSeq},
+                                       {QStringLiteral("coordinator_key"), m_coordinatorKey},
+                                   }));
 }
 
 } // namespace tessera::coordinator

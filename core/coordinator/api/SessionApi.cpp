@@ -1,10 +1,10 @@
 #include "coordinator/api/SessionApi.h"
 
+#include "coordinator/admission/AdmissionService.h"
+#include "coordinator/api/Metrics.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/NodeRegistry.h"
 #include "coordinator/store/SessionStore.h"
-#include "coordinator/admission/AdmissionService.h"
-#include "coordinator/api/Metrics.h"
 #include "protocol/ClientVersion.h"
 
 #include <QDateTime>
@@ -125,13 +125,15 @@ void SessionApi::accept(QWebSocket* socket) {
     // A node admitted before this coordinator was upgraded may speak an older session protocol:
     // it is told so in words (and its next admission is refused with the minimum version).
     if (Result<std::optional<NodeRecord>> node = nodes.find(nodeId); node && *node) {
-        const Result<protocol::ClientVersion> version = protocol::ClientVersion::parse((*node)->clientVersion);
+        const Result<protocol::ClientVersion> version =
+            protocol::ClientVersion::parse((*node)->clientVersion);
         if (!version || *version < protocol::kOldestCompatibleClient) {
             m_metrics.countSession(QStringLiteral("rejected"));
-            closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
-                        QStringLiteral("Tessera %1 is older than this coordinator speaks to (%2 or newer: the "
-                                       "session protocol changed); update Tessera")
-                            .arg((*node)->clientVersion.left(32), protocol::kOldestCompatibleClient.toString()));
+            closeSocket(
+                socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                QStringLiteral("Tessera %1 is older than this coordinator speaks to (%2 or newer: the "
+                               "session protocol changed); update Tessera")
+                    .arg((*node)->clientVersion.left(32), protocol::kOldestCompatibleClient.toString()));
             return;
         }
     }
@@ -140,9 +142,13 @@ void SessionApi::accept(QWebSocket* socket) {
         qWarning("coordinator: marking node %s online failed: %s", qPrintable(nodeId), s.message().c_str());
     if (Result<bool> s = sessions.heartbeat(tokenHash, now); !s)
         qWarning("coordinator: recording a heartbeat failed: %s", s.message().c_str());
-    m_live.insert(socket, Live{.tokenHash = tokenHash, .nodeId = nodeId, .lastHeartbeatMs = now,
-                               .messageAllowance = m_settings.messageBurst, .allowanceAtMs = now,
-                               .binaryAllowance = m_settings.binaryBurst, .binaryAllowanceAtMs = now});
+    m_live.insert(socket, Live{.tokenHash = tokenHash,
+                               .nodeId = nodeId,
+                               .lastHeartbeatMs = now,
+                               .messageAllowance = m_settings.messageBurst,
+                               .allowanceAtMs = now,
+                               .binaryAllowance = m_settings.binaryBurst,
+                               .binaryAllowanceAtMs = now});
     m_newest.insert(nodeId, socket);
     m_metrics.countSession(QStringLiteral("opened"));
     publishCount();
@@ -188,12 +194,14 @@ void SessionApi::onBinary(QWebSocket* socket, const QByteArray& message) {
     if (!allowBinary(*live, nowMs())) {
         m_metrics.countSession(QStringLiteral("rate_limited"));
         drop(socket);
-        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
-                    QStringLiteral("more than %1 binary messages per second").arg(m_settings.binaryPerSecond));
+        closeSocket(
+            socket, QWebSocketProtocol::CloseCodePolicyViolated,
+            QStringLiteral("more than %1 binary messages per second").arg(m_settings.binaryPerSecond));
         return;
     }
     if (m_listener == nullptr) {
-        replyError(socket, QStringLiteral("this coordinator runs no data plane: binary messages are not understood"));
+        replyError(socket,
+                   QStringLiteral("this coordinator runs no data plane: binary messages are not understood"));
         return;
     }
     m_listener->sessionBinary(live->nodeId, message);

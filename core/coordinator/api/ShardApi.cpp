@@ -1,7 +1,7 @@
 #include "coordinator/api/ShardApi.h"
 
-#include "coordinator/store/StageVersionStore.h"
 #include "coordinator/api/JsonBody.h"
+#include "coordinator/store/StageVersionStore.h"
 
 #include <QDir>
 

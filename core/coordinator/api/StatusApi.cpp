@@ -1,14 +1,14 @@
 #include "coordinator/api/StatusApi.h"
 
 #include "common/Version.h"
+#include "coordinator/api/Metrics.h"
 #include "coordinator/store/NodeRegistry.h"
 #include "coordinator/store/StageVersionStore.h"
-#include "coordinator/api/Metrics.h"
 
 #include <QDateTime>
-#include <algorithm>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <algorithm>
 
 namespace tessera::coordinator {
 
@@ -184,8 +184,8 @@ HttpResponse StatusApi::metrics(const HttpRequest&) const {
                    QByteArray::number(mb.value(QLatin1String(key)).toInteger()) + '\n';
         out += "# HELP tessera_credits_granted_flop FLOPs of accepted work.\n"
                "# TYPE tessera_credits_granted_flop counter\n";
-        out += "tessera_credits_granted_flop " + QByteArray::number(t.value(u"credits_granted_flop").toInteger()) +
-               '\n';
+        out += "tessera_credits_granted_flop " +
+               QByteArray::number(t.value(u"credits_granted_flop").toInteger()) + '\n';
     }
     return HttpResponse(200, out, "text/plain; version=0.0.4; charset=utf-8");
 }
@@ -204,7 +204,8 @@ QString lossCurveSvg(const QJsonArray& curve) {
         lo = std::min(lo, loss);
         hi = std::max(hi, loss);
     }
-    const double w = 600, h = 200, span = std::max(hi - lo, 1e-9), steps = std::max(lastStep - firstStep, 1.0);
+    const double w = 600, h = 200, span = std::max(hi - lo, 1e-9),
+                 steps = std::max(lastStep - firstStep, 1.0);
     QString points;
     for (const QJsonValue& v : curve) {
         const QJsonArray p = v.toArray();
@@ -212,11 +213,12 @@ QString lossCurveSvg(const QJsonArray& curve) {
                       .arg((p.at(0).toDouble() - firstStep) / steps * w, 0, 'f', 1)
                       .arg(h - (p.at(1).toDouble() - lo) / span * h, 0, 'f', 1);
     }
-    return QStringLiteral("<svg width=\"%1\" height=\"%2\" viewBox=\"-40 -10 %3 %4\" "
-                          "style=\"border:1px solid #ccc\"><polyline fill=\"none\" stroke=\"#36c\" "
-                          "stroke-width=\"1.5\" points=\"%5\"/><text x=\"-38\" y=\"5\" font-size=\"10\">%6</text>"
-                          "<text x=\"-38\" y=\"%7\" font-size=\"10\">%8</text></svg>"
-                          "<p>loss, steps %9 to %10</p>")
+    return QStringLiteral(
+               "<svg width=\"%1\" height=\"%2\" viewBox=\"-40 -10 %3 %4\" "
+               "style=\"border:1px solid #ccc\"><polyline fill=\"none\" stroke=\"#36c\" "
+               "stroke-width=\"1.5\" points=\"%5\"/><text x=\"-38\" y=\"5\" font-size=\"10\">%6</text>"
+               "<text x=\"-38\" y=\"%7\" font-size=\"10\">%8</text></svg>"
+               "<p>loss, steps %9 to %10</p>")
         .arg(w + 40)
         .arg(h + 20)
         .arg(w + 50)
@@ -254,9 +256,10 @@ HttpResponse StatusApi::page(const HttpRequest&) const {
                               .arg(v.toObject().value(u"nodes").toInt())
                               .arg(v.toObject().value(u"ghosts").toInt());
         trainingHtml =
-            QStringLiteral("<h2>Training</h2>\n<p>Step <b>%1</b> &middot; loss <b>%2</b> &middot; %3 tokens/s "
-                           "&middot; %4 tokens</p>\n<p>Microbatches: %5 issued, %6 completed, %7 abandoned, %8 in "
-                           "flight &middot; joins %9, leaves %10</p>\n<p>%11</p>\n%12\n")
+            QStringLiteral(
+                "<h2>Training</h2>\n<p>Step <b>%1</b> &middot; loss <b>%2</b> &middot; %3 tokens/s "
+                "&middot; %4 tokens</p>\n<p>Microbatches: %5 issued, %6 completed, %7 abandoned, %8 in "
+                "flight &middot; joins %9, leaves %10</p>\n<p>%11</p>\n%12\n")
                 .arg(t.value(u"step").toInteger())
                 .arg(t.value(u"loss").isDouble() ? QString::number(t.value(u"loss").toDouble(), 'f', 4)
                                                  : QStringLiteral("&ndash;"))

@@ -2,10 +2,10 @@
 // StatusApi: what the coordinator tells about itself and the swarm: GET /v1/info, /v1/status,
 // /metrics (Prometheus text) and / (a small HTML page).
 
+#include "base/ModelConfig.h"
 #include "base/Result.h"
 #include "coordinator/http/HttpRequest.h"
 #include "coordinator/http/HttpResponse.h"
-#include "base/ModelConfig.h"
 
 #include <QJsonObject>
 #include <QString>

@@ -50,8 +50,8 @@ struct Microbatch {
     std::vector<protocol::HeldFrame> inputs; // inputs[s]: what stage s's forward takes (token frame on 0)
     protocol::HeldFrame targets;             // token frame, for the last stage
     protocol::HeldFrame gradient;            // the gradient frame the current backward phase sends
-    std::vector<QString> forwardNode; // who ran stage s's forward (its graph may still be kept)
-    std::vector<qint64> forwardEpoch; // that node's step epoch at the time
+    std::vector<QString> forwardNode;        // who ran stage s's forward (its graph may still be kept)
+    std::vector<qint64> forwardEpoch;        // that node's step epoch at the time
     std::vector<AcceptedTask> accepted;
     double loss = std::numeric_limits<double>::quiet_NaN();
     QString abandonReason;

@@ -166,8 +166,8 @@ bool Router::sendTask(Microbatch& mb, const QString& node, bool withInput) {
     const qint64 taskId = m_nextTask++;
     const protocol::HeldFrame& input = mb.inputs[std::size_t(mb.stage)];
     withInput = withInput || kind != TaskKind::Backward;
-    const qsizetype bytes = input.frame.payload.size() + mb.targets.frame.payload.size() +
-                            mb.gradient.frame.payload.size();
+    const qsizetype bytes =
+        input.frame.payload.size() + mb.targets.frame.payload.size() + mb.gradient.frame.payload.size();
     protocol::TaskMessageBuilder message(
         protocol::toJson(protocol::Task{.taskId = taskId, .kind = kind, .microbatch = mb.id}), bytes);
     // Each frame is copied once, into this message, with the CRC it was checked against on arrival.
@@ -236,11 +236,13 @@ void Router::failPhase(Microbatch& mb, const QString& why, bool ban) {
     dispatch(mb);
 }
 
-void Router::onResult(const QString& nodeId, const protocol::TaskResult& result, const protocol::TaskMessage& message) {
+void Router::onResult(const QString& nodeId, const protocol::TaskResult& result,
+                      const protocol::TaskMessage& message) {
     const auto link = m_taskToMicrobatch.constFind(result.taskId);
     const auto mbIt =
         link == m_taskToMicrobatch.constEnd() ? m_microbatches.end() : m_microbatches.find(*link);
-    if (mbIt == m_microbatches.end() || mbIt->second.taskId != result.taskId || mbIt->second.taskNode != nodeId) {
+    if (mbIt == m_microbatches.end() || mbIt->second.taskId != result.taskId ||
+        mbIt->second.taskNode != nodeId) {
         // Late (its task went elsewhere), for a finished microbatch, or not this node's.
         ++m_counters.duplicates;
         return;

@@ -12,10 +12,10 @@
 //
 // Single-threaded (the coordinator's thread). Sends through a callback, so tests can drive it.
 
-#include "protocol/SessionMessages.h"
-#include "protocol/TaskMessage.h"
 #include "coordinator/router/Microbatch.h"
 #include "coordinator/router/StageScheduler.h"
+#include "protocol/SessionMessages.h"
+#include "protocol/TaskMessage.h"
 
 #include <QHash>
 #include <QObject>
@@ -91,7 +91,8 @@ public:
 
     // A binary task_result from the node.
     // A task_result that came binary, with its frames.
-    void onResult(const QString& nodeId, const protocol::TaskResult& result, const protocol::TaskMessage& message);
+    void onResult(const QString& nodeId, const protocol::TaskResult& result,
+                  const protocol::TaskMessage& message);
     // Every node has just been sent `step`: the graphs they hold are gone after it.
     void stepSent();
 

@@ -1,7 +1,7 @@
 #include "coordinator/store/CreditLedger.h"
 
-#include "coordinator/store/Database.h"
 #include "common/Sql.h"
+#include "coordinator/store/Database.h"
 
 namespace tessera::coordinator {
 

@@ -1,7 +1,7 @@
 #include "coordinator/store/Database.h"
 
-#include "coordinator/store/Migrations.h"
 #include "common/Sql.h"
+#include "coordinator/store/Migrations.h"
 
 #include <QDateTime>
 #include <QDir>

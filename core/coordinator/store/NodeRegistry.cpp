@@ -1,7 +1,7 @@
 #include "coordinator/store/NodeRegistry.h"
 
-#include "coordinator/store/Database.h"
 #include "common/Sql.h"
+#include "coordinator/store/Database.h"
 
 namespace tessera::coordinator {
 
@@ -101,8 +101,9 @@ Status NodeRegistry::touchMany(const QStringList& nodeIds, qint64 nowMs) {
             values << id;
             in += in.isEmpty() ? QStringLiteral("?") : QStringLiteral(",?");
         }
-        Result<QSqlQuery> q = sql::exec(
-            m_db.connection(), QStringLiteral("UPDATE nodes SET last_seen = ? WHERE node_id IN (%1)").arg(in), values);
+        Result<QSqlQuery> q =
+            sql::exec(m_db.connection(),
+                      QStringLiteral("UPDATE nodes SET last_seen = ? WHERE node_id IN (%1)").arg(in), values);
         if (!q)
             return q.error();
     }

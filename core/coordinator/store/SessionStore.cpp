@@ -2,8 +2,8 @@
 
 #include <QSet>
 
-#include "coordinator/store/Database.h"
 #include "common/Sql.h"
+#include "coordinator/store/Database.h"
 
 namespace tessera::coordinator {
 
@@ -88,8 +88,9 @@ Result<QStringList> SessionStore::heartbeatMany(const QStringList& tokenHashes, 
                 ended << h;
         Result<QSqlQuery> q = sql::exec(
             m_db.connection(),
-            QStringLiteral("UPDATE sessions SET last_heartbeat = ? WHERE token_hash IN (%1) AND revoked = 0 AND "
-                           "expires_at > ?")
+            QStringLiteral(
+                "UPDATE sessions SET last_heartbeat = ? WHERE token_hash IN (%1) AND revoked = 0 AND "
+                "expires_at > ?")
                 .arg(in),
             QVariantList{nowMs} + values + QVariantList{nowMs});
         if (!q)

@@ -1,7 +1,7 @@
 #include "coordinator/store/TrainingStore.h"
 
-#include "coordinator/store/Database.h"
 #include "common/Sql.h"
+#include "coordinator/store/Database.h"
 
 #include <cmath>
 
@@ -159,7 +159,8 @@ Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign
             if (!before)
                 return before.error();
             const qint64 had = scalarInt(before);
-            const qint64 micro = (had + flop) / protocol::kFlopPerMicroCredit - had / protocol::kFlopPerMicroCredit;
+            const qint64 micro =
+                (had + flop) / protocol::kFlopPerMicroCredit - had / protocol::kFlopPerMicroCredit;
             if (Result<CreditReceipt> r = ledger.append(node, nowMs, flop, micro, sign); !r)
                 return r.error();
             if (Result<QSqlQuery> z = sql::exec(

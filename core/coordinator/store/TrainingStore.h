@@ -9,8 +9,8 @@
 // in flight holds in the database at every commit.
 
 #include "base/Result.h"
-#include "coordinator/store/CreditLedger.h"
 #include "coordinator/router/Microbatch.h"
+#include "coordinator/store/CreditLedger.h"
 
 #include <QString>
 #include <QStringList>

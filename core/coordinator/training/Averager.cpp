@@ -113,8 +113,8 @@ void Averager::closeRound(int stage) {
     const double count = double(round.shares.size());
     for (std::size_t i = 0; i < n; ++i)
         average[i] = float(sum[i] / count);
-    const QByteArray message =
-        partitionMessage(protocol::AverageResult{round.id, round.partition, int(round.shares.size())}, average);
+    const QByteArray message = partitionMessage(
+        protocol::AverageResult{round.id, round.partition, int(round.shares.size())}, average);
     for (auto s = round.shares.cbegin(); s != round.shares.cend(); ++s)
         m_sendBinary(s.key(), message);
     ++m_roundsCompleted;

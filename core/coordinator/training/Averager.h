@@ -56,7 +56,8 @@ public:
     // Asks every replica of `stage` for the step's partition.
     void startRound(int stage, qint64 step, const QStringList& replicas);
     // A node's average_share (rounds and syncs alike). False when it was not expected.
-    bool onShare(const QString& node, const protocol::AverageShare& share, const protocol::TaskMessage& message);
+    bool onShare(const QString& node, const protocol::AverageShare& share,
+                 const protocol::TaskMessage& message);
     // The node left: rounds stop waiting for it; a sync it was the source of is failed.
     void nodeGone(const QString& node);
     // Starts the ghost phase of `ghost`: `source` (a live replica) sends all its weights.

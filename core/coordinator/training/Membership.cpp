@@ -23,8 +23,8 @@ QString shortId(const QString& node) {
 
 } // namespace
 
-Membership::Membership(Database& db, MembershipSettings settings, int stages, TrainingState& state, Router& router,
-                       Averager& averager, NodeProbes& probes, SendText sendText, Clock clock)
+Membership::Membership(Database& db, MembershipSettings settings, int stages, TrainingState& state,
+                       Router& router, Averager& averager, NodeProbes& probes, SendText sendText, Clock clock)
     : m_db(db)
     , m_settings(settings)
     , m_stages(stages)
@@ -45,8 +45,10 @@ void Membership::rememberOnlineNodes() {
 void Membership::onReady(const QString& node, const protocol::Ready& ready) {
     Result<std::optional<NodeRecord>> record = NodeRegistry(m_db).find(node);
     if (!record || !*record || !(*record)->stage || *(*record)->stage != ready.stage) {
-        m_sendText(node, protocol::ErrorNotice{
-                             QStringLiteral("ready for stage %1, but this node is not assigned to it").arg(ready.stage)});
+        m_sendText(
+            node,
+            protocol::ErrorNotice{
+                QStringLiteral("ready for stage %1, but this node is not assigned to it").arg(ready.stage)});
         return;
     }
     if (m_router.hasNode(node) || m_ghosts.contains(node))
@@ -85,7 +87,8 @@ void Membership::onSynced(const QString& ghost, int stage, bool ok, bool connect
     if (!m_ghosts.remove(ghost))
         return;
     if (!ok)
-        qWarning("trainer: node %s starts from the checkpoint (no replica could sync it)", qPrintable(shortId(ghost)));
+        qWarning("trainer: node %s starts from the checkpoint (no replica could sync it)",
+                 qPrintable(shortId(ghost)));
     if (connected)
         route(ghost, stage);
 }

@@ -3,8 +3,8 @@
 #include "common/Identity.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/StageVersionStore.h"
-#include "protocol/ManifestSignature.h"
 #include "engine/StageEngine.h"
+#include "protocol/ManifestSignature.h"
 #include "shard/InitialShards.h"
 
 #include <QDir>

@@ -7,8 +7,8 @@
 //
 // One gpu::StageEngine per stage on the CPU (weights only: it never trains here).
 
-#include "base/Result.h"
 #include "base/ModelConfig.h"
+#include "base/Result.h"
 
 #include <QString>
 

@@ -72,13 +72,16 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     StageCheckpoints* cp = t->m_checkpoints.get();
     const int partitions = settings.averaging.partitions;
     t->m_averager = std::make_unique<Averager>(
-        config.stages, [cp, partitions](int stage, int partition) { return cp->partitionSize(stage, partition, partitions); },
+        config.stages,
+        [cp, partitions](int stage, int partition) {
+            return cp->partitionSize(stage, partition, partitions);
+        },
         settings.averaging, sendText, sendBinary);
     connect(t->m_averager.get(), &Averager::averaged, self,
             [self, partitions](int stage, int partition, const std::vector<float>& values, int) {
                 if (Status s = self->m_checkpoints->take(stage, partition, partitions, values); !s)
-                    qWarning("trainer: the checkpoint of stage %d did not take partition %d: %s", stage, partition,
-                             s.message().c_str());
+                    qWarning("trainer: the checkpoint of stage %d did not take partition %d: %s", stage,
+                             partition, s.message().c_str());
             });
 
     t->m_loop = std::make_unique<TrainingLoop>(loop, config.stages, t->m_store, t->m_state, *t->m_data,
@@ -98,8 +101,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
             [trainingLoop](const Microbatch& mb) { trainingLoop->onAbandoned(mb); });
     t->m_loop->attach(*t->m_router);
 
-    t->m_membership = std::make_unique<Membership>(db, settings.membership, config.stages, t->m_state, *t->m_router,
-                                                   *t->m_averager, *t->m_probes, sendText, clock);
+    t->m_membership =
+        std::make_unique<Membership>(db, settings.membership, config.stages, t->m_state, *t->m_router,
+                                     *t->m_averager, *t->m_probes, sendText, clock);
     // Read before the session sweep marks them offline: nodes a recent previous process had.
     t->m_membership->rememberOnlineNodes();
     connect(t->m_averager.get(), &Averager::synced, self, [self](const QString& ghost, int stage, bool ok) {
@@ -140,8 +144,9 @@ void Trainer::sessionMessage(const QString& nodeId, const protocol::SessionMessa
     if (const auto* result = std::get_if<protocol::TaskResult>(&message)) {
         // Text results are probes'; the data plane's come binary, with their frames.
         if (!m_probes->onResult(nodeId, *result))
-            m_sessions.sendText(nodeId, protocol::ErrorNotice{QStringLiteral(
-                                            "a task_result of a data-plane task must come as a binary message")});
+            m_sessions.sendText(nodeId,
+                                protocol::ErrorNotice{QStringLiteral(
+                                    "a task_result of a data-plane task must come as a binary message")});
         return;
     }
     // step_done: nothing to do; the node's status shows it.

@@ -121,7 +121,8 @@ void TrainingLoop::flush() {
         m_savedLeaves = m_state.leaves;
     }
     if (Status s = m_store.flush(); !s)
-        qWarning("trainer: writing the training state failed (kept for the next try): %s", s.message().c_str());
+        qWarning("trainer: writing the training state failed (kept for the next try): %s",
+                 s.message().c_str());
 }
 
 void TrainingLoop::publishCheckpoints() {

@@ -43,8 +43,8 @@ public:
     using Clock = std::function<qint64()>;
 
     TrainingLoop(LoopSettings settings, int stages, TrainingStore& store, TrainingState& state,
-                 gpu::TrainingData& data, StageCheckpoints& checkpoints, Averager& averager, SendText sendText,
-                 Clock clock);
+                 gpu::TrainingData& data, StageCheckpoints& checkpoints, Averager& averager,
+                 SendText sendText, Clock clock);
     // The router it feeds (made after the loop: the router's feed is this loop).
     void attach(Router& router);
 

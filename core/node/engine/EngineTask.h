@@ -74,10 +74,10 @@ struct EngineResult {
     EngineTask::Kind kind = EngineTask::Forward;
     std::int64_t microbatch = 0;
     bool ok = false;
-    QString error;                            // what went wrong, when !ok
-    ErrorKind errorKind = ErrorKind::Failed;  // what the sender can do about it (MissingGraph: send the input)
-    EngineOutput output;    // Forward: activation frame for the next stage (empty on the last)
-    EngineOutput gradInput; // Backward: gradient frame for the previous stage (empty on stage 0)
+    QString error;                           // what went wrong, when !ok
+    ErrorKind errorKind = ErrorKind::Failed; // what the sender can do about it (MissingGraph: send the input)
+    EngineOutput output;       // Forward: activation frame for the next stage (empty on the last)
+    EngineOutput gradInput;    // Backward: gradient frame for the previous stage (empty on stage 0)
     int microbatches = 0;      // Step: accumulated microbatches whose gradients the step applied
     std::vector<float> values; // Gather: the partition's weights (fp32)
     double loss = std::numeric_limits<double>::quiet_NaN(); // last stage's forward/backward only

@@ -268,7 +268,9 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
             if (!b) {
                 // ErrorKind::MissingGraph: the graph is not held here (it ran elsewhere, or a step
                 // ended it); the sender fixes that by sending the forward's input.
-                r.error = QStringLiteral("backward of microbatch %1: %2").arg(task.microbatch).arg(text(b.message()));
+                r.error = QStringLiteral("backward of microbatch %1: %2")
+                              .arg(task.microbatch)
+                              .arg(text(b.message()));
                 r.errorKind = b.kind();
                 return r;
             }

@@ -34,7 +34,8 @@ public:
         m_db.setDatabaseName(path);
         // Read-only: the node owns the file. WAL mode lets this reader see every committed
         // receipt while the node writes, without ever blocking it.
-        m_db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY;QSQLITE_BUSY_TIMEOUT=%1").arg(kBusyTimeoutMs));
+        m_db.setConnectOptions(
+            QStringLiteral("QSQLITE_OPEN_READONLY;QSQLITE_BUSY_TIMEOUT=%1").arg(kBusyTimeoutMs));
     }
     ~Connection() {
         m_db.close();
@@ -107,13 +108,13 @@ Result<std::optional<QSqlQuery>> run(Connection& ledger, const QString& path, co
 } // namespace
 
 Result<std::vector<MinuteCredits>> LedgerReader::creditsPerMinute(const QString& ledgerPath, qint64 fromMs,
-                                                                 qint64 toMs) {
+                                                                  qint64 toMs) {
     Connection ledger(ledgerPath);
-    Result<std::optional<QSqlQuery>> q =
-        run(ledger, ledgerPath,
-            QStringLiteral("SELECT issued_at / 60000, SUM(micro_credits) FROM receipts WHERE issued_at >= ? AND "
-                           "issued_at < ? GROUP BY 1 ORDER BY 1"),
-            {fromMs, toMs});
+    Result<std::optional<QSqlQuery>> q = run(
+        ledger, ledgerPath,
+        QStringLiteral("SELECT issued_at / 60000, SUM(micro_credits) FROM receipts WHERE issued_at >= ? AND "
+                       "issued_at < ? GROUP BY 1 ORDER BY 1"),
+        {fromMs, toMs});
     if (!q)
         return q.error();
     std::vector<MinuteCredits> out;
@@ -126,11 +127,12 @@ Result<std::vector<MinuteCredits>> LedgerReader::creditsPerMinute(const QString&
 Result<LedgerSummary> LedgerReader::summary(const QString& ledgerPath, qint64 sinceMs) {
     Connection ledger(ledgerPath);
     // TOTAL(flop) is a double: an integer SUM would fail once the FLOP pass 2^63.
-    Result<std::optional<QSqlQuery>> q = run(
-        ledger, ledgerPath,
-        QStringLiteral("SELECT COUNT(*), COALESCE(SUM(micro_credits), 0), TOTAL(flop), "
-                       "COALESCE(SUM(CASE WHEN issued_at >= ? THEN micro_credits ELSE 0 END), 0) FROM receipts"),
-        {sinceMs});
+    Result<std::optional<QSqlQuery>> q =
+        run(ledger, ledgerPath,
+            QStringLiteral(
+                "SELECT COUNT(*), COALESCE(SUM(micro_credits), 0), TOTAL(flop), "
+                "COALESCE(SUM(CASE WHEN issued_at >= ? THEN micro_credits ELSE 0 END), 0) FROM receipts"),
+            {sinceMs});
     if (!q)
         return q.error();
     LedgerSummary s;

@@ -28,7 +28,8 @@ struct LedgerSummary {
 class LedgerReader final {
 public:
     // Micro-credits of the receipts issued in [fromMs, toMs), summed per minute, oldest first.
-    static Result<std::vector<MinuteCredits>> creditsPerMinute(const QString& ledgerPath, qint64 fromMs, qint64 toMs);
+    static Result<std::vector<MinuteCredits>> creditsPerMinute(const QString& ledgerPath, qint64 fromMs,
+                                                               qint64 toMs);
     static Result<LedgerSummary> summary(const QString& ledgerPath, qint64 sinceMs);
 };
 

@@ -44,7 +44,8 @@ void Admission::start() {
         if (m_stopped)
             return;
         if (!reply.ok())
-            return Q_EMIT retry(QStringLiteral("the coordinator did not answer /v1/info: ") + reply.describe());
+            return Q_EMIT retry(QStringLiteral("the coordinator did not answer /v1/info: ") +
+                                reply.describe());
         const QJsonObject info = reply.json();
         if (!checkCoordinatorKey(info.value(u"coordinator_key").toString()))
             return;
@@ -52,7 +53,8 @@ void Admission::start() {
         m_stageCount = info.value(u"stages").toInt(m_modelConfig.value(u"stages").toInt(0));
         // A token from an earlier run (a hard pause, a restart) is used again while it is valid.
         Result<QJsonObject> session = m_files.read(kSessionFile);
-        if (session && session->value(u"coordinator_key").toString() == Identity::toBase64Url(m_coordinatorKey) &&
+        if (session &&
+            session->value(u"coordinator_key").toString() == Identity::toBase64Url(m_coordinatorKey) &&
             !session->value(u"session_token").toString().isEmpty()) {
             m_sessionToken = session->value(u"session_token").toString();
             m_stage = session->value(u"stage").toInt(-1);
@@ -66,7 +68,8 @@ void Admission::start() {
 bool Admission::checkCoordinatorKey(const QString& presented) {
     Result<QByteArray> key = Identity::fromBase64Url(presented, Identity::kPublicKeySize);
     if (!key) {
-        Q_EMIT refused(protocol::RefusalKind::Other, QStringLiteral("the coordinator's /v1/info has no valid coordinator_key"));
+        Q_EMIT refused(protocol::RefusalKind::Other,
+                       QStringLiteral("the coordinator's /v1/info has no valid coordinator_key"));
         return false;
     }
     QString pinned = m_pinnedKey;
@@ -81,15 +84,17 @@ bool Admission::checkCoordinatorKey(const QString& presented) {
         source = QStringLiteral("the key pinned on first use in %1").arg(m_files.path(kCoordinatorFile));
     }
     if (!pinned.isEmpty() && pinned != presented) {
-        Q_EMIT refused(protocol::RefusalKind::CoordinatorKeyChanged,
-                       QStringLiteral("refusing the coordinator at %1: it presents the key %2, but %3 is %4. If its "
-                                      "operator really changed keys, start with --coordinator-key %2 (or delete %5).")
-                           .arg(m_coordinator.toString(), presented, source, pinned, m_files.path(kCoordinatorFile)));
+        Q_EMIT refused(
+            protocol::RefusalKind::CoordinatorKeyChanged,
+            QStringLiteral("refusing the coordinator at %1: it presents the key %2, but %3 is %4. If its "
+                           "operator really changed keys, start with --coordinator-key %2 (or delete %5).")
+                .arg(m_coordinator.toString(), presented, source, pinned, m_files.path(kCoordinatorFile)));
         return false;
     }
     if (pinned.isEmpty() || !m_pinnedKey.isEmpty()) {
-        const Status s = m_files.write(kCoordinatorFile, QJsonObject{{QStringLiteral("url"), m_coordinator.toString()},
-                                                                     {QStringLiteral("coordinator_key"), presented}});
+        const Status s =
+            m_files.write(kCoordinatorFile, QJsonObject{{QStringLiteral("url"), m_coordinator.toString()},
+                                                        {QStringLiteral("coordinator_key"), presented}});
         if (!s) {
             Q_EMIT failed(QString::fromStdString(s.message()));
             return false;
@@ -108,19 +113,20 @@ void Admission::admitAgain() {
 
 void Admission::admit() {
     Q_EMIT progress(QStringLiteral("asking to join"));
-    m_client.postJson(QStringLiteral("/v1/admission/challenge"),
-                      QJsonObject{{QStringLiteral("node_key"), m_identity.publicKeyBase64()}},
-                      [this](const HttpReply& challenge) {
-                          if (m_stopped)
-                              return;
-                          if (!challenge.ok())
-                              return Q_EMIT retry(QStringLiteral("admission challenge: ") + challenge.describe());
-                          const QJsonObject body =
-                              protocol::makeAdmissionRequest(m_identity, challenge.json().value(u"nonce").toString(),
-                                                             m_hardware, m_bench, tesseraVersion());
-                          m_client.postJson(QStringLiteral("/v1/admission"), body,
-                                            [this](const HttpReply& r) { onAdmission(r); });
-                      });
+    m_client.postJson(
+        QStringLiteral("/v1/admission/challenge"),
+        QJsonObject{{QStringLiteral("node_key"), m_identity.publicKeyBase64()}},
+        [this](const HttpReply& challenge) {
+            if (m_stopped)
+                return;
+            if (!challenge.ok())
+                return Q_EMIT retry(QStringLiteral("admission challenge: ") + challenge.describe());
+            const QJsonObject body =
+                protocol::makeAdmissionRequest(m_identity, challenge.json().value(u"nonce").toString(),
+                                               m_hardware, m_bench, tesseraVersion());
+            m_client.postJson(QStringLiteral("/v1/admission"), body,
+                              [this](const HttpReply& r) { onAdmission(r); });
+        });
 }
 
 void Admission::onAdmission(const HttpReply& reply) {
@@ -139,13 +145,14 @@ void Admission::onAdmission(const HttpReply& reply) {
     m_stage = json.value(u"stage").toInt(-1);
     if (json.value(u"node_id").toString() != m_identity.nodeId() || m_sessionToken.isEmpty() || m_stage < 0)
         return Q_EMIT retry(QStringLiteral("admission: the coordinator's answer is incomplete"));
-    const Status saved = m_files.write(kSessionFile,
-                                       QJsonObject{{QStringLiteral("coordinator_key"), Identity::toBase64Url(m_coordinatorKey)},
-                                                   {QStringLiteral("node_id"), m_identity.nodeId()},
-                                                   {QStringLiteral("session_token"), m_sessionToken},
-                                                   {QStringLiteral("stage"), m_stage},
-                                                   {QStringLiteral("admitted_at_ms"), nowMs()}},
-                                       true);
+    const Status saved = m_files.write(
+        kSessionFile,
+        QJsonObject{{QStringLiteral("coordinator_key"), Identity::toBase64Url(m_coordinatorKey)},
+                    {QStringLiteral("node_id"), m_identity.nodeId()},
+                    {QStringLiteral("session_token"), m_sessionToken},
+                    {QStringLiteral("stage"), m_stage},
+                    {QStringLiteral("admitted_at_ms"), nowMs()}},
+        true);
     if (!saved)
         qWarning("node: %s (the next start admits again)", saved.message().c_str());
     qInfo("node: admitted as %s for stage %d", qPrintable(m_identity.nodeId()), m_stage);
@@ -186,9 +193,10 @@ void Admission::useManifest(const QByteArray& manifestJson) {
     if (!manifest)
         return Q_EMIT retry(QString::fromStdString(manifest.message()));
     if (manifest->stage != m_stage)
-        return Q_EMIT retry(QStringLiteral("the coordinator's manifest is for stage %1, not this node's stage %2")
-                                .arg(manifest->stage)
-                                .arg(m_stage));
+        return Q_EMIT retry(
+            QStringLiteral("the coordinator's manifest is for stage %1, not this node's stage %2")
+                .arg(manifest->stage)
+                .arg(m_stage));
     Q_EMIT granted(*manifest);
 }
 

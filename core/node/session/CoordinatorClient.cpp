@@ -15,7 +15,8 @@ QString HttpReply::describe() const {
     if (status == 0)
         return networkError.isEmpty() ? QStringLiteral("no answer") : networkError;
     const QString error = json().value(u"error").toString();
-    return error.isEmpty() ? QStringLiteral("HTTP %1").arg(status) : QStringLiteral("HTTP %1: %2").arg(status).arg(error);
+    return error.isEmpty() ? QStringLiteral("HTTP %1").arg(status)
+                           : QStringLiteral("HTTP %1: %2").arg(status).arg(error);
 }
 
 CoordinatorClient::CoordinatorClient(QUrl base, const QString& caFile, QObject* parent)

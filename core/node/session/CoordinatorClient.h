@@ -16,10 +16,10 @@
 namespace tessera::node {
 
 struct HttpReply {
-    int status = 0;          // 0: no HTTP answer (refused, reset, TLS failure, timeout)
-    QString networkError;    // why, when status is 0
+    int status = 0;       // 0: no HTTP answer (refused, reset, TLS failure, timeout)
+    QString networkError; // why, when status is 0
     QByteArray body;
-    QByteArray retryAfter;   // the Retry-After header, if any
+    QByteArray retryAfter; // the Retry-After header, if any
 
     QJsonObject json() const;
     // The coordinator's {"error": …} message, or the network error, for logs and status.

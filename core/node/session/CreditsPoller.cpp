@@ -26,31 +26,33 @@ void CreditsPoller::poll() {
         return;
     Result<LedgerTotals> totals = ledger->totals();
     const qint64 after = totals ? totals->lastSeq : 0;
-    m_client.get(QStringLiteral("/v1/nodes/%1/credits?after=%2").arg(m_nodeId).arg(after), [this](const HttpReply& reply) {
-        LocalLedger* ledger = m_ledger();
-        if (!ledger)
-            return;
-        if (!reply.ok()) {
-            qWarning("node: credits: %s", qPrintable(reply.describe()));
-            return;
-        }
-        Result<std::vector<protocol::CreditReceipt>> receipts = protocol::parseCreditsPage(reply.json(), m_nodeId);
-        if (!receipts) {
-            qWarning("node: credits: %s", receipts.message().c_str());
-            return;
-        }
-        if (receipts->empty())
-            return;
-        Result<IngestResult> stored = ledger->ingest(*receipts);
-        if (!stored) {
-            qWarning("node: ledger: %s", stored.message().c_str());
-            return;
-        }
-        // Printed only after the commit: what is acknowledged here is on disk.
-        qInfo("ledger: stored receipts through #%lld", qlonglong(stored->lastSeq));
-        if (receipts->size() >= kPageSize)
-            poll();
-    });
+    m_client.get(QStringLiteral("/v1/nodes/%1/credits?after=%2").arg(m_nodeId).arg(after),
+                 [this](const HttpReply& reply) {
+                     LocalLedger* ledger = m_ledger();
+                     if (!ledger)
+                         return;
+                     if (!reply.ok()) {
+                         qWarning("node: credits: %s", qPrintable(reply.describe()));
+                         return;
+                     }
+                     Result<std::vector<protocol::CreditReceipt>> receipts =
+                         protocol::parseCreditsPage(reply.json(), m_nodeId);
+                     if (!receipts) {
+                         qWarning("node: credits: %s", receipts.message().c_str());
+                         return;
+                     }
+                     if (receipts->empty())
+                         return;
+                     Result<IngestResult> stored = ledger->ingest(*receipts);
+                     if (!stored) {
+                         qWarning("node: ledger: %s", stored.message().c_str());
+                         return;
+                     }
+                     // Printed only after the commit: what is acknowledged here is on disk.
+                     qInfo("ledger: stored receipts through #%lld", qlonglong(stored->lastSeq));
+                     if (receipts->size() >= kPageSize)
+                         poll();
+                 });
 }
 
 } // namespace tessera::node

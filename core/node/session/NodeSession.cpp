@@ -13,8 +13,7 @@ NodeSession::NodeSession(QUrl url, QSslConfiguration ssl, std::chrono::milliseco
     , m_url(std::move(url))
     , m_ssl(std::move(ssl)) {
     m_heartbeat.setInterval(heartbeatInterval);
-    connect(&m_heartbeat, &QTimer::timeout, this,
-            [this] { send(protocol::Heartbeat{}); });
+    connect(&m_heartbeat, &QTimer::timeout, this, [this] { send(protocol::Heartbeat{}); });
     m_reconnect.setSingleShot(true);
     connect(&m_reconnect, &QTimer::timeout, this, &NodeSession::connectNow);
     connect(&m_socket, &QWebSocket::connected, this, [this] {

@@ -102,13 +102,15 @@ void TaskRunner::handleBinary(const QByteArray& bytes) {
     QJsonObject readable;
     Result<TaskMessage> message = decodeTaskMessage(bytes, {}, &readable);
     Result<SessionMessage> header =
-        message ? parseSessionMessage(message->header, Direction::ToNode, Transport::Binary) : message.error();
+        message ? parseSessionMessage(message->header, Direction::ToNode, Transport::Binary)
+                : message.error();
     if (!header) {
         qWarning("node: refusing a binary message of %lld bytes: %s", qlonglong(bytes.size()),
                  header.message().c_str());
         // A task whose id reads is answered by it, so the coordinator retries it at once.
         if (const std::optional<qint64> taskId = readableTaskId(readable)) {
-            const Result<SessionMessage> task = parseSessionMessage(readable, Direction::ToNode, Transport::Binary);
+            const Result<SessionMessage> task =
+                parseSessionMessage(readable, Direction::ToNode, Transport::Binary);
             const Task* t = task ? std::get_if<Task>(&*task) : nullptr;
             return refuseTask(*taskId, t ? t->kind : TaskKind::Forward, t ? t->microbatch : -1,
                               QString::fromStdString(header.message()));
@@ -185,11 +187,12 @@ void TaskRunner::onAverageResult(const AverageResult& header, const TaskMessage&
         frame ? partitionValues(*frame) : Result<std::vector<float>>(makeError("no Partition frame"));
     if (!average || header.partition != snapshot.partition || average->size() != snapshot.values.size()) {
         ++m_refused;
-        qWarning("node: refusing the average of round %lld (partition %d, %lld values; sent partition %d, %lld "
-                 "values): %s",
-                 qlonglong(header.round), header.partition, average ? qlonglong(average->size()) : -1LL,
-                 snapshot.partition, qlonglong(snapshot.values.size()),
-                 average ? "it does not match the share" : average.message().c_str());
+        qWarning(
+            "node: refusing the average of round %lld (partition %d, %lld values; sent partition %d, %lld "
+            "values): %s",
+            qlonglong(header.round), header.partition, average ? qlonglong(average->size()) : -1LL,
+            snapshot.partition, qlonglong(snapshot.values.size()),
+            average ? "it does not match the share" : average.message().c_str());
         return;
     }
     EngineTask task;
@@ -212,7 +215,8 @@ void TaskRunner::onSync(const Sync& header, const TaskMessage& message) {
         frame ? partitionValues(*frame) : Result<std::vector<float>>(makeError("no Partition frame"));
     if (!values) {
         ++m_refused;
-        qWarning("node: refusing the sync of round %lld: %s", qlonglong(header.round), values.message().c_str());
+        qWarning("node: refusing the sync of round %lld: %s", qlonglong(header.round),
+                 values.message().c_str());
         m_sendText(SyncDone{header.round, false, QString::fromStdString(values.message())});
         return;
     }
@@ -357,7 +361,8 @@ void TaskRunner::sendShare(const AverageShare& share, const std::vector<float>& 
     // A whole large stage does not fit one message: say so rather than send what the other end
     // must refuse.
     const qint64 bytes = qint64(values.size()) * qint64(sizeof(float));
-    if (bytes > kTaskMessageMaxBytes - kTaskMessageMaxJsonBytes - kTaskFrameHeaderBytes - kTaskMessagePrefixBytes) {
+    if (bytes >
+        kTaskMessageMaxBytes - kTaskMessageMaxJsonBytes - kTaskFrameHeaderBytes - kTaskMessagePrefixBytes) {
         AverageShare refused = share;
         refused.ok = false;
         refused.error = QStringLiteral("%1 values (%2 bytes) exceed the %3-byte message limit")
@@ -367,7 +372,9 @@ void TaskRunner::sendShare(const AverageShare& share, const std::vector<float>& 
         qWarning("node: average_share of round %lld: %s", qlonglong(share.round), qPrintable(refused.error));
         return m_sendBinary(encode(refused));
     }
-    m_sendBinary(TaskMessageBuilder(toJson(share), bytes).add(TaskFrameType::Partition, partitionPayload(values)).take());
+    m_sendBinary(TaskMessageBuilder(toJson(share), bytes)
+                     .add(TaskFrameType::Partition, partitionPayload(values))
+                     .take());
 }
 
 QJsonObject TaskRunner::status() const {

@@ -78,7 +78,7 @@ private:
     struct Pending {
         EngineTask::Kind engineKind = EngineTask::Forward;
         protocol::MessageType message = protocol::MessageType::Task; // what it answers
-        protocol::TaskKind kind = protocol::TaskKind::Forward;      // a task's
+        protocol::TaskKind kind = protocol::TaskKind::Forward;       // a task's
         qint64 taskId = 0;
         qint64 microbatch = 0;
         qint64 round = 0;

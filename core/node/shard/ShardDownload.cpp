@@ -19,7 +19,7 @@ using gpu::ShardManifest;
 
 namespace {
 
-constexpr qint64 kReadPiece = 1 << 20; // bytes moved from the reply to disk at a time
+constexpr qint64 kReadPiece = 1 << 20;   // bytes moved from the reply to disk at a time
 constexpr qint64 kReplyBuffer = 4 << 20; // what Qt may buffer ahead of us
 constexpr qint64 kProgressEveryMs = 100;
 constexpr qint64 kMaxErrorBody = 4096;
@@ -403,7 +403,8 @@ void ShardDownload::finalize() {
     (void)saveRecord();
     m_part.close();
     if (QFileInfo(m_store.partPathFor(m_manifest)).size() != total())
-        return install(makeError("its size on disk is not the manifest's " + std::to_string(total()) + " bytes"));
+        return install(
+            makeError("its size on disk is not the manifest's " + std::to_string(total()) + " bytes"));
     install({});
 }
 

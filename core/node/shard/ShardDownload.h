@@ -4,10 +4,10 @@
 // it is installed, retried with backoff across a connection that drops.
 
 #include "base/Result.h"
+#include "base/ShardManifest.h"
 #include "node/shard/Sha256Digest.h"
 #include "node/shard/ShardStore.h"
 #include "node/shard/TransferRate.h"
-#include "base/ShardManifest.h"
 
 #include <QElapsedTimer>
 #include <QFile>

@@ -6,7 +6,8 @@
 namespace tessera::node {
 
 ShardInstall::ShardInstall(QNetworkAccessManager* net, QSslConfiguration ssl, QUrl coordinator,
-                           gpu::ShardManifest manifest, ShardStore& store, ShardDownloadOptions options, QObject* parent)
+                           gpu::ShardManifest manifest, ShardStore& store, ShardDownloadOptions options,
+                           QObject* parent)
     : QObject(parent)
     , m_net(net)
     , m_ssl(std::move(ssl))
@@ -32,8 +33,8 @@ void ShardInstall::start() {
     });
     m_download->start();
     if (m_download->resumedFrom() > 0)
-        qInfo("node: resuming %s at byte %lld of %llu", m_manifest.file.c_str(), qlonglong(m_download->resumedFrom()),
-              qulonglong(m_manifest.fileSize));
+        qInfo("node: resuming %s at byte %lld of %llu", m_manifest.file.c_str(),
+              qlonglong(m_download->resumedFrom()), qulonglong(m_manifest.fileSize));
 }
 
 void ShardInstall::done() {

@@ -24,8 +24,9 @@ class ShardInstall final : public QObject {
     Q_OBJECT
 
 public:
-    ShardInstall(QNetworkAccessManager* net, QSslConfiguration ssl, QUrl coordinator, gpu::ShardManifest manifest,
-                 ShardStore& store, ShardDownloadOptions options, QObject* parent = nullptr);
+    ShardInstall(QNetworkAccessManager* net, QSslConfiguration ssl, QUrl coordinator,
+                 gpu::ShardManifest manifest, ShardStore& store, ShardDownloadOptions options,
+                 QObject* parent = nullptr);
     ~ShardInstall() override;
 
     void start();

@@ -1,8 +1,8 @@
 // `tessera-node shard inspect`, run as a real process on real files: a good shard is listed, a
 // bad one is refused with one line naming the reason, never a crash.
-#include "shard/SafetensorsWriter.h"
 #include "base/Sha256.h"
 #include "base/ShardManifest.h"
+#include "shard/SafetensorsWriter.h"
 
 #include <QFile>
 #include <QFileInfo>

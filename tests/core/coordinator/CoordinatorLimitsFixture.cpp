@@ -23,7 +23,7 @@ void CoordinatorLimitsFixture::cleanupTestCase() {
 }
 
 std::unique_ptr<CoordinatorProcess> CoordinatorLimitsFixture::start(const QString& name,
-                                                                 const QStringList& extra) const {
+                                                                    const QStringList& extra) const {
     return std::make_unique<CoordinatorProcess>(
         QStringList{QStringLiteral("--data-dir"), m_dir.filePath(name), QStringLiteral("--listen"),
                     QStringLiteral("127.0.0.1:0"), QStringLiteral("--model"), QStringLiteral("tiny"),

@@ -31,7 +31,6 @@
 #include <memory>
 #include <vector>
 
-
 namespace tessera::test {
 
 using Reply = test::HttpReply;
@@ -75,7 +74,6 @@ inline quint16 portOf(const CoordinatorProcess& p) {
     return quint16(QUrl(p.url()).port());
 }
 
-
 class CoordinatorLimitsFixture : public QObject {
     Q_OBJECT
 
@@ -84,7 +82,6 @@ private Q_SLOTS:
     void cleanupTestCase();
 
 protected:
-
     Reply send(const QString& base, const QByteArray& method, const QString& path,
                const QByteArray& body = {}) {
         return test::httpRequest(m_net, m_ssl, base + path, method, body);

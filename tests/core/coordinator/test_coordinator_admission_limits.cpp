@@ -152,13 +152,16 @@ void TestCoordinatorAdmissionLimits::oldClientIsDenied() {
     r = admit(server->url(), newIdentity(), 8 * kGiB, QStringLiteral("0.3.0"));
     QVERIFY2(r.status == 200, r.body.constData());
 
-    std::unique_ptr<CoordinatorProcess> lenient = start(
-        QStringLiteral("min-version-floor"), {QStringLiteral("--insecure-loopback"),
-                                              QStringLiteral("--min-client-version"), QStringLiteral("0.1.0")});
+    std::unique_ptr<CoordinatorProcess> lenient =
+        start(QStringLiteral("min-version-floor"),
+              {QStringLiteral("--insecure-loopback"), QStringLiteral("--min-client-version"),
+               QStringLiteral("0.1.0")});
     QVERIFY2(lenient->waitReady(), lenient->err().constData());
-    QCOMPARE(
-        send(lenient->url(), "GET", QStringLiteral("/v1/info")).json().value(u"min_client_version").toString(),
-        QStringLiteral("0.2.0"));
+    QCOMPARE(send(lenient->url(), "GET", QStringLiteral("/v1/info"))
+                 .json()
+                 .value(u"min_client_version")
+                 .toString(),
+             QStringLiteral("0.2.0"));
     r = admit(lenient->url(), newIdentity(), 8 * kGiB, QStringLiteral("0.1.0"));
     QVERIFY2(r.status == 403 && r.error().contains(u"update Tessera"), r.body.constData());
 }
@@ -174,7 +177,7 @@ void TestCoordinatorAdmissionLimits::badSignatureAndReplayAre401() {
     QCOMPARE(challenge.status, 200);
     const QJsonObject genuine =
         protocol::makeAdmissionRequest(id, challenge.json().value(u"nonce").toString(), test::testHardware(),
-                             test::testBench(), QStringLiteral("0.2.0"));
+                                       test::testBench(), QStringLiteral("0.2.0"));
     QJsonObject forged = genuine;
     QString signature = genuine.value(u"signature").toString();
     QVERIFY(!signature.isEmpty());

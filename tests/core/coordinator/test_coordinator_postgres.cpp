@@ -4,9 +4,9 @@
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "PostgresServer.h"
+#include "base/ShardManifest.h"
 #include "common/Identity.h"
 #include "protocol/ManifestSignature.h"
-#include "base/ShardManifest.h"
 
 #include <QFileInfo>
 #include <QJsonDocument>

@@ -5,10 +5,10 @@
 // that resumes the run, --dataset, and the refusals at startup.
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
+#include "base/ShardManifest.h"
 #include "common/Identity.h"
 #include "protocol/AdmissionClaims.h"
 #include "protocol/ManifestSignature.h"
-#include "base/ShardManifest.h"
 
 #include <QCryptographicHash>
 #include <QFile>
@@ -187,8 +187,8 @@ void TestCoordinatorProcess::badRequestsName400() {
     Result<Identity> id = Identity::generate();
     QVERIFY(id);
     QJsonObject request =
-        protocol::makeAdmissionRequest(id.value(), Identity::toBase64Url(QByteArray(32, 'x')), test::testHardware(),
-                             test::testBench(), QStringLiteral("0.2.0"));
+        protocol::makeAdmissionRequest(id.value(), Identity::toBase64Url(QByteArray(32, 'x')),
+                                       test::testHardware(), test::testBench(), QStringLiteral("0.2.0"));
     request.remove(QStringLiteral("hardware"));
     r = post(QStringLiteral("/v1/admission"), request);
     QCOMPARE(r.status, 400);

@@ -2,10 +2,10 @@
 // readable or not what the run was created with, and plain HTTP anywhere but loopback.
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
+#include "base/ShardManifest.h"
 #include "common/Identity.h"
 #include "protocol/AdmissionClaims.h"
 #include "protocol/ManifestSignature.h"
-#include "base/ShardManifest.h"
 #include <QCryptographicHash>
 #include <QFile>
 #include <QFileInfo>

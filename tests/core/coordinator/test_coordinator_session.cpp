@@ -15,11 +15,11 @@
 #include <QJsonObject>
 #include <QNetworkAccessManager>
 #include <QNetworkReply>
-#include <QSslCertificate>
-#include <QSslConfiguration>
 #include <QSqlDatabase>
 #include <QSqlError>
 #include <QSqlQuery>
+#include <QSslCertificate>
+#include <QSslConfiguration>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QWebSocket>
@@ -221,7 +221,8 @@ void TestCoordinatorSession::aNodeOlderThanTheProtocolIsToldToUpdate() {
     QVERIFY(node->waitClosed());
     QCOMPARE(node->socket().closeCode(), QWebSocketProtocol::CloseCodePolicyViolated);
     const QString reason = node->socket().closeReason();
-    QVERIFY2(reason.contains(u"Tessera 0.1.0") && reason.contains(u"0.2.0") && reason.contains(u"update Tessera"),
+    QVERIFY2(reason.contains(u"Tessera 0.1.0") && reason.contains(u"0.2.0") &&
+                 reason.contains(u"update Tessera"),
              qPrintable(reason));
     // It never counted as online through its session (its admission's mark lapses with the timeout).
     QTRY_COMPARE_WITH_TIMEOUT(nodesOnline(), online, 3 * kHeartbeatTimeoutMs);

@@ -70,8 +70,8 @@ void TestNodeProcess::initTestCase() {
 
 std::unique_ptr<CoordinatorProcess> TestNodeProcess::startCoordinator(const QString& runDir, int port) {
     auto c = std::make_unique<CoordinatorProcess>(QStringList{
-        u"--data-dir"_qs, runDir, u"--listen"_qs, u"127.0.0.1:"_qs + QString::number(port), u"--model"_qs, u"tiny"_qs,
-        u"--stages"_qs, u"2"_qs, u"--heartbeat-timeout-ms"_qs, u"3000"_qs});
+        u"--data-dir"_qs, runDir, u"--listen"_qs, u"127.0.0.1:"_qs + QString::number(port), u"--model"_qs,
+        u"tiny"_qs, u"--stages"_qs, u"2"_qs, u"--heartbeat-timeout-ms"_qs, u"3000"_qs});
     if (!c->waitReady())
         qWarning("coordinator did not start: %s", c->err().constData());
     return c;
@@ -84,7 +84,8 @@ QJsonObject TestNodeProcess::status(const QString& dataDir) {
 }
 
 bool TestNodeProcess::waitState(const QString& dataDir, const QString& state, int ms, NodeProcess* node) {
-    const bool reached = QTest::qWaitFor([&] { return status(dataDir).value(u"state").toString() == state; }, ms);
+    const bool reached =
+        QTest::qWaitFor([&] { return status(dataDir).value(u"state").toString() == state; }, ms);
     if (!reached && node)
         qWarning("node log:\n%s", node->log().right(4000).constData());
     return reached;
@@ -127,7 +128,8 @@ void TestNodeProcess::firstRunReachesWorkingAndControlsWork() {
     intruder.connectToServer(socketPath);
     QVERIFY(intruder.waitForConnected(5000));
     intruder.write("{\"token\":\"00000000000000000000000000000000\",\"command\":\"stop\"}\n");
-    QVERIFY(QTest::qWaitFor([&] { return intruder.canReadLine() || intruder.state() != QLocalSocket::ConnectedState; }, 5000));
+    QVERIFY(QTest::qWaitFor(
+        [&] { return intruder.canReadLine() || intruder.state() != QLocalSocket::ConnectedState; }, 5000));
     const QJsonObject refused = QJsonDocument::fromJson(intruder.readLine()).object();
     QCOMPARE(refused.value(u"ok").toBool(true), false);
     QVERIFY(refused.value(u"error").toString().contains(u"token"));
@@ -168,7 +170,8 @@ void TestNodeProcess::downloadResumesAfterCoordinatorKilled() {
     auto midway = [&] {
         const QJsonObject d = status(data).value(u"download").toObject();
         const double total = d.value(u"total").toDouble();
-        return total > 0 && d.value(u"bytes").toDouble() > 0.2 * total && d.value(u"bytes").toDouble() < 0.6 * total;
+        return total > 0 && d.value(u"bytes").toDouble() > 0.2 * total &&
+               d.value(u"bytes").toDouble() < 0.6 * total;
     };
     QVERIFY2(QTest::qWaitFor(midway, 60'000), node->log().right(3000).constData());
     coordinator->kill();
@@ -178,7 +181,9 @@ void TestNodeProcess::downloadResumesAfterCoordinatorKilled() {
     QVERIFY(!coordinator->url().isEmpty());
 
     // Killed itself midway through the rest: the next start resumes again.
-    QVERIFY2(QTest::qWaitFor([&] { return status(data).value(u"download").toObject().value(u"bytes").toDouble() > 0; }, 30'000),
+    QVERIFY2(QTest::qWaitFor(
+                 [&] { return status(data).value(u"download").toObject().value(u"bytes").toDouble() > 0; },
+                 30'000),
              node->log().right(3000).constData());
     node->kill();
     node = std::make_unique<NodeProcess>(coordinator->url(), data, run + u"/tls.crt"_qs,
@@ -206,7 +211,8 @@ void TestNodeProcess::damagedShardRefusedThenFetchedAgain() {
         originals << flipByte(run + u"/shards/"_qs + f, 5000);
 
     NodeProcess node(coordinator->url(), data, run + u"/tls.crt"_qs);
-    QVERIFY2(QTest::qWaitFor([&] { return node.log().contains("does not match"); }, 60'000), node.log().constData());
+    QVERIFY2(QTest::qWaitFor([&] { return node.log().contains("does not match"); }, 60'000),
+             node.log().constData());
     QCOMPARE(status(data).value(u"state").toString(), u"Downloading"_qs);
     QVERIFY(QDir(data + u"/shards"_qs).entryList({u"*.safetensors"_qs}, QDir::Files).isEmpty());
 
@@ -251,8 +257,7 @@ void TestNodeProcess::killedMidLedgerWriteLosesNothing() {
     // data plane will.
     Result<Identity> key = Identity::load(run + u"/coordinator.key"_qs);
     QVERIFY2(key, key ? "" : key.message().c_str());
-    Result<std::unique_ptr<coordinator::Database>> db =
-        coordinator::Database::open(QString(), run);
+    Result<std::unique_ptr<coordinator::Database>> db = coordinator::Database::open(QString(), run);
     QVERIFY2(db, db ? "" : db.message().c_str());
     coordinator::CreditLedger ledger(**db);
     const auto sign = [&](const QByteArray& payload) -> Result<QByteArray> { return key->sign(payload); };
@@ -284,13 +289,15 @@ void TestNodeProcess::killedMidLedgerWriteLosesNothing() {
         check.close();
         QVERIFY2(stored >= acked, qPrintable(u"stored %1 < acknowledged %2"_qs.arg(stored).arg(acked)));
 
-        const ProcessRun verify = runProcess(nodeProgram(), {u"ledger"_qs, u"verify"_qs, u"--data-dir"_qs, data});
+        const ProcessRun verify =
+            runProcess(nodeProgram(), {u"ledger"_qs, u"verify"_qs, u"--data-dir"_qs, data});
         QVERIFY2(verify.exitCode == 0, verify.err.constData());
         node = std::make_unique<NodeProcess>(coordinator->url(), data, run + u"/tls.crt"_qs, fast);
         QVERIFY(waitState(data, u"Working"_qs, 60'000, node.get()));
     }
     // In the end, everything granted arrives.
-    QVERIFY2(QTest::qWaitFor([&] { return status(data).value(u"ledger_receipts").toInteger() == granted; }, 60'000),
+    QVERIFY2(QTest::qWaitFor([&] { return status(data).value(u"ledger_receipts").toInteger() == granted; },
+                             60'000),
              qPrintable(QString::number(status(data).value(u"ledger_receipts").toInteger())));
 }
 

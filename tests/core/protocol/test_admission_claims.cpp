@@ -96,8 +96,8 @@ void TestAdmissionClaims::optionalMemoryBandwidthMayBeAbsent() {
     b.remove(QStringLiteral("memory_gbps"));
     QJsonObject hw = hardware();
     hw.insert(QStringLiteral("device"), QStringLiteral("cpu"));
-    Result<protocol::AdmissionClaims> c =
-        protocol::parseAdmissionRequest(protocol::makeAdmissionRequest(*m_identity, kNonce, hw, b, QStringLiteral("1.22.333")));
+    Result<protocol::AdmissionClaims> c = protocol::parseAdmissionRequest(
+        protocol::makeAdmissionRequest(*m_identity, kNonce, hw, b, QStringLiteral("1.22.333")));
     QVERIFY2(c, failure(c));
     QVERIFY(!c->memoryGbps);
     QCOMPARE(c->deviceKind, protocol::DeviceKind::Cpu);

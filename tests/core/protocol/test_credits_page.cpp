@@ -1,7 +1,7 @@
 // parseCreditsPage: a page of GET /v1/nodes/{id}/credits, as the coordinator writes it, becomes
 // the receipts it lists; any field of the wrong type or range is refused by name.
-#include "TestSupport.h"
 #include "ReceiptChain.h"
+#include "TestSupport.h"
 #include "common/Identity.h"
 #include "protocol/CreditsPage.h"
 

@@ -53,8 +53,8 @@ std::vector<SessionMessage> samples() {
 
 bool operator==(const TaskResult& a, const TaskResult& b) {
     return a.taskId == b.taskId && a.kind == b.kind && a.microbatch == b.microbatch && a.ok == b.ok &&
-           a.computeSeconds == b.computeSeconds && a.tokens == b.tokens && a.loss == b.loss && a.error == b.error &&
-           a.errorKind == b.errorKind;
+           a.computeSeconds == b.computeSeconds && a.tokens == b.tokens && a.loss == b.loss &&
+           a.error == b.error && a.errorKind == b.errorKind;
 }
 
 bool fails(const Result<SessionMessage>& r, const char* text) {
@@ -92,7 +92,8 @@ private Q_SLOTS:
             const MessageType type = typeOf(m);
             const QJsonObject json = toJson(m);
             QCOMPARE(json.value(u"type").toString(), messageTypeName(type));
-            const Transport transport = transportOf(type) == Transport::Binary ? Transport::Binary : Transport::Text;
+            const Transport transport =
+                transportOf(type) == Transport::Binary ? Transport::Binary : Transport::Text;
             const Result<SessionMessage> back = parseSessionMessage(json, directionOf(type), transport);
             QVERIFY2(back, back ? "" : back.message().c_str());
             QCOMPARE(typeOf(*back), type);
@@ -105,8 +106,8 @@ private Q_SLOTS:
     }
 
     void optionalFieldsTakeTheirDefaults() {
-        const Result<SessionMessage> r =
-            toCoordinator(R"({"type":"task_result","task_id":1,"kind":"forward","ok":true})", Transport::Binary);
+        const Result<SessionMessage> r = toCoordinator(
+            R"({"type":"task_result","task_id":1,"kind":"forward","ok":true})", Transport::Binary);
         QVERIFY2(r, r ? "" : r.message().c_str());
         const TaskResult& t = std::get<TaskResult>(*r);
         QCOMPARE(t.microbatch, qint64(-1));
@@ -132,20 +133,25 @@ private Q_SLOTS:
         QVERIFY(fails(toNode(R"({"type":"step","step":"3"})"), "step.step: must be a number"));
         QVERIFY(fails(toNode(R"({"type":"step","step":1.5})"), "step.step: must be a whole number"));
         QVERIFY(fails(toNode(R"({"type":"step","step":-1})"), "step.step: must be within"));
-        QVERIFY(fails(toNode(R"({"type":"reassign","stage":1024})"), "reassign.stage: must be within 0..1023"));
+        QVERIFY(
+            fails(toNode(R"({"type":"reassign","stage":1024})"), "reassign.stage: must be within 0..1023"));
         QVERIFY(fails(toNode(R"({"type":"average","round":1,"partition":20,"partitions":20})"),
                       "partition 20 is not in [0, 20)"));
         QVERIFY(fails(toNode(R"({"type":"task","task_id":1,"kind":"forward"})", Transport::Binary),
                       "task.microbatch"));
-        QVERIFY(fails(toNode(R"({"type":"task","task_id":1,"kind":"teleport","microbatch":1})", Transport::Binary),
-                      "task.kind"));
+        QVERIFY(fails(
+            toNode(R"({"type":"task","task_id":1,"kind":"teleport","microbatch":1})", Transport::Binary),
+            "task.kind"));
         QVERIFY(fails(toNode(R"({"type":"task","task_id":1,"kind":"probe"})"), "probe needs"));
         const std::string longReason(2000, 'x');
-        QVERIFY(fails(toNode(qPrintable(QStringLiteral(R"({"type":"error","error":"%1"})")
-                                            .arg(QString::fromStdString(longReason)))),
-                      "longer than 1000"));
-        QVERIFY(fails(parseSessionText(QStringLiteral("not json"), Direction::ToNode, kSessionTextMaxBytes), "not JSON"));
-        QVERIFY(fails(parseSessionText(QStringLiteral("[1]"), Direction::ToNode, kSessionTextMaxBytes), "JSON object"));
+        QVERIFY(fails(
+            toNode(qPrintable(
+                QStringLiteral(R"({"type":"error","error":"%1"})").arg(QString::fromStdString(longReason)))),
+            "longer than 1000"));
+        QVERIFY(fails(parseSessionText(QStringLiteral("not json"), Direction::ToNode, kSessionTextMaxBytes),
+                      "not JSON"));
+        QVERIFY(fails(parseSessionText(QStringLiteral("[1]"), Direction::ToNode, kSessionTextMaxBytes),
+                      "JSON object"));
         QVERIFY(fails(parseSessionText(QString(17 * 1024, u' '), Direction::ToNode, kSessionTextMaxBytes),
                       "longer than 16384 bytes"));
     }
@@ -158,7 +164,8 @@ private Q_SLOTS:
         const QStringList rows = describeSessionMessages().split(u'\n', Qt::SkipEmptyParts);
         QCOMPARE(rows.size(), kMessageTypes);
         for (const QString& row : rows)
-            QVERIFY2(text.contains(row), qPrintable(QStringLiteral("docs/ARCHITECTURE.md lacks the row: ") + row));
+            QVERIFY2(text.contains(row),
+                     qPrintable(QStringLiteral("docs/ARCHITECTURE.md lacks the row: ") + row));
     }
 
     void controlCommandsRoundTrip() {
@@ -187,10 +194,13 @@ private Q_SLOTS:
             return !r && r.message().find(text) != std::string::npos && r.kind() == ErrorKind::InvalidInput;
         };
         QVERIFY(failsWith(R"({})", "needs a \"command\""));
-        QVERIFY(failsWith(R"({"command":"reboot"})", "unknown command \"reboot\" (expected one of: status, pause"));
+        QVERIFY(failsWith(R"({"command":"reboot"})",
+                          "unknown command \"reboot\" (expected one of: status, pause"));
         QVERIFY(failsWith(R"({"command":"pause","arguments":[1]})", "must be a JSON object"));
-        QVERIFY(failsWith(R"({"command":"pause","arguments":{"hard":"yes"}})", "hard: must be true or false"));
-        QVERIFY(failsWith(R"({"command":"set-limit","arguments":{"percent":0}})", "percent: must be from 1 to 100"));
+        QVERIFY(
+            failsWith(R"({"command":"pause","arguments":{"hard":"yes"}})", "hard: must be true or false"));
+        QVERIFY(failsWith(R"({"command":"set-limit","arguments":{"percent":0}})",
+                          "percent: must be from 1 to 100"));
         QVERIFY(failsWith(R"({"command":"set-limit"})", "percent"));
     }
 };

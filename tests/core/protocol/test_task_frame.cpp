@@ -26,7 +26,8 @@ QByteArray frameOf(TaskFrameType type, const QByteArray& payload) {
     QByteArray frame(protocol::kTaskFrameHeaderBytes + payload.size(), Qt::Uninitialized);
     protocol::writeTaskFrameHeader(frame.data(), type, quint32(payload.size()), protocol::crc32c(payload));
     if (!payload.isEmpty())
-        std::memcpy(frame.data() + protocol::kTaskFrameHeaderBytes, payload.constData(), std::size_t(payload.size()));
+        std::memcpy(frame.data() + protocol::kTaskFrameHeaderBytes, payload.constData(),
+                    std::size_t(payload.size()));
     return frame;
 }
 
@@ -95,10 +96,10 @@ private Q_SLOTS:
 
     void fieldsAreLittleEndianAtTheirOffsets() {
         const QByteArray frame = frameOf(TaskFrameType::ForwardOutput, samplePayload(4));
-        QCOMPARE(frame.mid(4, 2), QByteArray("\x02\x00", 2));             // version
-        QCOMPARE(frame.at(6), char(TaskFrameType::ForwardOutput));         // type
-        QCOMPARE(frame.at(7), char(0));                                    // reserved
-        QCOMPARE(frame.mid(8, 4), QByteArray("\x04\x00\x00\x00", 4));    // payload length
+        QCOMPARE(frame.mid(4, 2), QByteArray("\x02\x00", 2));         // version
+        QCOMPARE(frame.at(6), char(TaskFrameType::ForwardOutput));    // type
+        QCOMPARE(frame.at(7), char(0));                               // reserved
+        QCOMPARE(frame.mid(8, 4), QByteArray("\x04\x00\x00\x00", 4)); // payload length
         quint32 crc = protocol::crc32c(samplePayload(4));
         QCOMPARE(frame.mid(12, 4), QByteArray(reinterpret_cast<const char*>(&crc), 4)); // CRC32C
     }

@@ -28,8 +28,9 @@ QJsonObject taskHeader() {
                        {QStringLiteral("microbatch"), 7}};
 }
 
-constexpr protocol::TaskFrameType kTypes[] = {protocol::TaskFrameType::ForwardInput, protocol::TaskFrameType::Targets,
-                                               protocol::TaskFrameType::BackwardInput};
+constexpr protocol::TaskFrameType kTypes[] = {protocol::TaskFrameType::ForwardInput,
+                                              protocol::TaskFrameType::Targets,
+                                              protocol::TaskFrameType::BackwardInput};
 
 // A message with `count` frames of different types and sizes.
 struct Sample {
@@ -227,8 +228,9 @@ private Q_SLOTS:
         const protocol::HeldFrame held = in->hold(protocol::TaskFrameType::ForwardInput);
         QVERIFY(!held.isNull());
         QCOMPARE(held.buffer.constData(), sample.message.constData()); // shared, not copied
-        const QByteArray out =
-            protocol::TaskMessageBuilder(taskHeader()).relay(protocol::TaskFrameType::BackwardInput, held.frame).take();
+        const QByteArray out = protocol::TaskMessageBuilder(taskHeader())
+                                   .relay(protocol::TaskFrameType::BackwardInput, held.frame)
+                                   .take();
         const Result<protocol::TaskMessage> relayed = protocol::decodeTaskMessage(out);
         QVERIFY2(relayed, relayed ? "" : relayed.message().c_str());
         QCOMPARE(relayed->frames.size(), 1);
@@ -236,7 +238,8 @@ private Q_SLOTS:
         QCOMPARE(relayed->frames[0].payload, QByteArrayView(sample.payloads[0]));
         QCOMPARE(relayed->frames[0].crc32c, held.frame.crc32c);
         // A held payload made here has its CRC computed once.
-        const protocol::HeldFrame made = protocol::holdPayload(samplePayload(40, 9), protocol::TaskFrameType::Targets);
+        const protocol::HeldFrame made =
+            protocol::holdPayload(samplePayload(40, 9), protocol::TaskFrameType::Targets);
         QCOMPARE(made.frame.crc32c, protocol::crc32c(made.buffer));
     }
 
@@ -246,11 +249,11 @@ private Q_SLOTS:
         std::vector<std::uint8_t> buffer(std::size_t(protocol::kTaskMessageHeadroom), 0);
         buffer.insert(buffer.end(), payload.begin(), payload.end());
         const std::uint8_t* payloadAt = buffer.data() + protocol::kTaskMessageHeadroom;
-        const std::optional<qsizetype> start = protocol::wrapInPlace(buffer, protocol::kTaskMessageHeadroom, taskHeader(),
-                                                                     protocol::TaskFrameType::ForwardOutput);
+        const std::optional<qsizetype> start = protocol::wrapInPlace(
+            buffer, protocol::kTaskMessageHeadroom, taskHeader(), protocol::TaskFrameType::ForwardOutput);
         QVERIFY(start);
-        const QByteArray message = QByteArray::fromRawData(reinterpret_cast<const char*>(buffer.data()) + *start,
-                                                           qsizetype(buffer.size()) - *start);
+        const QByteArray message = QByteArray::fromRawData(
+            reinterpret_cast<const char*>(buffer.data()) + *start, qsizetype(buffer.size()) - *start);
         const Result<protocol::TaskMessage> r = protocol::decodeTaskMessage(message);
         QVERIFY2(r, r ? "" : r.message().c_str());
         QCOMPARE(r->header, taskHeader());
@@ -269,9 +272,10 @@ private Q_SLOTS:
 
     void partitionValuesRoundTrip() {
         const std::vector<float> values{0.f, -1.5f, 3.25f, 1e-20f, 6.02e23f};
-        const QByteArray m = protocol::TaskMessageBuilder(QJsonObject{{QStringLiteral("type"), QStringLiteral("x")}})
-                                 .add(protocol::TaskFrameType::Partition, protocol::partitionPayload(values))
-                                 .take();
+        const QByteArray m =
+            protocol::TaskMessageBuilder(QJsonObject{{QStringLiteral("type"), QStringLiteral("x")}})
+                .add(protocol::TaskFrameType::Partition, protocol::partitionPayload(values))
+                .take();
         const Result<protocol::TaskMessage> r = protocol::decodeTaskMessage(m);
         QVERIFY2(r, r ? "" : r.message().c_str());
         const protocol::TaskFrame* partition = r->frame(protocol::TaskFrameType::Partition);
@@ -290,9 +294,10 @@ private Q_SLOTS:
     }
 
     void partitionOfTheWrongSizeIsRefused() {
-        const QByteArray m = protocol::TaskMessageBuilder(QJsonObject{{QStringLiteral("type"), QStringLiteral("x")}})
-                                 .add(protocol::TaskFrameType::Partition, samplePayload(14, 3))
-                                 .take();
+        const QByteArray m =
+            protocol::TaskMessageBuilder(QJsonObject{{QStringLiteral("type"), QStringLiteral("x")}})
+                .add(protocol::TaskFrameType::Partition, samplePayload(14, 3))
+                .take();
         QVERIFY(fails(protocol::decodeTaskMessage(m), "whole number of fp32"));
         // partitionValues checks on its own too (a frame a caller built, or of another type).
         const QByteArray payload = samplePayload(16, 3);

@@ -1,8 +1,8 @@
 // TokenFrame round-trips token ids and refuses every malformed frame with a reason; built
 // without torch on its include path (as core/ is), it also drives a StageEngine end to end.
 #include "GpuTest.h"
-#include "engine/StageEngine.h"
 #include "base/TokenFrame.h"
+#include "engine/StageEngine.h"
 
 #include <cmath>
 #include <cstring>

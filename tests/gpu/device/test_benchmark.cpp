@@ -1,8 +1,8 @@
 // The benchmark measures this CPU for real: positive figures, repeated, medians reported, and
 // clear errors for devices that do not exist.
+#include "GpuTest.h"
 #include "device/Benchmark.h"
 #include "device/DeviceDiscovery.h"
-#include "GpuTest.h"
 
 using namespace tessera::gpu;
 

@@ -1,6 +1,6 @@
 // Discovery of this machine's CPU reports values a volunteer would recognise.
-#include "device/CpuDiscovery.h"
 #include "GpuTest.h"
+#include "device/CpuDiscovery.h"
 
 using namespace tessera::gpu;
 

@@ -1,7 +1,7 @@
 // The GEMM the CPU benchmark times computes the right product: compared with a naive
 // triple loop in double precision, on odd shapes, per dtype.
-#include "device/CpuBenchmark.h"
 #include "GpuTest.h"
+#include "device/CpuBenchmark.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Our CUDA code against its CPU twin. On a machine without a GPU (or a build without nvcc) the
 // backend must say why in words; on a GPU machine every kernel is checked.
-#include "device/CudaBackend.h"
 #include "GpuTest.h"
+#include "device/CudaBackend.h"
 
 using namespace tessera::gpu;
 

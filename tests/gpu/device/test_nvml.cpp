@@ -1,7 +1,7 @@
 // NVML is loaded at run time: absent, broken or present, discovery reports and never crashes.
 // "Present" is a fake libnvidia-ml (tests/gpu/fake_nvml.c) since this machine has no driver.
-#include "device/DeviceDiscovery.h"
 #include "GpuTest.h"
+#include "device/DeviceDiscovery.h"
 #include "device/Nvml.h"
 
 #include <cstdlib>

@@ -22,7 +22,6 @@ namespace tessera::test {
 using namespace tessera::gpu;
 namespace fs = std::filesystem;
 
-
 constexpr int kBatch = 4;
 constexpr int kSeq = 32;
 

@@ -3,11 +3,11 @@
 // stale nonce, a wrong signature or tampered claims are refused; too old a client or too little
 // memory is denied in words; a full swarm waitlists.
 #include "common/Identity.h"
+#include "coordinator/admission/AdmissionService.h"
+#include "coordinator/store/AssignmentLog.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/NodeRegistry.h"
 #include "coordinator/store/SessionStore.h"
-#include "coordinator/admission/AdmissionService.h"
-#include "coordinator/store/AssignmentLog.h"
 
 #include <QFile>
 #include <QJsonDocument>
@@ -70,8 +70,9 @@ private Q_SLOTS:
 private:
     Identity newIdentity();
     // Challenge, sign and parse, as a node and the HTTP layer would.
-    protocol::AdmissionClaims request(AdmissionService& service, const Identity& id, const QJsonObject& hardware,
-                            const QString& version = QStringLiteral("0.2.0"));
+    protocol::AdmissionClaims request(AdmissionService& service, const Identity& id,
+                                      const QJsonObject& hardware,
+                                      const QString& version = QStringLiteral("0.2.0"));
 
     QTemporaryDir m_dir;
     std::unique_ptr<Database> m_db;
@@ -104,12 +105,12 @@ Identity TestAdmissionService::newIdentity() {
 }
 
 protocol::AdmissionClaims TestAdmissionService::request(AdmissionService& service, const Identity& id,
-                                              const QJsonObject& hardware, const QString& version) {
+                                                        const QJsonObject& hardware, const QString& version) {
     Result<QString> nonce = service.challenge(id.publicKeyBase64(), kNow);
     if (!nonce)
         qFatal("%s", nonce.message().c_str());
-    Result<protocol::AdmissionClaims> claims =
-        protocol::parseAdmissionRequest(protocol::makeAdmissionRequest(id, *nonce, hardware, bench(), version));
+    Result<protocol::AdmissionClaims> claims = protocol::parseAdmissionRequest(
+        protocol::makeAdmissionRequest(id, *nonce, hardware, bench(), version));
     if (!claims)
         qFatal("%s", claims.message().c_str());
     return *claims;
@@ -210,7 +211,8 @@ void TestAdmissionService::tamperedHardwareIsUnauthorized() {
     const Identity id = newIdentity();
     Result<QString> nonce = service.challenge(id.publicKeyBase64(), kNow);
     QVERIFY2(nonce, failure(nonce));
-    QJsonObject body = protocol::makeAdmissionRequest(id, *nonce, gpuHardware(8), bench(), QStringLiteral("0.2.0"));
+    QJsonObject body =
+        protocol::makeAdmissionRequest(id, *nonce, gpuHardware(8), bench(), QStringLiteral("0.2.0"));
     body.insert(QStringLiteral("hardware"), gpuHardware(80)); // claimed more memory after signing
     Result<protocol::AdmissionClaims> claims = protocol::parseAdmissionRequest(body);
     QVERIFY2(claims, failure(claims));

@@ -93,8 +93,8 @@ public:
     void deliver(const QString& node, const QByteArray& bytes) {
         Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(bytes);
         QVERIFY2(m, m ? "" : m.message().c_str());
-        Result<protocol::SessionMessage> header =
-            protocol::parseSessionMessage(m->header, protocol::Direction::ToCoordinator, protocol::Transport::Binary);
+        Result<protocol::SessionMessage> header = protocol::parseSessionMessage(
+            m->header, protocol::Direction::ToCoordinator, protocol::Transport::Binary);
         QVERIFY2(header, header ? "" : header.message().c_str());
         router->onResult(node, std::get<protocol::TaskResult>(*header), *m);
     }
@@ -150,8 +150,8 @@ void TestRouter::microbatchGoesThroughEveryStageAndBack() {
     QCOMPARE(h.sent.front().node, QString(u"b"_qs));
     QVERIFY(h.answer(u"b"_qs));
     QCOMPARE(h.sent.front().header.value(u"kind"_qs).toString(), QString(u"forward_backward"_qs));
-    QCOMPARE(h.sent.front().frames,
-             (QList<protocol::TaskFrameType>{protocol::TaskFrameType::ForwardInput, protocol::TaskFrameType::Targets}));
+    QCOMPARE(h.sent.front().frames, (QList<protocol::TaskFrameType>{protocol::TaskFrameType::ForwardInput,
+                                                                    protocol::TaskFrameType::Targets}));
     QVERIFY(h.answer(u"c"_qs));
     // Backward to the nodes that ran the forwards: they hold the graphs, so no input is sent.
     QCOMPARE(h.sent.front().node, QString(u"b"_qs));
@@ -230,8 +230,8 @@ void TestRouter::backwardGoesElsewhereWithItsInputWhenTheForwardNodeLeft() {
     h.router->removeNode(u"a1"_qs, u"killed"_qs); // it held the forward's graph
     QVERIFY(h.answer(u"b"_qs));
     QCOMPARE(h.sent.front().node, QString(u"a2"_qs));
-    QCOMPARE(h.sent.front().frames,
-             (QList<protocol::TaskFrameType>{protocol::TaskFrameType::BackwardInput, protocol::TaskFrameType::ForwardInput}));
+    QCOMPARE(h.sent.front().frames, (QList<protocol::TaskFrameType>{protocol::TaskFrameType::BackwardInput,
+                                                                    protocol::TaskFrameType::ForwardInput}));
     QVERIFY(h.answer(u"a2"_qs));
     QCOMPARE(h.completed.size(), std::size_t(1));
     // The recomputing backward earns forward + backward.
@@ -294,9 +294,10 @@ void TestRouter::theErrorsWordsDecideNothing() {
     h.router->addNode(u"b"_qs, 1);
     QVERIFY(h.answer(u"a"_qs));
     QVERIFY(h.answer(u"b"_qs));
-    QVERIFY(h.answer(u"a"_qs, false, {{u"error"_qs, u"no kept graph for microbatch 1: send its forward input"_qs}}));
+    QVERIFY(h.answer(u"a"_qs, false,
+                     {{u"error"_qs, u"no kept graph for microbatch 1: send its forward input"_qs}}));
     QCOMPARE(h.router->counters().retries, qint64(1)); // failed: retried elsewhere, and a is banned
-    QVERIFY(h.sent.empty());                            // no other node of stage 0 to take it
+    QVERIFY(h.sent.empty());                           // no other node of stage 0 to take it
 }
 
 void TestRouter::errorBansTheNodeAndRetriesElsewhere() {
@@ -388,11 +389,12 @@ void TestRouter::resultWithoutItsFrameIsRefused() {
     h.router->addNode(u"b"_qs, 1);
     const Sent task = h.sent.front();
     h.sent.pop_front();
-    h.deliver(task.node, protocol::TaskMessageBuilder(QJsonObject{{u"type"_qs, u"task_result"_qs},
-                                                                  {u"task_id"_qs, task.header.value(u"task_id"_qs)},
-                                                                  {u"kind"_qs, u"forward"_qs},
-                                                                  {u"ok"_qs, true}})
-                             .take());
+    h.deliver(task.node,
+              protocol::TaskMessageBuilder(QJsonObject{{u"type"_qs, u"task_result"_qs},
+                                                       {u"task_id"_qs, task.header.value(u"task_id"_qs)},
+                                                       {u"kind"_qs, u"forward"_qs},
+                                                       {u"ok"_qs, true}})
+                  .take());
     QCOMPARE(h.router->counters().retries, qint64(1));
     QVERIFY(h.sent.front().node != task.node);
 }

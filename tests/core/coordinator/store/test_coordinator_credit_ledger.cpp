@@ -2,10 +2,10 @@
 // hash-chained per node, a write that never commits leaves nothing behind, tampering is found,
 // and two connections appending at once still build one unbroken chain.
 #include "DatabaseBackends.h"
+#include "common/Sql.h"
 #include "coordinator/store/CreditLedger.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/NodeRegistry.h"
-#include "common/Sql.h"
 
 #include <QCryptographicHash>
 #include <QTest>
@@ -40,7 +40,6 @@ private Q_SLOTS:
     void tamperingBreaksTheChain();
     void concurrentAppendsKeepOneChain_data() { test::DatabaseBackends::addRows(); }
     void concurrentAppendsKeepOneChain();
-
 };
 
 void TestCoordinatorCreditLedger::receiptsChainPerNode() {
@@ -55,8 +54,8 @@ void TestCoordinatorCreditLedger::receiptsChainPerNode() {
     const qint64 flop = 6LL * 1'200'000'000 * 16'384;
     std::vector<CreditReceipt> made;
     for (int i = 0; i < 3; ++i) {
-        Result<CreditReceipt> r =
-            ledger.append(QStringLiteral("n1"), 1000 + i, flop, flop / protocol::kFlopPerMicroCredit, fakeSign);
+        Result<CreditReceipt> r = ledger.append(QStringLiteral("n1"), 1000 + i, flop,
+                                                flop / protocol::kFlopPerMicroCredit, fakeSign);
         QVERIFY2(r, failure(r));
         made.push_back(*r);
     }

@@ -1,9 +1,9 @@
 // Database: urls, SQLite settings, and migrations on a real SQLite file and a real PostgreSQL
 // server: applied once, re-run as a no-op, and a database from a newer coordinator refused.
 #include "DatabaseBackends.h"
+#include "common/Sql.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/NodeRegistry.h"
-#include "common/Sql.h"
 
 #include <QFile>
 #include <QFileInfo>
@@ -30,7 +30,6 @@ private Q_SLOTS:
     void refusesANewerSchema();
     void writeTransactionCommitsOrRollsBack_data() { test::DatabaseBackends::addRows(); }
     void writeTransactionCommitsOrRollsBack();
-
 };
 
 void TestCoordinatorDatabase::sqliteDefaultsToDataDir() {

@@ -42,7 +42,6 @@ private Q_SLOTS:
     void markStaleOfflineIsOneConditionalUpdate();
     void storesTextVerbatim_data() { test::DatabaseBackends::addRows(); }
     void storesTextVerbatim();
-
 };
 
 void TestCoordinatorNodeRegistry::admitInsertsThenUpdates() {

@@ -46,7 +46,6 @@ private Q_SLOTS:
     void racingConnectionsExactlyOneWins();
     void databaseFailureIsAnErrorNotARefusal_data() { test::DatabaseBackends::addRows(); }
     void databaseFailureIsAnErrorNotARefusal();
-
 };
 
 void TestCoordinatorNonceStore::spentOnce() {

@@ -26,7 +26,6 @@ private Q_SLOTS:
     void purgeDropsOnlyDeadSessions();
     void refusesUnknownNodesAndDuplicates_data() { test::DatabaseBackends::addRows(); }
     void refusesUnknownNodesAndDuplicates();
-
 };
 
 void TestCoordinatorSessionStore::validUntilExpiry() {
@@ -124,7 +123,6 @@ void TestCoordinatorSessionStore::refusesUnknownNodesAndDuplicates() {
     QVERIFY(!sessions.create(QStringLiteral("h2"), QStringLiteral("n1"), 0, 0ms));
 }
 
-
 // The session API's batched flush: 1,200 sessions (over two IN-list chunks) in one call; the
 // valid ones get the time, the revoked, expired and unknown ones come back by name; nodes'
 // last_seen moves in one call too.
@@ -157,7 +155,8 @@ void TestCoordinatorSessionStore::heartbeatManyRecordsValidAndNamesTheRest() {
     QCOMPARE(sessions.findValid(QStringLiteral("h1199"), 5000).value()->lastHeartbeatMs, qint64(5000));
 
     NodeRegistry nodes(*db);
-    const Status touched = nodes.touchMany({QStringLiteral("n1"), QStringLiteral("n2"), QStringLiteral("gone")}, 6000);
+    const Status touched =
+        nodes.touchMany({QStringLiteral("n1"), QStringLiteral("n2"), QStringLiteral("gone")}, 6000);
     QVERIFY2(touched, failure(touched));
     QCOMPARE(nodes.find(QStringLiteral("n1")).value()->lastSeenMs, qint64(6000));
     QCOMPARE(nodes.find(QStringLiteral("n2")).value()->lastSeenMs, qint64(6000));

@@ -47,7 +47,6 @@ private Q_SLOTS:
     void addFindAndLatest();
     void publishedOnce_data() { test::DatabaseBackends::addRows(); }
     void publishedOnce();
-
 };
 
 void TestCoordinatorStageVersionStore::addFindAndLatest() {

@@ -2,9 +2,9 @@
 // accepted work are written in one batch, a restart counts what was left in flight abandoned,
 // and credit receipts carry exactly the FLOPs accepted, remainders included, across grants.
 #include "DatabaseBackends.h"
+#include "common/Sql.h"
 #include "coordinator/store/CreditLedger.h"
 #include "coordinator/store/Database.h"
-#include "common/Sql.h"
 #include "coordinator/store/TrainingStore.h"
 
 #include <QCryptographicHash>
@@ -47,7 +47,6 @@ private Q_SLOTS:
     void creditsEqualAcceptedFlopsExactly();
     void unflushedWorkIsNeitherCountedNorCredited_data() { test::DatabaseBackends::addRows(); }
     void unflushedWorkIsNeitherCountedNorCredited();
-
 };
 
 void TestTrainingStore::restartCountsWhatWasInFlightAbandoned() {

@@ -1,5 +1,6 @@
 #pragma once
-// What the control-socket tests share: a handler that records requests, raw request lines, a client speaking the protocol by hand, and a server on its own thread.
+// What the control-socket tests share: a handler that records requests, raw request lines, a client speaking
+// the protocol by hand, and a server on its own thread.
 #include "node/control/ControlClient.h"
 #include "node/control/ControlEndpoint.h"
 #include "node/control/ControlServer.h"
@@ -74,7 +75,8 @@ inline ControlServer::Handler handlerFor(std::shared_ptr<Calls> calls) {
     };
 }
 
-inline QByteArray requestLine(const QString& token, const QString& command, const QJsonObject& arguments = {}) {
+inline QByteArray requestLine(const QString& token, const QString& command,
+                              const QJsonObject& arguments = {}) {
     QJsonObject request{{QStringLiteral("command"), command}, {QStringLiteral("arguments"), arguments}};
     if (!token.isNull())
         request.insert(QStringLiteral("token"), token);

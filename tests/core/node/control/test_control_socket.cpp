@@ -171,7 +171,8 @@ private Q_SLOTS:
         QCOMPARE(m_calls->size(), 0);
 
         // Two requests in one write: two answers, in order.
-        client.send(requestLine(token, QStringLiteral("status")) + requestLine(token, QStringLiteral("resume")));
+        client.send(requestLine(token, QStringLiteral("status")) +
+                    requestLine(token, QStringLiteral("resume")));
         QCOMPARE(client.reply().value(u"state").toString(), QStringLiteral("training"));
         QCOMPARE(client.reply().value(u"done").toString(), QStringLiteral("resume"));
         QVERIFY(client.stillConnected());

@@ -2,10 +2,10 @@
 // every kind of tampering is refused before it is stored, edits behind the ledger's back are
 // found offline, the CSV export and `tessera-node ledger` answer as documented, and a writer
 // SIGKILLed at random moments never loses a receipt it acknowledged.
+#include "LedgerCommand.h"
 #include "ReceiptChain.h"
 #include "TestSupport.h"
 #include "common/Identity.h"
-#include "LedgerCommand.h"
 #include "node/ledger/LocalLedger.h"
 
 #include <QBuffer>

@@ -2,17 +2,17 @@
 // microbatch goes forward through both stages and back, a step applies what accumulated, an
 // averaging round moves the weights by the delta rule, a ghost syncs, and damaged messages are
 // refused without touching the engine.
-#include "protocol/SessionMessages.h"
-#include "protocol/TaskMessage.h"
-#include "engine/StageEngine.h"
 #include "base/TokenFrame.h"
+#include "engine/StageEngine.h"
 #include "node/engine/EngineThread.h"
 #include "node/engine/EngineWorker.h"
 #include "node/session/TaskRunner.h"
+#include "protocol/SessionMessages.h"
+#include "protocol/TaskMessage.h"
 
+#include "TinyFrames.h"
 #include <QJsonObject>
 #include <QRegularExpression>
-#include "TinyFrames.h"
 
 #include <QTest>
 
@@ -37,7 +37,8 @@ QJsonObject taskHeader(const char* kind, qint64 taskId, qint64 microbatch) {
                        {QStringLiteral("microbatch"), microbatch}};
 }
 
-QByteArray message(const QJsonObject& header, const std::vector<std::pair<TaskFrameType, QByteArray>>& frames = {}) {
+QByteArray message(const QJsonObject& header,
+                   const std::vector<std::pair<TaskFrameType, QByteArray>>& frames = {}) {
     protocol::TaskMessageBuilder builder(header);
     for (const auto& [type, payload] : frames)
         builder.add(type, payload);
@@ -185,15 +186,15 @@ private Q_SLOTS:
         QCOMPARE(n1.runner->status().value(u"last_loss").toDouble(), loss);
 
         // Stage 0's backward through the graph its forward kept: ok, and no frame (stage 0).
-        const Sent b0 = n0.ask(
-            message(taskHeader("backward", 103, 1), {{TaskFrameType::BackwardInput, grad->payload.toByteArray()}}));
+        const Sent b0 = n0.ask(message(taskHeader("backward", 103, 1),
+                                       {{TaskFrameType::BackwardInput, grad->payload.toByteArray()}}));
         QVERIFY2(b0.header().value(u"ok").toBool(), qPrintable(b0.header().value(u"error").toString()));
         QCOMPARE(b0.message.frames.size(), qsizetype(0));
 
         // A backward for a microbatch this node holds no graph of, without its input: the
         // coordinator is told, by the error's kind, to send it again with the input.
-        const Sent missing = n0.ask(
-            message(taskHeader("backward", 104, 55), {{TaskFrameType::BackwardInput, grad->payload.toByteArray()}}));
+        const Sent missing = n0.ask(message(taskHeader("backward", 104, 55),
+                                            {{TaskFrameType::BackwardInput, grad->payload.toByteArray()}}));
         QCOMPARE(missing.header().value(u"ok").toBool(true), false);
         QCOMPARE(missing.header().value(u"error_kind").toString(), u"missing_graph");
         QCOMPARE(missing.header().value(u"task_id").toInteger(), qint64(104));
@@ -218,7 +219,8 @@ private Q_SLOTS:
         std::optional<EngineResult> seen;
         QObject::connect(n0.thread.worker(), &EngineWorker::taskFinished, &n0.context,
                          [&seen](const EngineResult& r) { seen = r; });
-        const QByteArray task = message(taskHeader("forward", 301, 9), {{TaskFrameType::ForwardInput, tokenFrame(0)}});
+        const QByteArray task =
+            message(taskHeader("forward", 301, 9), {{TaskFrameType::ForwardInput, tokenFrame(0)}});
         const Sent f = n0.ask(task);
         QVERIFY(seen && seen->ok);
         // The frame sent is the engine's bytes behind the headroom it left.
@@ -291,7 +293,8 @@ private Q_SLOTS:
         n0.runner->handleBinary(QByteArray());
 
         // A task whose frame's payload was damaged: the id is readable, so it gets an error.
-        QByteArray broken = message(taskHeader("forward", 201, 3), {{TaskFrameType::ForwardInput, tokenFrame(0)}});
+        QByteArray broken =
+            message(taskHeader("forward", 201, 3), {{TaskFrameType::ForwardInput, tokenFrame(0)}});
         broken[broken.size() - 1] = char(broken.at(broken.size() - 1) ^ 0x01);
         QTest::ignoreMessage(QtWarningMsg, pattern("refusing a binary message .*CRC32C"));
         QTest::ignoreMessage(QtWarningMsg, pattern("refusing task 201"));

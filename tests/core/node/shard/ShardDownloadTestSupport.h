@@ -1,11 +1,12 @@
 #pragma once
-// What the shard download tests share: shards and manifests made here, a relay that can drop the connection, and the coordinator's run.
+// What the shard download tests share: shards and manifests made here, a relay that can drop the connection,
+// and the coordinator's run.
 #include "CoordinatorProcess.h"
 #include "common/Identity.h"
-#include "protocol/ManifestSignature.h"
 #include "node/shard/ShardDownload.h"
 #include "node/shard/ShardProgress.h"
 #include "node/shard/ShardStore.h"
+#include "protocol/ManifestSignature.h"
 
 #include <QDir>
 #include <QElapsedTimer>

@@ -1,6 +1,6 @@
 // Sha256Digest (OpenSSL) gives gpu::Sha256's digests, however the input is split.
-#include "node/shard/Sha256Digest.h"
 #include "base/Sha256.h"
+#include "node/shard/Sha256Digest.h"
 
 #include <QRandomGenerator>
 #include <QTest>

@@ -157,7 +157,8 @@ void TestShardDownload::signedManifestIsChecked() {
 
     ShardManifest tampered = *good; // the signature stays, the hash it covered changes
     tampered.sha256 = std::string(64, 'a');
-    Result<ShardManifest> r = protocol::parseSignedManifest(QByteArray::fromStdString(tampered.toJson()), m_key);
+    Result<ShardManifest> r =
+        protocol::parseSignedManifest(QByteArray::fromStdString(tampered.toJson()), m_key);
     QVERIFY(!r);
     QVERIFY2(r.message().find("manifest signature invalid: not signed by the pinned coordinator key") !=
                  std::string::npos,
