@@ -22,8 +22,13 @@ void ShardInstall::start() {
     const std::optional<gpu::ShardManifest> have = m_store.verifiedShard(m_manifest.stage);
     if (have && have->version == m_manifest.version && have->sha256 == m_manifest.sha256) {
         qInfo("node: stage %d version %lld is already here", m_manifest.stage, qlonglong(have->version));
+        // What a reassign left half-fetched of another stage goes, as after a download.
+        if (Status s = m_store.evictExcept(m_manifest.stage, m_manifest.version); !s)
+            qWarning("node: %s", s.message().c_str());
         return done();
     }
+    // The download evicts the other stages' and versions' files once it installed its own.
+    m_options.evictOthers = true;
     m_download = std::make_unique<ShardDownload>(m_net, m_ssl, m_coordinator, m_manifest, m_store, m_options);
     connect(m_download.get(), &ShardDownload::finished, this, [this](const Status& result) {
         if (!result)
@@ -33,15 +38,12 @@ void ShardInstall::start() {
     });
     m_download->start();
     if (m_download->resumedFrom() > 0)
-        qInfo("node: resuming %s at byte %lld of %llu", m_manifest.file.c_str(),
-              qlonglong(m_download->resumedFrom()), qulonglong(m_manifest.fileSize));
+        qInfo("node: resuming %s at byte %lld of %llu", m_manifest.file.c_str(), qlonglong(m_download->resumedFrom()),
+              qulonglong(m_manifest.fileSize));
 }
 
 void ShardInstall::done() {
     m_installed = true;
-    // What a reassign left half-fetched of another stage goes, as do older versions.
-    if (Status s = m_store.evictExcept(m_manifest.stage, m_manifest.version); !s)
-        qWarning("node: %s", s.message().c_str());
     Q_EMIT finished(Status());
 }
 
