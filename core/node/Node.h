@@ -2,9 +2,10 @@
 // Node: one volunteer node's lifecycle (see NodeState.h) — benchmark, admission, shard download,
 // joining the swarm, working and pausing, and switching stage when the coordinator says
 // `reassign` (Working/Paused → Downloading → Joining → Working, the session kept open) — driven
-// by the coordinator's answers and by local commands from the control socket. Everything runs on
-// the thread that owns the Node, except the benchmark (a short-lived thread) and the engine (its
-// own thread).
+// by the coordinator's answers and by local commands from the control socket. It assembles named
+// parts — BenchmarkRun, Admission, ShardInstall, EngineHost, NodeSession, TaskRunner, CreditsPoller —
+// and owns the state machine between them. Everything runs on the thread that owns the Node, except
+// the benchmark (a short-lived thread) and the engine (its own thread).
 
 #include "base/Result.h"
 #include "base/ShardManifest.h"
@@ -16,7 +17,6 @@
 #include "protocol/ControlMessages.h"
 #include "protocol/SessionMessages.h"
 
-#include <QElapsedTimer>
 #include <QJsonObject>
 #include <QObject>
 #include <QTimer>
@@ -37,8 +37,6 @@ class NodeSession;
 class ShardInstall;
 class ShardStore;
 class TaskRunner;
-struct EngineResult;
-struct EngineStats;
 
 // Process exit codes of `tessera-node run`.
 enum NodeExit : int { ExitStopped = 0, ExitError = 1, ExitUsage = 2, ExitRefused = 3 };
