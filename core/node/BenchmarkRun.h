@@ -24,7 +24,6 @@ public:
 
     // {budget_s, elapsed_s[, device, name, tflops, dtype]}
     QJsonObject status() const;
-    const HardwareClaims& claims() const { return m_claims; }
 
 Q_SIGNALS:
     void finished(const tessera::node::HardwareClaims& claims);

@@ -24,7 +24,6 @@
 
 #include <chrono>
 #include <memory>
-#include <optional>
 
 class QWebSocket;
 class QWebSocketServer;

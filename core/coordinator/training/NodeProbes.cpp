@@ -22,10 +22,8 @@ bool NodeProbes::onResult(const QString& node, const protocol::TaskResult& resul
     if (result.ok && result.computeSeconds > 0 && result.tokens > 0) {
         const double secondsPerToken = result.computeSeconds / double(result.tokens);
         m_speed.insert(node, secondsPerToken);
-        ++m_answered;
         qInfo("coordinator: node %s probe: %.3g s per token", qPrintable(node.left(12)), secondsPerToken);
     } else {
-        ++m_failed;
         qWarning("coordinator: node %s probe failed: %s", qPrintable(node.left(12)),
                  qPrintable(result.error.left(200)));
     }

@@ -32,16 +32,11 @@ public:
     std::optional<double> secondsPerToken(const QString& node) const;
     void forget(const QString& node);
 
-    qint64 answered() const { return m_answered; }
-    qint64 failed() const { return m_failed; }
-
 private:
     SendText m_sendText;
     QHash<QString, qint64> m_pending; // node → the probe's task id
     QHash<QString, double> m_speed;   // node → seconds per token
     qint64 m_nextTaskId = 1;
-    qint64 m_answered = 0;
-    qint64 m_failed = 0;
 };
 
 } // namespace tessera::coordinator
