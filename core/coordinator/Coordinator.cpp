@@ -202,6 +202,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
 
     AdmissionSettings admission;
     admission.minimumClientVersion = std::max(options.minClientVersion, protocol::kOldestCompatibleClient);
+    admission.reputation = options.training.reputation;
     AssignmentSettings assignment;
     assignment.maxNodesTotal = options.maxNodes;
     assignment.maxNodesPerStage = options.maxNodesPerStage;

@@ -139,6 +139,11 @@ QString NodeStatusText::refusalAdvice(protocol::RefusalKind why) {
     case protocol::RefusalKind::ClientTooOld:
         return tr(
             "This version of Tessera is too old for the swarm. Install the latest version and try again.");
+    case protocol::RefusalKind::Banned:
+        return tr("The coordinator found results from this computer that were not the model's work "
+                  "(a failed check of its results) and no longer accepts it for a while. If you did not "
+                  "modify Tessera, check that your graphics card is stable (no overclock) and contact "
+                  "the coordinator's operator.");
     case protocol::RefusalKind::Other:
         break;
     }

@@ -7,8 +7,8 @@ namespace tessera::protocol {
 
 namespace {
 
-constexpr std::array<const char*, 4> kNames{"other", "client_too_old", "no_stage_fits",
-                                            "coordinator_key_changed"};
+constexpr std::array<const char*, 5> kNames{"other", "client_too_old", "no_stage_fits",
+                                            "coordinator_key_changed", "banned"};
 
 } // namespace
 

@@ -17,6 +17,7 @@ enum class RefusalKind : quint8 {
     ClientTooOld,          // this Tessera is older than the coordinator accepts
     NoStageFits,           // no stage of the model fits this machine's memory
     CoordinatorKeyChanged, // the coordinator at this address is not the one pinned on first use
+    Banned,                // this node (or its network) failed the coordinator's checks of its work
 };
 
 struct Refusal {

@@ -61,18 +61,19 @@ Result<std::vector<StageLoad>> AdmissionService::stageLoads(const QString& excep
     return loads;
 }
 
-Result<AdmissionOutcome> AdmissionService::admit(const protocol::AdmissionClaims& claims, qint64 nowMs) {
+Result<AdmissionOutcome> AdmissionService::admit(const protocol::AdmissionClaims& claims, qint64 nowMs,
+                                                 const QString& network) {
     if (!claims.signatureValid())
         return AdmissionOutcome(
             Unauthorized{"signature: does not verify with node_key over the admission payload"});
     AdmissionOutcome outcome;
-    Status s = m_db.writeTransaction([&] { return decide(claims, nowMs, outcome); });
+    Status s = m_db.writeTransaction([&] { return decide(claims, nowMs, network, outcome); });
     if (!s)
         return s.error();
     return outcome;
 }
 
-Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 nowMs,
+Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 nowMs, const QString& network,
                                 AdmissionOutcome& outcome) {
     Result<NonceVerdict> nonce = NonceStore(m_db).consume(claims.nonce, claims.nodeKey, nowMs);
     if (!nonce)
@@ -90,6 +91,27 @@ Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 
     }
 
     const QString nodeId = claims.nodeId();
+    Reputation reputation(m_db, m_settings.reputation);
+    Result<std::optional<QString>> banned = reputation.banned(nodeId, network, nowMs);
+    if (!banned)
+        return banned.error();
+    if (*banned) {
+        outcome = Denied{(**banned).toStdString(), protocol::RefusalKind::Banned};
+        return {};
+    }
+    if (const int most = m_settings.reputation.maxNodesPerNetwork; most > 0 && !network.isEmpty()) {
+        Result<qint64> online = NodeRegistry(m_db).onlineFromNetwork(network, nodeId);
+        if (!online)
+            return online.error();
+        if (*online >= most) {
+            outcome = Waitlisted{300, QStringLiteral("%1 nodes are online from your network (%2), as many as this "
+                                                     "coordinator admits from one network")
+                                          .arg(*online)
+                                          .arg(network)
+                                          .toStdString()};
+            return {};
+        }
+    }
     Result<std::vector<StageLoad>> loads = stageLoads(nodeId);
     if (!loads)
         return loads.error();
@@ -110,7 +132,7 @@ Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 
     SessionStore sessions(m_db);
     if (Status r =
             registry.admit(NodeAdmission{nodeId, claims.nodeKey, compact(claims.hardware),
-                                         compact(claims.bench), claims.clientVersionText, claims.gflops},
+                                         compact(claims.bench), claims.clientVersionText, claims.gflops, network},
                            nowMs);
         !r)
         return r;

@@ -8,7 +8,8 @@
 //   2. inside one write transaction: spend the nonce (one conditional UPDATE: unknown, expired,
 //      foreign or already spent → Unauthorized; of two replays exactly one gets past here; a
 //      failing database is an error, never Unauthorized);
-//   3. client version >= minimum → else Denied;
+//   3. client version >= minimum → else Denied; the node or its network banned (Reputation) →
+//      Denied (banned); as many nodes online from its network as allowed → Waitlisted;
 //   4. AssignmentPolicy on the online nodes' loads → Denied (fits no stage) or Waitlisted;
 //   5. record the node (online, stage), the assignment and a new session, revoking the node's
 //      older sessions → Admitted.
@@ -19,6 +20,7 @@
 #include "base/Result.h"
 #include "coordinator/admission/AdmissionOutcome.h"
 #include "coordinator/admission/AssignmentPolicy.h"
+#include "coordinator/trust/Reputation.h"
 #include "protocol/AdmissionClaims.h"
 #include "protocol/ClientVersion.h"
 
@@ -36,6 +38,7 @@ struct AdmissionSettings {
     protocol::ClientVersion minimumClientVersion = protocol::kOldestCompatibleClient;
     std::chrono::milliseconds nonceTtl{std::chrono::seconds(120)};
     std::chrono::milliseconds sessionTtl{std::chrono::hours(24)};
+    ReputationSettings reputation; // bans by node and network, the limit per network
 };
 
 class AdmissionService final {
@@ -46,7 +49,9 @@ public:
     // error names node_key when it is not a base64url Ed25519 key.
     Result<QString> challenge(const QString& nodeKey, qint64 nowMs);
     // An error is the coordinator's own failure (SQL): the HTTP layer answers 500.
-    Result<AdmissionOutcome> admit(const protocol::AdmissionClaims& claims, qint64 nowMs);
+    // `network`: what the request came from (Reputation::networkOf), "" when unknown.
+    Result<AdmissionOutcome> admit(const protocol::AdmissionClaims& claims, qint64 nowMs,
+                                   const QString& network = {});
 
     // One entry per stage: the online nodes assigned to it, except `except` (a node being
     // re-admitted does not compete with itself).
@@ -56,7 +61,8 @@ public:
     static QString sessionTokenHash(const QString& token);
 
 private:
-    Status decide(const protocol::AdmissionClaims& claims, qint64 nowMs, AdmissionOutcome& outcome);
+    Status decide(const protocol::AdmissionClaims& claims, qint64 nowMs, const QString& network,
+                  AdmissionOutcome& outcome);
 
     Database& m_db;
     AssignmentPolicy m_policy;

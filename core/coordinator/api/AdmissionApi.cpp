@@ -57,7 +57,8 @@ HttpResponse AdmissionApi::admit(const HttpRequest& request) {
         m_metrics.countAdmission(QStringLiteral("bad_request"));
         return HttpResponse::error(400, qs(claims.message()));
     }
-    Result<AdmissionOutcome> outcome = m_service.admit(*claims, QDateTime::currentMSecsSinceEpoch());
+    Result<AdmissionOutcome> outcome = m_service.admit(*claims, QDateTime::currentMSecsSinceEpoch(),
+                                                       Reputation::networkOf(request.peerAddress));
     if (!outcome) {
         m_metrics.countAdmission(QStringLiteral("error"));
         return internalError("decide the admission", outcome.message());

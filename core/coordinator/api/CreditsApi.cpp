@@ -1,5 +1,7 @@
 #include "coordinator/api/CreditsApi.h"
 
+#include "coordinator/store/TrainingStore.h"
+
 #include "common/Identity.h"
 #include "coordinator/api/JsonBody.h"
 #include "coordinator/store/CreditLedger.h"
@@ -55,9 +57,20 @@ HttpResponse CreditsApi::credits(const HttpRequest& request) {
     Result<CreditTotals> totals = ledger.totals(nodeId);
     if (!totals)
         return storageError(totals.message());
+    Result<CreditEscrow> escrow = TrainingStore(m_db).escrow(nodeId);
+    if (!escrow)
+        return storageError(escrow.message());
     QJsonArray list;
     for (const CreditReceipt& r : *receipts)
         list.append(receiptJson(r));
+    // Work accepted but not yet in a receipt (in escrow until an audit covers it), and what failed
+    // audits forfeited. Unsigned: only receipts are credit.
+    QJsonObject escrowJson{{QStringLiteral("pending_flop"), escrow->pendingFlop},
+                           {QStringLiteral("forfeited_flop"), escrow->forfeitedFlop}};
+    if (escrow->lastForfeitAtMs > 0) {
+        escrowJson.insert(QStringLiteral("last_forfeit_at"), escrow->lastForfeitAtMs);
+        escrowJson.insert(QStringLiteral("last_forfeit_reason"), escrow->lastForfeitReason);
+    }
     return HttpResponse::json(200, QJsonDocument(QJsonObject{
                                        {QStringLiteral("node_id"), nodeId},
                                        {QStringLiteral("receipts"), list},
@@ -67,6 +80,7 @@ HttpResponse CreditsApi::credits(const HttpRequest& request) {
                                         double(totals->microCredits) / protocol::kMicroCreditsPerCredit},
                                        {QStringLiteral("last_seq"), totals->lastSeq},
                                        {QStringLiteral("coordinator_key"), m_coordinatorKey},
+                                       {QStringLiteral("escrow"), escrowJson},
                                    }));
 }
 

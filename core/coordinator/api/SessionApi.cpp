@@ -125,6 +125,13 @@ void SessionApi::accept(QWebSocket* socket) {
     // A node admitted before this coordinator was upgraded may speak an older session protocol:
     // it is told so in words (and its next admission is refused with the minimum version).
     if (Result<std::optional<NodeRecord>> node = nodes.find(nodeId); node && *node) {
+        // A banned node (a failed audit, strikes) or one from a banned network takes no part.
+        if (Result<std::optional<QString>> banned = Reputation(m_db).banned(nodeId, (*node)->network, now);
+            banned && *banned) {
+            m_metrics.countSession(QStringLiteral("rejected"));
+            closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated, (**banned).left(120));
+            return;
+        }
         const Result<protocol::ClientVersion> version =
             protocol::ClientVersion::parse((*node)->clientVersion);
         if (!version || *version < protocol::kOldestCompatibleClient) {
@@ -372,6 +379,20 @@ void SessionApi::closeAll(const QString& reason) {
         m_closing << socket;
         drop(socket);
         closeSocket(socket, QWebSocketProtocol::CloseCodeGoingAway, reason);
+    }
+}
+
+void SessionApi::closeNode(const QString& nodeId, const QString& reason) {
+    if (Result<int> revoked = SessionStore(m_db).revokeNode(nodeId); !revoked)
+        qWarning("coordinator: revoking node %s's sessions failed: %s", qPrintable(nodeId.left(12)),
+                 revoked.message().c_str());
+    QList<QWebSocket*> sockets;
+    for (auto it = m_live.cbegin(); it != m_live.cend(); ++it)
+        if (it->nodeId == nodeId)
+            sockets << it.key();
+    for (QWebSocket* socket : sockets) {
+        drop(socket);
+        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated, reason.left(120));
     }
 }
 

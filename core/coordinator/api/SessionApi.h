@@ -72,6 +72,8 @@ public:
     // For a clean stop: closes every socket with 1001 (going away), marks their nodes offline
     // and stops the sweep. closing() stays true until the peers have taken the close frames.
     void closeAll(const QString& reason);
+    // A banned node: its session tokens are revoked and its sockets closed with 1008 and `reason`.
+    void closeNode(const QString& nodeId, const QString& reason);
     bool closing() const;
 
 private:

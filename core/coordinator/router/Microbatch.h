@@ -61,7 +61,8 @@ struct Microbatch {
     QString taskNode;
     qint64 taskDeadlineMs = 0;
     bool taskHasInput = false;
-    qint64 taskEpoch = 0; // the node's step epoch when the task was sent (a step after it drops the graph)
+    qint64 taskEpoch = 0;   // the node's step epoch when the task was sent (a step after it drops the graph)
+    qint64 taskVersion = 0; // the version of the node's weights the task runs on (Router::weightsVersion)
 };
 
 } // namespace tessera::coordinator

@@ -60,7 +60,7 @@ void Router::setIssuing(bool on) {
 void Router::addNode(const QString& nodeId, int stage, std::optional<double> secondsPerToken) {
     if (stage < 0 || stage >= m_stages || m_nodes.contains(nodeId))
         return;
-    m_nodes.insert(nodeId, NodeInfo{stage, 0});
+    m_nodes.insert(nodeId, NodeInfo{stage, 0, 0});
     m_schedulers[std::size_t(stage)].addNode(nodeId, secondsPerToken);
     // Microbatches waiting for a node of this stage go now.
     std::vector<qint64> waiting;
@@ -79,6 +79,7 @@ void Router::removeNode(const QString& nodeId, const QString& reason) {
         return;
     const int stage = it->stage;
     m_nodes.erase(it);
+    m_lastAnswerMs.remove(nodeId);
     m_schedulers[std::size_t(stage)].removeNode(nodeId);
     std::vector<qint64> affected;
     for (auto& [id, mb] : m_microbatches)
@@ -182,6 +183,7 @@ bool Router::sendTask(Microbatch& mb, const QString& node, bool withInput) {
     mb.taskNode = node;
     mb.taskHasInput = withInput;
     mb.taskEpoch = m_nodes.value(node).epoch;
+    mb.taskVersion = m_nodes.value(node).version;
     mb.taskDeadlineMs = m_schedulers[std::size_t(mb.stage)]
                             .deadlineMs(node, mb.tokens, t)
                             .value_or(t + m_settings.scheduler.minDeadlineMs);
@@ -248,7 +250,11 @@ void Router::onResult(const QString& nodeId, const protocol::TaskResult& result,
         return;
     }
     Microbatch& mb = mbIt->second;
-    const qint64 sentAt = m_taskSentAtMs.value(result.taskId, now());
+    const qint64 t = now();
+    // The node's busy time for this task as the coordinator sees it: from sending it, or from the
+    // node's previous answer when it was still busy with that one then (tasks run one at a time).
+    const qint64 startedAt = std::max(m_taskSentAtMs.value(result.taskId, t), m_lastAnswerMs.value(nodeId, 0));
+    m_lastAnswerMs.insert(nodeId, t);
     if (!result.ok) {
         if (result.errorKind == ErrorKind::MissingGraph && !mb.taskHasInput) {
             // The node no longer holds the forward's graph: same node, now with the input.
@@ -261,10 +267,7 @@ void Router::onResult(const QString& nodeId, const protocol::TaskResult& result,
         failPhase(mb, QStringLiteral("node %1: %2").arg(shortId(nodeId), result.error.left(200)), true);
         return;
     }
-    double seconds = result.computeSeconds;
-    if (!(seconds > 0) || !std::isfinite(seconds))
-        seconds = double(now() - sentAt) / 1000.0;
-    advance(mb, result, message, seconds);
+    advance(mb, result, message, double(std::max<qint64>(1, t - startedAt)) / 1000.0);
 }
 
 void Router::advance(Microbatch& mb, const protocol::TaskResult& result, const protocol::TaskMessage& message,
@@ -279,17 +282,19 @@ void Router::advance(Microbatch& mb, const protocol::TaskResult& result, const p
     if (kind == TaskKind::Forward) {
         output = message.hold(TaskFrameType::ForwardOutput);
         if (output.frame.payload.isEmpty())
-            return failPhase(mb, QStringLiteral("forward result without its output frame"), true);
+            return refuse(mb, QStringLiteral("forward result without its output frame"));
     } else if (s > 0) {
         output = message.hold(TaskFrameType::BackwardOutput);
         if (output.frame.payload.isEmpty())
-            return failPhase(mb, QStringLiteral("backward result without its gradient frame"), true);
+            return refuse(mb, QStringLiteral("backward result without its gradient frame"));
     }
-    if (kind == TaskKind::ForwardBackward) {
-        if (!result.loss || !std::isfinite(*result.loss))
-            return failPhase(mb, QStringLiteral("last stage's result without a finite loss"), true);
+    if (kind == TaskKind::ForwardBackward && (!result.loss || !std::isfinite(*result.loss)))
+        return refuse(mb, QStringLiteral("last stage's result without a finite loss"));
+    if (m_check)
+        if (std::optional<QString> why = m_check(node, mb, kind, output, result.loss))
+            return refuse(mb, *why);
+    if (kind == TaskKind::ForwardBackward)
         mb.loss = *result.loss;
-    }
 
     const qint64 t = now();
     m_schedulers[std::size_t(s)].complete(node, mb.tokens, seconds, t);
@@ -317,6 +322,14 @@ void Router::advance(Microbatch& mb, const protocol::TaskResult& result, const p
     mb.stage = s - 1;
     mb.phase = Microbatch::Phase::Backward;
     dispatch(mb);
+}
+
+void Router::refuse(Microbatch& mb, const QString& why) {
+    const QString node = mb.taskNode;
+    const int stage = mb.stage;
+    ++m_counters.refused;
+    failPhase(mb, QStringLiteral("node %1's result refused: %2").arg(shortId(node), why), true);
+    Q_EMIT refused(node, stage, why);
 }
 
 void Router::finish(qint64 id, bool done, const QString& reason) {
@@ -348,8 +361,35 @@ void Router::finish(qint64 id, bool done, const QString& reason) {
 }
 
 void Router::stepSent() {
-    for (NodeInfo& n : m_nodes)
+    for (NodeInfo& n : m_nodes) {
         ++n.epoch;
+        ++n.version;
+    }
+}
+
+void Router::weightsChanged(const QString& nodeId) {
+    if (const auto it = m_nodes.find(nodeId); it != m_nodes.end())
+        ++it->version;
+}
+
+qint64 Router::weightsVersion(const QString& nodeId) const {
+    const auto it = m_nodes.constFind(nodeId);
+    return it == m_nodes.constEnd() ? -1 : it->version;
+}
+
+void Router::ban(const QString& nodeId, const QString& why) {
+    const auto info = m_nodes.constFind(nodeId);
+    if (info == m_nodes.constEnd())
+        return;
+    m_schedulers[std::size_t(info->stage)].fail(nodeId, now());
+    qWarning("router: node %s banned for a while: %s", qPrintable(shortId(nodeId)), qPrintable(why));
+    std::vector<qint64> affected;
+    for (auto& [id, mb] : m_microbatches)
+        if (mb.taskId != 0 && mb.taskNode == nodeId)
+            affected.push_back(id);
+    for (qint64 id : affected)
+        if (const auto mb = m_microbatches.find(id); mb != m_microbatches.end())
+            failPhase(mb->second, QStringLiteral("node %1 was banned").arg(shortId(nodeId)), false);
 }
 
 void Router::tick() {

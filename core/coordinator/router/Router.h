@@ -10,6 +10,12 @@
 // otherwise to any replica, with the forward's input so it recomputes. A result that comes
 // after its task was given to someone else is a duplicate: ignored, never credited.
 //
+// Between a result's arrival and its acceptance stands the check (setCheck: ResultCheck in the
+// Trainer): a refused result is never relayed or credited, its phase goes to another node, and its
+// producer — never the consumer that would have received it — is banned for a while and reported
+// (refused). A node's speed is the coordinator's own measurement (from sending a task, or from the
+// node's previous answer when it was busy, to its answer), never the compute_seconds it reports.
+//
 // Single-threaded (the coordinator's thread). Sends through a callback, so tests can drive it.
 
 #include "coordinator/router/Microbatch.h"
@@ -51,6 +57,7 @@ struct RouterCounters {
     qint64 retries = 0;    // phases sent again after a failure
     qint64 duplicates = 0; // results that came too late and were ignored
     qint64 tasksSent = 0;
+    qint64 refused = 0; // results that failed their check
 };
 
 struct RouterStage {
@@ -67,6 +74,11 @@ public:
     using Send = std::function<bool(const QString& nodeId, const QByteArray& message)>;
     using Feed = std::function<std::optional<MicrobatchInput>()>;
     using Clock = std::function<qint64()>;
+    // A result under check: the reason it is refused, or none. `output` is the frame it returned
+    // (empty for a stage 0 backward), `loss` the last stage's.
+    using Check = std::function<std::optional<QString>(const QString& node, const Microbatch& mb, TaskKind kind,
+                                                        const protocol::HeldFrame& output,
+                                                        std::optional<double> loss)>;
 
     // stageParameters[s]: the parameter count N of stage s (for the FLOPs credited).
     Router(int stages, std::vector<qint64> stageParameters, RouterSettings settings, Send send, Feed feed,
@@ -74,6 +86,7 @@ public:
     ~Router() override;
 
     void setClock(Clock clock) { m_clock = std::move(clock); }
+    void setCheck(Check check) { m_check = std::move(check); }
     // Microbatch ids go on from here (they are unique across restarts: the caller persists them).
     void setNextMicrobatchId(qint64 id) { m_nextMicrobatch = id; }
     // Issuing new microbatches (on by default); off lets what is in flight finish.
@@ -95,6 +108,13 @@ public:
                   const protocol::TaskMessage& message);
     // Every node has just been sent `step`: the graphs they hold are gone after it.
     void stepSent();
+    // The node's weights change without a step (an averaging result was sent to it): tasks sent
+    // from now on run on another version of its weights (Microbatch::taskVersion).
+    void weightsChanged(const QString& nodeId);
+    // The version of the node's weights that a task sent to it now runs on; -1 for an unknown node.
+    qint64 weightsVersion(const QString& nodeId) const;
+    // The node is banned for a while (a failed audit found later): what it has in flight goes elsewhere.
+    void ban(const QString& nodeId, const QString& why);
 
     void tick();
     // Ends every microbatch in flight as abandoned (a clean stop).
@@ -110,11 +130,14 @@ Q_SIGNALS:
     void issued(qint64 microbatch, qint64 tokens);
     void completed(const tessera::coordinator::Microbatch& microbatch);
     void abandoned(const tessera::coordinator::Microbatch& microbatch);
+    // A node's result failed its check (or lacked what it must carry): the node is to blame.
+    void refused(const QString& node, int stage, const QString& reason);
 
 private:
     struct NodeInfo {
         int stage = 0;
-        qint64 epoch = 0; // steps sent to it since it joined
+        qint64 epoch = 0;   // steps sent to it since it joined
+        qint64 version = 0; // changes of its weights (steps and averaging results) since it joined
     };
 
     qint64 now() const { return m_clock(); }
@@ -127,6 +150,7 @@ private:
     void failPhase(Microbatch& mb, const QString& why, bool ban);
     void advance(Microbatch& mb, const protocol::TaskResult& result, const protocol::TaskMessage& message,
                  double seconds);
+    void refuse(Microbatch& mb, const QString& why);
     void finish(qint64 id, bool completed, const QString& reason = {});
     qint64 flopOf(int stage, TaskKind kind, bool recomputed, qint64 tokens) const;
 
@@ -136,11 +160,13 @@ private:
     Send m_send;
     Feed m_feed;
     Clock m_clock;
+    Check m_check;
     std::vector<StageScheduler> m_schedulers;
     QHash<QString, NodeInfo> m_nodes;
     std::map<qint64, Microbatch> m_microbatches; // in flight, by id
     QHash<qint64, qint64> m_taskToMicrobatch;    // task in flight → microbatch
     QHash<qint64, qint64> m_taskSentAtMs;
+    QHash<QString, qint64> m_lastAnswerMs; // by node: when its previous result came
     qint64 m_nextMicrobatch = 1;
     qint64 m_nextTask = 1;
     bool m_issuing = true;

@@ -111,6 +111,35 @@ const std::vector<Migration>& migrations() {
              " tokens BIGINT NOT NULL,"
              " at BIGINT NOT NULL)",
          }},
+        {3,
+         "trust: reputation by node and by network, credit in escrow, forfeits",
+         {
+             // The network a node was admitted from (an IPv4 /24, an IPv6 /48).
+             "ALTER TABLE nodes ADD COLUMN network TEXT NOT NULL DEFAULT ''",
+             // subject: "node:<id>" or "net:<prefix>". audited_through: a node's work accepted up to
+             // this time is covered by an audit it passed afterwards (its credit may be granted).
+             "CREATE TABLE reputation ("
+             " subject TEXT PRIMARY KEY,"
+             " strikes INTEGER NOT NULL DEFAULT 0,"
+             " audits_passed INTEGER NOT NULL DEFAULT 0,"
+             " audits_failed INTEGER NOT NULL DEFAULT 0,"
+             " banned_nodes INTEGER NOT NULL DEFAULT 0,"
+             " banned_until BIGINT NOT NULL DEFAULT 0,"
+             " ban_reason TEXT NOT NULL DEFAULT '',"
+             " audited_through BIGINT NOT NULL DEFAULT 0,"
+             " updated_at BIGINT NOT NULL)",
+             // credit: "pending" (in escrow) | "granted" (in a receipt) | "forfeited". Rows from
+             // before this migration were counted in credit_pending already: "settled".
+             "ALTER TABLE accepted_tasks ADD COLUMN accepted_at BIGINT NOT NULL DEFAULT 0",
+             "ALTER TABLE accepted_tasks ADD COLUMN credit TEXT NOT NULL DEFAULT 'settled'",
+             "CREATE INDEX accepted_tasks_credit ON accepted_tasks (credit, node_id)",
+             "CREATE TABLE credit_forfeits ("
+             " node_id TEXT NOT NULL,"
+             " at BIGINT NOT NULL,"
+             " flop BIGINT NOT NULL,"
+             " reason TEXT NOT NULL,"
+             " PRIMARY KEY (node_id, at))",
+         }},
     };
     return all;
 }

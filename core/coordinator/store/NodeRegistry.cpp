@@ -8,7 +8,7 @@ namespace tessera::coordinator {
 namespace {
 
 const QString kColumns = QStringLiteral("node_id, public_key, first_seen, last_seen, state, hardware_json, "
-                                        "bench_json, client_version, stage");
+                                        "bench_json, client_version, stage, network");
 
 NodeRecord readNode(const QSqlQuery& q) {
     NodeRecord n;
@@ -22,6 +22,7 @@ NodeRecord readNode(const QSqlQuery& q) {
     n.benchJson = q.value(6).toString();
     n.clientVersion = q.value(7).toString();
     n.stage = sql::optionalInt(q.value(8));
+    n.network = q.value(9).toString();
     return n;
 }
 
@@ -57,13 +58,14 @@ Status NodeRegistry::admit(const NodeAdmission& a, qint64 nowMs) {
         m_db.connection(),
         QStringLiteral(
             "INSERT INTO nodes (node_id, public_key, first_seen, last_seen, state, hardware_json, "
-            "bench_json, client_version, stage, bench_gflops) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?) "
+            "bench_json, client_version, stage, bench_gflops, network) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) "
             "ON CONFLICT (node_id) DO UPDATE SET public_key = excluded.public_key, "
             "last_seen = excluded.last_seen, state = excluded.state, "
             "hardware_json = excluded.hardware_json, bench_json = excluded.bench_json, "
-            "client_version = excluded.client_version, bench_gflops = excluded.bench_gflops"),
+            "client_version = excluded.client_version, bench_gflops = excluded.bench_gflops, "
+            "network = excluded.network"),
         {a.nodeId, a.publicKey, nowMs, nowMs, nodeStateName(NodeState::Online), a.hardwareJson, a.benchJson,
-         a.clientVersion, a.benchGflops});
+         a.clientVersion, a.benchGflops, a.network.isNull() ? QStringLiteral("") : a.network});
     return q ? Status() : Status(q.error());
 }
 
@@ -117,6 +119,16 @@ Result<int> NodeRegistry::markStaleOffline(qint64 cutoffMs) {
     if (!q)
         return q.error();
     return q->numRowsAffected();
+}
+
+Result<qint64> NodeRegistry::onlineFromNetwork(const QString& network, const QString& except) {
+    Result<std::optional<QVariant>> n = sql::scalar(
+        m_db.connection(),
+        QStringLiteral("SELECT COUNT(*) FROM nodes WHERE state = ? AND network = ? AND node_id <> ?"),
+        {nodeStateName(NodeState::Online), network, except});
+    if (!n)
+        return n.error();
+    return *n ? (*n)->toLongLong() : 0;
 }
 
 Result<std::optional<NodeRecord>> NodeRegistry::find(const QString& nodeId) {

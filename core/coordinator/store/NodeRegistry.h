@@ -28,6 +28,7 @@ struct NodeRecord {
     QString benchJson;
     QString clientVersion;
     std::optional<int> stage;
+    QString network; // what it was admitted from (trust/Reputation::networkOf)
 };
 
 // What an admission tells about a node.
@@ -38,6 +39,7 @@ struct NodeAdmission {
     QString benchJson;
     QString clientVersion;
     double benchGflops = 0; // bench_json's gflops, kept as a column for stageTotals()
+    QString network;
 };
 
 // Online nodes of one stage and their summed benchmark throughput.
@@ -65,6 +67,8 @@ public:
     Result<int> markStaleOffline(qint64 cutoffMs);
 
     Result<std::optional<NodeRecord>> find(const QString& nodeId);
+    // Online nodes admitted from `network`, `except` not counted.
+    Result<qint64> onlineFromNetwork(const QString& network, const QString& except = {});
     // Filters are optional: nothing given lists every node, ordered by node id.
     Result<std::vector<NodeRecord>> list(std::optional<NodeState> state = std::nullopt,
                                          std::optional<int> stage = std::nullopt);

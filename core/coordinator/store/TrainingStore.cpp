@@ -85,20 +85,13 @@ void TrainingStore::completed(const Microbatch& mb, qint64 atMs) {
                      {atMs, std::isfinite(mb.loss) ? QVariant(mb.loss) : QVariant(), mb.id}});
     int seq = 0;
     for (const AcceptedTask& t : mb.accepted) {
+        // Its credit is pending (in escrow) until grantCredits() may release it.
         m_ops.push_back(
             {QStringLiteral("INSERT INTO accepted_tasks (microbatch, seq, node_id, stage, kind, tokens, "
-                            "flop) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+                            "flop, accepted_at, credit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')"),
              {mb.id, seq++, t.nodeId, t.stage,
               QString(protocol::taskKindName(t.kind) + QLatin1String(t.recomputed ? "+recompute" : "")),
-              t.tokens, t.flop}});
-        // Upsert without backend-specific syntax: insert a zero row when none, then add.
-        m_ops.push_back(
-            {QStringLiteral("INSERT INTO credit_pending (node_id, flop) SELECT ?, 0 WHERE NOT EXISTS "
-                            "(SELECT 1 FROM credit_pending WHERE node_id = ?) AND EXISTS "
-                            "(SELECT 1 FROM nodes WHERE node_id = ?)"),
-             {t.nodeId, t.nodeId, t.nodeId}});
-        m_ops.push_back({QStringLiteral("UPDATE credit_pending SET flop = flop + ? WHERE node_id = ?"),
-                         {t.flop, t.nodeId}});
+              t.tokens, t.flop, atMs}});
     }
 }
 
@@ -141,12 +134,26 @@ Status TrainingStore::flush() {
     return s;
 }
 
-Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign, qint64 nowMs) {
+namespace {
+
+// A node's pending work that may leave escrow: accepted before the cutoff and before the time its
+// last passed audit covers (reputation.audited_through).
+const char* const kReleasable = "credit = 'pending' AND accepted_at <= ? AND accepted_at <= COALESCE("
+                                "(SELECT audited_through FROM reputation WHERE subject = 'node:' || node_id), 0)";
+
+} // namespace
+
+Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign, qint64 nowMs, qint64 cutoffMs) {
     QStringList granted;
     Status s = m_db.writeTransaction([&]() -> Status {
         const QSqlDatabase& c = m_db.connection();
-        Result<QSqlQuery> q = sql::exec(
-            c, QStringLiteral("SELECT node_id, flop FROM credit_pending WHERE flop > 0 ORDER BY node_id"));
+        Result<QSqlQuery> q =
+            sql::exec(c,
+                      QStringLiteral("SELECT node_id, SUM(flop) FROM (SELECT node_id, flop FROM credit_pending "
+                                     "WHERE flop > 0 UNION ALL SELECT node_id, flop FROM accepted_tasks WHERE %1) "
+                                     "AS releasable GROUP BY node_id ORDER BY node_id")
+                          .arg(QLatin1String(kReleasable)),
+                      {cutoffMs});
         if (!q)
             return q.error();
         std::vector<std::pair<QString, qint64>> pending;
@@ -167,6 +174,13 @@ Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign
                     c, QStringLiteral("UPDATE credit_pending SET flop = 0 WHERE node_id = ?"), {node});
                 !z)
                 return z.error();
+            if (Result<QSqlQuery> z = sql::exec(c,
+                                                QStringLiteral("UPDATE accepted_tasks SET credit = 'granted' "
+                                                               "WHERE node_id = ? AND %1")
+                                                    .arg(QLatin1String(kReleasable)),
+                                                {node, cutoffMs});
+                !z)
+                return z.error();
             granted << node;
         }
         return {};
@@ -174,6 +188,65 @@ Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign
     if (!s)
         return makeError("granting credits: " + s.message());
     return granted;
+}
+
+Result<qint64> TrainingStore::forfeit(const QString& node, const QString& reason, qint64 nowMs) {
+    qint64 lost = 0;
+    Status s = m_db.writeTransaction([&]() -> Status {
+        const QSqlDatabase& c = m_db.connection();
+        Result<std::optional<QVariant>> pending = sql::scalar(
+            c,
+            QStringLiteral("SELECT COALESCE((SELECT SUM(flop) FROM accepted_tasks WHERE node_id = ? AND credit = "
+                           "'pending'), 0) + COALESCE((SELECT SUM(flop) FROM credit_pending WHERE node_id = ?), 0)"),
+            {node, node});
+        if (!pending)
+            return pending.error();
+        lost = scalarInt(pending);
+        for (const char* update : {"UPDATE accepted_tasks SET credit = 'forfeited' WHERE node_id = ? AND credit = "
+                                   "'pending'",
+                                   "UPDATE credit_pending SET flop = 0 WHERE node_id = ?"})
+            if (Result<QSqlQuery> q = sql::exec(c, QLatin1String(update), {node}); !q)
+                return q.error();
+        // One row per millisecond and node: a second forfeit in the same one adds to it.
+        if (Result<QSqlQuery> q = sql::exec(c, QStringLiteral("DELETE FROM credit_forfeits WHERE node_id = ? AND at = ?"),
+                                            {node, nowMs});
+            !q)
+            return q.error();
+        Result<QSqlQuery> q =
+            sql::exec(c, QStringLiteral("INSERT INTO credit_forfeits (node_id, at, flop, reason) VALUES (?, ?, ?, ?)"),
+                      {node, nowMs, lost, reason.left(500)});
+        return q ? Status() : Status(q.error());
+    });
+    if (!s)
+        return makeError("forfeiting credit: " + s.message());
+    return lost;
+}
+
+Result<CreditEscrow> TrainingStore::escrow(const QString& node) {
+    const QSqlDatabase& c = m_db.connection();
+    CreditEscrow e;
+    Result<std::optional<QVariant>> pending = sql::scalar(
+        c,
+        QStringLiteral("SELECT COALESCE((SELECT SUM(flop) FROM accepted_tasks WHERE node_id = ? AND credit = "
+                       "'pending'), 0) + COALESCE((SELECT SUM(flop) FROM credit_pending WHERE node_id = ?), 0)"),
+        {node, node});
+    if (!pending)
+        return pending.error();
+    e.pendingFlop = scalarInt(pending);
+    Result<std::optional<QVariant>> lost =
+        sql::scalar(c, QStringLiteral("SELECT SUM(flop) FROM credit_forfeits WHERE node_id = ?"), {node});
+    if (!lost)
+        return lost.error();
+    e.forfeitedFlop = scalarInt(lost);
+    Result<QSqlQuery> last = sql::exec(
+        c, QStringLiteral("SELECT at, reason FROM credit_forfeits WHERE node_id = ? ORDER BY at DESC LIMIT 1"), {node});
+    if (!last)
+        return last.error();
+    if (last->next()) {
+        e.lastForfeitAtMs = last->value(0).toLongLong();
+        e.lastForfeitReason = last->value(1).toString();
+    }
+    return e;
 }
 
 Result<std::vector<LossPoint>> TrainingStore::lossHistory(int maxPoints) {

@@ -35,6 +35,13 @@ struct TrainingState {
     qint64 creditedFlop = 0;     // in receipts and pending
 };
 
+struct CreditEscrow {
+    qint64 pendingFlop = 0;
+    qint64 forfeitedFlop = 0;
+    QString lastForfeitReason;
+    qint64 lastForfeitAtMs = 0;
+};
+
 struct LossPoint {
     qint64 step = 0;
     double loss = 0;
@@ -60,10 +67,16 @@ public:
     // Writes everything queued in one transaction; on failure it stays queued.
     Status flush();
 
-    // Turns each node's pending FLOPs into one receipt (1 micro-credit per 10^9 FLOP, the
+    // Turns each node's pending FLOPs that may leave escrow — accepted before cutoffMs and before the
+    // time its last passed audit covers — into one receipt (1 micro-credit per 10^9 FLOP, the
     // remainders carried so a node's micro-credits are exactly floor(its FLOPs / 10^9)).
     // Returns the nodes that got one.
-    Result<QStringList> grantCredits(const CreditLedger::Signer& sign, qint64 nowMs);
+    Result<QStringList> grantCredits(const CreditLedger::Signer& sign, qint64 nowMs, qint64 cutoffMs);
+    // A failed audit: all the node's pending credit is forfeited, the reason kept for it to read.
+    // Returns the FLOPs forfeited. The caller flushes first (queued work is pending too).
+    Result<qint64> forfeit(const QString& node, const QString& reason, qint64 nowMs);
+    // What the node has in escrow and what it lost.
+    Result<CreditEscrow> escrow(const QString& node);
 
     Result<std::vector<LossPoint>> lossHistory(int maxPoints);
 

@@ -116,7 +116,8 @@ void Averager::closeRound(int stage) {
     const QByteArray message = partitionMessage(
         protocol::AverageResult{round.id, round.partition, int(round.shares.size())}, average);
     for (auto s = round.shares.cbegin(); s != round.shares.cend(); ++s)
-        m_sendBinary(s.key(), message);
+        if (m_sendBinary(s.key(), message))
+            Q_EMIT weightsSent(s.key());
     ++m_roundsCompleted;
     Q_EMIT averaged(stage, round.partition, average, int(round.shares.size()));
 }

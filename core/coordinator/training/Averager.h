@@ -75,6 +75,8 @@ Q_SIGNALS:
     void averaged(int stage, int partition, const std::vector<float>& values, int replicas);
     // The ghost holds the stage's current weights (or the sync failed: it keeps the checkpoint's).
     void synced(const QString& ghost, int stage, bool ok);
+    // The node was sent values that change its weights (a round's average, a sync).
+    void weightsSent(const QString& node);
 
 private:
     struct Round {

@@ -5,9 +5,11 @@
 #include "coordinator/store/AssignmentLog.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/NodeRegistry.h"
+#include "coordinator/store/ReputationStore.h"
 #include "coordinator/store/TrainingStore.h"
 #include "coordinator/training/Averager.h"
 #include "coordinator/training/NodeProbes.h"
+#include "coordinator/trust/Reputation.h"
 
 namespace tessera::coordinator {
 
@@ -53,6 +55,23 @@ void Membership::onReady(const QString& node, const protocol::Ready& ready) {
     }
     if (m_router.hasNode(node) || m_ghosts.contains(node))
         return;
+    // A ban outlives `unavailable` then `ready`, reconnects and restarts (Reputation): a node that
+    // failed an audit (or whose network is banned) is refused; one sitting out a strike is routed
+    // and banned by the router for the rest of it.
+    Result<std::optional<QString>> banned = Reputation(m_db).banned(node, (*record)->network, m_clock());
+    Result<ReputationRecord> standing = ReputationStore(m_db).get(ReputationStore::nodeSubject(node));
+    bool sitOut = false;
+    if (!banned || !standing || (*banned && standing->auditsFailed > 0) ||
+        (*banned && standing->bannedUntilMs <= m_clock())) {
+        m_sendText(node, protocol::ErrorNotice{(banned && *banned ? **banned
+                                                                  : QStringLiteral("the coordinator could not check "
+                                                                                   "this node's standing"))
+                                                   .left(protocol::kMaxReasonChars)});
+        return;
+    }
+    sitOut = banned && *banned;
+    if (sitOut)
+        m_sittingOut.insert(node);
     m_reassigned.remove(node);
     if (!m_rejoining.remove(node))
         ++m_state.joins;
@@ -96,6 +115,8 @@ void Membership::onSynced(const QString& ghost, int stage, bool ok, bool connect
 void Membership::route(const QString& node, int stage) {
     qInfo("trainer: node %s takes tasks of stage %d", qPrintable(shortId(node)), stage);
     m_router.addNode(node, stage, m_probes.secondsPerToken(node));
+    if (m_sittingOut.remove(node))
+        m_router.ban(node, QStringLiteral("it has a strike to sit out"));
 }
 
 int Membership::ghosts(int stage) const {

@@ -74,6 +74,7 @@ private:
     QHash<QString, Move> m_reassigned;
     QHash<int, qint64> m_starvedSince; // stage → when it last had no node
     QSet<QString> m_rejoining;
+    QSet<QString> m_sittingOut; // routed with a strike ban to sit out
 };
 
 } // namespace tessera::coordinator

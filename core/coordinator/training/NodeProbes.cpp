@@ -1,6 +1,8 @@
 // NodeProbes: probe tasks out, seconds per token in.
 #include "coordinator/training/NodeProbes.h"
 
+#include <QDateTime>
+
 namespace tessera::coordinator {
 
 void NodeProbes::start(const QString& node) {
@@ -11,16 +13,19 @@ void NodeProbes::start(const QString& node) {
     probe.seq = kSeq;
     probe.seed = probe.taskId;
     if (m_sendText(node, probe))
-        m_pending.insert(node, probe.taskId);
+        m_pending.insert(node, Pending{probe.taskId, QDateTime::currentMSecsSinceEpoch()});
 }
 
 bool NodeProbes::onResult(const QString& node, const protocol::TaskResult& result) {
     const auto it = m_pending.constFind(node);
-    if (result.kind != protocol::TaskKind::Probe || it == m_pending.constEnd() || *it != result.taskId)
+    if (result.kind != protocol::TaskKind::Probe || it == m_pending.constEnd() || it->taskId != result.taskId)
         return false;
+    // The coordinator's own clock, from sending to the answer: a node cannot claim to be faster
+    // than it answers (its compute_seconds is its word, not a measurement).
+    const qint64 elapsedMs = std::max<qint64>(1, QDateTime::currentMSecsSinceEpoch() - it->sentAtMs);
     m_pending.remove(node);
-    if (result.ok && result.computeSeconds > 0 && result.tokens > 0) {
-        const double secondsPerToken = result.computeSeconds / double(result.tokens);
+    if (result.ok) {
+        const double secondsPerToken = double(elapsedMs) / 1000.0 / double(kBatch * kSeq);
         m_speed.insert(node, secondsPerToken);
         qInfo("coordinator: node %s probe: %.3g s per token", qPrintable(node.left(12)), secondsPerToken);
     } else {

@@ -58,6 +58,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     if (!checkpoints)
         return checkpoints.error();
     t->m_checkpoints = std::move(*checkpoints);
+    Result<std::unique_ptr<ResultCheck>> checks = ResultCheck::create(config, settings.checks);
+    if (!checks)
+        return checks.error();
+    t->m_checks = std::move(*checks);
 
     const auto sendText = [self](const QString& node, const protocol::SessionMessage& m) {
         return self->m_sessions.sendText(node, m);
@@ -67,7 +71,12 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     };
     const auto clock = [self] { return self->now(); };
     t->m_probes = std::make_unique<NodeProbes>(sendText);
-    t->m_credits = std::make_unique<CreditGranter>(t->m_store, key, sendText);
+    AuditSettings audits = settings.audits;
+    audits.partitions = settings.averaging.partitions;
+    t->m_auditor = std::make_unique<Auditor>(config, audits, sendText, clock);
+    connect(t->m_auditor.get(), &Auditor::audited, self, &Trainer::onAudited);
+    t->m_credits = std::make_unique<CreditGranter>(t->m_store, key, qint64(settings.creditEscrow.count()), sendText);
+    t->m_reputation = std::make_unique<Reputation>(db, settings.reputation);
 
     StageCheckpoints* cp = t->m_checkpoints.get();
     const int partitions = settings.averaging.partitions;
@@ -92,6 +101,17 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     t->m_router = std::make_unique<Router>(config.stages, parameters, settings.router, sendBinary,
                                            [self] { return self->m_loop->feed(); });
     t->m_router->setNextMicrobatchId(state->nextMicrobatch);
+    t->m_router->setCheck([self](const QString& node, const Microbatch& mb, protocol::TaskKind kind,
+                                 const protocol::HeldFrame& output, std::optional<double> loss) {
+        return self->checkResult(node, mb, kind, output, loss);
+    });
+    connect(t->m_router.get(), &Router::refused, self, &Trainer::onRefused);
+    Router* router = t->m_router.get();
+    connect(t->m_averager.get(), &Averager::weightsSent, self,
+            [router](const QString& node) { router->weightsChanged(node); });
+    t->m_loop->setBeforeStep([self, router] {
+        self->m_auditor->requestSnapshots([router](const QString& node) { return router->weightsVersion(node); });
+    });
     TrainingLoop* trainingLoop = t->m_loop.get();
     connect(t->m_router.get(), &Router::issued, self,
             [trainingLoop](qint64 id, qint64 tokens) { trainingLoop->onIssued(id, tokens); });
@@ -117,7 +137,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     connect(&t->m_creditTimer, &QTimer::timeout, self, &Trainer::grantCredits);
     t->m_creditTimer.start();
     t->m_tickTimer.setInterval(std::chrono::milliseconds(500));
-    connect(&t->m_tickTimer, &QTimer::timeout, self, [self] { self->m_averager->tick(); });
+    connect(&t->m_tickTimer, &QTimer::timeout, self, [self] {
+        self->m_averager->tick();
+        self->m_auditor->tick();
+    });
     t->m_tickTimer.start();
     t->m_balanceTimer.setInterval(std::chrono::seconds(2));
     connect(&t->m_balanceTimer, &QTimer::timeout, self, [self] { self->m_membership->rebalance(); });
@@ -137,8 +160,10 @@ void Trainer::sessionMessage(const QString& nodeId, const protocol::SessionMessa
         return;
     if (const auto* ready = std::get_if<protocol::Ready>(&message))
         return m_membership->onReady(nodeId, *ready);
-    if (const auto* unavailable = std::get_if<protocol::Unavailable>(&message))
+    if (const auto* unavailable = std::get_if<protocol::Unavailable>(&message)) {
+        m_auditor->nodeGone(nodeId);
         return m_membership->onUnavailable(nodeId, unavailable->reason);
+    }
     if (const auto* done = std::get_if<protocol::SyncDone>(&message))
         return m_averager->onSyncDone(nodeId, done->round);
     if (const auto* result = std::get_if<protocol::TaskResult>(&message)) {
@@ -170,16 +195,94 @@ void Trainer::sessionBinary(const QString& nodeId, const QByteArray& bytes) {
     }
     if (const auto* result = std::get_if<protocol::TaskResult>(&*header))
         m_router->onResult(nodeId, *result, *message);
-    else if (const auto* share = std::get_if<protocol::AverageShare>(&*header))
-        m_averager->onShare(nodeId, *share, *message);
+    else if (const auto* share = std::get_if<protocol::AverageShare>(&*header)) {
+        if (!m_auditor->onShare(nodeId, *share, *message))
+            m_averager->onShare(nodeId, *share, *message);
+    }
 }
 
 void Trainer::sessionClosed(const QString& nodeId) {
     m_probes->forget(nodeId);
+    m_auditor->nodeGone(nodeId);
     m_membership->onClosed(nodeId, m_stopped);
 }
 
+namespace {
+
+std::span<const std::uint8_t> bytesOf(QByteArrayView v) {
+    return {reinterpret_cast<const std::uint8_t*>(v.data()), std::size_t(v.size())};
+}
+
+std::span<const std::uint8_t> bytesOf(const protocol::HeldFrame& f) {
+    return bytesOf(f.frame.payload);
+}
+
+} // namespace
+
+std::optional<QString> Trainer::checkResult(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
+                                            const protocol::HeldFrame& output, std::optional<double> loss) {
+    const bool backward = kind == protocol::TaskKind::Backward;
+    TaskEvidence task;
+    task.stage = mb.stage;
+    task.stages = m_config.stages;
+    task.kind = kind;
+    task.microbatch = mb.id;
+    task.batch = mb.batch;
+    task.seq = mb.seq;
+    task.tokens = bytesOf(mb.inputs[0]);
+    task.input = bytesOf(mb.inputs[std::size_t(mb.stage)]);
+    task.targets = bytesOf(mb.targets);
+    if (backward)
+        task.gradientIn = bytesOf(mb.gradient);
+    task.output = bytesOf(output);
+    task.loss = loss;
+    if (std::optional<QString> refusal = m_checks->check(task))
+        return refusal;
+    // A stage 0 backward answers nothing a recomputation could compare.
+    const bool comparable = !output.isNull() || kind == protocol::TaskKind::ForwardBackward;
+    if (comparable && m_auditor->audits(mb.stage, m_checkpoints->parameters(mb.stage)) && m_checks->sampled(node))
+        m_auditor->keep(node, Evidence{mb.taskVersion, mb.stage, kind, mb.id, mb.inputs[std::size_t(mb.stage)],
+                                       kind == protocol::TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
+                                       backward ? mb.gradient : protocol::HeldFrame(), output, loss});
+    return std::nullopt;
+}
+
+void Trainer::onRefused(const QString& node, int stage, const QString& reason) {
+    qWarning("trust: node %s (stage %d): result refused: %s", qPrintable(node.left(12)), stage, qPrintable(reason));
+    m_checks->probation(node);
+    // The router banned it for a while; the strike is remembered past `unavailable`, reconnects and restarts.
+    if (Result<qint64> until = m_reputation->strike(node, reason, now()); !until)
+        qWarning("trust: recording a strike failed: %s", until.message().c_str());
+}
+
+void Trainer::onAudited(const AuditOutcome& outcome) {
+    if (outcome.passed) {
+        m_checks->auditPassed(outcome.node);
+        if (Status s = m_reputation->passedAudit(outcome.node, outcome.requestedAtMs, now()); !s)
+            qWarning("trust: recording an audit failed: %s", s.message().c_str());
+        return;
+    }
+    qWarning("trust: node %s (stage %d) failed an audit: %s", qPrintable(outcome.node.left(12)), outcome.stage,
+             qPrintable(outcome.reason));
+    m_checks->probation(outcome.node);
+    m_router->ban(outcome.node, QStringLiteral("failed an audit"));
+    const qint64 t = now();
+    if (Result<qint64> until = m_reputation->failedAudit(outcome.node, outcome.reason, t); !until)
+        qWarning("trust: recording a failed audit failed: %s", until.message().c_str());
+    m_loop->flush(); // its queued work is pending credit too
+    m_credits->forfeit(outcome.node, QStringLiteral("failed an audit: %1").arg(outcome.reason), t);
+    // Out of the swarm: its session ends, and its next admission is refused while the ban lasts.
+    m_sessions.closeNode(outcome.node, QStringLiteral("banned: failed an audit of its results (%1)")
+                                           .arg(outcome.reason.left(200)));
+}
+
 void Trainer::grantCredits() {
+    // Work no audit can judge (a stage too large to recompute here, or audits off) leaves escrow by time.
+    const bool auditing = m_settings.checks.probationRate > 0 || m_settings.checks.trustedRate > 0;
+    for (int s = 0; s < m_config.stages; ++s)
+        if (!auditing || !m_auditor->audits(s, m_checkpoints->parameters(s)))
+            for (const QString& node : m_router->nodesOf(s))
+                (void)m_reputation->cover(node, now(), now());
     m_loop->flush();
     m_credits->grant(now());
 }
@@ -216,6 +319,13 @@ QJsonObject Trainer::status() const {
                          {QStringLiteral("partitions"), m_settings.averaging.partitions},
                          {QStringLiteral("rounds"), m_averager->roundsCompleted()}});
     s.insert(QStringLiteral("training_stages"), stages);
+    s.insert(QStringLiteral("trust"),
+             QJsonObject{{QStringLiteral("results_checked"), m_checks->checked()},
+                         {QStringLiteral("results_refused"), m_checks->refused()},
+                         {QStringLiteral("audits"), m_auditor->audits()},
+                         {QStringLiteral("audits_failed"), m_auditor->failed()},
+                         {QStringLiteral("tasks_recomputed"), m_auditor->tasksRecomputed()},
+                         {QStringLiteral("worst_passed_error"), m_auditor->worstPassedError()}});
     return s;
 }
 

@@ -16,6 +16,9 @@
 #include "coordinator/training/Membership.h"
 #include "coordinator/training/NodeProbes.h"
 #include "coordinator/training/TrainingLoop.h"
+#include "coordinator/trust/Auditor.h"
+#include "coordinator/trust/Reputation.h"
+#include "coordinator/trust/ResultCheck.h"
 
 #include <QJsonObject>
 #include <QObject>
@@ -42,7 +45,12 @@ struct TrainerSettings {
     RouterSettings router;
     AveragingSettings averaging;
     MembershipSettings membership;
+    ResultCheckSettings checks;
+    AuditSettings audits; // its partitions follow averaging's
+    ReputationSettings reputation;
     std::chrono::milliseconds creditInterval{std::chrono::seconds(60)};
+    // Accepted work is pending credit this long at least, and until a later audit of its node passed.
+    std::chrono::milliseconds creditEscrow{std::chrono::minutes(10)};
     std::chrono::milliseconds flushInterval{std::chrono::seconds(1)};
 };
 
@@ -73,6 +81,10 @@ public:
 private:
     Trainer(Database& db, const gpu::ModelConfig& config, TrainerSettings settings, SessionApi& sessions);
     void grantCredits();
+    std::optional<QString> checkResult(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
+                                       const protocol::HeldFrame& output, std::optional<double> loss);
+    void onRefused(const QString& node, int stage, const QString& reason);
+    void onAudited(const AuditOutcome& outcome);
     qint64 now() const;
 
     Database& m_db;
@@ -83,6 +95,9 @@ private:
     TrainingState m_state;
     std::unique_ptr<gpu::TrainingData> m_data;
     std::unique_ptr<StageCheckpoints> m_checkpoints;
+    std::unique_ptr<ResultCheck> m_checks;
+    std::unique_ptr<Auditor> m_auditor;
+    std::unique_ptr<Reputation> m_reputation;
     std::unique_ptr<NodeProbes> m_probes;
     std::unique_ptr<CreditGranter> m_credits;
     std::unique_ptr<Averager> m_averager;

@@ -92,6 +92,8 @@ void TrainingLoop::endStep() {
     m_stepLossCount = 0;
     if (std::isfinite(loss))
         m_lastLoss = loss;
+    if (m_beforeStep)
+        m_beforeStep();
     for (int s = 0; s < m_stages; ++s)
         for (const QString& node : m_router->nodesOf(s))
             m_sendText(node, protocol::Step{step});

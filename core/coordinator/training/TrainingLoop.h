@@ -47,6 +47,8 @@ public:
                  SendText sendText, Clock clock);
     // The router it feeds (made after the loop: the router's feed is this loop).
     void attach(Router& router);
+    // Called when a step's microbatches are all in, before `step` is sent (audits ask for weights then).
+    void setBeforeStep(std::function<void()> hook) { m_beforeStep = std::move(hook); }
 
     std::optional<MicrobatchInput> feed();
     void onIssued(qint64 microbatch, qint64 tokens);
@@ -72,6 +74,7 @@ private:
     SendText m_sendText;
     Clock m_clock;
     Router* m_router = nullptr;
+    std::function<void()> m_beforeStep;
     qint64 m_savedJoins = 0, m_savedLeaves = 0;
     int m_stepCompleted = 0; // microbatches completed toward the current step
     double m_stepLossSum = 0;

@@ -1,6 +1,7 @@
 // EngineWorker: the queue, the throttle's rest timer, soft pause, and tasks run through gpu/.
 #include "node/engine/EngineWorker.h"
 
+#include "engine/Misbehaviour.h"
 #include "engine/StageEngine.h"
 
 #include <QMetaObject>
@@ -121,6 +122,13 @@ void EngineWorker::doLoad(const EngineLoadOptions& options) {
         if (!status)
             return fail(text(status.message()));
     }
+    Result<std::unique_ptr<gpu::Misbehaviour>> lie =
+        gpu::Misbehaviour::create(options.engine.config, qEnvironmentVariable("TESSERA_TEST_MISBEHAVE").toStdString());
+    if (!lie)
+        return fail(text(lie.message()));
+    m_misbehaviour = std::move(*lie);
+    if (m_misbehaviour)
+        qWarning("engine: TESSERA_TEST_MISBEHAVE is set: this node lies in its results (a test of the coordinator)");
     m_engine = std::move(engine).value();
     m_headroom = options.engine.outputHeadroom;
     m_statsTimer.start();
@@ -222,6 +230,8 @@ void EngineWorker::runNext() {
     result.finishedNs = sinceEpochNs(end);
     result.computeSeconds = std::chrono::duration<double>(end - start).count();
     m_lastTaskSeconds = result.computeSeconds;
+    if (m_misbehaviour && result.ok)
+        misbehave(task, result);
     ++m_tasksDone;
 
     Q_EMIT taskFinished(result);
@@ -232,6 +242,27 @@ void EngineWorker::runNext() {
     else
         emitStats();
     schedule();
+}
+
+void EngineWorker::misbehave(const EngineTask& task, EngineResult& result) const {
+    const gpu::Misbehaviour& lie = *m_misbehaviour;
+    const auto frame = [](EngineOutput& o) {
+        return std::span<std::uint8_t>(o.bytes->data() + o.at, o.bytes->size() - o.at);
+    };
+    const auto given = [](const QByteArray& b) {
+        return std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(b.constData()),
+                                             std::size_t(b.size()));
+    };
+    if (!result.output.isEmpty())
+        lie.activation(frame(result.output), m_engine->stage() > 0 ? given(task.input) : given({}));
+    if (!result.gradInput.isEmpty())
+        lie.gradient(frame(result.gradInput), task.kind == EngineTask::Backward ? given(task.gradOutput) : given({}));
+    if (task.kind == EngineTask::ForwardBackward)
+        lie.loss(result.loss);
+    if (task.kind == EngineTask::Gather)
+        lie.share(result.values);
+    if (lie.fastTiming())
+        result.computeSeconds = 1e-9;
 }
 
 EngineResult EngineWorker::execute(const EngineTask& task) {

@@ -29,6 +29,7 @@
 #include <memory>
 
 namespace tessera::gpu {
+class Misbehaviour;
 class StageEngine;
 }
 
@@ -81,9 +82,12 @@ private:
     void schedule();
     void runNext();
     EngineResult execute(const EngineTask& task);
+    void misbehave(const EngineTask& task, EngineResult& result) const;
     void emitStats();
 
     std::unique_ptr<gpu::StageEngine> m_engine;
+    // TESSERA_TEST_MISBEHAVE: a lying node for the coordinator's tests (gpu/engine/Misbehaviour.h).
+    std::unique_ptr<gpu::Misbehaviour> m_misbehaviour;
     std::deque<EngineTask> m_queue;
     ComputeThrottle m_throttle;
     QTimer m_restTimer;

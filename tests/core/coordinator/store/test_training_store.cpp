@@ -1,11 +1,14 @@
 // TrainingStore on a real SQLite file and a real PostgreSQL server: microbatches and their
 // accepted work are written in one batch, a restart counts what was left in flight abandoned,
 // and credit receipts carry exactly the FLOPs accepted, remainders included, across grants.
+// Credit is in escrow: granted only past the cutoff and once an audit of the node covers the work;
+// a failed audit forfeits what is pending, with its reason, and no later grant pays it.
 #include "DatabaseBackends.h"
 #include "common/Sql.h"
 #include "coordinator/store/CreditLedger.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/TrainingStore.h"
+#include "coordinator/trust/Reputation.h"
 
 #include <QCryptographicHash>
 #include <QTest>
@@ -30,6 +33,11 @@ Microbatch microbatch(qint64 id, const QString& node, qint64 flop, double loss =
     return mb;
 }
 
+// The node's work accepted until `through` is covered by an audit it passed.
+void audited(Database& db, const QString& node, qint64 through) {
+    QVERIFY(Reputation(db).passedAudit(node, through, through));
+}
+
 qint64 scalar(Database& db, const QString& sql) {
     Result<std::optional<QVariant>> v = sql::scalar(db.connection(), sql);
     return v && *v ? (*v)->toLongLong() : -1;
@@ -47,6 +55,10 @@ private Q_SLOTS:
     void creditsEqualAcceptedFlopsExactly();
     void unflushedWorkIsNeitherCountedNorCredited_data() { test::DatabaseBackends::addRows(); }
     void unflushedWorkIsNeitherCountedNorCredited();
+    void creditWaitsForTheCutoffAndAnAudit_data() { test::DatabaseBackends::addRows(); }
+    void creditWaitsForTheCutoffAndAnAudit();
+    void aFailedAuditForfeitsWhatIsPending_data() { test::DatabaseBackends::addRows(); }
+    void aFailedAuditForfeitsWhatIsPending();
 };
 
 void TestTrainingStore::restartCountsWhatWasInFlightAbandoned() {
@@ -116,16 +128,18 @@ void TestTrainingStore::creditsEqualAcceptedFlopsExactly() {
         store.completed(microbatch(id, QStringLiteral("n1"), flop), 20);
         ++id;
         QVERIFY(store.flush());
-        Result<QStringList> granted = store.grantCredits(fakeSign, 30 + id);
+        audited(*db, QStringLiteral("n1"), 25);
+        Result<QStringList> granted = store.grantCredits(fakeSign, 30 + id, 30 + id);
         QVERIFY2(granted, failure(granted));
         QCOMPARE(*granted, QStringList{QStringLiteral("n1")});
     }
     store.issued(id, 0, 512, 10);
     store.completed(microbatch(id, QStringLiteral("n2"), 5), 20);
     QVERIFY(store.flush());
-    QVERIFY(store.grantCredits(fakeSign, 99));
+    audited(*db, QStringLiteral("n2"), 25);
+    QVERIFY(store.grantCredits(fakeSign, 99, 99));
     // Nothing pending: a second grant makes no receipt.
-    Result<QStringList> again = store.grantCredits(fakeSign, 100);
+    Result<QStringList> again = store.grantCredits(fakeSign, 100, 100);
     QVERIFY(again);
     QVERIFY(again->isEmpty());
 
@@ -163,9 +177,74 @@ void TestTrainingStore::unflushedWorkIsNeitherCountedNorCredited() {
     QCOMPARE(resumed->abandoned, qint64(1));
     QCOMPARE(resumed->completed, qint64(0));
     QCOMPARE(resumed->creditedFlop, qint64(0));
-    Result<QStringList> granted = store.grantCredits(fakeSign, 200);
+    audited(*db, QStringLiteral("n1"), 150);
+    Result<QStringList> granted = store.grantCredits(fakeSign, 200, 200);
     QVERIFY(granted);
     QVERIFY(granted->isEmpty());
+}
+
+void TestTrainingStore::creditWaitsForTheCutoffAndAnAudit() {
+    std::unique_ptr<Database> db = backends().open(backends().freshUrl());
+    if (!db)
+        return;
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
+    TrainingStore store(*db);
+    QVERIFY(store.resume(0));
+    store.issued(1, 0, 512, 10);
+    store.completed(microbatch(1, QStringLiteral("n1"), 3'000'000'000), 100);
+    QVERIFY(store.flush());
+    // Past the cutoff but no audit since: pending.
+    Result<QStringList> granted = store.grantCredits(fakeSign, 1000, 500);
+    QVERIFY2(granted, failure(granted));
+    QVERIFY(granted->isEmpty());
+    // An audit that covers work until 99 does not cover work accepted at 100.
+    audited(*db, QStringLiteral("n1"), 99);
+    QVERIFY(store.grantCredits(fakeSign, 1001, 500)->isEmpty());
+    // Covered, but the escrow time has not passed (cutoff before the acceptance): pending.
+    audited(*db, QStringLiteral("n1"), 300);
+    QVERIFY(store.grantCredits(fakeSign, 1002, 50)->isEmpty());
+    Result<CreditEscrow> escrow = store.escrow(QStringLiteral("n1"));
+    QVERIFY2(escrow, failure(escrow));
+    QCOMPARE(escrow->pendingFlop, qint64(3'000'000'000));
+    // Both: granted, exactly once.
+    granted = store.grantCredits(fakeSign, 1003, 500);
+    QVERIFY2(granted, failure(granted));
+    QCOMPARE(*granted, QStringList{QStringLiteral("n1")});
+    QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM credit_receipts")), qint64(3'000'000'000));
+    QCOMPARE(store.escrow(QStringLiteral("n1"))->pendingFlop, qint64(0));
+    QVERIFY(store.grantCredits(fakeSign, 1004, 500)->isEmpty());
+}
+
+void TestTrainingStore::aFailedAuditForfeitsWhatIsPending() {
+    std::unique_ptr<Database> db = backends().open(backends().freshUrl());
+    if (!db)
+        return;
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n2")));
+    TrainingStore store(*db);
+    QVERIFY(store.resume(0));
+    for (qint64 id = 1; id <= 3; ++id) {
+        store.issued(id, 0, 512, 10);
+        store.completed(microbatch(id, id == 3 ? QStringLiteral("n2") : QStringLiteral("n1"), 2'000'000'000), 100);
+    }
+    QVERIFY(store.flush());
+    Result<qint64> lost = store.forfeit(QStringLiteral("n1"), QStringLiteral("failed an audit: noise"), 200);
+    QVERIFY2(lost, failure(lost));
+    QCOMPARE(*lost, qint64(4'000'000'000));
+    Result<CreditEscrow> escrow = store.escrow(QStringLiteral("n1"));
+    QVERIFY2(escrow, failure(escrow));
+    QCOMPARE(escrow->pendingFlop, qint64(0));
+    QCOMPARE(escrow->forfeitedFlop, qint64(4'000'000'000));
+    QCOMPARE(escrow->lastForfeitReason, QStringLiteral("failed an audit: noise"));
+    QCOMPARE(escrow->lastForfeitAtMs, qint64(200));
+    // Covered and past the cutoff: n2 is paid, n1's forfeited work never is.
+    audited(*db, QStringLiteral("n1"), 1000);
+    audited(*db, QStringLiteral("n2"), 1000);
+    Result<QStringList> granted = store.grantCredits(fakeSign, 2000, 1500);
+    QVERIFY2(granted, failure(granted));
+    QCOMPARE(*granted, QStringList{QStringLiteral("n2")});
+    QCOMPARE(scalar(*db, QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = 'n1'")), qint64(0));
+    QCOMPARE(store.escrow(QStringLiteral("n2"))->forfeitedFlop, qint64(0));
 }
 
 QTEST_GUILESS_MAIN(TestTrainingStore)

@@ -1,0 +1,140 @@
+#pragma once
+// Auditor: known-answer audits a node cannot tell from its other tasks, against its own weights.
+//
+// A sampled share of every node's accepted results (ResultCheck decides which) is kept as
+// evidence, with the version of the node's weights it ran on (Router::weightsVersion: it changes
+// with each step and each averaging result sent to the node). When a step ends — the node has
+// answered every task of the step and `step` has not yet moved its weights — each node holding
+// evidence of its current version is asked for those weights with a sync_request: a message every
+// replica also gets when a ghost syncs from it, that arrives after the answers it audits, which
+// can no longer change. The coordinator loads the weights into its own CPU engine of the stage
+// and recomputes every kept task: the node's answer must match within `tolerance` (relative error
+// ‖answer − recomputed‖ / ‖recomputed‖; the same weights on another machine differ by rounding
+// only — measured in BENCHMARKS.md, "Trust"), and the last stage's loss within `lossTolerance`.
+// Evidence of an older version is dropped unaudited. Weights that no computation of the node's
+// answers explains cannot be sent back: whatever weights it sends, its answers must be theirs.
+//
+// What it does not judge: whether the weights themselves are good (robust averaging and the
+// checkpoint do), a stage 0 backward (it answers nothing), stages above maxParameters (not
+// recomputed here: the limit is the coordinator's memory and CPU time).
+//
+// Single-threaded (the coordinator's thread); recomputing is synchronous (milliseconds at the
+// tiny and small presets).
+
+#include "base/ModelConfig.h"
+#include "protocol/SessionMessages.h"
+#include "protocol/TaskMessage.h"
+
+#include <QHash>
+#include <QObject>
+#include <QString>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace tessera::gpu {
+class FrameDecoder;
+class StageEngine;
+} // namespace tessera::gpu
+
+namespace tessera::coordinator {
+
+struct AuditSettings {
+    double tolerance = 0.05;
+    double lossTolerance = 0.02; // absolute, in nats
+    int maxEvidencePerNode = 8;
+    qint64 snapshotDeadlineMs = 60'000;
+    qint64 maxParameters = 200'000'000; // larger stages are not recomputed on the coordinator
+    int partitions = 20;                // the order the weights travel in (the run's averaging partitions)
+};
+
+// One accepted result kept for an audit: the task's frames (views of the messages that brought
+// them, shared, not copied) and its answer.
+struct Evidence {
+    qint64 version = 0;
+    int stage = 0;
+    protocol::TaskKind kind = protocol::TaskKind::Forward;
+    qint64 microbatch = 0;
+    protocol::HeldFrame input;
+    protocol::HeldFrame targets;
+    protocol::HeldFrame gradientIn;
+    protocol::HeldFrame output;
+    std::optional<double> loss;
+};
+
+struct AuditOutcome {
+    QString node;
+    int stage = 0;
+    bool passed = false;
+    int tasks = 0;          // recomputed
+    double worstError = 0;  // the largest relative error among them
+    QString reason;         // why it failed
+    qint64 requestedAtMs = 0; // when its weights were asked for: the work it covers was accepted before
+};
+
+class Auditor final : public QObject {
+    Q_OBJECT
+
+public:
+    using SendText = std::function<bool(const QString& node, const protocol::SessionMessage& message)>;
+    using Clock = std::function<qint64()>;
+    using VersionOf = std::function<qint64(const QString& node)>;
+
+    Auditor(const gpu::ModelConfig& config, AuditSettings settings, SendText sendText, Clock clock,
+            QObject* parent = nullptr);
+    ~Auditor() override;
+
+    const AuditSettings& settings() const { return m_settings; }
+    // Whether tasks of this stage can be audited here (its size is within maxParameters).
+    bool audits(int stage, qint64 parameters) const { return parameters <= m_settings.maxParameters && stage >= 0; }
+
+    void keep(const QString& node, Evidence evidence);
+    // At a step's end, before `step` is sent: snapshots of the nodes holding current evidence.
+    void requestSnapshots(const VersionOf& versionOf);
+    // A node's average_share; false when it is not a snapshot this auditor asked for.
+    bool onShare(const QString& node, const protocol::AverageShare& share, const protocol::TaskMessage& message);
+    // The node left: its evidence and any snapshot it owed are dropped (unjudged).
+    void nodeGone(const QString& node);
+    void tick(); // snapshot deadlines
+
+    qint64 audits() const { return m_audits; }
+    qint64 failed() const { return m_failed; }
+    qint64 tasksRecomputed() const { return m_tasks; }
+    // Relative errors of the audits that passed (for the status page and the benchmark).
+    double worstPassedError() const { return m_worstPassed; }
+
+Q_SIGNALS:
+    void audited(const tessera::coordinator::AuditOutcome& outcome);
+
+private:
+    struct NodeAudit {
+        std::vector<Evidence> evidence;
+        qint64 round = 0; // the snapshot asked for; 0: none
+        qint64 version = 0;
+        qint64 deadlineMs = 0;
+        qint64 requestedAtMs = 0;
+    };
+
+    AuditOutcome judge(const QString& node, NodeAudit& audit, const std::vector<float>& weights);
+    gpu::StageEngine* engine(int stage);
+
+    gpu::ModelConfig m_config;
+    AuditSettings m_settings;
+    SendText m_sendText;
+    Clock m_clock;
+    std::unique_ptr<gpu::FrameDecoder> m_decoder;
+    std::map<int, std::unique_ptr<gpu::StageEngine>> m_engines; // by stage, made at first use
+    QHash<QString, NodeAudit> m_nodes;
+    qint64 m_nextRound = qint64(1) << 40; // apart from the averager's rounds
+    qint64 m_audits = 0;
+    qint64 m_failed = 0;
+    qint64 m_tasks = 0;
+    double m_worstPassed = 0;
+};
+
+} // namespace tessera::coordinator
+
+Q_DECLARE_METATYPE(tessera::coordinator::AuditOutcome)

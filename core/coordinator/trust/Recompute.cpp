@@ -1,0 +1,36 @@
+#include "coordinator/trust/Recompute.h"
+
+#include "engine/StageEngine.h"
+
+namespace tessera::coordinator {
+
+Result<Recomputed> recompute(gpu::StageEngine& engine, bool backward, std::span<const std::uint8_t> input,
+                             std::span<const std::uint8_t> targets, std::span<const std::uint8_t> gradOutput) {
+    // Its own microbatch ids, below any the router gives out.
+    static std::int64_t next = 0;
+    const std::int64_t id = -(++next);
+    Recomputed out;
+    Status run = engine.isolated([&]() -> Status {
+        if (!backward) {
+            Result<gpu::StageForwardResult> f = engine.forward(id, input, targets);
+            engine.drop(id);
+            if (!f)
+                return f.error();
+            out.frame = std::move(f->output);
+            out.loss = f->loss;
+            return {};
+        }
+        Result<gpu::StageBackwardResult> b = engine.backward(id, gradOutput, input, targets);
+        engine.drop(id);
+        if (!b)
+            return b.error();
+        out.frame = std::move(b->gradInput);
+        out.loss = b->loss;
+        return {};
+    });
+    if (!run)
+        return run.error();
+    return out;
+}
+
+} // namespace tessera::coordinator

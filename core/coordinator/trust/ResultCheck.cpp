@@ -1,0 +1,101 @@
+// ResultCheck: hard checks on every returned tensor, audits on a sampled share.
+#include "coordinator/trust/ResultCheck.h"
+
+#include "base/TokenFrame.h"
+#include "coordinator/trust/TensorStats.h"
+#include "engine/FrameDecoder.h"
+
+#include <QRandomGenerator>
+
+namespace tessera::coordinator {
+
+namespace {
+
+QString fromStd(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+} // namespace
+
+ResultCheck::ResultCheck(const gpu::ModelConfig& config, ResultCheckSettings settings,
+                         std::unique_ptr<gpu::FrameDecoder> decoder)
+    : m_config(config)
+    , m_settings(settings)
+    , m_decoder(std::move(decoder))
+    , m_random([] { return QRandomGenerator::global()->generateDouble(); }) {}
+
+ResultCheck::~ResultCheck() = default;
+
+Result<std::unique_ptr<ResultCheck>> ResultCheck::create(const gpu::ModelConfig& config,
+                                                         ResultCheckSettings settings) {
+    Result<std::unique_ptr<gpu::FrameDecoder>> decoder = gpu::FrameDecoder::create(config);
+    if (!decoder)
+        return makeError("the result checks: " + decoder.message());
+    return std::unique_ptr<ResultCheck>(new ResultCheck(config, settings, std::move(*decoder)));
+}
+
+std::optional<QString> ResultCheck::check(const TaskEvidence& task) {
+    ++m_checked;
+    std::optional<QString> refusal = hardChecks(task);
+    if (refusal)
+        ++m_refused;
+    return refusal;
+}
+
+bool ResultCheck::sampled(const QString& node) {
+    const double rate = m_auditsPassed.value(node, 0) < m_settings.probationAudits ? m_settings.probationRate
+                                                                                  : m_settings.trustedRate;
+    return m_random() < rate;
+}
+
+std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task) {
+    using protocol::TaskKind;
+    const bool last = task.stage == task.stages - 1;
+    if (last && task.kind == TaskKind::ForwardBackward) {
+        if (!task.loss || !std::isfinite(*task.loss) || *task.loss < 0 || *task.loss > m_settings.maxLoss)
+            return QStringLiteral("the last stage's loss is missing, not finite or outside 0..%1")
+                .arg(m_settings.maxLoss);
+    }
+    if (task.output.empty())
+        return std::nullopt; // a stage 0 backward (or a one-stage run) returns no tensor
+    const bool activation = task.kind == TaskKind::Forward;
+    Result<gpu::DecodedFrame> frame =
+        activation ? m_decoder->activation(task.output) : m_decoder->gradient(task.output);
+    if (!frame)
+        return QStringLiteral("the %1 frame does not decode: %2")
+            .arg(activation ? u"activation" : u"gradient", fromStd(frame.message()));
+    const gpu::DecodedFrame& decoded = *frame;
+    if (decoded.batch != task.batch || decoded.seq != task.seq)
+        return QStringLiteral("the frame is %1×%2, the microbatch %3×%4")
+            .arg(decoded.batch)
+            .arg(decoded.seq)
+            .arg(task.batch)
+            .arg(task.seq);
+    if (activation) {
+        Result<gpu::TokenBatch> ids =
+            gpu::decodeTokens(task.tokens, m_config.vocabSize, m_config.maxSeqLen, decoded.batch * decoded.seq);
+        if (!ids || ids->ids.size() != decoded.tokens.size())
+            return QStringLiteral("the microbatch's own token frame does not decode");
+        for (std::size_t i = 0; i < decoded.tokens.size(); ++i)
+            if (decoded.tokens[i] != ids->ids[i])
+                return QStringLiteral("the activation carries token ids that are not the microbatch's");
+    }
+    if (!stats::allFinite(decoded.values))
+        return QStringLiteral("the %1 has values that are not finite").arg(activation ? u"activation" : u"gradient");
+    if (const double rms = stats::maxRowRms(decoded.values, std::size_t(decoded.width)); rms > m_settings.maxRms)
+        return QStringLiteral("a token's RMS is %1 (most allowed: %2)").arg(rms, 0, 'g', 3).arg(m_settings.maxRms);
+    if (stats::norm(decoded.values) == 0)
+        return QStringLiteral("the %1 is all zeros").arg(activation ? u"activation" : u"gradient");
+    // The task's own input sent back as its output: a middle stage's activation, or a backward's gradient.
+    const std::span<const std::uint8_t> own = activation ? (task.stage > 0 ? task.input : std::span<const std::uint8_t>())
+                                                         : (last ? std::span<const std::uint8_t>() : task.gradientIn);
+    if (!own.empty()) {
+        Result<gpu::DecodedFrame> in = activation ? m_decoder->activation(own) : m_decoder->gradient(own);
+        if (in && in->values.size() == decoded.values.size() &&
+            stats::relativeError(decoded.values, in->values) < m_settings.minRelativeChange)
+            return QStringLiteral("the output is the task's own input sent back");
+    }
+    return std::nullopt;
+}
+
+} // namespace tessera::coordinator

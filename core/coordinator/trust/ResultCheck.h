@@ -1,0 +1,99 @@
+#pragma once
+// ResultCheck: what the coordinator verifies in every returned tensor between its arrival and
+// its acceptance — before it is relayed to the next stage or counted for credit. No node is trusted.
+//
+// The frame decodes under the run's codec with the microbatch's own batch and sequence; an
+// activation carries the microbatch's own token ids; every value is finite and no token's RMS is
+// above maxRms; the tensor is not all zeros and is not the task's own input sent back; the last
+// stage's loss is finite and within [0, maxLoss]. A refused result is never relayed: the consumer
+// never sees it, so an honest next stage is never blamed for what it was given.
+//
+// It also decides which accepted results become audit evidence (Auditor): a node's share is
+// probationRate until it has passed probationAudits audits, then trustedRate; a strike sends it
+// back to probation (BOINC's adaptive replication). The draw is the coordinator's own randomness,
+// after the answer came: nothing the node sees differs.
+
+#include "base/ModelConfig.h"
+#include "base/Result.h"
+#include "protocol/SessionMessages.h"
+
+#include <QHash>
+#include <QString>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+
+namespace tessera::gpu {
+class FrameDecoder;
+struct DecodedFrame;
+} // namespace tessera::gpu
+
+namespace tessera::coordinator {
+
+struct ResultCheckSettings {
+    double maxRms = 1e4;               // per-token RMS above this is refused (finite but huge)
+    double maxLoss = 50;               // cross-entropy the last stage may report
+    double minRelativeChange = 1e-6;   // closer than this to the task's own input: an echo
+    double probationRate = 0.25;       // share of a new or suspect node's results kept for audit
+    double trustedRate = 0.03;         // … once it has passed probationAudits audits
+    int probationAudits = 10;
+};
+
+// What the coordinator knows of one task and what came back. Views into the microbatch's frames.
+struct TaskEvidence {
+    int stage = 0;
+    int stages = 1;
+    protocol::TaskKind kind = protocol::TaskKind::Forward;
+    qint64 microbatch = 0;
+    int batch = 0;
+    int seq = 0;
+    std::span<const std::uint8_t> tokens;     // the microbatch's token frame (stage 0's input)
+    std::span<const std::uint8_t> input;      // the stage's forward input
+    std::span<const std::uint8_t> targets;    // the last stage's
+    std::span<const std::uint8_t> gradientIn; // what a middle stage's backward took
+    std::span<const std::uint8_t> output;     // forward output, or the gradient for the stage before
+    std::optional<double> loss;
+};
+
+
+class ResultCheck final {
+public:
+    using Random = std::function<double()>; // uniform in [0, 1)
+
+    static Result<std::unique_ptr<ResultCheck>> create(const gpu::ModelConfig& config,
+                                                       ResultCheckSettings settings = {});
+    ~ResultCheck();
+
+    void setRandom(Random random) { m_random = std::move(random); }
+    const ResultCheckSettings& settings() const { return m_settings; }
+
+    // The reason the result is refused, or none.
+    std::optional<QString> check(const TaskEvidence& task);
+    // Whether this accepted result of the node is kept for an audit (drawn at its audit rate).
+    bool sampled(const QString& node);
+    void auditPassed(const QString& node) { ++m_auditsPassed[node]; }
+    // The node's audit rate starts again at probation (a refused result, a failed audit).
+    void probation(const QString& node) { m_auditsPassed.insert(node, 0); }
+
+    qint64 checked() const { return m_checked; }
+    qint64 refused() const { return m_refused; }
+
+private:
+    ResultCheck(const gpu::ModelConfig& config, ResultCheckSettings settings,
+                std::unique_ptr<gpu::FrameDecoder> decoder);
+
+    std::optional<QString> hardChecks(const TaskEvidence& task);
+
+    gpu::ModelConfig m_config;
+    ResultCheckSettings m_settings;
+    std::unique_ptr<gpu::FrameDecoder> m_decoder;
+    Random m_random;
+    QHash<QString, int> m_auditsPassed; // by node: audits passed since its last strike
+    qint64 m_checked = 0;
+    qint64 m_refused = 0;
+};
+
+} // namespace tessera::coordinator

@@ -1,0 +1,58 @@
+#pragma once
+// TensorStats: the few numbers the result checks read off a boundary tensor (fp32 values in
+// row-major [tokens, width] order). Plain loops: no torch in core/.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace tessera::coordinator::stats {
+
+inline bool allFinite(std::span<const float> v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
+
+inline double norm(std::span<const float> v) {
+    double s = 0;
+    for (float x : v)
+        s += double(x) * double(x);
+    return std::sqrt(s);
+}
+
+// The largest root-mean-square over rows of `width` values (one row per token).
+inline double maxRowRms(std::span<const float> v, std::size_t width) {
+    if (width == 0)
+        return 0;
+    double most = 0;
+    for (std::size_t r = 0; r + width <= v.size(); r += width) {
+        double s = 0;
+        for (std::size_t i = r; i < r + width; ++i)
+            s += double(v[i]) * double(v[i]);
+        most = std::max(most, std::sqrt(s / double(width)));
+    }
+    return most;
+}
+
+// ‖a − b‖ / ‖b‖ (‖a‖ when b is zero). Sizes must match (the caller checked the shapes).
+inline double relativeError(std::span<const float> a, std::span<const float> b) {
+    double diff = 0, ref = 0;
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+        const double d = double(a[i]) - double(b[i]);
+        diff += d * d;
+        ref += double(b[i]) * double(b[i]);
+    }
+    return ref > 0 ? std::sqrt(diff / ref) : std::sqrt(diff);
+}
+
+// The q-quantile (0..1) of the values, nearest rank; 0 when empty.
+inline double quantile(std::vector<double> v, double q) {
+    if (v.empty())
+        return 0;
+    const auto k = std::size_t(std::clamp(q, 0.0, 1.0) * double(v.size() - 1));
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(k), v.end());
+    return v[k];
+}
+
+} // namespace tessera::coordinator::stats

@@ -1,0 +1,42 @@
+#pragma once
+// FrameDecoder: a torch-free facade over the run's codec for whoever checks boundary tensors
+// without running a stage (the coordinator's result checks). Codec bytes in, fp32 values and token
+// ids out, every header field and length checked by the codec against the run's model first.
+
+#include "base/ModelConfig.h"
+#include "base/Result.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace tessera::gpu {
+
+class Codec;
+
+struct DecodedFrame {
+    std::int64_t batch = 0;
+    std::int64_t seq = 0;
+    std::int64_t width = 0;
+    std::vector<float> values;        // batch·seq·width, row-major
+    std::vector<std::int64_t> tokens; // batch·seq ids (activations only)
+};
+
+class FrameDecoder {
+public:
+    static Result<std::unique_ptr<FrameDecoder>> create(const ModelConfig& config,
+                                                        std::int64_t maxTokens = 65536);
+    ~FrameDecoder();
+    FrameDecoder(const FrameDecoder&) = delete;
+    FrameDecoder& operator=(const FrameDecoder&) = delete;
+
+    Result<DecodedFrame> activation(std::span<const std::uint8_t> payload) const;
+    Result<DecodedFrame> gradient(std::span<const std::uint8_t> payload) const;
+
+private:
+    explicit FrameDecoder(std::unique_ptr<Codec> codec);
+    std::unique_ptr<Codec> m_codec;
+};
+
+} // namespace tessera::gpu

@@ -1,0 +1,55 @@
+#pragma once
+// Misbehaviour: a node that lies, for the tests and benchmarks of the coordinator's checks — never
+// for real use. The node's engine applies it to what it returns when TESSERA_TEST_MISBEHAVE names a
+// mode (a real node process, real computation, then the lie: exactly what a modified client does).
+//
+//   echo    a forward returns its input frame, a backward the gradient it was given
+//   zeros   every returned tensor is zeros        noise  Gaussian noise of the honest RMS
+//   scale   every returned tensor times 3          flip   every returned gradient negated
+//   nan     one value of every returned tensor NaN
+//   loss    the last stage reports loss 2.0 and returns a zero gradient
+//   poison  averaging shares pushed far from its weights (SPARTA's plain mean follows one share)
+//   fast    reports 1e-9 compute seconds for every task (and computes honestly)
+// A lie that needs a shape the task lacks (echo on stage 0's forward) leaves the result honest.
+// Torch-free header: the node's engine (core/) drives it.
+
+#include "base/ModelConfig.h"
+#include "base/Result.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace tessera::gpu {
+
+class Codec;
+
+class Misbehaviour {
+public:
+    enum class Mode { Echo, Zeros, Noise, Scale, Flip, Nan, Loss, Poison, Fast };
+
+    // None when `mode` is empty; an error names the modes when it is unknown.
+    static Result<std::unique_ptr<Misbehaviour>> create(const ModelConfig& config, std::string_view mode);
+    ~Misbehaviour();
+
+    Mode mode() const { return m_mode; }
+    // Rewrites a returned frame in place (the same length). `given`: the task's own input of the
+    // same kind (a middle stage's input activation, a backward's incoming gradient), may be empty.
+    void activation(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const;
+    void gradient(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const;
+    void loss(double& value) const;
+    void share(std::vector<float>& values) const;
+    bool fastTiming() const { return m_mode == Mode::Fast; }
+
+private:
+    Misbehaviour(Mode mode, std::unique_ptr<Codec> codec);
+    void rewrite(std::span<std::uint8_t> frame, bool activation) const;
+
+    Mode m_mode;
+    std::unique_ptr<Codec> m_codec;
+};
+
+} // namespace tessera::gpu
