@@ -41,6 +41,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_node_engine
 	$(BUILD_DIR)/bin/bench_node
 	$(BUILD_DIR)/bin/bench_swarm
+	$(BUILD_DIR)/bin/bench_trust
 	xvfb-run -a -s "-screen 0 1280x720x24 -noreset" $(BUILD_DIR)/bin/bench_app
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 

@@ -156,6 +156,11 @@ QWidget* DashboardWindow::makeCredits() {
     m_today->setObjectName(u"creditsToday"_s);
     m_total = bigLabel(1.6);
     m_total->setObjectName(u"creditsTotal"_s);
+    m_pending = bigLabel(1.6);
+    m_pending->setObjectName(u"creditsPending"_s);
+    m_pending->setToolTip(tr("Work the swarm accepted that is not credit yet: it becomes a signed receipt "
+                             "once the coordinator's checks of this computer's results have covered it "
+                             "(usually within minutes)."));
     auto* what =
         new QLabel(tr("1 credit = 10<sup>15</sup> floating-point operations of work the swarm accepted. "
                       "Each credit arrives as a receipt signed by the coordinator and is kept on this "
@@ -165,10 +170,12 @@ QWidget* DashboardWindow::makeCredits() {
     auto* layout = new QGridLayout(box);
     layout->addWidget(new QLabel(tr("Today")), 0, 0);
     layout->addWidget(new QLabel(tr("In total")), 0, 1);
+    layout->addWidget(new QLabel(tr("Pending")), 0, 2);
     layout->addWidget(m_today, 1, 0);
     layout->addWidget(m_total, 1, 1);
-    layout->addWidget(what, 0, 2, 2, 1);
-    layout->setColumnStretch(2, 1);
+    layout->addWidget(m_pending, 1, 2);
+    layout->addWidget(what, 0, 3, 2, 1);
+    layout->setColumnStretch(3, 1);
     layout->setColumnMinimumWidth(0, 130);
     layout->setColumnMinimumWidth(1, 130);
     return box;
@@ -196,6 +203,10 @@ QString DashboardWindow::creditsTodayText() const {
 
 QString DashboardWindow::creditsTotalText() const {
     return m_total->text();
+}
+
+QString DashboardWindow::creditsPendingText() const {
+    return m_pending->text();
 }
 
 QString DashboardWindow::historyError() const {
@@ -237,6 +248,14 @@ void DashboardWindow::updateState() {
                      .arg(m_manager.settings().integer(AppSettings::Key::GpuLimitPercent));
     m_stage->setText(stage);
     m_stage->setVisible(!stage.isEmpty());
+    // Pending and forfeited credit: the coordinator's word, from the node's status.
+    const QJsonObject& s = m_manager.nodeStatus();
+    m_pending->setText(NodeStatusText::credits(s.value(u"credits_pending").toDouble()));
+    const double forfeited = s.value(u"credits_forfeited").toDouble();
+    m_pending->setStyleSheet(forfeited > 0 ? u"color: #b00020;"_s : QString());
+    if (forfeited > 0)
+        m_pending->setToolTip(tr("%1 credits were forfeited: %2")
+                                  .arg(NodeStatusText::credits(forfeited), s.value(u"last_forfeit_reason").toString()));
 }
 
 void DashboardWindow::updateButtons() {

@@ -46,6 +46,7 @@ public:
     QString stageText() const;
     QString creditsTodayText() const;
     QString creditsTotalText() const;
+    QString creditsPendingText() const;
     QString historyError() const;
     HistoryChart& creditsChart() { return *m_creditsChart; }
     HistoryChart& throughputChart() { return *m_throughputChart; }
@@ -76,6 +77,7 @@ private:
     QPushButton* m_resume;
     QLabel* m_today;
     QLabel* m_total;
+    QLabel* m_pending;
     QLabel* m_historyError;
     QComboBox* m_range;
     HistoryChart* m_creditsChart;

@@ -66,8 +66,10 @@ void TrayController::hide() {
 }
 
 QString TrayController::toolTip() const {
-    return tr("Tessera — %1\nToday: %2 credits")
-        .arg(m_manager.stateText(), NodeStatusText::credits(m_manager.creditsToday()));
+    const double pending = m_manager.nodeStatus().value(u"credits_pending").toDouble();
+    return tr("Tessera — %1\nToday: %2 credits (%3 pending)")
+        .arg(m_manager.stateText(), NodeStatusText::credits(m_manager.creditsToday()),
+             NodeStatusText::credits(pending));
 }
 
 void TrayController::update() {

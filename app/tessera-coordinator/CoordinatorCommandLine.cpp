@@ -131,6 +131,8 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
          [](TrainerSettings& t, qint64 n) { t.checks.probationRate = double(n) / 100; }},
         {"audit-percent-trusted", "Percent of a trusted node's results kept for an audit [3].", 0, 100,
          [](TrainerSettings& t, qint64 n) { t.checks.trustedRate = double(n) / 100; }},
+        {"result-checks", "Check and audit every result before it is relayed or credited [1]; 0 only to "
+         "measure what the checks cost.", 0, 1, [](TrainerSettings& t, qint64 n) { t.checks.enabled = n != 0; }},
         {"max-nodes-per-network", "Nodes admitted from one network (IPv4 /24, IPv6 /48) at once [64; 0: no "
          "limit].", 0, 1'000'000, [](TrainerSettings& t, qint64 n) { t.reputation.maxNodesPerNetwork = int(n); }},
     };

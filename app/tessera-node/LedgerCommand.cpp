@@ -1,9 +1,13 @@
 #include "LedgerCommand.h"
 
 #include "node/ledger/LocalLedger.h"
+#include "node/NodeFiles.h"
 
 #include <QCommandLineParser>
 #include <QDir>
+#include <QJsonObject>
+#include <QJsonDocument>
+#include <QFile>
 #include <QFileInfo>
 #include <QIODevice>
 
@@ -122,6 +126,16 @@ int runLedgerCommand(const QStringList& arguments, const QString& dataDir, std::
     }
     out << "ledger ok: " << report->totals.receipts << " receipts, "
         << formatCredits(report->totals.microCredits) << " credits\n";
+    // Not credit yet (unsigned: the coordinator's last word, kept by the running node).
+    QFile escrowFile(QDir(dataDir).filePath(NodeFiles::escrowFile()));
+    if (escrowFile.open(QIODevice::ReadOnly)) {
+        const QJsonObject e = QJsonDocument::fromJson(escrowFile.readAll()).object();
+        out << "pending:   " << QString::number(e.value(u"credits_pending").toDouble(), 'f', 6).toStdString()
+            << " credits (accepted work, granted once the coordinator's audit of this node covers it)\n";
+        if (e.value(u"credits_forfeited").toDouble() > 0)
+            out << "forfeited: " << QString::number(e.value(u"credits_forfeited").toDouble(), 'f', 6).toStdString()
+                << " credits (" << e.value(u"last_forfeit_reason").toString().toStdString() << ")\n";
+    }
     return 0;
 }
 

@@ -88,8 +88,8 @@ Status Node::start() {
     connect(m_admission.get(), &Admission::refused, this, &Node::refuse);
     connect(m_admission.get(), &Admission::failed, this,
             [this](const QString& why) { fail(why, ExitError); });
-    m_credits = std::make_unique<CreditsPoller>(*m_client, m_identity->nodeId(),
-                                                [this] { return m_stopping ? nullptr : m_ledger.get(); });
+    m_credits = std::make_unique<CreditsPoller>(
+        *m_client, m_identity->nodeId(), [this] { return m_stopping ? nullptr : m_ledger.get(); }, m_files);
 
     qInfo("tessera-node %s: node %s, data dir %s, coordinator %s, device %s, limit %d%%",
           qPrintable(tesseraVersion()), qPrintable(m_identity->nodeId()), qPrintable(m_files.dir()),
@@ -451,11 +451,9 @@ QJsonObject Node::status() const {
     if (!m_lastError.isEmpty())
         s.insert(QStringLiteral("last_error"), m_lastError);
     qint64 micro = 0, receipts = 0;
-    if (m_ledger) {
-        if (Result<LedgerTotals> t = m_ledger->totals(); t) {
-            micro = t->microCredits;
-            receipts = t->receipts;
-        }
+    if (Result<LedgerTotals> t = m_ledger ? m_ledger->totals() : Result<LedgerTotals>(makeError("")); t) {
+        micro = t->microCredits;
+        receipts = t->receipts;
     }
     if (m_runner)
         s.insert(QStringLiteral("training"), m_runner->status());
@@ -465,6 +463,7 @@ QJsonObject Node::status() const {
     if (m_benchmark)
         s.insert(QStringLiteral("benchmark"), m_benchmark->status());
     s.insert(QStringLiteral("credits_total"), double(micro) / 1e6);
+    m_credits->addEscrowTo(s); // credits_pending, credits_forfeited, last_forfeit_reason
     s.insert(QStringLiteral("ledger_receipts"), receipts);
     return s;
 }

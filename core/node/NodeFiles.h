@@ -47,6 +47,9 @@ public:
     Status writeRefusal(const protocol::Refusal& refusal) const;
     std::optional<protocol::Refusal> readRefusal() const;
     static QString refusalFile() { return QStringLiteral("refusal.json"); }
+    // The coordinator's last word on the node's credit in escrow (pending, forfeited), as the node
+    // status shows it: written by the running node, read by `tessera-node ledger`.
+    static QString escrowFile() { return QStringLiteral("escrow.json"); }
 
 private:
     QString m_dir;

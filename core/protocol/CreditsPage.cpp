@@ -152,8 +152,27 @@ Result<std::vector<CreditReceipt>> parseCreditsPage(const QJsonObject& page, con
                              std::to_string(*lastSeq));
         receipts.push_back(std::move(*r));
     }
+    CreditsPageInfo escrowInfo{*lastSeq, *total, *key, 0, 0, {}};
+    if (const QJsonValue escrow = page.value(QStringLiteral("escrow")); !escrow.isUndefined()) {
+        if (!escrow.isObject())
+            return makeError("escrow: must be an object");
+        const QJsonObject e = escrow.toObject();
+        Result<qint64> pending = integerField(e, QStringLiteral("pending_flop"), QStringLiteral("escrow.pending_flop"), 0);
+        if (!pending)
+            return pending.error();
+        Result<qint64> forfeited =
+            integerField(e, QStringLiteral("forfeited_flop"), QStringLiteral("escrow.forfeited_flop"), 0);
+        if (!forfeited)
+            return forfeited.error();
+        const QJsonValue reason = e.value(QStringLiteral("last_forfeit_reason"));
+        if (!reason.isUndefined() && (!reason.isString() || reason.toString().size() > 500))
+            return makeError("escrow.last_forfeit_reason: must be a string of at most 500 characters");
+        escrowInfo.pendingFlop = *pending;
+        escrowInfo.forfeitedFlop = *forfeited;
+        escrowInfo.lastForfeitReason = reason.toString();
+    }
     if (info)
-        *info = CreditsPageInfo{*lastSeq, *total, *key};
+        *info = escrowInfo;
     return receipts;
 }
 

@@ -19,6 +19,11 @@ struct CreditsPageInfo {
     qint64 lastSeq = 0;
     qint64 totalMicroCredits = 0;
     QByteArray coordinatorKey; // raw Ed25519 public key, 32 bytes
+    // "escrow" (optional: coordinators before 0.3 have none): work accepted but not yet in a
+    // receipt (pending until an audit covers it), and what failed checks forfeited, with the last reason.
+    qint64 pendingFlop = 0;
+    qint64 forfeitedFlop = 0;
+    QString lastForfeitReason;
 };
 
 // Every field's type and range is checked, and an error names the bad field

@@ -131,6 +131,13 @@ Result<StageForwardResult> StageEngine::forward(std::int64_t microbatch, std::sp
         }
         torch::Tensor out;
         if (st.options.keepActivations) {
+            // Bounded: the oldest graph goes first (its backward then recomputes from the input).
+            while (!st.kept.empty() && std::int64_t(st.kept.size()) >= st.options.maxKept) {
+                const auto oldest = std::min_element(st.kept.begin(), st.kept.end(),
+                                                     [](const auto& a, const auto& b) { return a.first < b.first; });
+                const std::int64_t id = oldest->first;
+                drop(id);
+            }
             out = st.model->forwardKeep(microbatch, in->x, target);
             st.kept[microbatch] = shape;
         } else {
@@ -212,11 +219,14 @@ Status StageEngine::step(int microbatches) {
         return makeError("step: the microbatch count must be non-negative, got " + str(microbatches));
     return guarded("step " + str(steps() + 1), [&]() -> Status {
         st.dropAllKept(); // they hold the weights this step replaces
-        if (microbatches > 0 && st.accumulated > 0)
-            st.optimizer->step(microbatches); // zeroes the gradients
-        else
-            st.model->zeroGrad();
+        const std::int64_t accumulated = st.accumulated;
         st.accumulated = 0;
+        if (microbatches > 0 && accumulated > 0) {
+            if (!st.optimizer->step(microbatches)) // zeroes the gradients
+                return makeError("the accumulated gradients are not finite: the step was not applied");
+        } else {
+            st.model->zeroGrad();
+        }
         return {};
     });
 }

@@ -49,6 +49,9 @@ struct StageEngineOptions {
     // Keep each forward's graph so backward of the same microbatch needs no recompute (costs the
     // activations' memory until backward, drop or step).
     bool keepActivations = true;
+    // Kept graphs at most (a coordinator that never sends the backwards cannot fill the memory):
+    // beyond it the oldest is dropped, and its backward recomputes (ErrorKind::MissingGraph).
+    std::int64_t maxKept = 64;
     // Bytes left free (zero) in front of every output frame, for the caller's envelope: the node
     // writes its message header there and sends the frame from where the codec wrote it.
     std::size_t outputHeadroom = 0;

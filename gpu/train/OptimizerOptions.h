@@ -10,6 +10,9 @@ struct OptimizerOptions {
     double weightDecay = 0.1;
     double epsilon = 1e-8;
     int warmupSteps = 20; // linear warm-up of the learning rate
+    // The stage's averaged gradient is scaled down to this L2 norm when larger (0: no clip); a
+    // gradient with a value that is not finite is never applied (the step is skipped).
+    double clipNorm = 1.0;
 };
 
 } // namespace tessera::gpu

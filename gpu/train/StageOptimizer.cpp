@@ -1,6 +1,7 @@
 #include "train/StageOptimizer.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tessera::gpu {
 
@@ -19,20 +20,33 @@ double StageOptimizer::currentLearningRate() const {
     return m_options.learningRate * ramp;
 }
 
-void StageOptimizer::step(int microbatches) {
+bool StageOptimizer::step(int microbatches) {
     if (microbatches <= 0)
-        return;
+        return true;
     {
         torch::NoGradGuard noGrad;
+        double squared = 0;
         for (auto& p : m_parameters)
-            if (p.grad().defined())
+            if (p.grad().defined()) {
                 p.grad().div_(microbatches);
+                squared += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+            }
+        m_lastNorm = std::sqrt(squared);
+        if (!std::isfinite(m_lastNorm)) {
+            m_adam->zero_grad();
+            return false;
+        }
+        if (m_options.clipNorm > 0 && m_lastNorm > m_options.clipNorm)
+            for (auto& p : m_parameters)
+                if (p.grad().defined())
+                    p.grad().mul_(m_options.clipNorm / m_lastNorm);
     }
     for (auto& group : m_adam->param_groups())
         static_cast<torch::optim::AdamWOptions&>(group.options()).lr(currentLearningRate());
     m_adam->step();
     m_adam->zero_grad();
     ++m_steps;
+    return true;
 }
 
 } // namespace tessera::gpu

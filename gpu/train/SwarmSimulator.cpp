@@ -147,7 +147,7 @@ SimStep SwarmSimulator::step() {
     ++st.step;
     for (auto& stage : st.stages)
         for (auto& replica : stage) {
-            replica.optimizer->step(replica.microbatches);
+            (void)replica.optimizer->step(replica.microbatches);
             replica.microbatches = 0;
         }
     if (st.options.sparseAveraging && replicas > 1 && st.stages[0][0].sparta->isAveragingStep(st.step)) {

@@ -131,11 +131,12 @@ QString LocalSwarm::start() {
     return {};
 }
 
-int LocalSwarm::addNode(const QString& url) {
+int LocalSwarm::addNode(const QString& url, const QProcessEnvironment& environment) {
     const int index = int(m_nodes.size());
     auto process = std::make_unique<QProcess>();
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
+    env.insert(environment);
     process->setProcessEnvironment(env);
     process->setProcessChannelMode(QProcess::MergedChannels);
     process->setStandardOutputFile(QStringLiteral("%1/node-%2.log").arg(m_dir).arg(index), QIODevice::Append);

@@ -42,8 +42,9 @@ public:
     // A node's command line (its data dir as DIR), for printing.
     static QString nodeCommand(const QString& url, const QString& caFile);
 
-    // A fresh node with its own data dir, reaching the coordinator at `url` (empty: url()).
-    int addNode(const QString& url = {});
+    // A fresh node with its own data dir, reaching the coordinator at `url` (empty: url()), with
+    // `environment` added to its own (TESSERA_TEST_MISBEHAVE for a lying node).
+    int addNode(const QString& url = {}, const QProcessEnvironment& environment = {});
     void killNode(int index); // SIGKILL: gone mid-task, as a crash or a pulled cable
     bool nodeRunning(int index) const;
     QList<int> runningNodes() const;

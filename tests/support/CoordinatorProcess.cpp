@@ -11,6 +11,12 @@ QString coordinatorProgram() {
 }
 
 CoordinatorProcess::CoordinatorProcess(const QStringList& arguments) {
+    // Collected as it comes (whenever the test's event loop runs): a chatty coordinator never
+    // blocks on a full pipe.
+    QObject::connect(&m_process, &QProcess::readyReadStandardOutput,
+                     [this] { m_out += m_process.readAllStandardOutput(); });
+    QObject::connect(&m_process, &QProcess::readyReadStandardError,
+                     [this] { m_err += m_process.readAllStandardError(); });
     m_process.setProgram(coordinatorProgram());
     m_process.setArguments(arguments);
     m_process.start();

@@ -66,7 +66,7 @@ void TestTray::menuDrivesTheManager() {
     manager.start();
     QMenu& menu = tray.menu();
     QVERIFY(tray.toolTip().startsWith(u"Tessera — Not contributing"));
-    QVERIFY(tray.toolTip().endsWith(u"\nToday: 0 credits"));
+    QVERIFY(tray.toolTip().endsWith(u"\nToday: 0 credits (0 pending)"));
     QVERIFY(menuAction(menu, u"contribute"_s)->isVisible());
     QVERIFY(!menuAction(menu, u"pauseHour"_s)->isVisible());
     QVERIFY(!menuAction(menu, u"resume"_s)->isVisible());

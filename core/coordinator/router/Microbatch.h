@@ -52,6 +52,7 @@ struct Microbatch {
     protocol::HeldFrame gradient;            // the gradient frame the current backward phase sends
     std::vector<QString> forwardNode;        // who ran stage s's forward (its graph may still be kept)
     std::vector<qint64> forwardEpoch;        // that node's step epoch at the time
+    std::vector<qint64> forwardVersion;      // and the version of its weights (Router::weightsVersion)
     std::vector<AcceptedTask> accepted;
     double loss = std::numeric_limits<double>::quiet_NaN();
     QString abandonReason;

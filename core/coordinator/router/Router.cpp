@@ -129,6 +129,7 @@ void Router::issueWhilePossible() {
         mb.targets = protocol::holdPayload(std::move(input->targets), protocol::TaskFrameType::Targets);
         mb.forwardNode.assign(std::size_t(m_stages), QString());
         mb.forwardEpoch.assign(std::size_t(m_stages), -1);
+        mb.forwardVersion.assign(std::size_t(m_stages), -1);
         mb.stage = 0;
         mb.phase = m_stages == 1 ? Microbatch::Phase::ForwardBackward : Microbatch::Phase::Forward;
         ++m_counters.issued;
@@ -311,6 +312,7 @@ void Router::advance(Microbatch& mb, const protocol::TaskResult& result, const p
         mb.forwardNode[std::size_t(s)] = node;
         // Steps sent after the forward was (even before it ran) drop its graph on the node.
         mb.forwardEpoch[std::size_t(s)] = mb.taskEpoch;
+        mb.forwardVersion[std::size_t(s)] = mb.taskVersion;
         mb.inputs[std::size_t(s + 1)] = std::move(output);
         mb.stage = s + 1;
         mb.phase = mb.stage == m_stages - 1 ? Microbatch::Phase::ForwardBackward : Microbatch::Phase::Forward;

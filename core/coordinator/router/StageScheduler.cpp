@@ -25,7 +25,9 @@ bool StageScheduler::addNode(const QString& node, std::optional<double> probeSec
         probeSecondsPerToken && std::isfinite(*probeSecondsPerToken) && *probeSecondsPerToken > 0;
     n.secondsPerToken = probed ? *probeSecondsPerToken : m_settings.priorSecondsPerToken;
     n.secondsPerToken = std::max(n.secondsPerToken, kMinSecondsPerToken);
-    n.fromPrior = !probed;
+    // Even a probe is only a prior: the coordinator times it from sending to answer, which may
+    // include the node loading its stage; the first task it runs replaces it.
+    n.fromPrior = true;
     m_nodes.insert(node, n);
     return true;
 }
@@ -108,8 +110,7 @@ bool StageScheduler::complete(const QString& node, qint64 tokens, double seconds
     }
     if (tokens > 0 && std::isfinite(seconds) && seconds >= 0) {
         const double sample = std::max(seconds / double(tokens), kMinSecondsPerToken);
-        // The prior is a guess, so the first measurement replaces it; a probe is a measurement
-        // and only moves by α like any other.
+        // The prior (or probe) is a guess, so the first measurement replaces it.
         const double alpha = n.fromPrior ? 1.0 : m_settings.emaAlpha;
         n.secondsPerToken = alpha * sample + (1.0 - alpha) * n.secondsPerToken;
         n.fromPrior = false;

@@ -1,5 +1,7 @@
 #include "coordinator/training/Averager.h"
 
+#include "coordinator/trust/RobustCombine.h"
+
 #include <QDateTime>
 
 namespace tessera::coordinator {
@@ -54,27 +56,6 @@ bool Averager::onShare(const QString& node, const protocol::AverageShare& share,
     const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
     if (frame == nullptr)
         return false;
-    // A sync: the source's whole weights, relayed to the ghost.
-    for (auto it = m_syncs.begin(); it != m_syncs.end(); ++it) {
-        Sync& sync = it.value();
-        if (sync.id != id || sync.source != node || partition != -1 || sync.sent)
-            continue;
-        Result<std::vector<float>> values = protocol::partitionValues(*frame);
-        if (!values || qint64(values->size()) != m_partitionSize(sync.stage, -1)) {
-            qWarning("averager: node %s sent a sync of the wrong size", qPrintable(shortId(node)));
-            endSync(it.key(), false);
-            return false;
-        }
-        const QString ghost = it.key();
-        if (!m_sendBinary(ghost, partitionMessage(protocol::Sync{id, m_settings.partitions}, *values))) {
-            endSync(ghost, false);
-            return true;
-        }
-        sync.sent = true;
-        ++m_sharesReceived;
-        Q_EMIT averaged(sync.stage, -1, *values, 1);
-        return true;
-    }
     for (auto it = m_rounds.begin(); it != m_rounds.end(); ++it) {
         Round& round = it.value();
         if (round.id != id || partition != round.partition || !round.waiting.contains(node))
@@ -104,22 +85,34 @@ void Averager::closeRound(int stage) {
     m_rounds.erase(it);
     if (round.shares.isEmpty())
         return;
-    const std::size_t n = round.shares.cbegin()->size();
-    std::vector<double> sum(n, 0.0);
-    for (const std::vector<float>& share : round.shares)
-        for (std::size_t i = 0; i < n; ++i)
-            sum[i] += share[i];
-    std::vector<float> average(n);
-    const double count = double(round.shares.size());
-    for (std::size_t i = 0; i < n; ++i)
-        average[i] = float(sum[i] / count);
+    // Shares of nodes on probation do not count while any trusted replica's does.
+    std::vector<Share> counted, all;
+    for (auto s = round.shares.begin(); s != round.shares.end(); ++s) {
+        Share share{s.key(), std::move(s.value())};
+        if (!m_trusted || m_trusted(share.node))
+            counted.push_back(share);
+        all.push_back(std::move(share));
+    }
+    const std::vector<Share>& used = counted.empty() ? all : counted;
+    const std::vector<float> reference = m_reference ? m_reference(stage, round.partition) : std::vector<float>();
+    const Combined combined = robustCombine(used, reference);
+    for (const QString& node : combined.dropped)
+        Q_EMIT shareRefused(node, stage,
+                            QStringLiteral("its share of partition %1 is not finite or far beyond any training")
+                                .arg(round.partition));
+    for (const QString& node : combined.outliers)
+        Q_EMIT shareRefused(node, stage,
+                            QStringLiteral("its share of partition %1 is far from the other replicas'")
+                                .arg(round.partition));
+    if (combined.used == 0)
+        return;
     const QByteArray message = partitionMessage(
-        protocol::AverageResult{round.id, round.partition, int(round.shares.size())}, average);
-    for (auto s = round.shares.cbegin(); s != round.shares.cend(); ++s)
-        if (m_sendBinary(s.key(), message))
-            Q_EMIT weightsSent(s.key());
+        protocol::AverageResult{round.id, round.partition, combined.used}, combined.values);
+    for (const Share& share : all)
+        if (!combined.dropped.contains(share.node) && m_sendBinary(share.node, message))
+            Q_EMIT weightsSent(share.node);
     ++m_roundsCompleted;
-    Q_EMIT averaged(stage, round.partition, average, int(round.shares.size()));
+    Q_EMIT averaged(stage, round.partition, combined.values, combined.used);
 }
 
 void Averager::nodeGone(const QString& node) {
@@ -133,28 +126,24 @@ void Averager::nodeGone(const QString& node) {
         closeRound(stage);
     if (m_syncs.contains(node))
         endSync(node, false);
-    QStringList orphaned;
-    for (auto it = m_syncs.cbegin(); it != m_syncs.cend(); ++it)
-        if (it->source == node && !it->sent)
-            orphaned << it.key();
-    for (const QString& ghost : orphaned)
-        endSync(ghost, false);
 }
 
-void Averager::startSync(const QString& ghost, int stage, const QString& source) {
+void Averager::startSync(const QString& ghost, int stage) {
     Sync sync;
     sync.id = m_nextRound++;
     sync.stage = stage;
-    sync.source = source;
     sync.deadlineMs = m_clock() + m_settings.syncDeadlineMs;
     m_syncs.insert(ghost, sync);
-    if (!m_sendText(source, protocol::SyncRequest{sync.id, m_settings.partitions}))
-        endSync(ghost, false);
+    const std::vector<float> weights = m_reference ? m_reference(stage, -1) : std::vector<float>();
+    if (weights.empty() || qint64(weights.size()) != m_partitionSize(stage, -1) ||
+        !m_sendBinary(ghost, partitionMessage(protocol::Sync{sync.id, m_settings.partitions}, weights)))
+        return endSync(ghost, false);
+    Q_EMIT weightsSent(ghost);
 }
 
 void Averager::onSyncDone(const QString& ghost, qint64 round) {
     const auto it = m_syncs.constFind(ghost);
-    if (it == m_syncs.constEnd() || it->id != round || !it->sent)
+    if (it == m_syncs.constEnd() || it->id != round)
         return;
     endSync(ghost, true);
 }

@@ -1,12 +1,15 @@
 #pragma once
 // Averager: SPARTA over the network — every `interval` steps the replicas of each stage send
-// the next partition of their weights; whoever answered before the deadline is averaged, the
-// average goes back to them (each applies the delta rule) and to the coordinator's checkpoint.
+// the next partition of their weights; whoever answered before the deadline is combined robustly
+// (trust/RobustCombine: shares of nodes still on probation do not count, non-finite or far-off
+// shares are dropped and their senders named, median with 3 or more), and the result goes back to
+// every replica that sent a share it kept (each applies the delta rule) and to the checkpoint.
 // A slow or absent replica never blocks the others: the round closes at its deadline with
 // whatever arrived, and routing never waits for a round.
 //
-// It also syncs a joining node (the "ghost" phase): one live replica sends all its weights,
-// which go to the newcomer (and refresh the checkpoint), before the router sends it any task.
+// It also syncs a joining node (the "ghost" phase) from the coordinator's checkpoint — never from
+// one peer, which could hand every newcomer its own weights — before the router sends it any task.
+// Nothing a ghost receives goes back into the checkpoint.
 //
 // Round of one stage: Open (request sent to the replicas) → Closed (all answered or deadline:
 // averaged, results sent) ; a new round of the stage closes the previous one first.
@@ -42,11 +45,17 @@ public:
 
     // How many values partition p (-1: all) of a stage holds: a share of another size is refused.
     using PartitionSize = std::function<qint64(int stage, int partition)>;
+    // The checkpoint's values of partition p (-1: all) of a stage: a sync's weights, a round's reference.
+    using Reference = std::function<std::vector<float>(int stage, int partition)>;
+    // Whether a node's share counts (false while it is on probation).
+    using Trusted = std::function<bool(const QString& node)>;
 
     Averager(int stages, PartitionSize partitionSize, AveragingSettings settings, SendText sendText,
              SendBinary sendBinary, QObject* parent = nullptr);
 
     const AveragingSettings& settings() const { return m_settings; }
+    void setReference(Reference reference) { m_reference = std::move(reference); }
+    void setTrusted(Trusted trusted) { m_trusted = std::move(trusted); }
     void setClock(Clock clock) { m_clock = std::move(clock); }
     bool isAveragingStep(qint64 step) const { return step > 0 && step % m_settings.interval == 0; }
     int partitionForStep(qint64 step) const {
@@ -60,8 +69,8 @@ public:
                  const protocol::TaskMessage& message);
     // The node left: rounds stop waiting for it; a sync it was the source of is failed.
     void nodeGone(const QString& node);
-    // Starts the ghost phase of `ghost`: `source` (a live replica) sends all its weights.
-    void startSync(const QString& ghost, int stage, const QString& source);
+    // Starts the ghost phase of `ghost`: it is sent the checkpoint's weights of its stage.
+    void startSync(const QString& ghost, int stage);
     // The ghost confirmed it took the weights.
     void onSyncDone(const QString& ghost, qint64 round);
     bool syncing(const QString& ghost) const;
@@ -71,12 +80,14 @@ public:
     qint64 sharesReceived() const { return m_sharesReceived; }
 
 Q_SIGNALS:
-    // The average of a partition (partition -1: all the weights, from a sync).
+    // The robust average of a partition, for the checkpoint.
     void averaged(int stage, int partition, const std::vector<float>& values, int replicas);
     // The ghost holds the stage's current weights (or the sync failed: it keeps the checkpoint's).
     void synced(const QString& ghost, int stage, bool ok);
     // The node was sent values that change its weights (a round's average, a sync).
     void weightsSent(const QString& node);
+    // The node's share was dropped (not finite, far beyond any training) or an outlier.
+    void shareRefused(const QString& node, int stage, const QString& reason);
 
 private:
     struct Round {
@@ -89,9 +100,7 @@ private:
     struct Sync {
         qint64 id = 0;
         int stage = 0;
-        QString source;
         qint64 deadlineMs = 0;
-        bool sent = false; // weights sent to the ghost; waiting for sync_done
     };
 
     void closeRound(int stage);
@@ -99,6 +108,8 @@ private:
 
     int m_stages;
     PartitionSize m_partitionSize;
+    Reference m_reference;
+    Trusted m_trusted;
     AveragingSettings m_settings;
     SendText m_sendText;
     SendBinary m_sendBinary;

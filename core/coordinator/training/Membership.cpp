@@ -79,9 +79,9 @@ void Membership::onReady(const QString& node, const protocol::Ready& ready) {
     if (m_settings.ghostSync && !replicas.isEmpty()) {
         // Ghost: take the weights of a live replica first.
         m_ghosts.insert(node, ready.stage);
-        qInfo("trainer: node %s joins stage %d; syncing it from %s", qPrintable(shortId(node)), ready.stage,
-              qPrintable(shortId(replicas.first())));
-        m_averager.startSync(node, ready.stage, replicas.first());
+        qInfo("trainer: node %s joins stage %d; syncing it from the checkpoint", qPrintable(shortId(node)),
+              ready.stage);
+        m_averager.startSync(node, ready.stage);
         return;
     }
     route(node, ready.stage);

@@ -89,6 +89,12 @@ bool StageCheckpoints::changed(int stage) const {
     return m_stages.at(std::size_t(stage))->changed;
 }
 
+Result<std::vector<float>> StageCheckpoints::values(int stage, int partition, int partitions) const {
+    if (stage < 0 || stage >= stages())
+        return makeError("no stage " + std::to_string(stage));
+    return m_stages[std::size_t(stage)]->engine->gatherPartition(partition, partitions);
+}
+
 Status StageCheckpoints::take(int stage, int partition, int partitions, std::span<const float> values) {
     if (stage < 0 || stage >= stages())
         return makeError("no stage " + std::to_string(stage));

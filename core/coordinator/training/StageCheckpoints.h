@@ -40,6 +40,8 @@ public:
     qint64 version(int stage) const;                                      // latest published
     qint64 step(int stage) const; // the step of the latest published version
 
+    // The checkpoint's values of a partition (-1: all of them, in the order a sync sends them).
+    Result<std::vector<float>> values(int stage, int partition, int partitions) const;
     // The partition's values replace the checkpoint's (partition -1: all of them).
     Status take(int stage, int partition, int partitions, std::span<const float> values);
     bool changed(int stage) const; // since the last publish

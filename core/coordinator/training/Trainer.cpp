@@ -75,6 +75,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     audits.partitions = settings.averaging.partitions;
     t->m_auditor = std::make_unique<Auditor>(config, audits, sendText, clock);
     connect(t->m_auditor.get(), &Auditor::audited, self, &Trainer::onAudited);
+    ResultCheck* resultChecks = t->m_checks.get();
     t->m_credits = std::make_unique<CreditGranter>(t->m_store, key, qint64(settings.creditEscrow.count()), sendText);
     t->m_reputation = std::make_unique<Reputation>(db, settings.reputation);
 
@@ -86,6 +87,12 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
             return cp->partitionSize(stage, partition, partitions);
         },
         settings.averaging, sendText, sendBinary);
+    t->m_averager->setReference([cp, partitions](int stage, int partition) {
+        Result<std::vector<float>> v = cp->values(stage, partition, partitions);
+        return v ? std::move(*v) : std::vector<float>();
+    });
+    t->m_averager->setTrusted([resultChecks](const QString& node) { return resultChecks->trusted(node); });
+    connect(t->m_averager.get(), &Averager::shareRefused, self, &Trainer::onRefused);
     connect(t->m_averager.get(), &Averager::averaged, self,
             [self, partitions](int stage, int partition, const std::vector<float>& values, int) {
                 if (Status s = self->m_checkpoints->take(stage, partition, partitions, values); !s)
@@ -221,6 +228,8 @@ std::span<const std::uint8_t> bytesOf(const protocol::HeldFrame& f) {
 
 std::optional<QString> Trainer::checkResult(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
                                             const protocol::HeldFrame& output, std::optional<double> loss) {
+    if (!m_settings.checks.enabled)
+        return std::nullopt;
     const bool backward = kind == protocol::TaskKind::Backward;
     TaskEvidence task;
     task.stage = mb.stage;
@@ -238,8 +247,10 @@ std::optional<QString> Trainer::checkResult(const QString& node, const Microbatc
     task.loss = loss;
     if (std::optional<QString> refusal = m_checks->check(task))
         return refusal;
-    // A stage 0 backward answers nothing a recomputation could compare.
-    const bool comparable = !output.isNull() || kind == protocol::TaskKind::ForwardBackward;
+    // A stage 0 backward answers nothing a recomputation could compare; nor does a backward through a
+    // kept graph whose weights changed (an averaging result) after its forward: it ran on a mix of both.
+    const bool straddles = backward && !mb.taskHasInput && mb.forwardVersion[std::size_t(mb.stage)] != mb.taskVersion;
+    const bool comparable = (!output.isNull() || kind == protocol::TaskKind::ForwardBackward) && !straddles;
     if (comparable && m_auditor->audits(mb.stage, m_checkpoints->parameters(mb.stage)) && m_checks->sampled(node))
         m_auditor->keep(node, Evidence{mb.taskVersion, mb.stage, kind, mb.id, mb.inputs[std::size_t(mb.stage)],
                                        kind == protocol::TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
@@ -250,9 +261,13 @@ std::optional<QString> Trainer::checkResult(const QString& node, const Microbatc
 void Trainer::onRefused(const QString& node, int stage, const QString& reason) {
     qWarning("trust: node %s (stage %d): result refused: %s", qPrintable(node.left(12)), stage, qPrintable(reason));
     m_checks->probation(node);
-    // The router banned it for a while; the strike is remembered past `unavailable`, reconnects and restarts.
-    if (Result<qint64> until = m_reputation->strike(node, reason, now()); !until)
+    // The router banned it for a while; the strike is remembered past `unavailable`, reconnects and
+    // restarts, and what it had pending is forfeited (a liar mixing lies with work is not paid).
+    const qint64 t = now();
+    if (Result<qint64> until = m_reputation->strike(node, reason, t); !until)
         qWarning("trust: recording a strike failed: %s", until.message().c_str());
+    m_loop->flush();
+    m_credits->forfeit(node, QStringLiteral("a result was refused: %1").arg(reason), t);
 }
 
 void Trainer::onAudited(const AuditOutcome& outcome) {

@@ -34,6 +34,7 @@ struct DecodedFrame;
 namespace tessera::coordinator {
 
 struct ResultCheckSettings {
+    bool enabled = true;               // off only to measure what the checks cost (bench_trust)
     double maxRms = 1e4;               // per-token RMS above this is refused (finite but huge)
     double maxLoss = 50;               // cross-entropy the last stage may report
     double minRelativeChange = 1e-6;   // closer than this to the task's own input: an echo
@@ -75,6 +76,11 @@ public:
     // Whether this accepted result of the node is kept for an audit (drawn at its audit rate).
     bool sampled(const QString& node);
     void auditPassed(const QString& node) { ++m_auditsPassed[node]; }
+    // Past probation: enough audits passed since its last strike (or no audits are drawn at all).
+    bool trusted(const QString& node) const {
+        return m_auditsPassed.value(node, 0) >= m_settings.probationAudits ||
+               (m_settings.probationRate <= 0 && m_settings.trustedRate <= 0);
+    }
     // The node's audit rate starts again at probation (a refused result, a failed audit).
     void probation(const QString& node) { m_auditsPassed.insert(node, 0); }
 

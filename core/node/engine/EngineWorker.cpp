@@ -152,6 +152,9 @@ void EngineWorker::doSubmit(const EngineTask& task) {
     // Loading runs on this thread: a load requested before this task has already ended.
     if (!m_engine)
         return refuse(task, QStringLiteral("no stage is loaded"));
+    // Bounded: a coordinator that sends faster than this node computes cannot fill its memory.
+    if (m_queue.size() >= kMaxQueued)
+        return refuse(task, QStringLiteral("the engine's queue is full (%1 tasks)").arg(kMaxQueued));
     m_queue.push_back(task);
     schedule();
 }

@@ -88,6 +88,7 @@ private:
     std::unique_ptr<gpu::StageEngine> m_engine;
     // TESSERA_TEST_MISBEHAVE: a lying node for the coordinator's tests (gpu/engine/Misbehaviour.h).
     std::unique_ptr<gpu::Misbehaviour> m_misbehaviour;
+    static constexpr std::size_t kMaxQueued = 4096;
     std::deque<EngineTask> m_queue;
     ComputeThrottle m_throttle;
     QTimer m_restTimer;

@@ -1,6 +1,7 @@
 // CreditsPoller: GET /v1/nodes/{id}/credits?after=N → checked receipts → the ledger.
 #include "node/session/CreditsPoller.h"
 
+#include "node/NodeFiles.h"
 #include "node/ledger/LocalLedger.h"
 #include "node/session/CoordinatorClient.h"
 #include "protocol/CreditsPage.h"
@@ -14,11 +15,19 @@ constexpr std::size_t kPageSize = 1000; // the coordinator's page: a full one me
 } // namespace
 
 CreditsPoller::CreditsPoller(CoordinatorClient& client, QString nodeId, std::function<LocalLedger*()> ledger,
-                             QObject* parent)
+                             const NodeFiles& files, QObject* parent)
     : QObject(parent)
     , m_client(client)
     , m_nodeId(std::move(nodeId))
-    , m_ledger(std::move(ledger)) {}
+    , m_ledger(std::move(ledger))
+    , m_files(files) {}
+
+void CreditsPoller::addEscrowTo(QJsonObject& status) const {
+    status.insert(QStringLiteral("credits_pending"), double(m_escrow.pendingFlop) / 1e15);
+    status.insert(QStringLiteral("credits_forfeited"), double(m_escrow.forfeitedFlop) / 1e15);
+    if (!m_escrow.lastForfeitReason.isEmpty())
+        status.insert(QStringLiteral("last_forfeit_reason"), m_escrow.lastForfeitReason);
+}
 
 void CreditsPoller::poll() {
     LocalLedger* ledger = m_ledger();
@@ -35,11 +44,24 @@ void CreditsPoller::poll() {
                          qWarning("node: credits: %s", qPrintable(reply.describe()));
                          return;
                      }
+                     protocol::CreditsPageInfo info;
                      Result<std::vector<protocol::CreditReceipt>> receipts =
-                         protocol::parseCreditsPage(reply.json(), m_nodeId);
+                         protocol::parseCreditsPage(reply.json(), m_nodeId, &info);
                      if (!receipts) {
                          qWarning("node: credits: %s", receipts.message().c_str());
                          return;
+                     }
+                     if (info.pendingFlop != m_escrow.pendingFlop || info.forfeitedFlop != m_escrow.forfeitedFlop ||
+                         info.lastForfeitReason != m_escrow.lastForfeitReason) {
+                         if (info.forfeitedFlop > m_escrow.forfeitedFlop)
+                             qWarning("node: the coordinator forfeited pending credit: %s",
+                                      qPrintable(info.lastForfeitReason));
+                         m_escrow = info;
+                         QJsonObject record;
+                         addEscrowTo(record);
+                         if (Status s = m_files.write(NodeFiles::escrowFile(), record); !s)
+                             qWarning("node: %s", s.message().c_str());
+                         Q_EMIT escrowChanged();
                      }
                      if (receipts->empty())
                          return;

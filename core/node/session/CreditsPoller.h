@@ -3,12 +3,17 @@
 // its ledger holds, a page at a time) and stores them, checked, in its LocalLedger. Runs when the
 // coordinator says receipts are waiting, on the session's opening, and on a timer.
 
+#include "protocol/CreditsPage.h"
+
+#include <QJsonObject>
 #include <QObject>
 #include <QString>
 
 #include <functional>
 
 namespace tessera::node {
+
+class NodeFiles;
 
 class CoordinatorClient;
 class LocalLedger;
@@ -18,15 +23,25 @@ class CreditsPoller final : public QObject {
 
 public:
     // ledger: the node's ledger now, or null (none open yet, or the node is stopping).
+    // files: where the escrow is kept for `tessera-node ledger` (escrow.json).
     CreditsPoller(CoordinatorClient& client, QString nodeId, std::function<LocalLedger*()> ledger,
-                  QObject* parent = nullptr);
+                  const NodeFiles& files, QObject* parent = nullptr);
 
     void poll();
+    // The coordinator's last word on this node's credit in escrow (its credits page).
+    const protocol::CreditsPageInfo& escrow() const { return m_escrow; }
+    // credits_pending, credits_forfeited (in credits) and last_forfeit_reason, for the node's status.
+    void addEscrowTo(QJsonObject& status) const;
+
+Q_SIGNALS:
+    void escrowChanged();
 
 private:
     CoordinatorClient& m_client;
     QString m_nodeId;
     std::function<LocalLedger*()> m_ledger;
+    const NodeFiles& m_files;
+    protocol::CreditsPageInfo m_escrow;
 };
 
 } // namespace tessera::node

@@ -1,0 +1,47 @@
+#pragma once
+// RobustCombine: the average of the replicas' shares (SPARTA partitions today, gradients later)
+// that no single replica can set. The plain mean follows one share sent as R·target − (R−1)·own
+// anywhere; one NaN share poisons every replica that applies it.
+//
+//   1. a share with a value that is not finite is dropped, and so is one further from `reference`
+//      (the coordinator's checkpoint of the partition) than maxDrift × ‖reference‖ — no training
+//      moves a partition that far; its sender is named (a strike)
+//   2. the center is the shares' coordinate-wise median; each share's distance from it is clipped to
+//      clipFactor × the lower median of those distances (CenteredClip, one pass)
+//   3. with 3 or more shares the clipped shares are combined coordinate by coordinate by their
+//      median, and a share further than outlierFactor × that lower median names its sender (a
+//      strike); with 1 or 2 by their mean: there is no majority to tell who is right, only step 1
+//      bounds what one of two replicas can do (docs/ARCHITECTURE.md, "Trust")
+
+#include <QString>
+#include <QStringList>
+
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace tessera::coordinator {
+
+struct RobustCombineSettings {
+    double clipFactor = 2.0;
+    double outlierFactor = 8.0;
+    double maxDrift = 2.0;
+};
+
+struct Share {
+    QString node;
+    std::vector<float> values;
+};
+
+struct Combined {
+    std::vector<float> values;
+    int used = 0;          // shares that took part
+    QStringList dropped;   // not finite, or beyond maxDrift from the reference
+    QStringList outliers;  // a change far beyond the others' (3 or more shares)
+    QStringList clipped;   // shortened to the clip radius
+};
+
+Combined robustCombine(const std::vector<Share>& shares, std::span<const float> reference,
+                       RobustCombineSettings settings = {});
+
+} // namespace tessera::coordinator

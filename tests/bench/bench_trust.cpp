@@ -1,0 +1,238 @@
+// bench_trust: dishonest nodes in a real swarm — tessera-coordinator and six tessera-node
+// processes (3 stages × 2 replicas, tiny, subspace codec) on loopback — measured side by side:
+//   1. per attack (TESSERA_TEST_MISBEHAVE on one node of six, then on two of six in different
+//      stages): seconds and microbatches of the swarm until each liar is caught, how it was caught,
+//      and the credit it kept (receipts) and had forfeited;
+//   2. the loss at equal steps of a run with one noise liar against an honest run, and the honest
+//      run's false strikes and refused results;
+//   3. tokens/s with the checks and audits on against off (--result-checks 0), same swarm.
+//
+// bench_trust [STEPS=150] [DIR] [PARTS=123]
+// Everything is printed; nothing is asserted.
+#include "BenchSwarm.h"
+
+#include <QSqlDatabase>
+#include <QSqlQuery>
+
+using namespace tessera::bench;
+
+namespace {
+
+constexpr int kNodes = 6;
+constexpr int kTrustStages = 3;
+
+QStringList trustArguments(int maxSteps, bool checks = true) {
+    QStringList a{QStringLiteral("--model"), QStringLiteral("tiny"), QStringLiteral("--stages"),
+                  QString::number(kTrustStages), QStringLiteral("--codec"), QStringLiteral("subspace"),
+                  QStringLiteral("--batch"), QString::number(kBatch), QStringLiteral("--seq"),
+                  QString::number(kSeq), QStringLiteral("--microbatches-per-step"), QString::number(kMicrobatches),
+                  QStringLiteral("--credit-interval-ms"), QStringLiteral("2000"),
+                  QStringLiteral("--credit-escrow-ms"), QStringLiteral("5000")};
+    if (maxSteps > 0)
+        a << QStringLiteral("--max-steps") << QString::number(maxSteps);
+    if (!checks)
+        a << QStringLiteral("--result-checks") << QStringLiteral("0") << QStringLiteral("--audit-percent-new")
+          << QStringLiteral("0") << QStringLiteral("--audit-percent-trusted") << QStringLiteral("0");
+    return a;
+}
+
+// One value from the coordinator's SQLite file, read while it runs.
+qint64 sqlValue(const QString& dir, const QString& query, const QVariantList& values = {}) {
+    const QString name = QStringLiteral("bench-trust");
+    qint64 out = -1;
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
+        db.setDatabaseName(dir + QStringLiteral("/coordinator/coordinator.sqlite"));
+        db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY;QSQLITE_BUSY_TIMEOUT=5000"));
+        if (db.open()) {
+            QSqlQuery q(db);
+            q.prepare(query);
+            for (const QVariant& v : values)
+                q.addBindValue(v);
+            if (q.exec() && q.next())
+                out = q.value(0).toLongLong();
+        }
+    }
+    QSqlDatabase::removeDatabase(name);
+    return out;
+}
+
+QString nodeIdOf(LocalSwarm& swarm, int index) {
+    for (int tries = 0; tries < 100; ++tries) {
+        const QString id = swarm.nodeStatus(index).value(u"node_id").toString();
+        if (!id.isEmpty())
+            return id;
+        sleepWithEvents(200);
+    }
+    return {};
+}
+
+struct Caught {
+    QString mode;
+    int liars = 0;
+    int caught = 0;
+    double seconds = 0;        // after the swarm's step 2, until the last liar was caught
+    qint64 microbatches = 0;   // completed by the swarm meanwhile (each crosses every stage once)
+    QString how;               // "refused" (on arrival) or "audit"
+    qint64 receipts = 0;       // the liars' credit receipts (FLOPs)
+    qint64 forfeitedFlop = 0;
+};
+
+// Six nodes, the liars among them (by index), until every liar is caught or timeoutS passes.
+Caught attack(const QString& dir, const QString& mode, const QList<int>& liars, int timeoutS) {
+    Caught c;
+    c.mode = mode;
+    c.liars = int(liars.size());
+    LocalSwarm swarm(dir, trustArguments(0));
+    if (!startCoordinator(swarm))
+        return c;
+    QProcessEnvironment lie;
+    lie.insert(QStringLiteral("TESSERA_TEST_MISBEHAVE"), mode);
+    for (int i = 0; i < kNodes; ++i) {
+        swarm.addNode({}, liars.contains(i) ? lie : QProcessEnvironment());
+        swarm.waitWorking(i + 1, 60'000); // one at a time: stages 0,1,2,0,1,2
+    }
+    QStringList ids;
+    for (int i : liars)
+        ids << nodeIdOf(swarm, i);
+    if (!waitStep(swarm, 2, 300'000))
+        return c;
+    const qint64 startCompleted =
+        swarm.get(QStringLiteral("/v1/status")).value(u"microbatches").toObject().value(u"completed").toInteger();
+    QElapsedTimer t;
+    t.start();
+    QSet<QString> caught;
+    while (t.elapsed() < timeoutS * 1000 && caught.size() < ids.size()) {
+        for (const QString& id : ids)
+            if (!caught.contains(id) &&
+                sqlValue(dir, QStringLiteral("SELECT strikes + audits_failed FROM reputation WHERE subject = ?"),
+                         {QString(QStringLiteral("node:") + id)}) > 0) {
+                caught.insert(id);
+                c.seconds = double(t.elapsed()) / 1000;
+                c.microbatches = swarm.get(QStringLiteral("/v1/status"))
+                                     .value(u"microbatches")
+                                     .toObject()
+                                     .value(u"completed")
+                                     .toInteger() -
+                                 startCompleted;
+            }
+        sleepWithEvents(250);
+    }
+    c.caught = int(caught.size());
+    sleepWithEvents(8000); // escrow and a grant interval: what would be paid is paid now
+    for (const QString& id : ids) {
+        const bool audited = sqlValue(dir, QStringLiteral("SELECT audits_failed FROM reputation WHERE subject = ?"),
+                                      {QString(QStringLiteral("node:") + id)}) > 0;
+        c.how += (c.how.isEmpty() ? QString() : QStringLiteral("+")) +
+                 (audited ? QStringLiteral("audit") : QStringLiteral("refused"));
+        c.receipts += std::max<qint64>(
+            0, sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(flop), 0) FROM credit_receipts WHERE node_id = ?"), {id}));
+        c.forfeitedFlop += std::max<qint64>(
+            0, sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(flop), 0) FROM credit_forfeits WHERE node_id = ?"), {id}));
+    }
+    swarm.stop();
+    return c;
+}
+
+struct Run {
+    double loss = std::nan("");
+    double tokensPerSecond = 0;
+    qint64 strikes = 0, auditsFailed = 0, refused = 0, checked = 0, audits = 0;
+};
+
+// A run to `steps` with an optional liar (node 4, the middle stage); loss = mean of the last 10 steps.
+Run train(const QString& dir, int steps, const QString& liarMode, bool checks) {
+    Run r;
+    LocalSwarm swarm(dir, trustArguments(steps, checks));
+    if (!startCoordinator(swarm))
+        return r;
+    QProcessEnvironment lie;
+    lie.insert(QStringLiteral("TESSERA_TEST_MISBEHAVE"), liarMode);
+    for (int i = 0; i < kNodes; ++i) {
+        swarm.addNode({}, i == 4 && !liarMode.isEmpty() ? lie : QProcessEnvironment());
+        swarm.waitWorking(i + 1, 60'000);
+    }
+    if (!waitStep(swarm, 2, 300'000))
+        return r;
+    const QJsonObject start = swarm.get(QStringLiteral("/v1/status"));
+    QElapsedTimer t;
+    t.start();
+    if (!waitStep(swarm, steps, 3'600'000))
+        return r;
+    const QJsonObject s = swarm.get(QStringLiteral("/v1/status"));
+    r.tokensPerSecond = double(s.value(u"tokens").toInteger() - start.value(u"tokens").toInteger()) /
+                        (double(t.elapsed()) / 1000);
+    double sum = 0;
+    int n = 0;
+    for (const QJsonValue& p : s.value(u"loss_curve").toArray()) {
+        const QJsonArray a = p.toArray();
+        if (a.at(0).toInteger() > steps - 10) {
+            sum += a.at(1).toDouble();
+            ++n;
+        }
+    }
+    r.loss = n ? sum / n : std::nan("");
+    const QJsonObject trust = s.value(u"trust").toObject();
+    r.refused = trust.value(u"results_refused").toInteger();
+    r.checked = trust.value(u"results_checked").toInteger();
+    r.audits = trust.value(u"audits").toInteger();
+    r.strikes = sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation"));
+    r.auditsFailed = sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(audits_failed), 0) FROM reputation"));
+    swarm.stop();
+    return r;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    const QStringList args = app.arguments();
+    const int steps = args.size() > 1 ? args.at(1).toInt() : 150;
+    QTemporaryDir temp;
+    const QString root = args.size() > 2 ? args.at(2) : temp.path();
+    const QString parts = args.size() > 3 ? args.at(3) : QStringLiteral("123");
+    std::printf("bench_trust: 3 stages x 2 replicas, tiny, subspace, batch %d x %d, %d microbatches/step; "
+                "load %s\n",
+                kBatch, kSeq, kMicrobatches, qPrintable(loadAverage()));
+
+    if (parts.contains(u'1')) {
+        std::printf("\n1. Attacks: until caught (the swarm's microbatches completed meanwhile), credit kept\n");
+        std::printf("%-8s %6s %7s %9s %13s %-14s %14s %16s\n", "attack", "liars", "caught", "seconds", "microbatches",
+                    "how", "receipt FLOP", "forfeited FLOP");
+        const QStringList modes{QStringLiteral("echo"), QStringLiteral("zeros"), QStringLiteral("nan"),
+                                QStringLiteral("noise"), QStringLiteral("scale"), QStringLiteral("flip"),
+                                QStringLiteral("loss"), QStringLiteral("poison")};
+        int n = 0;
+        for (const QString& mode : modes)
+            for (const QList<int>& liars : {QList<int>{mode == u"loss" ? 5 : 4}, QList<int>{3, mode == u"loss" ? 5 : 4}}) {
+                const Caught c = attack(QStringLiteral("%1/attack-%2").arg(root).arg(n++), mode, liars, 300);
+                std::printf("%-8s %4d/6 %7d %9.1f %13lld %-14s %14lld %16lld\n", qPrintable(c.mode), c.liars, c.caught,
+                            c.seconds, qlonglong(c.microbatches), qPrintable(c.how), qlonglong(c.receipts),
+                            qlonglong(c.forfeitedFlop));
+                std::fflush(stdout);
+            }
+    }
+    if (parts.contains(u'2') || parts.contains(u'3')) {
+        std::printf("\n2./3. %d steps: loss (mean of the last 10 steps), tokens/s, checks\n", steps);
+        std::printf("%-28s %8s %10s %9s %9s %8s %8s %8s\n", "run", "loss", "tokens/s", "checked", "refused", "audits",
+                    "strikes", "failed");
+        struct Row {
+            const char* name;
+            QString liar;
+            bool checks;
+        };
+        for (const Row& row : {Row{"honest, checks on", {}, true}, Row{"honest, checks off", {}, false},
+                               Row{"one noise liar, checks on", QStringLiteral("noise"), true},
+                               Row{"one noise liar, checks off", QStringLiteral("noise"), false}}) {
+            if (!parts.contains(u'2') && row.liar.size() > 0)
+                continue;
+            const Run r = train(QStringLiteral("%1/train-%2").arg(root).arg(QString::fromLatin1(row.name).replace(u' ', u'-')),
+                                steps, row.liar, row.checks);
+            std::printf("%-28s %8.3f %10.0f %9lld %9lld %8lld %8lld %8lld\n", row.name, r.loss, r.tokensPerSecond,
+                        qlonglong(r.checked), qlonglong(r.refused), qlonglong(r.audits), qlonglong(r.strikes),
+                        qlonglong(r.auditsFailed));
+            std::fflush(stdout);
+        }
+    }
+    return 0;
+}

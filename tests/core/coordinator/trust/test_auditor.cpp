@@ -1,0 +1,204 @@
+// Auditor on real tensors of the tiny model (3 stages, CPU): evidence kept from accepted results is
+// audited against the weights the node sends when its step ends — honest answers pass (the same
+// weights recompute them to rounding); noise, scaled or flipped answers and a lied loss fail;
+// weights of another size or with NaN fail; evidence of weights that changed since (an averaging
+// result was applied) is dropped unjudged, and a snapshot that never comes judges nobody.
+#include "TrustFrames.h"
+#include "coordinator/trust/Auditor.h"
+#include "protocol/TaskMessage.h"
+
+#include <QSignalSpy>
+
+using namespace tessera;
+using namespace tessera::coordinator;
+using namespace tessera::test;
+
+namespace {
+
+protocol::AverageShare snapshotShare(qint64 round) {
+    protocol::AverageShare s;
+    s.round = round;
+    s.partition = -1;
+    s.partitions = 20;
+    s.ok = true;
+    return s;
+}
+
+protocol::HeldFrame held(const QByteArray& payload) {
+    return protocol::holdPayload(payload, protocol::TaskFrameType::ForwardInput);
+}
+
+} // namespace
+
+class TestAuditor final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void honestAnswersPass();
+    void liesFail_data();
+    void liesFail();
+    void weightsThatCannotBeTheStagesFail();
+    void evidenceOfOlderWeightsIsDroppedUnjudged();
+    void aSnapshotThatNeverComesJudgesNobody();
+
+private:
+    struct Run {
+        std::unique_ptr<Auditor> auditor;
+        std::vector<std::pair<QString, qint64>> requests; // node, round
+        qint64 now = 1000;
+    };
+    std::unique_ptr<Run> makeRun();
+    Evidence forward1(const QByteArray& output, qint64 version = 0) const;
+    Evidence last(const QByteArray& output, double loss) const;
+    // The node's answer to the snapshot request: its stage's weights in a partition frame.
+    static protocol::TaskMessage snapshot(qint64 round, const std::vector<float>& weights);
+    std::optional<AuditOutcome> answer(Run& run, const QString& node, const std::vector<float>& weights);
+
+    gpu::ModelConfig m_config = tinyThreeStages();
+    std::vector<std::unique_ptr<gpu::StageEngine>> m_engines;
+    Trip m_trip;
+};
+
+void TestAuditor::initTestCase() {
+    m_trip = trip(m_config, m_engines, 0);
+}
+
+std::unique_ptr<TestAuditor::Run> TestAuditor::makeRun() {
+    auto run = std::make_unique<Run>();
+    Run* r = run.get();
+    run->auditor = std::make_unique<Auditor>(
+        m_config, AuditSettings{},
+        [r](const QString& node, const protocol::SessionMessage& m) {
+            if (const auto* req = std::get_if<protocol::SyncRequest>(&m))
+                r->requests.emplace_back(node, req->round);
+            return true;
+        },
+        [r] { return r->now; });
+    return run;
+}
+
+Evidence TestAuditor::forward1(const QByteArray& output, qint64 version) const {
+    return Evidence{version, 1, protocol::TaskKind::Forward, 1, held(m_trip.act0), {}, {}, held(output), std::nullopt};
+}
+
+Evidence TestAuditor::last(const QByteArray& output, double loss) const {
+    return Evidence{0, 2, protocol::TaskKind::ForwardBackward, 1, held(m_trip.act1), held(m_trip.targets), {},
+                    held(output), loss};
+}
+
+protocol::TaskMessage TestAuditor::snapshot(qint64 round, const std::vector<float>& weights) {
+    const QByteArray bytes =
+        protocol::TaskMessageBuilder(protocol::toJson(snapshotShare(round)), 0)
+            .add(protocol::TaskFrameType::Partition, protocol::partitionPayload(weights))
+            .take();
+    Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(bytes);
+    if (!m)
+        qFatal("snapshot message: %s", m.message().c_str());
+    return *m;
+}
+
+std::optional<AuditOutcome> TestAuditor::answer(Run& run, const QString& node, const std::vector<float>& weights) {
+    QSignalSpy audited(run.auditor.get(), &Auditor::audited);
+    run.auditor->requestSnapshots([](const QString&) { return qint64(0); });
+    if (run.requests.empty() || run.requests.back().first != node)
+        return std::nullopt;
+    const qint64 round = run.requests.back().second;
+    const protocol::TaskMessage m = snapshot(round, weights);
+    if (!run.auditor->onShare(node, snapshotShare(round), m) || audited.count() != 1)
+        return std::nullopt;
+    return audited.at(0).at(0).value<AuditOutcome>();
+}
+
+std::vector<float> weightsOf(gpu::StageEngine& e) {
+    Result<std::vector<float>> w = e.gatherPartition(-1, 20);
+    if (!w)
+        qFatal("weights: %s", w.message().c_str());
+    return *w;
+}
+
+void TestAuditor::honestAnswersPass() {
+    std::unique_ptr<Run> run = makeRun();
+    run->auditor->keep(QStringLiteral("n1"), forward1(m_trip.act1));
+    std::optional<AuditOutcome> o = answer(*run, QStringLiteral("n1"), weightsOf(*m_engines[1]));
+    QVERIFY(o);
+    QVERIFY2(o->passed, qPrintable(o->reason));
+    QCOMPARE(o->tasks, 1);
+    QVERIFY(o->worstError < 1e-4);
+    run = makeRun();
+    run->auditor->keep(QStringLiteral("n2"), last(m_trip.grad2, m_trip.loss));
+    o = answer(*run, QStringLiteral("n2"), weightsOf(*m_engines[2]));
+    QVERIFY(o && o->passed);
+}
+
+void TestAuditor::liesFail_data() {
+    QTest::addColumn<QString>("mode");
+    QTest::newRow("noise") << QStringLiteral("noise");
+    QTest::newRow("scaled") << QStringLiteral("scale");
+    QTest::newRow("flipped gradient") << QStringLiteral("flip");
+    QTest::newRow("lied loss") << QStringLiteral("loss");
+}
+
+void TestAuditor::liesFail() {
+    QFETCH(QString, mode);
+    std::unique_ptr<Run> run = makeRun();
+    const QByteArray mode8 = mode.toUtf8();
+    if (mode == u"flip" || mode == u"loss") {
+        const QByteArray grad = lie(m_config, mode8.constData(), m_trip.grad2, false);
+        run->auditor->keep(QStringLiteral("liar"), last(grad, mode == u"loss" ? 2.0 : m_trip.loss));
+        std::optional<AuditOutcome> o = answer(*run, QStringLiteral("liar"), weightsOf(*m_engines[2]));
+        QVERIFY(o);
+        QVERIFY(!o->passed);
+        QVERIFY2(o->reason.contains(mode == u"loss" ? u"loss" : u"gradient"), qPrintable(o->reason));
+        return;
+    }
+    run->auditor->keep(QStringLiteral("liar"), forward1(lie(m_config, mode8.constData(), m_trip.act1, true)));
+    std::optional<AuditOutcome> o = answer(*run, QStringLiteral("liar"), weightsOf(*m_engines[1]));
+    QVERIFY(o);
+    QVERIFY(!o->passed);
+    QVERIFY2(o->reason.contains(u"differs from what its own weights give"), qPrintable(o->reason));
+}
+
+void TestAuditor::weightsThatCannotBeTheStagesFail() {
+    std::unique_ptr<Run> run = makeRun();
+    run->auditor->keep(QStringLiteral("n1"), forward1(m_trip.act1));
+    std::vector<float> w = weightsOf(*m_engines[1]);
+    w.pop_back();
+    std::optional<AuditOutcome> o = answer(*run, QStringLiteral("n1"), w);
+    QVERIFY(o && !o->passed);
+    QVERIFY2(o->reason.contains(u"values"), qPrintable(o->reason));
+    run = makeRun();
+    run->auditor->keep(QStringLiteral("n1"), forward1(m_trip.act1));
+    w = weightsOf(*m_engines[1]);
+    w[3] = std::nanf("");
+    o = answer(*run, QStringLiteral("n1"), w);
+    QVERIFY(o && !o->passed);
+}
+
+void TestAuditor::evidenceOfOlderWeightsIsDroppedUnjudged() {
+    std::unique_ptr<Run> run = makeRun();
+    run->auditor->keep(QStringLiteral("n1"), forward1(m_trip.act1, 0));
+    run->auditor->requestSnapshots([](const QString&) { return qint64(1); }); // its weights moved since
+    QVERIFY(run->requests.empty());
+    // Nothing is kept of it: a later request for version 1 asks nothing either.
+    run->auditor->requestSnapshots([](const QString&) { return qint64(0); });
+    QVERIFY(run->requests.empty());
+}
+
+void TestAuditor::aSnapshotThatNeverComesJudgesNobody() {
+    std::unique_ptr<Run> run = makeRun();
+    QSignalSpy audited(run->auditor.get(), &Auditor::audited);
+    run->auditor->keep(QStringLiteral("n1"), forward1(m_trip.act1));
+    run->auditor->requestSnapshots([](const QString&) { return qint64(0); });
+    QCOMPARE(run->requests.size(), std::size_t(1));
+    run->now += run->auditor->settings().snapshotDeadlineMs;
+    run->auditor->tick();
+    // The round is forgotten: a late answer is not taken as a snapshot, and nobody was judged.
+    const qint64 round = run->requests.back().second;
+    QVERIFY(!run->auditor->onShare(QStringLiteral("n1"), snapshotShare(round),
+                                   snapshot(round, weightsOf(*m_engines[1]))));
+    QCOMPARE(audited.count(), 0);
+}
+
+QTEST_GUILESS_MAIN(TestAuditor)
+#include "test_auditor.moc"

@@ -1,0 +1,277 @@
+// Dishonest nodes (issue 15), as real processes: a real tessera-coordinator and six real
+// tessera-node processes (3 stages × 2 replicas, the tiny model) on loopback, one of them lying
+// through TESSERA_TEST_MISBEHAVE — real computation, then the lie, as a modified client would.
+// For each lie the test shows what a public swarm relies on:
+//   - the liar is caught: its result refused on arrival, or an audit against its own weights failed;
+//   - it is banned by node id (its session ends, its re-admission gets 403 "banned" and it stops);
+//   - it holds no credit receipt, and what it had pending is forfeited with the reason;
+//   - no honest node was struck, banned or audited as failing, and honest nodes are paid.
+// Then the evasions: a new key is on probation and is caught again with nothing paid; after
+// three banned keys the network is refused at admission; a node claiming 1e-9 s per task does
+// not win its stage's tasks.
+#include "CoordinatorHttp.h"
+#include "CoordinatorProcess.h"
+#include "NodeProcess.h"
+#include "TestSupport.h"
+#include "common/Identity.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QNetworkAccessManager>
+#include <QRegularExpression>
+#include <QSqlDatabase>
+#include <QSqlQuery>
+#include <QSslCertificate>
+#include <QSslConfiguration>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+#include <vector>
+
+using namespace tessera;
+using namespace tessera::test;
+
+namespace {
+
+constexpr int kStages = 3;
+constexpr int kCaughtWithinMs = 150'000;
+
+// A coordinator and its nodes in one temporary directory; the liar's environment set per node.
+class Swarm final {
+public:
+    explicit Swarm(const QStringList& extra = {}) {
+        m_coordinator = std::make_unique<CoordinatorProcess>(
+            QStringList{QStringLiteral("--data-dir"), dir(u"c"), QStringLiteral("--listen"),
+                        QStringLiteral("127.0.0.1:0"), QStringLiteral("--model"), QStringLiteral("tiny"),
+                        QStringLiteral("--stages"), QString::number(kStages), QStringLiteral("--batch"),
+                        QStringLiteral("4"), QStringLiteral("--seq"), QStringLiteral("32"),
+                        QStringLiteral("--microbatches-per-step"), QStringLiteral("4"),
+                        QStringLiteral("--credit-interval-ms"), QStringLiteral("1000"),
+                        QStringLiteral("--credit-escrow-ms"), QStringLiteral("2000")} +
+            extra);
+    }
+    ~Swarm() {
+        m_nodes.clear();
+        m_coordinator->stop();
+    }
+
+    bool start() {
+        if (!m_coordinator->waitReady())
+            return false;
+        m_ssl = QSslConfiguration::defaultConfiguration();
+        m_ssl.addCaCertificates(QSslCertificate::fromPath(dir(u"c/tls.crt")));
+        return true;
+    }
+    QString dir(QStringView sub) const { return m_dir.path() + u'/' + sub; }
+
+    // Starts a node (lying as `mode` when not empty) and waits for its stage: -1 when it loaded none.
+    int addNode(const QString& mode = {}) {
+        QProcessEnvironment env = oneComputeThread();
+        if (!mode.isEmpty())
+            env.insert(QStringLiteral("TESSERA_TEST_MISBEHAVE"), mode);
+        const QString data = dir(QStringLiteral("n%1").arg(m_nodes.size()));
+        m_nodes.push_back(std::make_unique<NodeProcess>(m_coordinator->url(), data, dir(u"c/tls.crt"),
+                                                        QStringList{}, env));
+        NodeProcess& node = *m_nodes.back();
+        static const QRegularExpression loaded(QStringLiteral("stage (\\d+) loaded"));
+        QRegularExpressionMatch m;
+        (void)QTest::qWaitFor([&] { return (m = loaded.match(QString::fromUtf8(node.log()))).hasMatch() ||
+                                           !node.running(); },
+                              60'000);
+        m_stages.push_back(m.hasMatch() ? m.captured(1).toInt() : -1);
+        return m_stages.back();
+    }
+    int stageOf(int i) const { return m_stages.at(std::size_t(i)); }
+    NodeProcess& node(int i) { return *m_nodes.at(std::size_t(i)); }
+    int nodes() const { return int(m_nodes.size()); }
+    QString nodeId(int i) const {
+        Result<Identity> id = Identity::load(dir(QStringLiteral("n%1/node.key").arg(i)));
+        return id ? id->nodeId() : QString();
+    }
+    QByteArray log() const { return m_coordinator->err() + m_coordinator->out(); }
+    QJsonObject get(const QString& path) {
+        return httpRequest(m_net, m_ssl, m_coordinator->url() + path).json();
+    }
+
+    // One value from the coordinator's own SQLite file (read while it runs: WAL).
+    QVariant sql(const QString& query, const QVariantList& values = {}) {
+        const QString name = QStringLiteral("liars-%1").arg(quintptr(this));
+        QVariant out;
+        {
+            QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
+            db.setDatabaseName(dir(u"c/coordinator.sqlite"));
+            db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY;QSQLITE_BUSY_TIMEOUT=5000"));
+            if (db.open()) {
+                QSqlQuery q(db);
+                q.prepare(query);
+                for (const QVariant& v : values)
+                    q.addBindValue(v);
+                if (q.exec() && q.next())
+                    out = q.value(0);
+            }
+        }
+        QSqlDatabase::removeDatabase(name);
+        return out;
+    }
+    qint64 count(const QString& query, const QVariantList& values = {}) { return sql(query, values).toLongLong(); }
+
+private:
+    QTemporaryDir m_dir;
+    std::unique_ptr<CoordinatorProcess> m_coordinator;
+    std::vector<std::unique_ptr<NodeProcess>> m_nodes;
+    std::vector<int> m_stages;
+    QNetworkAccessManager m_net;
+    QSslConfiguration m_ssl;
+};
+
+} // namespace
+
+class TestDishonestNodes final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void aLiarIsCaughtBannedAndUnpaid_data();
+    void aLiarIsCaughtBannedAndUnpaid();
+    void aNewKeyIsCaughtAgainAndTheNetworkBanned();
+    void aFakeFastTimingWinsNothing();
+
+private:
+    // Six nodes, the liar among them on `stage`: the first three nodes take stages 0, 1, 2 (each
+    // stage is empty then), so the liar is node `stage`; the other three go where admission puts them.
+    bool startSix(Swarm& swarm, const QString& mode, int stage);
+    void checkHonestUnharmed(Swarm& swarm, int liar);
+};
+
+bool TestDishonestNodes::startSix(Swarm& swarm, const QString& mode, int stage) {
+    if (!swarm.start())
+        return false;
+    for (int i = 0; i < 6; ++i) {
+        const int loaded = swarm.addNode(i == stage ? mode : QString());
+        if (loaded < 0 || (i < kStages && loaded != i)) {
+            qWarning("node %d loaded stage %d", i, loaded);
+            return false;
+        }
+    }
+    return true;
+}
+
+void TestDishonestNodes::checkHonestUnharmed(Swarm& swarm, int liar) {
+    for (int i = 0; i < swarm.nodes(); ++i) {
+        if (i == liar)
+            continue;
+        const QString id = swarm.nodeId(i);
+        const QString subject = QStringLiteral("node:") + id;
+        QCOMPARE(swarm.count(QStringLiteral("SELECT COALESCE(SUM(audits_failed), 0) FROM reputation WHERE subject = ?"),
+                             {subject}),
+                 qint64(0));
+        QCOMPARE(swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation WHERE subject = ?"),
+                             {subject}),
+                 qint64(0));
+        QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {id}), qint64(0));
+        QVERIFY2(swarm.node(i).running(), qPrintable(QStringLiteral("honest node %1 stopped").arg(i)));
+    }
+    // Honest work is paid once an audit covers it and the escrow time passed.
+    QTRY_VERIFY_WITH_TIMEOUT(swarm.count(QStringLiteral("SELECT COUNT(DISTINCT node_id) FROM credit_receipts")) >= 3,
+                             60'000);
+}
+
+void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid_data() {
+    QTest::addColumn<QString>("mode");
+    QTest::addColumn<int>("liar");  // its stage: 1 is the middle one, 2 the last
+    QTest::addColumn<bool>("audit"); // caught by an audit (else its result is refused on arrival)
+    QTest::newRow("echo") << QStringLiteral("echo") << 1 << false;
+    QTest::newRow("zeros") << QStringLiteral("zeros") << 1 << false;
+    QTest::newRow("nan") << QStringLiteral("nan") << 1 << false;
+    QTest::newRow("noise") << QStringLiteral("noise") << 1 << true;
+    QTest::newRow("scaled") << QStringLiteral("scale") << 1 << true;
+    QTest::newRow("flipped gradients") << QStringLiteral("flip") << 1 << true;
+    QTest::newRow("zero gradient, fake loss") << QStringLiteral("loss") << 2 << false;
+    QTest::newRow("poisoned averaging share") << QStringLiteral("poison") << 1 << true;
+}
+
+void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
+    QFETCH(QString, mode);
+    QFETCH(int, liar);
+    QFETCH(bool, audit);
+    // Averaging every 2 steps, so the poisoned share meets a round within the test's time.
+    Swarm swarm({QStringLiteral("--averaging-interval"), QStringLiteral("2")});
+    QVERIFY(startSix(swarm, mode, liar));
+    const QString liarId = swarm.nodeId(liar);
+    const QString subject = QStringLiteral("node:") + liarId;
+    // Caught: a strike (a refused result) or a failed audit, and its session ended.
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes + audits_failed), 0) FROM reputation WHERE subject = ?"),
+                    {subject}) > 0,
+        qPrintable(QStringLiteral("the %1 liar was not caught: %2").arg(mode, QString::fromUtf8(swarm.log().right(3000)))),
+        kCaughtWithinMs);
+    const QByteArray log = swarm.log();
+    if (audit) {
+        QVERIFY2(log.contains("failed an audit"), log.right(2000).constData());
+        // Banned: the coordinator ends its session, its re-admission is refused, it stops and says why.
+        QCOMPARE(swarm.node(liar).waitExit(60'000), 3); // refused
+        QVERIFY2(swarm.node(liar).log().contains("banned"), swarm.node(liar).log().right(1500).constData());
+        // The desktop app reads why from the node's refusal record, by kind.
+        QFile refusal(swarm.dir(QStringLiteral("n%1/refusal.json").arg(liar)));
+        QVERIFY(refusal.open(QIODevice::ReadOnly));
+        QCOMPARE(QJsonDocument::fromJson(refusal.readAll()).object().value(u"kind").toString(), u"banned"_qs);
+    } else {
+        QVERIFY2(log.contains("result refused"), log.right(2000).constData());
+    }
+    // What it had pending is forfeited, with the reason kept for it to read.
+    QVERIFY(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {liarId}) >= 1);
+    // Whatever it did, it earned nothing: no receipt, nothing left pending that could be paid.
+    checkHonestUnharmed(swarm, liar);
+    QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}), qint64(0));
+    const QJsonObject credits = swarm.get(QStringLiteral("/v1/nodes/%1/credits").arg(liarId));
+    QCOMPARE(credits.value(u"total_micro_credits").toInteger(-1), qint64(0));
+    QVERIFY(!credits.value(u"escrow").toObject().value(u"last_forfeit_reason").toString().isEmpty());
+}
+
+void TestDishonestNodes::aNewKeyIsCaughtAgainAndTheNetworkBanned() {
+    Swarm swarm;
+    QVERIFY(startSix(swarm, QStringLiteral("noise"), 1));
+    // Three keys in turn from one network (loopback): each is admitted as a newcomer on probation,
+    // caught, banned and paid nothing.
+    for (int round = 0; round < 3; ++round) {
+        const int liar = round == 0 ? 1 : swarm.nodes() - 1;
+        QCOMPARE(swarm.node(liar).waitExit(kCaughtWithinMs), 3);
+        QVERIFY2(swarm.node(liar).log().contains("banned"), swarm.node(liar).log().right(1500).constData());
+        QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"),
+                             {swarm.nodeId(liar)}),
+                 qint64(0));
+        if (round < 2)
+            QVERIFY(swarm.addNode(QStringLiteral("noise")) >= 0); // a new key, admitted as a newcomer
+    }
+    // The network is banned now: a fourth key from it is refused at admission, with the reason.
+    QCOMPARE(swarm.count(QStringLiteral("SELECT banned_nodes FROM reputation WHERE subject LIKE 'net:%'")), qint64(3));
+    QCOMPARE(swarm.addNode(QStringLiteral("noise")), -1);
+    NodeProcess& refused = swarm.node(swarm.nodes() - 1);
+    QCOMPARE(refused.waitExit(30'000), 3);
+    QVERIFY2(refused.log().contains("the network 127.0.0.0/24 is banned"), refused.log().right(1500).constData());
+}
+
+void TestDishonestNodes::aFakeFastTimingWinsNothing() {
+    Swarm swarm;
+    // Three honest nodes, one per stage, then the liar: it joins a stage that already has an honest
+    // node, which the scheduler has measured for a while — the liar's word against its peer's work.
+    QVERIFY(swarm.start());
+    for (int i = 0; i < kStages; ++i)
+        QCOMPARE(swarm.addNode(), i);
+    const int stage = swarm.addNode(QStringLiteral("fast"));
+    QVERIFY(stage >= 0);
+    const QString liar = swarm.nodeId(kStages), peer = swarm.nodeId(stage);
+    const QString tasks = QStringLiteral("SELECT COUNT(*) FROM accepted_tasks WHERE node_id = ?");
+    QTRY_VERIFY_WITH_TIMEOUT(swarm.count(tasks, {liar}) + swarm.count(tasks, {peer}) >= 200, 120'000);
+    // Speed is the coordinator's own measurement: the node's word of 1e-9 s per task does not make
+    // it look a million times faster than its peer on the same machine (both computed honestly).
+    const double share = double(swarm.count(tasks, {liar})) / double(swarm.count(tasks, {liar}) + swarm.count(tasks, {peer}));
+    QVERIFY2(share < 0.75, qPrintable(QStringLiteral("the node claiming 1e-9 s got %1 of its stage's tasks").arg(share)));
+    // Its timing lie is not a lie about its work: it is not struck and is paid like the others.
+    checkHonestUnharmed(swarm, -1);
+}
+
+QTEST_GUILESS_MAIN(TestDishonestNodes)
+#include "test_dishonest_nodes.moc"
