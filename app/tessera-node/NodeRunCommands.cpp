@@ -94,6 +94,13 @@ QString statusText(const QJsonObject& s) {
     text += QStringLiteral("credits:       %1 (%2 receipts)\n")
                 .arg(s.value(u"credits_total").toDouble(), 0, 'f', 6)
                 .arg(s.value(u"ledger_receipts").toInteger());
+    if (s.contains(u"credits_pending"))
+        text += QStringLiteral("pending:       %1 (accepted, granted once an audit of this node covers it)\n")
+                    .arg(s.value(u"credits_pending").toDouble(), 0, 'f', 6);
+    if (s.value(u"credits_forfeited").toDouble() > 0)
+        text += QStringLiteral("forfeited:     %1 (%2)\n")
+                    .arg(s.value(u"credits_forfeited").toDouble(), 0, 'f', 6)
+                    .arg(s.value(u"last_forfeit_reason").toString());
     if (s.contains(u"retry_in_s"))
         text += QStringLiteral("next try in:   %1 s\n").arg(std::lround(s.value(u"retry_in_s").toDouble()));
     if (s.contains(u"last_error"))
