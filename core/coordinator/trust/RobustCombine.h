@@ -3,9 +3,12 @@
 // that no single replica can set. The plain mean follows one share sent as R·target − (R−1)·own
 // anywhere; one NaN share poisons every replica that applies it.
 //
-//   1. a share with a value that is not finite is dropped, and so is one further from `reference`
-//      (the coordinator's checkpoint of the partition) than maxDrift × ‖reference‖ — no training
-//      moves a partition that far; its sender is named (a strike)
+//   1. a share with a value that is not finite is dropped, and so is one whose RMS is above
+//      max(rmsRatio × the RMS of `reference` (the coordinator's checkpoint of the partition),
+//      minRmsBound) — weights that large are no training's (AdamW with weight decay keeps them near
+//      their scale; how far they move from the checkpoint is no guide: Adam moves each weight by
+//      about the learning rate per step, many times the initial scale over a few hundred steps);
+//      its sender is named (a strike)
 //   2. the center is the shares' coordinate-wise median; each share's distance from it is clipped to
 //      clipFactor × the lower median of those distances (CenteredClip, one pass)
 //   3. with 3 or more shares the clipped shares are combined coordinate by coordinate by their
@@ -25,7 +28,8 @@ namespace tessera::coordinator {
 struct RobustCombineSettings {
     double clipFactor = 2.0;
     double outlierFactor = 8.0;
-    double maxDrift = 2.0;
+    double rmsRatio = 4.0;
+    double minRmsBound = 1.0;
 };
 
 struct Share {
@@ -36,7 +40,7 @@ struct Share {
 struct Combined {
     std::vector<float> values;
     int used = 0;          // shares that took part
-    QStringList dropped;   // not finite, or beyond maxDrift from the reference
+    QStringList dropped;   // not finite, or far larger than the reference
     QStringList outliers;  // a change far beyond the others' (3 or more shares)
     QStringList clipped;   // shortened to the clip radius
 };
