@@ -254,8 +254,9 @@ void DashboardWindow::updateState() {
     const double forfeited = s.value(u"credits_forfeited").toDouble();
     m_pending->setStyleSheet(forfeited > 0 ? u"color: #b00020;"_s : QString());
     if (forfeited > 0)
-        m_pending->setToolTip(tr("%1 credits were forfeited: %2")
-                                  .arg(NodeStatusText::credits(forfeited), s.value(u"last_forfeit_reason").toString()));
+        m_pending->setToolTip(
+            tr("%1 credits were forfeited: %2")
+                .arg(NodeStatusText::credits(forfeited), s.value(u"last_forfeit_reason").toString()));
 }
 
 void DashboardWindow::updateButtons() {

@@ -124,17 +124,23 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
          86'400'000, [](TrainerSettings& t, qint64 n) { t.router.microbatchTimeoutMs = n; }},
         {"max-steps", "Stop issuing microbatches after this step [0: never].", 0,
          std::numeric_limits<int>::max(), [](TrainerSettings& t, qint64 n) { t.loop.maxSteps = n; }},
-        {"credit-escrow-ms", "Accepted work stays pending credit at least this long, and until a later audit of "
-         "its node passed [600000].", 0, 30LL * 86'400'000,
+        {"credit-escrow-ms",
+         "Accepted work stays pending credit at least this long, and until a later audit of "
+         "its node passed [600000].",
+         0, 30LL * 86'400'000,
          [](TrainerSettings& t, qint64 n) { t.creditEscrow = std::chrono::milliseconds(n); }},
         {"audit-percent-new", "Percent of a new or suspect node's results kept for an audit [25].", 0, 100,
          [](TrainerSettings& t, qint64 n) { t.checks.probationRate = double(n) / 100; }},
         {"audit-percent-trusted", "Percent of a trusted node's results kept for an audit [3].", 0, 100,
          [](TrainerSettings& t, qint64 n) { t.checks.trustedRate = double(n) / 100; }},
-        {"result-checks", "Check and audit every result before it is relayed or credited [1]; 0 only to "
-         "measure what the checks cost.", 0, 1, [](TrainerSettings& t, qint64 n) { t.checks.enabled = n != 0; }},
-        {"max-nodes-per-network", "Nodes admitted from one network (IPv4 /24, IPv6 /48) at once [64; 0: no "
-         "limit].", 0, 1'000'000, [](TrainerSettings& t, qint64 n) { t.reputation.maxNodesPerNetwork = int(n); }},
+        {"result-checks",
+         "Check and audit every result before it is relayed or credited [1]; 0 only to "
+         "measure what the checks cost.",
+         0, 1, [](TrainerSettings& t, qint64 n) { t.checks.enabled = n != 0; }},
+        {"max-nodes-per-network",
+         "Nodes admitted from one network (IPv4 /24, IPv6 /48) at once [64; 0: no "
+         "limit].",
+         0, 1'000'000, [](TrainerSettings& t, qint64 n) { t.reputation.maxNodesPerNetwork = int(n); }},
     };
     std::vector<QCommandLineOption> trainingParsed;
     for (const TrainingOption& t : trainingOptions) {

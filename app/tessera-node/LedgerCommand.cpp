@@ -1,15 +1,15 @@
 #include "LedgerCommand.h"
 
-#include "node/ledger/LocalLedger.h"
 #include "node/NodeFiles.h"
+#include "node/ledger/LocalLedger.h"
 
 #include <QCommandLineParser>
 #include <QDir>
-#include <QJsonObject>
-#include <QJsonDocument>
 #include <QFile>
 #include <QFileInfo>
 #include <QIODevice>
+#include <QJsonDocument>
+#include <QJsonObject>
 
 #include <ostream>
 
@@ -133,7 +133,8 @@ int runLedgerCommand(const QStringList& arguments, const QString& dataDir, std::
         out << "pending:   " << QString::number(e.value(u"credits_pending").toDouble(), 'f', 6).toStdString()
             << " credits (accepted work, granted once the coordinator's audit of this node covers it)\n";
         if (e.value(u"credits_forfeited").toDouble() > 0)
-            out << "forfeited: " << QString::number(e.value(u"credits_forfeited").toDouble(), 'f', 6).toStdString()
+            out << "forfeited: "
+                << QString::number(e.value(u"credits_forfeited").toDouble(), 'f', 6).toStdString()
                 << " credits (" << e.value(u"last_forfeit_reason").toString().toStdString() << ")\n";
     }
     return 0;

@@ -157,7 +157,8 @@ Result<std::vector<CreditReceipt>> parseCreditsPage(const QJsonObject& page, con
         if (!escrow.isObject())
             return makeError("escrow: must be an object");
         const QJsonObject e = escrow.toObject();
-        Result<qint64> pending = integerField(e, QStringLiteral("pending_flop"), QStringLiteral("escrow.pending_flop"), 0);
+        Result<qint64> pending =
+            integerField(e, QStringLiteral("pending_flop"), QStringLiteral("escrow.pending_flop"), 0);
         if (!pending)
             return pending.error();
         Result<qint64> forfeited =

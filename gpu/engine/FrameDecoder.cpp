@@ -24,7 +24,8 @@ FrameDecoder::FrameDecoder(std::unique_ptr<Codec> codec)
 
 FrameDecoder::~FrameDecoder() = default;
 
-Result<std::unique_ptr<FrameDecoder>> FrameDecoder::create(const ModelConfig& config, std::int64_t maxTokens) {
+Result<std::unique_ptr<FrameDecoder>> FrameDecoder::create(const ModelConfig& config,
+                                                           std::int64_t maxTokens) {
     CodecOptions options;
     options.maxTokens = maxTokens;
     try {

@@ -133,8 +133,9 @@ Result<StageForwardResult> StageEngine::forward(std::int64_t microbatch, std::sp
         if (st.options.keepActivations) {
             // Bounded: the oldest graph goes first (its backward then recomputes from the input).
             while (!st.kept.empty() && std::int64_t(st.kept.size()) >= st.options.maxKept) {
-                const auto oldest = std::min_element(st.kept.begin(), st.kept.end(),
-                                                     [](const auto& a, const auto& b) { return a.first < b.first; });
+                const auto oldest =
+                    std::min_element(st.kept.begin(), st.kept.end(),
+                                     [](const auto& a, const auto& b) { return a.first < b.first; });
                 const std::int64_t id = oldest->first;
                 drop(id);
             }

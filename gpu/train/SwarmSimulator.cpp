@@ -203,8 +203,8 @@ std::string SwarmSimulator::describe() const {
     out << "; " << o.microbatchesPerStep << " microbatches x " << o.batch << " x " << o.seqLen
         << " tokens per step; ";
     if (o.replicas > 1)
-        out << (o.sparseAveraging ? "SPARTA 1/" + std::to_string(o.partitions) + " of the weights every "
-                                        + std::to_string(o.averagingInterval) + " steps; "
+        out << (o.sparseAveraging ? "SPARTA 1/" + std::to_string(o.partitions) + " of the weights every " +
+                                        std::to_string(o.averagingInterval) + " steps; "
                                   : std::string("no averaging; "));
     out << "data: " << m_state->data->description();
     return out.str();

@@ -11,6 +11,8 @@
 // Everything is printed; nothing is asserted.
 #include "BenchSwarm.h"
 
+#include "common/Identity.h"
+
 #include <QSqlDatabase>
 #include <QSqlQuery>
 
@@ -22,12 +24,22 @@ constexpr int kNodes = 6;
 constexpr int kTrustStages = 3;
 
 QStringList trustArguments(int maxSteps, bool checks = true) {
-    QStringList a{QStringLiteral("--model"), QStringLiteral("tiny"), QStringLiteral("--stages"),
-                  QString::number(kTrustStages), QStringLiteral("--codec"), QStringLiteral("subspace"),
-                  QStringLiteral("--batch"), QString::number(kBatch), QStringLiteral("--seq"),
-                  QString::number(kSeq), QStringLiteral("--microbatches-per-step"), QString::number(kMicrobatches),
-                  QStringLiteral("--credit-interval-ms"), QStringLiteral("2000"),
-                  QStringLiteral("--credit-escrow-ms"), QStringLiteral("5000")};
+    QStringList a{QStringLiteral("--model"),
+                  QStringLiteral("tiny"),
+                  QStringLiteral("--stages"),
+                  QString::number(kTrustStages),
+                  QStringLiteral("--codec"),
+                  QStringLiteral("subspace"),
+                  QStringLiteral("--batch"),
+                  QString::number(kBatch),
+                  QStringLiteral("--seq"),
+                  QString::number(kSeq),
+                  QStringLiteral("--microbatches-per-step"),
+                  QString::number(kMicrobatches),
+                  QStringLiteral("--credit-interval-ms"),
+                  QStringLiteral("2000"),
+                  QStringLiteral("--credit-escrow-ms"),
+                  QStringLiteral("5000")};
     if (maxSteps > 0)
         a << QStringLiteral("--max-steps") << QString::number(maxSteps);
     if (!checks)
@@ -58,23 +70,19 @@ qint64 sqlValue(const QString& dir, const QString& query, const QVariantList& va
 }
 
 QString nodeIdOf(LocalSwarm& swarm, int index) {
-    for (int tries = 0; tries < 100; ++tries) {
-        const QString id = swarm.nodeStatus(index).value(u"node_id").toString();
-        if (!id.isEmpty())
-            return id;
-        sleepWithEvents(200);
-    }
-    return {};
+    tessera::Result<tessera::Identity> id =
+        tessera::Identity::load(swarm.nodeDir(index) + QStringLiteral("/node.key"));
+    return id ? id->nodeId() : QString();
 }
 
 struct Caught {
     QString mode;
     int liars = 0;
     int caught = 0;
-    double seconds = 0;        // after the swarm's step 2, until the last liar was caught
-    qint64 microbatches = 0;   // completed by the swarm meanwhile (each crosses every stage once)
-    QString how;               // "refused" (on arrival) or "audit"
-    qint64 receipts = 0;       // the liars' credit receipts (FLOPs)
+    double seconds = 0;      // after the swarm's step 2, until the last liar was caught
+    qint64 microbatches = 0; // completed by the swarm meanwhile (each crosses every stage once)
+    QString how;             // "refused" (on arrival) or "audit"
+    qint64 receipts = 0;     // the liars' credit receipts (FLOPs)
     qint64 forfeitedFlop = 0;
 };
 
@@ -97,15 +105,20 @@ Caught attack(const QString& dir, const QString& mode, const QList<int>& liars, 
         ids << nodeIdOf(swarm, i);
     if (!waitStep(swarm, 2, 300'000))
         return c;
-    const qint64 startCompleted =
-        swarm.get(QStringLiteral("/v1/status")).value(u"microbatches").toObject().value(u"completed").toInteger();
+    const qint64 startCompleted = swarm.get(QStringLiteral("/v1/status"))
+                                      .value(u"microbatches")
+                                      .toObject()
+                                      .value(u"completed")
+                                      .toInteger();
     QElapsedTimer t;
     t.start();
     QSet<QString> caught;
+    note(QStringLiteral("  %1 x%2: watching %3").arg(mode).arg(liars.size()).arg(ids.join(u' ').left(60)));
     while (t.elapsed() < timeoutS * 1000 && caught.size() < ids.size()) {
         for (const QString& id : ids)
             if (!caught.contains(id) &&
-                sqlValue(dir, QStringLiteral("SELECT strikes + audits_failed FROM reputation WHERE subject = ?"),
+                sqlValue(dir,
+                         QStringLiteral("SELECT strikes + audits_failed FROM reputation WHERE subject = ?"),
                          {QString(QStringLiteral("node:") + id)}) > 0) {
                 caught.insert(id);
                 c.seconds = double(t.elapsed()) / 1000;
@@ -121,14 +134,21 @@ Caught attack(const QString& dir, const QString& mode, const QList<int>& liars, 
     c.caught = int(caught.size());
     sleepWithEvents(8000); // escrow and a grant interval: what would be paid is paid now
     for (const QString& id : ids) {
-        const bool audited = sqlValue(dir, QStringLiteral("SELECT audits_failed FROM reputation WHERE subject = ?"),
-                                      {QString(QStringLiteral("node:") + id)}) > 0;
+        const bool audited =
+            sqlValue(dir, QStringLiteral("SELECT audits_failed FROM reputation WHERE subject = ?"),
+                     {QString(QStringLiteral("node:") + id)}) > 0;
         c.how += (c.how.isEmpty() ? QString() : QStringLiteral("+")) +
                  (audited ? QStringLiteral("audit") : QStringLiteral("refused"));
         c.receipts += std::max<qint64>(
-            0, sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(flop), 0) FROM credit_receipts WHERE node_id = ?"), {id}));
+            0,
+            sqlValue(dir,
+                     QStringLiteral("SELECT COALESCE(SUM(flop), 0) FROM credit_receipts WHERE node_id = ?"),
+                     {id}));
         c.forfeitedFlop += std::max<qint64>(
-            0, sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(flop), 0) FROM credit_forfeits WHERE node_id = ?"), {id}));
+            0,
+            sqlValue(dir,
+                     QStringLiteral("SELECT COALESCE(SUM(flop), 0) FROM credit_forfeits WHERE node_id = ?"),
+                     {id}));
     }
     swarm.stop();
     return c;
@@ -140,7 +160,8 @@ struct Run {
     qint64 strikes = 0, auditsFailed = 0, refused = 0, checked = 0, audits = 0;
 };
 
-// A run to `steps` with an optional liar (node 4, the middle stage); loss = mean of the last 10 steps.
+// A run to `steps` with an optional liar; loss = mean of the last 10 steps.
+// The liar is node 1: the middle stage.
 Run train(const QString& dir, int steps, const QString& liarMode, bool checks) {
     Run r;
     LocalSwarm swarm(dir, trustArguments(steps, checks));
@@ -149,7 +170,7 @@ Run train(const QString& dir, int steps, const QString& liarMode, bool checks) {
     QProcessEnvironment lie;
     lie.insert(QStringLiteral("TESSERA_TEST_MISBEHAVE"), liarMode);
     for (int i = 0; i < kNodes; ++i) {
-        swarm.addNode({}, i == 4 && !liarMode.isEmpty() ? lie : QProcessEnvironment());
+        swarm.addNode({}, i == 1 && !liarMode.isEmpty() ? lie : QProcessEnvironment());
         swarm.waitWorking(i + 1, 60'000);
     }
     if (!waitStep(swarm, 2, 300'000))
@@ -194,28 +215,35 @@ int main(int argc, char** argv) {
     std::printf("bench_trust: 3 stages x 2 replicas, tiny, subspace, batch %d x %d, %d microbatches/step; "
                 "load %s\n",
                 kBatch, kSeq, kMicrobatches, qPrintable(loadAverage()));
+    std::fflush(stdout);
 
     if (parts.contains(u'1')) {
-        std::printf("\n1. Attacks: until caught (the swarm's microbatches completed meanwhile), credit kept\n");
-        std::printf("%-8s %6s %7s %9s %13s %-14s %14s %16s\n", "attack", "liars", "caught", "seconds", "microbatches",
-                    "how", "receipt FLOP", "forfeited FLOP");
-        const QStringList modes{QStringLiteral("echo"), QStringLiteral("zeros"), QStringLiteral("nan"),
+        std::printf(
+            "\n1. Attacks: until caught (the swarm's microbatches completed meanwhile), credit kept\n");
+        std::printf("%-8s %6s %7s %9s %13s %-14s %14s %16s\n", "attack", "liars", "caught", "seconds",
+                    "microbatches", "how", "receipt FLOP", "forfeited FLOP");
+        const QStringList modes{QStringLiteral("echo"),  QStringLiteral("zeros"), QStringLiteral("nan"),
                                 QStringLiteral("noise"), QStringLiteral("scale"), QStringLiteral("flip"),
-                                QStringLiteral("loss"), QStringLiteral("poison")};
+                                QStringLiteral("loss"),  QStringLiteral("poison")};
+        // The first three nodes take stages 0, 1, 2 (each empty then): node 1 is on the middle stage,
+        // node 2 on the last. Echo exists only on a middle stage and the fake loss only on the last:
+        // those attacks run with one liar; the others also with two (the middle and the last stage).
         int n = 0;
         for (const QString& mode : modes)
-            for (const QList<int>& liars : {QList<int>{mode == u"loss" ? 5 : 4}, QList<int>{3, mode == u"loss" ? 5 : 4}}) {
+            for (const QList<int>& liars : {QList<int>{mode == u"loss" ? 2 : 1}, QList<int>{1, 2}}) {
+                if (liars.size() == 2 && (mode == u"echo" || mode == u"loss"))
+                    continue;
                 const Caught c = attack(QStringLiteral("%1/attack-%2").arg(root).arg(n++), mode, liars, 300);
-                std::printf("%-8s %4d/6 %7d %9.1f %13lld %-14s %14lld %16lld\n", qPrintable(c.mode), c.liars, c.caught,
-                            c.seconds, qlonglong(c.microbatches), qPrintable(c.how), qlonglong(c.receipts),
-                            qlonglong(c.forfeitedFlop));
+                std::printf("%-8s %4d/6 %7d %9.1f %13lld %-14s %14lld %16lld\n", qPrintable(c.mode), c.liars,
+                            c.caught, c.seconds, qlonglong(c.microbatches), qPrintable(c.how),
+                            qlonglong(c.receipts), qlonglong(c.forfeitedFlop));
                 std::fflush(stdout);
             }
     }
     if (parts.contains(u'2') || parts.contains(u'3')) {
         std::printf("\n2./3. %d steps: loss (mean of the last 10 steps), tokens/s, checks\n", steps);
-        std::printf("%-28s %8s %10s %9s %9s %8s %8s %8s\n", "run", "loss", "tokens/s", "checked", "refused", "audits",
-                    "strikes", "failed");
+        std::printf("%-28s %8s %10s %9s %9s %8s %8s %8s\n", "run", "loss", "tokens/s", "checked", "refused",
+                    "audits", "strikes", "failed");
         struct Row {
             const char* name;
             QString liar;
@@ -226,11 +254,13 @@ int main(int argc, char** argv) {
                                Row{"one noise liar, checks off", QStringLiteral("noise"), false}}) {
             if (!parts.contains(u'2') && row.liar.size() > 0)
                 continue;
-            const Run r = train(QStringLiteral("%1/train-%2").arg(root).arg(QString::fromLatin1(row.name).replace(u' ', u'-')),
+            const Run r = train(QStringLiteral("%1/train-%2")
+                                    .arg(root)
+                                    .arg(QString::fromLatin1(row.name).replace(u' ', u'-')),
                                 steps, row.liar, row.checks);
-            std::printf("%-28s %8.3f %10.0f %9lld %9lld %8lld %8lld %8lld\n", row.name, r.loss, r.tokensPerSecond,
-                        qlonglong(r.checked), qlonglong(r.refused), qlonglong(r.audits), qlonglong(r.strikes),
-                        qlonglong(r.auditsFailed));
+            std::printf("%-28s %8.3f %10.0f %9lld %9lld %8lld %8lld %8lld\n", row.name, r.loss,
+                        r.tokensPerSecond, qlonglong(r.checked), qlonglong(r.refused), qlonglong(r.audits),
+                        qlonglong(r.strikes), qlonglong(r.auditsFailed));
             std::fflush(stdout);
         }
     }

@@ -73,14 +73,14 @@ public:
         if (!mode.isEmpty())
             env.insert(QStringLiteral("TESSERA_TEST_MISBEHAVE"), mode);
         const QString data = dir(QStringLiteral("n%1").arg(m_nodes.size()));
-        m_nodes.push_back(std::make_unique<NodeProcess>(m_coordinator->url(), data, dir(u"c/tls.crt"),
-                                                        QStringList{}, env));
+        m_nodes.push_back(
+            std::make_unique<NodeProcess>(m_coordinator->url(), data, dir(u"c/tls.crt"), QStringList{}, env));
         NodeProcess& node = *m_nodes.back();
         static const QRegularExpression loaded(QStringLiteral("stage (\\d+) loaded"));
         QRegularExpressionMatch m;
-        (void)QTest::qWaitFor([&] { return (m = loaded.match(QString::fromUtf8(node.log()))).hasMatch() ||
-                                           !node.running(); },
-                              60'000);
+        (void)QTest::qWaitFor(
+            [&] { return (m = loaded.match(QString::fromUtf8(node.log()))).hasMatch() || !node.running(); },
+            60'000);
         m_stages.push_back(m.hasMatch() ? m.captured(1).toInt() : -1);
         return m_stages.back();
     }
@@ -116,7 +116,9 @@ public:
         QSqlDatabase::removeDatabase(name);
         return out;
     }
-    qint64 count(const QString& query, const QVariantList& values = {}) { return sql(query, values).toLongLong(); }
+    qint64 count(const QString& query, const QVariantList& values = {}) {
+        return sql(query, values).toLongLong();
+    }
 
 private:
     QTemporaryDir m_dir;
@@ -164,23 +166,26 @@ void TestDishonestNodes::checkHonestUnharmed(Swarm& swarm, int liar) {
             continue;
         const QString id = swarm.nodeId(i);
         const QString subject = QStringLiteral("node:") + id;
-        QCOMPARE(swarm.count(QStringLiteral("SELECT COALESCE(SUM(audits_failed), 0) FROM reputation WHERE subject = ?"),
+        QCOMPARE(swarm.count(QStringLiteral(
+                                 "SELECT COALESCE(SUM(audits_failed), 0) FROM reputation WHERE subject = ?"),
                              {subject}),
                  qint64(0));
-        QCOMPARE(swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation WHERE subject = ?"),
-                             {subject}),
+        QCOMPARE(
+            swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation WHERE subject = ?"),
+                        {subject}),
+            qint64(0));
+        QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {id}),
                  qint64(0));
-        QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {id}), qint64(0));
         QVERIFY2(swarm.node(i).running(), qPrintable(QStringLiteral("honest node %1 stopped").arg(i)));
     }
     // Honest work is paid once an audit covers it and the escrow time passed.
-    QTRY_VERIFY_WITH_TIMEOUT(swarm.count(QStringLiteral("SELECT COUNT(DISTINCT node_id) FROM credit_receipts")) >= 3,
-                             60'000);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        swarm.count(QStringLiteral("SELECT COUNT(DISTINCT node_id) FROM credit_receipts")) >= 3, 60'000);
 }
 
 void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid_data() {
     QTest::addColumn<QString>("mode");
-    QTest::addColumn<int>("liar");  // its stage: 1 is the middle one, 2 the last
+    QTest::addColumn<int>("liar");   // its stage: 1 is the middle one, 2 the last
     QTest::addColumn<bool>("audit"); // caught by an audit (else its result is refused on arrival)
     QTest::newRow("echo") << QStringLiteral("echo") << 1 << false;
     QTest::newRow("zeros") << QStringLiteral("zeros") << 1 << false;
@@ -203,9 +208,11 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
     const QString subject = QStringLiteral("node:") + liarId;
     // Caught: a strike (a refused result) or a failed audit, and its session ended.
     QTRY_VERIFY2_WITH_TIMEOUT(
-        swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes + audits_failed), 0) FROM reputation WHERE subject = ?"),
+        swarm.count(QStringLiteral(
+                        "SELECT COALESCE(SUM(strikes + audits_failed), 0) FROM reputation WHERE subject = ?"),
                     {subject}) > 0,
-        qPrintable(QStringLiteral("the %1 liar was not caught: %2").arg(mode, QString::fromUtf8(swarm.log().right(3000)))),
+        qPrintable(QStringLiteral("the %1 liar was not caught: %2")
+                       .arg(mode, QString::fromUtf8(swarm.log().right(3000)))),
         kCaughtWithinMs);
     const QByteArray log = swarm.log();
     if (audit) {
@@ -221,10 +228,12 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
         QVERIFY2(log.contains("result refused"), log.right(2000).constData());
     }
     // What it had pending is forfeited, with the reason kept for it to read.
-    QVERIFY(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {liarId}) >= 1);
+    QVERIFY(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {liarId}) >=
+            1);
     // Whatever it did, it earned nothing: no receipt, nothing left pending that could be paid.
     checkHonestUnharmed(swarm, liar);
-    QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}), qint64(0));
+    QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}),
+             qint64(0));
     const QJsonObject credits = swarm.get(QStringLiteral("/v1/nodes/%1/credits").arg(liarId));
     QCOMPARE(credits.value(u"total_micro_credits").toInteger(-1), qint64(0));
     QVERIFY(!credits.value(u"escrow").toObject().value(u"last_forfeit_reason").toString().isEmpty());
@@ -246,11 +255,13 @@ void TestDishonestNodes::aNewKeyIsCaughtAgainAndTheNetworkBanned() {
             QVERIFY(swarm.addNode(QStringLiteral("noise")) >= 0); // a new key, admitted as a newcomer
     }
     // The network is banned now: a fourth key from it is refused at admission, with the reason.
-    QCOMPARE(swarm.count(QStringLiteral("SELECT banned_nodes FROM reputation WHERE subject LIKE 'net:%'")), qint64(3));
+    QCOMPARE(swarm.count(QStringLiteral("SELECT banned_nodes FROM reputation WHERE subject LIKE 'net:%'")),
+             qint64(3));
     QCOMPARE(swarm.addNode(QStringLiteral("noise")), -1);
     NodeProcess& refused = swarm.node(swarm.nodes() - 1);
     QCOMPARE(refused.waitExit(30'000), 3);
-    QVERIFY2(refused.log().contains("the network 127.0.0.0/24 is banned"), refused.log().right(1500).constData());
+    QVERIFY2(refused.log().contains("the network 127.0.0.0/24 is banned"),
+             refused.log().right(1500).constData());
 }
 
 void TestDishonestNodes::aFakeFastTimingWinsNothing() {
@@ -267,8 +278,10 @@ void TestDishonestNodes::aFakeFastTimingWinsNothing() {
     QTRY_VERIFY_WITH_TIMEOUT(swarm.count(tasks, {liar}) + swarm.count(tasks, {peer}) >= 200, 120'000);
     // Speed is the coordinator's own measurement: the node's word of 1e-9 s per task does not make
     // it look a million times faster than its peer on the same machine (both computed honestly).
-    const double share = double(swarm.count(tasks, {liar})) / double(swarm.count(tasks, {liar}) + swarm.count(tasks, {peer}));
-    QVERIFY2(share < 0.75, qPrintable(QStringLiteral("the node claiming 1e-9 s got %1 of its stage's tasks").arg(share)));
+    const double share =
+        double(swarm.count(tasks, {liar})) / double(swarm.count(tasks, {liar}) + swarm.count(tasks, {peer}));
+    QVERIFY2(share < 0.75,
+             qPrintable(QStringLiteral("the node claiming 1e-9 s got %1 of its stage's tasks").arg(share)));
     // Its timing lie is not a lie about its work: it is not struck and is paid like the others.
     checkHonestUnharmed(swarm, -1);
 }

@@ -104,11 +104,12 @@ Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 
         if (!online)
             return online.error();
         if (*online >= most) {
-            outcome = Waitlisted{300, QStringLiteral("%1 nodes are online from your network (%2), as many as this "
-                                                     "coordinator admits from one network")
-                                          .arg(*online)
-                                          .arg(network)
-                                          .toStdString()};
+            outcome =
+                Waitlisted{300, QStringLiteral("%1 nodes are online from your network (%2), as many as this "
+                                               "coordinator admits from one network")
+                                    .arg(*online)
+                                    .arg(network)
+                                    .toStdString()};
             return {};
         }
     }
@@ -130,10 +131,10 @@ Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 
 
     NodeRegistry registry(m_db);
     SessionStore sessions(m_db);
-    if (Status r =
-            registry.admit(NodeAdmission{nodeId, claims.nodeKey, compact(claims.hardware),
-                                         compact(claims.bench), claims.clientVersionText, claims.gflops, network},
-                           nowMs);
+    if (Status r = registry.admit(NodeAdmission{nodeId, claims.nodeKey, compact(claims.hardware),
+                                                compact(claims.bench), claims.clientVersionText,
+                                                claims.gflops, network},
+                                  nowMs);
         !r)
         return r;
     if (Status r = registry.setStage(nodeId, stage); !r)

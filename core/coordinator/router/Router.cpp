@@ -254,7 +254,8 @@ void Router::onResult(const QString& nodeId, const protocol::TaskResult& result,
     const qint64 t = now();
     // The node's busy time for this task as the coordinator sees it: from sending it, or from the
     // node's previous answer when it was still busy with that one then (tasks run one at a time).
-    const qint64 startedAt = std::max(m_taskSentAtMs.value(result.taskId, t), m_lastAnswerMs.value(nodeId, 0));
+    const qint64 startedAt =
+        std::max(m_taskSentAtMs.value(result.taskId, t), m_lastAnswerMs.value(nodeId, 0));
     m_lastAnswerMs.insert(nodeId, t);
     if (!result.ok) {
         if (result.errorKind == ErrorKind::MissingGraph && !mb.taskHasInput) {

@@ -76,9 +76,9 @@ public:
     using Clock = std::function<qint64()>;
     // A result under check: the reason it is refused, or none. `output` is the frame it returned
     // (empty for a stage 0 backward), `loss` the last stage's.
-    using Check = std::function<std::optional<QString>(const QString& node, const Microbatch& mb, TaskKind kind,
-                                                        const protocol::HeldFrame& output,
-                                                        std::optional<double> loss)>;
+    using Check =
+        std::function<std::optional<QString>(const QString& node, const Microbatch& mb, TaskKind kind,
+                                             const protocol::HeldFrame& output, std::optional<double> loss)>;
 
     // stageParameters[s]: the parameter count N of stage s (for the FLOPs credited).
     Router(int stages, std::vector<qint64> stageParameters, RouterSettings settings, Send send, Feed feed,

@@ -56,14 +56,14 @@ QString nodeStateName(NodeState state) {
 Status NodeRegistry::admit(const NodeAdmission& a, qint64 nowMs) {
     Result<QSqlQuery> q = sql::exec(
         m_db.connection(),
-        QStringLiteral(
-            "INSERT INTO nodes (node_id, public_key, first_seen, last_seen, state, hardware_json, "
-            "bench_json, client_version, stage, bench_gflops, network) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) "
-            "ON CONFLICT (node_id) DO UPDATE SET public_key = excluded.public_key, "
-            "last_seen = excluded.last_seen, state = excluded.state, "
-            "hardware_json = excluded.hardware_json, bench_json = excluded.bench_json, "
-            "client_version = excluded.client_version, bench_gflops = excluded.bench_gflops, "
-            "network = excluded.network"),
+        QStringLiteral("INSERT INTO nodes (node_id, public_key, first_seen, last_seen, state, hardware_json, "
+                       "bench_json, client_version, stage, bench_gflops, network) VALUES (?, ?, ?, ?, ?, ?, "
+                       "?, ?, NULL, ?, ?) "
+                       "ON CONFLICT (node_id) DO UPDATE SET public_key = excluded.public_key, "
+                       "last_seen = excluded.last_seen, state = excluded.state, "
+                       "hardware_json = excluded.hardware_json, bench_json = excluded.bench_json, "
+                       "client_version = excluded.client_version, bench_gflops = excluded.bench_gflops, "
+                       "network = excluded.network"),
         {a.nodeId, a.publicKey, nowMs, nowMs, nodeStateName(NodeState::Online), a.hardwareJson, a.benchJson,
          a.clientVersion, a.benchGflops, a.network.isNull() ? QStringLiteral("") : a.network});
     return q ? Status() : Status(q.error());

@@ -6,11 +6,12 @@
 namespace tessera::coordinator {
 
 Result<ReputationRecord> ReputationStore::get(const QString& subject) {
-    Result<QSqlQuery> q = sql::exec(m_db.connection(),
-                                    QStringLiteral("SELECT strikes, audits_passed, audits_failed, banned_nodes, "
-                                                   "banned_until, ban_reason, audited_through FROM reputation "
-                                                   "WHERE subject = ?"),
-                                    {subject});
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral("SELECT strikes, audits_passed, audits_failed, banned_nodes, "
+                                 "banned_until, ban_reason, audited_through FROM reputation "
+                                 "WHERE subject = ?"),
+                  {subject});
     if (!q)
         return q.error();
     ReputationRecord r;
@@ -30,16 +31,16 @@ Result<ReputationRecord> ReputationStore::get(const QString& subject) {
 Status ReputationStore::put(const ReputationRecord& r, qint64 nowMs) {
     Result<QSqlQuery> q = sql::exec(
         m_db.connection(),
-        QStringLiteral("INSERT INTO reputation (subject, strikes, audits_passed, audits_failed, banned_nodes, "
-                       "banned_until, ban_reason, audited_through, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                       "ON CONFLICT (subject) DO UPDATE SET strikes = excluded.strikes, "
-                       "audits_passed = excluded.audits_passed, audits_failed = excluded.audits_failed, "
-                       "banned_nodes = excluded.banned_nodes, banned_until = excluded.banned_until, "
-                       "ban_reason = excluded.ban_reason, audited_through = excluded.audited_through, "
-                       "updated_at = excluded.updated_at"),
+        QStringLiteral(
+            "INSERT INTO reputation (subject, strikes, audits_passed, audits_failed, banned_nodes, "
+            "banned_until, ban_reason, audited_through, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (subject) DO UPDATE SET strikes = excluded.strikes, "
+            "audits_passed = excluded.audits_passed, audits_failed = excluded.audits_failed, "
+            "banned_nodes = excluded.banned_nodes, banned_until = excluded.banned_until, "
+            "ban_reason = excluded.ban_reason, audited_through = excluded.audited_through, "
+            "updated_at = excluded.updated_at"),
         {r.subject, r.strikes, r.auditsPassed, r.auditsFailed, r.bannedNodes, r.bannedUntilMs,
-         r.banReason.isEmpty() ? QStringLiteral("") : r.banReason.left(500),
-         r.auditedThroughMs, nowMs});
+         r.banReason.isEmpty() ? QStringLiteral("") : r.banReason.left(500), r.auditedThroughMs, nowMs});
     return q ? Status() : Status(q.error());
 }
 

@@ -13,10 +13,10 @@ class Database;
 
 struct ReputationRecord {
     QString subject;
-    int strikes = 0;       // results refused by the checks
+    int strikes = 0; // results refused by the checks
     int auditsPassed = 0;
     int auditsFailed = 0;
-    int bannedNodes = 0;   // a network's: its nodes banned for a failed audit
+    int bannedNodes = 0; // a network's: its nodes banned for a failed audit
     qint64 bannedUntilMs = 0;
     QString banReason;
     qint64 auditedThroughMs = 0; // a node's work accepted until then is covered by a passed audit

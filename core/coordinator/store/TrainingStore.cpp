@@ -138,22 +138,24 @@ namespace {
 
 // A node's pending work that may leave escrow: accepted before the cutoff and before the time its
 // last passed audit covers (reputation.audited_through).
-const char* const kReleasable = "credit = 'pending' AND accepted_at <= ? AND accepted_at <= COALESCE("
-                                "(SELECT audited_through FROM reputation WHERE subject = 'node:' || node_id), 0)";
+const char* const kReleasable =
+    "credit = 'pending' AND accepted_at <= ? AND accepted_at <= COALESCE("
+    "(SELECT audited_through FROM reputation WHERE subject = 'node:' || node_id), 0)";
 
 } // namespace
 
-Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign, qint64 nowMs, qint64 cutoffMs) {
+Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign, qint64 nowMs,
+                                                qint64 cutoffMs) {
     QStringList granted;
     Status s = m_db.writeTransaction([&]() -> Status {
         const QSqlDatabase& c = m_db.connection();
-        Result<QSqlQuery> q =
-            sql::exec(c,
-                      QStringLiteral("SELECT node_id, SUM(flop) FROM (SELECT node_id, flop FROM credit_pending "
-                                     "WHERE flop > 0 UNION ALL SELECT node_id, flop FROM accepted_tasks WHERE %1) "
-                                     "AS releasable GROUP BY node_id ORDER BY node_id")
-                          .arg(QLatin1String(kReleasable)),
-                      {cutoffMs});
+        Result<QSqlQuery> q = sql::exec(
+            c,
+            QStringLiteral("SELECT node_id, SUM(flop) FROM (SELECT node_id, flop FROM credit_pending "
+                           "WHERE flop > 0 UNION ALL SELECT node_id, flop FROM accepted_tasks WHERE %1) "
+                           "AS releasable GROUP BY node_id ORDER BY node_id")
+                .arg(QLatin1String(kReleasable)),
+            {cutoffMs});
         if (!q)
             return q.error();
         std::vector<std::pair<QString, qint64>> pending;
@@ -196,25 +198,27 @@ Result<qint64> TrainingStore::forfeit(const QString& node, const QString& reason
         const QSqlDatabase& c = m_db.connection();
         Result<std::optional<QVariant>> pending = sql::scalar(
             c,
-            QStringLiteral("SELECT COALESCE((SELECT SUM(flop) FROM accepted_tasks WHERE node_id = ? AND credit = "
-                           "'pending'), 0) + COALESCE((SELECT SUM(flop) FROM credit_pending WHERE node_id = ?), 0)"),
+            QStringLiteral(
+                "SELECT COALESCE((SELECT SUM(flop) FROM accepted_tasks WHERE node_id = ? AND credit = "
+                "'pending'), 0) + COALESCE((SELECT SUM(flop) FROM credit_pending WHERE node_id = ?), 0)"),
             {node, node});
         if (!pending)
             return pending.error();
         lost = scalarInt(pending);
-        for (const char* update : {"UPDATE accepted_tasks SET credit = 'forfeited' WHERE node_id = ? AND credit = "
-                                   "'pending'",
-                                   "UPDATE credit_pending SET flop = 0 WHERE node_id = ?"})
+        for (const char* update :
+             {"UPDATE accepted_tasks SET credit = 'forfeited' WHERE node_id = ? AND credit = "
+              "'pending'",
+              "UPDATE credit_pending SET flop = 0 WHERE node_id = ?"})
             if (Result<QSqlQuery> q = sql::exec(c, QLatin1String(update), {node}); !q)
                 return q.error();
         // One row per millisecond and node: a second forfeit in the same one adds to it.
-        if (Result<QSqlQuery> q = sql::exec(c, QStringLiteral("DELETE FROM credit_forfeits WHERE node_id = ? AND at = ?"),
-                                            {node, nowMs});
+        if (Result<QSqlQuery> q = sql::exec(
+                c, QStringLiteral("DELETE FROM credit_forfeits WHERE node_id = ? AND at = ?"), {node, nowMs});
             !q)
             return q.error();
-        Result<QSqlQuery> q =
-            sql::exec(c, QStringLiteral("INSERT INTO credit_forfeits (node_id, at, flop, reason) VALUES (?, ?, ?, ?)"),
-                      {node, nowMs, lost, reason.left(500)});
+        Result<QSqlQuery> q = sql::exec(
+            c, QStringLiteral("INSERT INTO credit_forfeits (node_id, at, flop, reason) VALUES (?, ?, ?, ?)"),
+            {node, nowMs, lost, reason.left(500)});
         return q ? Status() : Status(q.error());
     });
     if (!s)
@@ -227,8 +231,9 @@ Result<CreditEscrow> TrainingStore::escrow(const QString& node) {
     CreditEscrow e;
     Result<std::optional<QVariant>> pending = sql::scalar(
         c,
-        QStringLiteral("SELECT COALESCE((SELECT SUM(flop) FROM accepted_tasks WHERE node_id = ? AND credit = "
-                       "'pending'), 0) + COALESCE((SELECT SUM(flop) FROM credit_pending WHERE node_id = ?), 0)"),
+        QStringLiteral(
+            "SELECT COALESCE((SELECT SUM(flop) FROM accepted_tasks WHERE node_id = ? AND credit = "
+            "'pending'), 0) + COALESCE((SELECT SUM(flop) FROM credit_pending WHERE node_id = ?), 0)"),
         {node, node});
     if (!pending)
         return pending.error();
@@ -239,7 +244,9 @@ Result<CreditEscrow> TrainingStore::escrow(const QString& node) {
         return lost.error();
     e.forfeitedFlop = scalarInt(lost);
     Result<QSqlQuery> last = sql::exec(
-        c, QStringLiteral("SELECT at, reason FROM credit_forfeits WHERE node_id = ? ORDER BY at DESC LIMIT 1"), {node});
+        c,
+        QStringLiteral("SELECT at, reason FROM credit_forfeits WHERE node_id = ? ORDER BY at DESC LIMIT 1"),
+        {node});
     if (!last)
         return last.error();
     if (last->next()) {

@@ -94,20 +94,23 @@ void Averager::closeRound(int stage) {
         all.push_back(std::move(share));
     }
     const std::vector<Share>& used = counted.empty() ? all : counted;
-    const std::vector<float> reference = m_reference ? m_reference(stage, round.partition) : std::vector<float>();
+    const std::vector<float> reference =
+        m_reference ? m_reference(stage, round.partition) : std::vector<float>();
     const Combined combined = robustCombine(used, reference);
     for (const QString& node : combined.dropped)
-        Q_EMIT shareRefused(node, stage,
-                            QStringLiteral("its share of partition %1 is not finite or far beyond any training")
-                                .arg(round.partition));
+        Q_EMIT shareRefused(
+            node, stage,
+            QStringLiteral("its share of partition %1 is not finite or far beyond any training")
+                .arg(round.partition));
+    // Outvoted, not struck: an honest replica can be far from the others too (a joiner that started
+    // from the checkpoint, which lags them).
     for (const QString& node : combined.outliers)
-        Q_EMIT shareRefused(node, stage,
-                            QStringLiteral("its share of partition %1 is far from the other replicas'")
-                                .arg(round.partition));
+        qInfo("averager: node %s's share of partition %d of stage %d is far from the others' (outvoted)",
+              qPrintable(shortId(node)), round.partition, stage);
     if (combined.used == 0)
         return;
-    const QByteArray message = partitionMessage(
-        protocol::AverageResult{round.id, round.partition, combined.used}, combined.values);
+    const QByteArray message =
+        partitionMessage(protocol::AverageResult{round.id, round.partition, combined.used}, combined.values);
     for (const Share& share : all)
         if (!combined.dropped.contains(share.node) && m_sendBinary(share.node, message))
             Q_EMIT weightsSent(share.node);

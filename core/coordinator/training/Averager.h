@@ -86,7 +86,7 @@ Q_SIGNALS:
     void synced(const QString& ghost, int stage, bool ok);
     // The node was sent values that change its weights (a round's average, a sync).
     void weightsSent(const QString& node);
-    // The node's share was dropped (not finite, far beyond any training) or an outlier.
+    // The node's share was dropped: not finite, or of a size no training reaches.
     void shareRefused(const QString& node, int stage, const QString& reason);
 
 private:

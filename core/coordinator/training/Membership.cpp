@@ -63,10 +63,11 @@ void Membership::onReady(const QString& node, const protocol::Ready& ready) {
     bool sitOut = false;
     if (!banned || !standing || (*banned && standing->auditsFailed > 0) ||
         (*banned && standing->bannedUntilMs <= m_clock())) {
-        m_sendText(node, protocol::ErrorNotice{(banned && *banned ? **banned
-                                                                  : QStringLiteral("the coordinator could not check "
-                                                                                   "this node's standing"))
-                                                   .left(protocol::kMaxReasonChars)});
+        m_sendText(
+            node, protocol::ErrorNotice{(banned && *banned ? **banned
+                                                           : QStringLiteral("the coordinator could not check "
+                                                                            "this node's standing"))
+                                            .left(protocol::kMaxReasonChars)});
         return;
     }
     sitOut = banned && *banned;

@@ -1,7 +1,8 @@
 #pragma once
 // NodeProbes: a node's first task on every session is a probe — a synthetic microbatch of its
 // stage that tells how fast it computes (the router's first estimate of its seconds per token) and
-// that its engine works at all. The time is the coordinator's own (sent → answered), never the node's word. Probes never touch the weights (the node runs them isolated).
+// that its engine works at all. The time is the coordinator's own (sent → answered), never the node's word.
+// Probes never touch the weights (the node runs them isolated).
 
 #include "protocol/SessionMessages.h"
 
@@ -39,7 +40,7 @@ private:
         qint64 sentAtMs = 0;
     };
     QHash<QString, Pending> m_pending; // node → its probe
-    QHash<QString, double> m_speed;   // node → seconds per token
+    QHash<QString, double> m_speed;    // node → seconds per token
     qint64 m_nextTaskId = 1;
 };
 

@@ -76,7 +76,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     t->m_auditor = std::make_unique<Auditor>(config, audits, sendText, clock);
     connect(t->m_auditor.get(), &Auditor::audited, self, &Trainer::onAudited);
     ResultCheck* resultChecks = t->m_checks.get();
-    t->m_credits = std::make_unique<CreditGranter>(t->m_store, key, qint64(settings.creditEscrow.count()), sendText);
+    t->m_credits =
+        std::make_unique<CreditGranter>(t->m_store, key, qint64(settings.creditEscrow.count()), sendText);
     t->m_reputation = std::make_unique<Reputation>(db, settings.reputation);
 
     StageCheckpoints* cp = t->m_checkpoints.get();
@@ -117,7 +118,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     connect(t->m_averager.get(), &Averager::weightsSent, self,
             [router](const QString& node) { router->weightsChanged(node); });
     t->m_loop->setBeforeStep([self, router] {
-        self->m_auditor->requestSnapshots([router](const QString& node) { return router->weightsVersion(node); });
+        self->m_auditor->requestSnapshots(
+            [router](const QString& node) { return router->weightsVersion(node); });
     });
     TrainingLoop* trainingLoop = t->m_loop.get();
     connect(t->m_router.get(), &Router::issued, self,
@@ -226,8 +228,9 @@ std::span<const std::uint8_t> bytesOf(const protocol::HeldFrame& f) {
 
 } // namespace
 
-std::optional<QString> Trainer::checkResult(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
-                                            const protocol::HeldFrame& output, std::optional<double> loss) {
+std::optional<QString> Trainer::checkResult(const QString& node, const Microbatch& mb,
+                                            protocol::TaskKind kind, const protocol::HeldFrame& output,
+                                            std::optional<double> loss) {
     if (!m_settings.checks.enabled)
         return std::nullopt;
     const bool backward = kind == protocol::TaskKind::Backward;
@@ -249,17 +252,21 @@ std::optional<QString> Trainer::checkResult(const QString& node, const Microbatc
         return refusal;
     // A stage 0 backward answers nothing a recomputation could compare; nor does a backward through a
     // kept graph whose weights changed (an averaging result) after its forward: it ran on a mix of both.
-    const bool straddles = backward && !mb.taskHasInput && mb.forwardVersion[std::size_t(mb.stage)] != mb.taskVersion;
+    const bool straddles =
+        backward && !mb.taskHasInput && mb.forwardVersion[std::size_t(mb.stage)] != mb.taskVersion;
     const bool comparable = (!output.isNull() || kind == protocol::TaskKind::ForwardBackward) && !straddles;
-    if (comparable && m_auditor->audits(mb.stage, m_checkpoints->parameters(mb.stage)) && m_checks->sampled(node))
-        m_auditor->keep(node, Evidence{mb.taskVersion, mb.stage, kind, mb.id, mb.inputs[std::size_t(mb.stage)],
-                                       kind == protocol::TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
-                                       backward ? mb.gradient : protocol::HeldFrame(), output, loss});
+    if (comparable && m_auditor->audits(mb.stage, m_checkpoints->parameters(mb.stage)) &&
+        m_checks->sampled(node))
+        m_auditor->keep(
+            node, Evidence{mb.taskVersion, mb.stage, kind, mb.id, mb.inputs[std::size_t(mb.stage)],
+                           kind == protocol::TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
+                           backward ? mb.gradient : protocol::HeldFrame(), output, loss});
     return std::nullopt;
 }
 
 void Trainer::onRefused(const QString& node, int stage, const QString& reason) {
-    qWarning("trust: node %s (stage %d): result refused: %s", qPrintable(node.left(12)), stage, qPrintable(reason));
+    qWarning("trust: node %s (stage %d): result refused: %s", qPrintable(node.left(12)), stage,
+             qPrintable(reason));
     m_checks->probation(node);
     // The router banned it for a while; the strike is remembered past `unavailable`, reconnects and
     // restarts, and what it had pending is forfeited (a liar mixing lies with work is not paid).
@@ -277,8 +284,8 @@ void Trainer::onAudited(const AuditOutcome& outcome) {
             qWarning("trust: recording an audit failed: %s", s.message().c_str());
         return;
     }
-    qWarning("trust: node %s (stage %d) failed an audit: %s", qPrintable(outcome.node.left(12)), outcome.stage,
-             qPrintable(outcome.reason));
+    qWarning("trust: node %s (stage %d) failed an audit: %s", qPrintable(outcome.node.left(12)),
+             outcome.stage, qPrintable(outcome.reason));
     m_checks->probation(outcome.node);
     m_router->ban(outcome.node, QStringLiteral("failed an audit"));
     const qint64 t = now();
@@ -287,8 +294,9 @@ void Trainer::onAudited(const AuditOutcome& outcome) {
     m_loop->flush(); // its queued work is pending credit too
     m_credits->forfeit(outcome.node, QStringLiteral("failed an audit: %1").arg(outcome.reason), t);
     // Out of the swarm: its session ends, and its next admission is refused while the ban lasts.
-    m_sessions.closeNode(outcome.node, QStringLiteral("banned: failed an audit of its results (%1)")
-                                           .arg(outcome.reason.left(200)));
+    m_sessions.closeNode(
+        outcome.node,
+        QStringLiteral("banned: failed an audit of its results (%1)").arg(outcome.reason.left(200)));
 }
 
 void Trainer::grantCredits() {

@@ -13,7 +13,8 @@ namespace tessera::coordinator {
 namespace {
 
 std::span<const std::uint8_t> bytesOf(const protocol::HeldFrame& f) {
-    return {reinterpret_cast<const std::uint8_t*>(f.frame.payload.data()), std::size_t(f.frame.payload.size())};
+    return {reinterpret_cast<const std::uint8_t*>(f.frame.payload.data()),
+            std::size_t(f.frame.payload.size())};
 }
 
 QString shortId(const QString& node) {
@@ -80,12 +81,14 @@ bool Auditor::onShare(const QString& node, const protocol::AverageShare& share,
         return false;
     NodeAudit& audit = it.value();
     const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
-    Result<std::vector<float>> weights =
-        frame == nullptr ? Result<std::vector<float>>(makeError("no partition frame")) : protocol::partitionValues(*frame);
+    Result<std::vector<float>> weights = frame == nullptr
+                                             ? Result<std::vector<float>>(makeError("no partition frame"))
+                                             : protocol::partitionValues(*frame);
     AuditOutcome outcome;
     if (share.partition != -1 || !weights) {
-        outcome = AuditOutcome{node, audit.evidence.front().stage, false, 0, 0,
-                               QStringLiteral("the weights it was asked for did not come as asked")};
+        outcome = AuditOutcome{node,  audit.evidence.front().stage,
+                               false, 0,
+                               0,     QStringLiteral("the weights it was asked for did not come as asked")};
     } else {
         outcome = judge(node, audit, *weights);
     }
@@ -124,7 +127,8 @@ AuditOutcome Auditor::judge(const QString& node, NodeAudit& audit, const std::ve
         return out;
     }
     if (Status set = e->setPartition(-1, m_settings.partitions, weights); !set) {
-        qWarning("trust: loading node %s's weights failed: %s", qPrintable(shortId(node)), set.message().c_str());
+        qWarning("trust: loading node %s's weights failed: %s", qPrintable(shortId(node)),
+                 set.message().c_str());
         return out;
     }
     for (const Evidence& ev : audit.evidence) {
@@ -140,7 +144,8 @@ AuditOutcome Auditor::judge(const QString& node, NodeAudit& audit, const std::ve
         }
         ++out.tasks;
         ++m_tasks;
-        if (ev.loss && std::isfinite(ref->loss) && std::abs(*ev.loss - ref->loss) > m_settings.lossTolerance) {
+        if (ev.loss && std::isfinite(ref->loss) &&
+            std::abs(*ev.loss - ref->loss) > m_settings.lossTolerance) {
             out.passed = false;
             out.reason = QStringLiteral("microbatch %1: it reported loss %2, its weights give %3")
                              .arg(ev.microbatch)
@@ -152,7 +157,8 @@ AuditOutcome Auditor::judge(const QString& node, NodeAudit& audit, const std::ve
             continue;
         Result<gpu::DecodedFrame> mine =
             forward ? m_decoder->activation(bytesOf(ev.output)) : m_decoder->gradient(bytesOf(ev.output));
-        Result<gpu::DecodedFrame> theirs = forward ? m_decoder->activation(ref->frame) : m_decoder->gradient(ref->frame);
+        Result<gpu::DecodedFrame> theirs =
+            forward ? m_decoder->activation(ref->frame) : m_decoder->gradient(ref->frame);
         if (!mine || !theirs || mine->values.size() != theirs->values.size())
             continue; // the result check decoded it when it came; a failure here is ours
         const double error = stats::relativeError(mine->values, theirs->values);

@@ -69,9 +69,9 @@ struct AuditOutcome {
     QString node;
     int stage = 0;
     bool passed = false;
-    int tasks = 0;          // recomputed
-    double worstError = 0;  // the largest relative error among them
-    QString reason;         // why it failed
+    int tasks = 0;            // recomputed
+    double worstError = 0;    // the largest relative error among them
+    QString reason;           // why it failed
     qint64 requestedAtMs = 0; // when its weights were asked for: the work it covers was accepted before
 };
 
@@ -89,13 +89,16 @@ public:
 
     const AuditSettings& settings() const { return m_settings; }
     // Whether tasks of this stage can be audited here (its size is within maxParameters).
-    bool audits(int stage, qint64 parameters) const { return parameters <= m_settings.maxParameters && stage >= 0; }
+    bool audits(int stage, qint64 parameters) const {
+        return parameters <= m_settings.maxParameters && stage >= 0;
+    }
 
     void keep(const QString& node, Evidence evidence);
     // At a step's end, before `step` is sent: snapshots of the nodes holding current evidence.
     void requestSnapshots(const VersionOf& versionOf);
     // A node's average_share; false when it is not a snapshot this auditor asked for.
-    bool onShare(const QString& node, const protocol::AverageShare& share, const protocol::TaskMessage& message);
+    bool onShare(const QString& node, const protocol::AverageShare& share,
+                 const protocol::TaskMessage& message);
     // The node left: its evidence and any snapshot it owed are dropped (unjudged).
     void nodeGone(const QString& node);
     void tick(); // snapshot deadlines

@@ -5,7 +5,8 @@
 namespace tessera::coordinator {
 
 Result<Recomputed> recompute(gpu::StageEngine& engine, bool backward, std::span<const std::uint8_t> input,
-                             std::span<const std::uint8_t> targets, std::span<const std::uint8_t> gradOutput) {
+                             std::span<const std::uint8_t> targets,
+                             std::span<const std::uint8_t> gradOutput) {
     // Its own microbatch ids, below any the router gives out.
     static std::int64_t next = 0;
     const std::int64_t id = -(++next);

@@ -29,7 +29,8 @@ QString Reputation::networkOf(const QHostAddress& address) {
     return QHostAddress(v6).toString() + QStringLiteral("/48");
 }
 
-Result<std::optional<QString>> Reputation::banned(const QString& nodeId, const QString& network, qint64 nowMs) {
+Result<std::optional<QString>> Reputation::banned(const QString& nodeId, const QString& network,
+                                                  qint64 nowMs) {
     ReputationStore store(m_db);
     Result<ReputationRecord> node = store.get(ReputationStore::nodeSubject(nodeId));
     if (!node)

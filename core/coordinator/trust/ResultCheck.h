@@ -34,12 +34,11 @@ struct DecodedFrame;
 namespace tessera::coordinator {
 
 struct ResultCheckSettings {
-    bool enabled = true;               // off only to measure what the checks cost (bench_trust)
-    double maxRms = 1e4;               // per-token RMS above this is refused (finite but huge)
-    double maxLoss = 50;               // cross-entropy the last stage may report
-    double minRelativeChange = 1e-6;   // closer than this to the task's own input: an echo
-    double probationRate = 0.25;       // share of a new or suspect node's results kept for audit
-    double trustedRate = 0.03;         // … once it has passed probationAudits audits
+    bool enabled = true;             // off only to measure what the checks cost (bench_trust)
+    double maxRms = 1e4;             // per-token RMS above this is refused (finite but huge)
+    double maxLoss = 50;             // cross-entropy the last stage may report
+    double probationRate = 0.25;     // share of a new or suspect node's results kept for audit
+    double trustedRate = 0.03;       // … once it has passed probationAudits audits
     int probationAudits = 10;
 };
 
@@ -58,7 +57,6 @@ struct TaskEvidence {
     std::span<const std::uint8_t> output;     // forward output, or the gradient for the stage before
     std::optional<double> loss;
 };
-
 
 class ResultCheck final {
 public:

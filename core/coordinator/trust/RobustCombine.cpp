@@ -27,10 +27,14 @@ Combined robustCombine(const std::vector<Share>& shares, std::span<const float> 
     Combined out;
     std::vector<const Share*> finite;
     const bool referenced = !reference.empty() && stats::allFinite(reference);
-    const auto rms = [](std::span<const float> v) { return v.empty() ? 0.0 : stats::norm(v) / std::sqrt(double(v.size())); };
-    const double bound = std::max(settings.minRmsBound, referenced ? settings.rmsRatio * rms(reference) : 0.0);
+    const auto rms = [](std::span<const float> v) {
+        return v.empty() ? 0.0 : stats::norm(v) / std::sqrt(double(v.size()));
+    };
+    const double bound =
+        std::max(settings.minRmsBound, referenced ? settings.rmsRatio * rms(reference) : 0.0);
     for (const Share& s : shares) {
-        bool ok = stats::allFinite(s.values) && (finite.empty() || s.values.size() == finite.front()->values.size());
+        bool ok = stats::allFinite(s.values) &&
+                  (finite.empty() || s.values.size() == finite.front()->values.size());
         if (ok && referenced)
             ok = rms(s.values) <= bound;
         if (ok)

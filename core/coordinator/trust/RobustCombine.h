@@ -12,9 +12,10 @@
 //   2. the center is the shares' coordinate-wise median; each share's distance from it is clipped to
 //      clipFactor × the lower median of those distances (CenteredClip, one pass)
 //   3. with 3 or more shares the clipped shares are combined coordinate by coordinate by their
-//      median, and a share further than outlierFactor × that lower median names its sender (a
-//      strike); with 1 or 2 by their mean: there is no majority to tell who is right, only step 1
-//      bounds what one of two replicas can do (docs/ARCHITECTURE.md, "Trust")
+//      median, and a share further than outlierFactor × that lower median is named (outvoted, not
+//      struck: a joiner that started from the lagging checkpoint is far too); with 1 or 2 by their mean:
+//      there is no majority to tell who is right, only step 1 bounds what one of two replicas can do
+//      (docs/ARCHITECTURE.md, "Trust")
 
 #include <QString>
 #include <QStringList>
@@ -39,10 +40,10 @@ struct Share {
 
 struct Combined {
     std::vector<float> values;
-    int used = 0;          // shares that took part
-    QStringList dropped;   // not finite, or far larger than the reference
-    QStringList outliers;  // a change far beyond the others' (3 or more shares)
-    QStringList clipped;   // shortened to the clip radius
+    int used = 0;         // shares that took part
+    QStringList dropped;  // not finite, or far larger than the reference
+    QStringList outliers; // a change far beyond the others' (3 or more shares)
+    QStringList clipped;  // shortened to the clip radius
 };
 
 Combined robustCombine(const std::vector<Share>& shares, std::span<const float> reference,

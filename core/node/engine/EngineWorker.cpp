@@ -122,13 +122,14 @@ void EngineWorker::doLoad(const EngineLoadOptions& options) {
         if (!status)
             return fail(text(status.message()));
     }
-    Result<std::unique_ptr<gpu::Misbehaviour>> lie =
-        gpu::Misbehaviour::create(options.engine.config, qEnvironmentVariable("TESSERA_TEST_MISBEHAVE").toStdString());
+    Result<std::unique_ptr<gpu::Misbehaviour>> lie = gpu::Misbehaviour::create(
+        options.engine.config, qEnvironmentVariable("TESSERA_TEST_MISBEHAVE").toStdString());
     if (!lie)
         return fail(text(lie.message()));
     m_misbehaviour = std::move(*lie);
     if (m_misbehaviour)
-        qWarning("engine: TESSERA_TEST_MISBEHAVE is set: this node lies in its results (a test of the coordinator)");
+        qWarning("engine: TESSERA_TEST_MISBEHAVE is set: this node lies in its results (a test of the "
+                 "coordinator)");
     m_engine = std::move(engine).value();
     m_headroom = options.engine.outputHeadroom;
     m_statsTimer.start();
@@ -259,7 +260,8 @@ void EngineWorker::misbehave(const EngineTask& task, EngineResult& result) const
     if (!result.output.isEmpty())
         lie.activation(frame(result.output), m_engine->stage() > 0 ? given(task.input) : given({}));
     if (!result.gradInput.isEmpty())
-        lie.gradient(frame(result.gradInput), task.kind == EngineTask::Backward ? given(task.gradOutput) : given({}));
+        lie.gradient(frame(result.gradInput),
+                     task.kind == EngineTask::Backward ? given(task.gradOutput) : given({}));
     if (task.kind == EngineTask::ForwardBackward)
         lie.loss(result.loss);
     if (task.kind == EngineTask::Gather)

@@ -31,7 +31,7 @@
 namespace tessera::gpu {
 class Misbehaviour;
 class StageEngine;
-}
+} // namespace tessera::gpu
 
 namespace tessera::node {
 

@@ -51,7 +51,8 @@ void CreditsPoller::poll() {
                          qWarning("node: credits: %s", receipts.message().c_str());
                          return;
                      }
-                     if (info.pendingFlop != m_escrow.pendingFlop || info.forfeitedFlop != m_escrow.forfeitedFlop ||
+                     if (info.pendingFlop != m_escrow.pendingFlop ||
+                         info.forfeitedFlop != m_escrow.forfeitedFlop ||
                          info.lastForfeitReason != m_escrow.lastForfeitReason) {
                          if (info.forfeitedFlop > m_escrow.forfeitedFlop)
                              qWarning("node: the coordinator forfeited pending credit: %s",

@@ -225,7 +225,8 @@ void TestTrainingStore::aFailedAuditForfeitsWhatIsPending() {
     QVERIFY(store.resume(0));
     for (qint64 id = 1; id <= 3; ++id) {
         store.issued(id, 0, 512, 10);
-        store.completed(microbatch(id, id == 3 ? QStringLiteral("n2") : QStringLiteral("n1"), 2'000'000'000), 100);
+        store.completed(microbatch(id, id == 3 ? QStringLiteral("n2") : QStringLiteral("n1"), 2'000'000'000),
+                        100);
     }
     QVERIFY(store.flush());
     Result<qint64> lost = store.forfeit(QStringLiteral("n1"), QStringLiteral("failed an audit: noise"), 200);
@@ -243,7 +244,8 @@ void TestTrainingStore::aFailedAuditForfeitsWhatIsPending() {
     Result<QStringList> granted = store.grantCredits(fakeSign, 2000, 1500);
     QVERIFY2(granted, failure(granted));
     QCOMPARE(*granted, QStringList{QStringLiteral("n2")});
-    QCOMPARE(scalar(*db, QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = 'n1'")), qint64(0));
+    QCOMPARE(scalar(*db, QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = 'n1'")),
+             qint64(0));
     QCOMPARE(store.escrow(QStringLiteral("n2"))->forfeitedFlop, qint64(0));
 }
 

@@ -47,7 +47,8 @@ struct Trip {
     double loss = 0;
 };
 
-inline Trip trip(const gpu::ModelConfig& config, std::vector<std::unique_ptr<gpu::StageEngine>>& engines, int offset) {
+inline Trip trip(const gpu::ModelConfig& config, std::vector<std::unique_ptr<gpu::StageEngine>>& engines,
+                 int offset) {
     Trip t;
     t.tokens = tokenFrame(offset);
     t.targets = tokenFrame(offset + 1);
@@ -61,7 +62,8 @@ inline Trip trip(const gpu::ModelConfig& config, std::vector<std::unique_ptr<gpu
     t.act0 = bytes(f0->output);
     t.act1 = bytes(f1->output);
     auto b2 = engines[2]->backward(1, {}, span(t.act1), span(t.targets));
-    auto b1 = b2 ? engines[1]->backward(1, b2->gradInput, span(t.act0)) : Result<gpu::StageBackwardResult>(b2.error());
+    auto b1 = b2 ? engines[1]->backward(1, b2->gradInput, span(t.act0))
+                 : Result<gpu::StageBackwardResult>(b2.error());
     if (!b1)
         qFatal("backward: %s", b1.message().c_str());
     t.grad2 = bytes(b2->gradInput);

@@ -79,26 +79,34 @@ std::unique_ptr<TestAuditor::Run> TestAuditor::makeRun() {
 }
 
 Evidence TestAuditor::forward1(const QByteArray& output, qint64 version) const {
-    return Evidence{version, 1, protocol::TaskKind::Forward, 1, held(m_trip.act0), {}, {}, held(output), std::nullopt};
+    return Evidence{version,      1,           protocol::TaskKind::Forward, 1, held(m_trip.act0), {}, {},
+                    held(output), std::nullopt};
 }
 
 Evidence TestAuditor::last(const QByteArray& output, double loss) const {
-    return Evidence{0, 2, protocol::TaskKind::ForwardBackward, 1, held(m_trip.act1), held(m_trip.targets), {},
-                    held(output), loss};
+    return Evidence{0,
+                    2,
+                    protocol::TaskKind::ForwardBackward,
+                    1,
+                    held(m_trip.act1),
+                    held(m_trip.targets),
+                    {},
+                    held(output),
+                    loss};
 }
 
 protocol::TaskMessage TestAuditor::snapshot(qint64 round, const std::vector<float>& weights) {
-    const QByteArray bytes =
-        protocol::TaskMessageBuilder(protocol::toJson(snapshotShare(round)), 0)
-            .add(protocol::TaskFrameType::Partition, protocol::partitionPayload(weights))
-            .take();
+    const QByteArray bytes = protocol::TaskMessageBuilder(protocol::toJson(snapshotShare(round)), 0)
+                                 .add(protocol::TaskFrameType::Partition, protocol::partitionPayload(weights))
+                                 .take();
     Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(bytes);
     if (!m)
         qFatal("snapshot message: %s", m.message().c_str());
     return *m;
 }
 
-std::optional<AuditOutcome> TestAuditor::answer(Run& run, const QString& node, const std::vector<float>& weights) {
+std::optional<AuditOutcome> TestAuditor::answer(Run& run, const QString& node,
+                                                const std::vector<float>& weights) {
     QSignalSpy audited(run.auditor.get(), &Auditor::audited);
     run.auditor->requestSnapshots([](const QString&) { return qint64(0); });
     if (run.requests.empty() || run.requests.back().first != node)

@@ -41,18 +41,48 @@ void TestResultCheck::initTestCase() {
 }
 
 TaskEvidence TestResultCheck::forward1(const QByteArray& output) const {
-    return TaskEvidence{1, 3, protocol::TaskKind::Forward, 1, kBatch, kSeq, span(m_trip.tokens), span(m_trip.act0),
-                        {}, {}, span(output), std::nullopt};
+    return TaskEvidence{1,
+                        3,
+                        protocol::TaskKind::Forward,
+                        1,
+                        kBatch,
+                        kSeq,
+                        span(m_trip.tokens),
+                        span(m_trip.act0),
+                        {},
+                        {},
+                        span(output),
+                        std::nullopt};
 }
 
 TaskEvidence TestResultCheck::backward1(const QByteArray& output) const {
-    return TaskEvidence{1, 3, protocol::TaskKind::Backward, 1, kBatch, kSeq, span(m_trip.tokens), span(m_trip.act0),
-                        {}, span(m_trip.grad2), span(output), std::nullopt};
+    return TaskEvidence{1,
+                        3,
+                        protocol::TaskKind::Backward,
+                        1,
+                        kBatch,
+                        kSeq,
+                        span(m_trip.tokens),
+                        span(m_trip.act0),
+                        {},
+                        span(m_trip.grad2),
+                        span(output),
+                        std::nullopt};
 }
 
 TaskEvidence TestResultCheck::last(const QByteArray& output, double loss) const {
-    return TaskEvidence{2, 3, protocol::TaskKind::ForwardBackward, 1, kBatch, kSeq, span(m_trip.tokens),
-                        span(m_trip.act1), span(m_trip.targets), {}, span(output), loss};
+    return TaskEvidence{2,
+                        3,
+                        protocol::TaskKind::ForwardBackward,
+                        1,
+                        kBatch,
+                        kSeq,
+                        span(m_trip.tokens),
+                        span(m_trip.act1),
+                        span(m_trip.targets),
+                        {},
+                        span(output),
+                        loss};
 }
 
 void TestResultCheck::honestResultsAreAccepted() {
@@ -85,7 +115,9 @@ void TestResultCheck::malformedOrImplausibleResultsAreRefused() {
     QFETCH(QByteArray, output);
     QFETCH(double, loss);
     QFETCH(QString, reason);
-    const TaskEvidence task = which == 0 ? forward1(output) : which == 1 ? backward1(output) : last(output, loss);
+    const TaskEvidence task = which == 0   ? forward1(output)
+                              : which == 1 ? backward1(output)
+                                           : last(output, loss);
     const std::optional<QString> refused = m_check->check(task);
     QVERIFY2(refused, "accepted");
     QVERIFY2(refused->contains(reason), qPrintable(*refused));

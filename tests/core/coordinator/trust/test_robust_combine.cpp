@@ -91,7 +91,8 @@ void TestRobustCombine::aShareFarBeyondTrainingIsDroppedEvenAmongTwo() {
     // Honest weights far from the checkpoint (Adam moved each by ~lr per step for hundreds of
     // steps) are kept: only a size no training reaches is dropped.
     const std::vector<float> start = around(std::vector<float>(kSize, 0.0f), 0.02, 1);
-    const std::vector<Share> trained{{QStringLiteral("a"), around(start, 0.3, 5)}, {QStringLiteral("b"), around(start, 0.3, 6)}};
+    const std::vector<Share> trained{{QStringLiteral("a"), around(start, 0.3, 5)},
+                                     {QStringLiteral("b"), around(start, 0.3, 6)}};
     QVERIFY(robustCombine(trained, start).dropped.isEmpty());
     const std::vector<float> checkpoint = around(std::vector<float>(kSize, 0.0f), 0.02, 1);
     std::vector<Share> shares{{QStringLiteral("honest"), around(checkpoint, 0.002, 2)},
