@@ -83,12 +83,19 @@ bool SwarmDatabase::credits(CreditAccount& out) {
                      out.receipts += n.receipts;
                      out.receiptFlop += n.receiptFlop;
                  }) &&
-           query(QStringLiteral("SELECT node_id, flop FROM credit_pending"), [&](const QSqlQuery& q) {
-               const qint64 flop = q.value(1).toLongLong();
-               out.nodes[q.value(0).toString()].pendingFlop = flop;
-               out.pendingFlop += flop;
-               out.pendingNonZero += flop != 0 ? 1 : 0;
-           });
+           query(QStringLiteral("SELECT node_id, credit, SUM(flop) FROM accepted_tasks WHERE credit IN "
+                                "('pending', 'forfeited') GROUP BY node_id, credit"),
+                 [&](const QSqlQuery& q) {
+                     const qint64 flop = q.value(2).toLongLong();
+                     NodeCredit& n = out.nodes[q.value(0).toString()];
+                     if (q.value(1).toString() == u"pending") {
+                         n.pendingFlop += flop;
+                         out.pendingFlop += flop;
+                     } else {
+                         n.forfeitedFlop += flop;
+                         out.forfeitedFlop += flop;
+                     }
+                 });
 }
 
 bool SwarmDatabase::checkpoints(int stages, QMap<int, StageCheckpoints>& out) {

@@ -25,7 +25,8 @@ struct NodeCredit {
     qint64 microCredits = 0; // SUM(micro_credits) of its receipts
     qint64 receipts = 0;
     qint64 firstSeq = 0, lastSeq = 0;
-    qint64 pendingFlop = 0;
+    qint64 pendingFlop = 0;   // in escrow: not yet covered by an audit the node passed
+    qint64 forfeitedFlop = 0; // lost to a refused result or a failed audit
 };
 
 struct CreditAccount {
@@ -34,7 +35,7 @@ struct CreditAccount {
     qint64 receiptFlop = 0;
     qint64 receipts = 0;
     qint64 pendingFlop = 0;
-    qint64 pendingNonZero = 0; // credit_pending rows still holding FLOPs
+    qint64 forfeitedFlop = 0;
     QMap<QString, NodeCredit> nodes;
 };
 

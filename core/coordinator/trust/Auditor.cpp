@@ -45,6 +45,8 @@ void Auditor::keep(const QString& node, Evidence evidence) {
     NodeAudit& audit = m_nodes[node];
     if (audit.round != 0)
         return; // a snapshot is on its way: this task ran on later weights than it shows
+    if (audit.stepsSinceSnapshot + 1 < m_settings.stepsBetweenSnapshots)
+        return; // no snapshot at this step's end: the evidence would be dropped unjudged
     if (!audit.evidence.empty() && audit.evidence.front().version != evidence.version)
         audit.evidence.clear(); // older weights, never asked for: unjudged
     if (int(audit.evidence.size()) < m_settings.maxEvidencePerNode)
@@ -55,8 +57,13 @@ void Auditor::requestSnapshots(const VersionOf& versionOf) {
     const qint64 t = m_clock();
     for (auto it = m_nodes.begin(); it != m_nodes.end(); ++it) {
         NodeAudit& audit = it.value();
+        ++audit.stepsSinceSnapshot;
         if (audit.round != 0 || audit.evidence.empty())
             continue;
+        if (audit.stepsSinceSnapshot < m_settings.stepsBetweenSnapshots) {
+            audit.evidence.clear();
+            continue;
+        }
         const qint64 version = versionOf(it.key());
         if (audit.evidence.front().version != version) {
             audit.evidence.clear();
@@ -68,6 +75,7 @@ void Auditor::requestSnapshots(const VersionOf& versionOf) {
             continue;
         }
         audit.round = round;
+        audit.stepsSinceSnapshot = 0;
         audit.version = version;
         audit.deadlineMs = t + m_settings.snapshotDeadlineMs;
         audit.requestedAtMs = t;

@@ -30,6 +30,7 @@
 #include <QString>
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,6 +47,9 @@ struct AuditSettings {
     double tolerance = 0.05;
     double lossTolerance = 0.02; // absolute, in nats
     int maxEvidencePerNode = 8;
+    // A node's weights are asked for at most once in this many steps (a snapshot costs the node a
+    // gather of all its weights before its step, and the coordinator a load and recomputation).
+    int stepsBetweenSnapshots = 4;
     qint64 snapshotDeadlineMs = 60'000;
     qint64 maxParameters = 200'000'000; // larger stages are not recomputed on the coordinator
     int partitions = 20;                // the order the weights travel in (the run's averaging partitions)
@@ -119,6 +123,7 @@ private:
         qint64 version = 0;
         qint64 deadlineMs = 0;
         qint64 requestedAtMs = 0;
+        int stepsSinceSnapshot = std::numeric_limits<int>::max() / 2;
     };
 
     AuditOutcome judge(const QString& node, NodeAudit& audit, const std::vector<float>& weights);

@@ -41,6 +41,7 @@ private Q_SLOTS:
     void weightsThatCannotBeTheStagesFail();
     void evidenceOfOlderWeightsIsDroppedUnjudged();
     void aSnapshotThatNeverComesJudgesNobody();
+    void aNodeIsAskedForItsWeightsAtMostOnceInFourSteps();
 
 private:
     struct Run {
@@ -206,6 +207,23 @@ void TestAuditor::aSnapshotThatNeverComesJudgesNobody() {
     QVERIFY(!run->auditor->onShare(QStringLiteral("n1"), snapshotShare(round),
                                    snapshot(round, weightsOf(*m_engines[1]))));
     QCOMPARE(audited.count(), 0);
+}
+
+void TestAuditor::aNodeIsAskedForItsWeightsAtMostOnceInFourSteps() {
+    std::unique_ptr<Run> run = makeRun();
+    const QString node = QStringLiteral("n1");
+    run->auditor->keep(node, forward1(m_trip.act1));
+    QVERIFY(answer(*run, node, weightsOf(*m_engines[1]))->passed);
+    const int every = run->auditor->settings().stepsBetweenSnapshots;
+    for (int step = 1; step < every; ++step) {
+        run->auditor->keep(node, forward1(m_trip.act1));
+        run->auditor->requestSnapshots([](const QString&) { return qint64(0); });
+        QCOMPARE(run->requests.size(), std::size_t(1)); // still only the first
+    }
+    run->auditor->keep(node, forward1(m_trip.act1));
+    std::optional<AuditOutcome> o = answer(*run, node, weightsOf(*m_engines[1]));
+    QVERIFY(o && o->passed);
+    QCOMPARE(run->requests.size(), std::size_t(2));
 }
 
 QTEST_GUILESS_MAIN(TestAuditor)
