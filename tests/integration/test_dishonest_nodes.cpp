@@ -180,7 +180,7 @@ void TestDishonestNodes::checkHonestUnharmed(Swarm& swarm, int liar) {
     }
     // Honest work is paid once an audit covers it and the escrow time passed.
     QTRY_VERIFY_WITH_TIMEOUT(
-        swarm.count(QStringLiteral("SELECT COUNT(DISTINCT node_id) FROM credit_receipts")) >= 2, 120'000);
+        swarm.count(QStringLiteral("SELECT COUNT(DISTINCT node_id) FROM credit_receipts")) >= 2, 180'000);
 }
 
 void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid_data() {

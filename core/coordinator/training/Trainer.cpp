@@ -2,6 +2,7 @@
 #include "coordinator/training/Trainer.h"
 
 #include "coordinator/api/SessionApi.h"
+#include "coordinator/store/ReputationStore.h"
 #include "coordinator/training/StageCheckpoints.h"
 #include "protocol/TaskMessage.h"
 #include "train/TrainingData.h"
@@ -10,6 +11,10 @@
 #include <QJsonArray>
 
 namespace tessera::coordinator {
+
+namespace {
+constexpr int kStrikesOut = 3;
+}
 
 Trainer::Trainer(Database& db, const gpu::ModelConfig& config, TrainerSettings settings, SessionApi& sessions)
     : m_db(db)
@@ -275,6 +280,13 @@ void Trainer::onRefused(const QString& node, int stage, const QString& reason) {
         qWarning("trust: recording a strike failed: %s", until.message().c_str());
     m_loop->flush();
     m_credits->forfeit(node, QStringLiteral("a result was refused: %1").arg(reason), t);
+    // A third strike is no accident: out of the swarm like a failed audit (alone on a stage, a node
+    // whose results are refused would otherwise stall it between its short bans).
+    Result<ReputationRecord> standing = ReputationStore(m_db).get(ReputationStore::nodeSubject(node));
+    if (standing && standing->strikes >= kStrikesOut)
+        m_sessions.closeNode(node, QStringLiteral("banned: %1 results refused (last: %2)")
+                                       .arg(standing->strikes)
+                                       .arg(reason.left(120)));
 }
 
 void Trainer::onAudited(const AuditOutcome& outcome) {
