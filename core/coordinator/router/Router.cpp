@@ -208,19 +208,8 @@ void Router::failPhase(Microbatch& mb, const QString& why, bool ban) {
     mb.taskNode.clear();
     if (!node.isEmpty()) {
         if (ban) {
-            if (const auto info = m_nodes.constFind(node); info != m_nodes.constEnd()) {
-                m_schedulers[std::size_t(info->stage)].fail(node, now());
-                qWarning("router: microbatch %lld: %s; node %s banned for a while", qlonglong(mb.id),
-                         qPrintable(why), qPrintable(shortId(node)));
-                // fail() forgot everything the node had in flight: send it elsewhere.
-                std::vector<qint64> others;
-                for (auto& [id, other] : m_microbatches)
-                    if (other.taskId != 0 && other.taskNode == node)
-                        others.push_back(id);
-                for (qint64 id : others)
-                    if (const auto o = m_microbatches.find(id); o != m_microbatches.end())
-                        failPhase(o->second, QStringLiteral("node %1 was banned").arg(shortId(node)), false);
-            }
+            // Its other work in flight goes elsewhere too (this phase's task is already cleared).
+            this->ban(node, QStringLiteral("microbatch %1: %2").arg(mb.id).arg(why));
         } else if (const auto info = m_nodes.constFind(node); info != m_nodes.constEnd()) {
             // Not the node's fault (e.g. it paused): release its slot without a ban.
             m_schedulers[std::size_t(info->stage)].complete(node, mb.tokens, std::nan(""), now());

@@ -192,16 +192,25 @@ Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign
     return granted;
 }
 
+namespace {
+
+// A node's FLOPs in escrow (and in the pre-escrow credit_pending table).
+Result<std::optional<QVariant>> pendingFlop(const QSqlDatabase& c, const QString& node) {
+    return sql::scalar(
+        c,
+        QStringLiteral("SELECT COALESCE((SELECT SUM(flop) FROM accepted_tasks WHERE node_id = ? AND "
+                       "credit = 'pending'), 0) + COALESCE((SELECT SUM(flop) FROM credit_pending "
+                       "WHERE node_id = ?), 0)"),
+        {node, node});
+}
+
+} // namespace
+
 Result<qint64> TrainingStore::forfeit(const QString& node, const QString& reason, qint64 nowMs) {
     qint64 lost = 0;
     Status s = m_db.writeTransaction([&]() -> Status {
         const QSqlDatabase& c = m_db.connection();
-        Result<std::optional<QVariant>> pending = sql::scalar(
-            c,
-            QStringLiteral(
-                "SELECT COALESCE((SELECT SUM(flop) FROM accepted_tasks WHERE node_id = ? AND credit = "
-                "'pending'), 0) + COALESCE((SELECT SUM(flop) FROM credit_pending WHERE node_id = ?), 0)"),
-            {node, node});
+        Result<std::optional<QVariant>> pending = pendingFlop(c, node);
         if (!pending)
             return pending.error();
         lost = scalarInt(pending);
@@ -212,12 +221,12 @@ Result<qint64> TrainingStore::forfeit(const QString& node, const QString& reason
             if (Result<QSqlQuery> q = sql::exec(c, QLatin1String(update), {node}); !q)
                 return q.error();
         // One row per millisecond and node: a second forfeit in the same one adds to it.
-        if (Result<QSqlQuery> q = sql::exec(
-                c, QStringLiteral("DELETE FROM credit_forfeits WHERE node_id = ? AND at = ?"), {node, nowMs});
-            !q)
-            return q.error();
         Result<QSqlQuery> q = sql::exec(
-            c, QStringLiteral("INSERT INTO credit_forfeits (node_id, at, flop, reason) VALUES (?, ?, ?, ?)"),
+            c,
+            QStringLiteral(
+                "INSERT INTO credit_forfeits (node_id, at, flop, reason) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (node_id, at) DO UPDATE SET flop = credit_forfeits.flop + excluded.flop, "
+                "reason = excluded.reason"),
             {node, nowMs, lost, reason.left(500)});
         return q ? Status() : Status(q.error());
     });
@@ -229,12 +238,7 @@ Result<qint64> TrainingStore::forfeit(const QString& node, const QString& reason
 Result<CreditEscrow> TrainingStore::escrow(const QString& node) {
     const QSqlDatabase& c = m_db.connection();
     CreditEscrow e;
-    Result<std::optional<QVariant>> pending = sql::scalar(
-        c,
-        QStringLiteral(
-            "SELECT COALESCE((SELECT SUM(flop) FROM accepted_tasks WHERE node_id = ? AND credit = "
-            "'pending'), 0) + COALESCE((SELECT SUM(flop) FROM credit_pending WHERE node_id = ?), 0)"),
-        {node, node});
+    Result<std::optional<QVariant>> pending = pendingFlop(c, node);
     if (!pending)
         return pending.error();
     e.pendingFlop = scalarInt(pending);
