@@ -137,6 +137,14 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
          "Check and audit every result before it is relayed or credited [1]; 0 only to "
          "measure what the checks cost.",
          0, 1, [](TrainerSettings& t, qint64 n) { t.checks.enabled = n != 0; }},
+        {"outlier-deviations",
+         "Audit at once a node whose result lies more than this many robust deviations from "
+         "its stage's recent accepted results [8; 0: no statistical check].",
+         0, 1000,
+         [](TrainerSettings& t, qint64 n) {
+             t.checks.monitor = n > 0;
+             t.checks.monitorSettings.k = double(n);
+         }},
         {"max-nodes-per-network",
          "Nodes admitted from one network (IPv4 /24, IPv6 /48) at once [64; 0: no "
          "limit].",

@@ -23,7 +23,7 @@ namespace {
 constexpr int kNodes = 6;
 constexpr int kTrustStages = 3;
 
-QStringList trustArguments(int maxSteps, bool checks = true) {
+QStringList trustArguments(int maxSteps, bool checks = true, bool audits = true) {
     QStringList a{QStringLiteral("--model"),
                   QStringLiteral("tiny"),
                   QStringLiteral("--stages"),
@@ -43,8 +43,10 @@ QStringList trustArguments(int maxSteps, bool checks = true) {
     if (maxSteps > 0)
         a << QStringLiteral("--max-steps") << QString::number(maxSteps);
     if (!checks)
-        a << QStringLiteral("--result-checks") << QStringLiteral("0") << QStringLiteral("--audit-percent-new")
-          << QStringLiteral("0") << QStringLiteral("--audit-percent-trusted") << QStringLiteral("0");
+        a << QStringLiteral("--result-checks") << QStringLiteral("0");
+    if (!checks || !audits)
+        a << QStringLiteral("--audit-percent-new") << QStringLiteral("0")
+          << QStringLiteral("--audit-percent-trusted") << QStringLiteral("0");
     return a;
 }
 
@@ -156,15 +158,23 @@ Caught attack(const QString& dir, const QString& mode, const QList<int>& liars, 
 
 struct Run {
     double loss = std::nan("");
-    double tokensPerSecond = 0;
+    double tokensPerSecond = 0;     // from step 2 to the last
+    double lateTokensPerSecond = 0; // over the second half of the steps (most nodes past probation)
+    double coordinatorCpuShare = 0; // the coordinator's CPU seconds / wall seconds, from step 2
     qint64 strikes = 0, auditsFailed = 0, refused = 0, checked = 0, audits = 0;
+    QJsonObject statistics; // trust.statistics of /v1/status at the end
 };
 
-// A run to `steps` with an optional liar; loss = mean of the last 10 steps.
-// The liar is node 1: the middle stage.
-Run train(const QString& dir, int steps, const QString& liarMode, bool checks) {
+qint64 stepOf(const QJsonObject& status) {
+    return status.value(u"step").toInteger();
+}
+
+// A run to `steps` with an optional liar; loss = mean of the last 10 steps. Throughput counts
+// steps (each is kMicrobatches × kBatch × kSeq tokens), so a run with a microbatch abandoned
+// counts the same tokens as one without. The liar is node 1: the middle stage.
+Run train(const QString& dir, int steps, const QString& liarMode, bool checks, bool audits = true) {
     Run r;
-    LocalSwarm swarm(dir, trustArguments(steps, checks));
+    LocalSwarm swarm(dir, trustArguments(steps, checks, audits));
     if (!startCoordinator(swarm))
         return r;
     QProcessEnvironment lie;
@@ -175,14 +185,23 @@ Run train(const QString& dir, int steps, const QString& liarMode, bool checks) {
     }
     if (!waitStep(swarm, 2, 300'000))
         return r;
-    const QJsonObject start = swarm.get(QStringLiteral("/v1/status"));
+    const qint64 tokensPerStep = qint64(kMicrobatches) * kBatch * kSeq;
+    const qint64 startStep = stepOf(swarm.get(QStringLiteral("/v1/status")));
+    const double startCpu = processCpuSeconds(swarm.coordinatorPid());
     QElapsedTimer t;
     t.start();
+    if (!waitStep(swarm, steps / 2, 3'600'000))
+        return r;
+    const qint64 halfStep = stepOf(swarm.get(QStringLiteral("/v1/status")));
+    const qint64 halfMs = t.elapsed();
     if (!waitStep(swarm, steps, 3'600'000))
         return r;
     const QJsonObject s = swarm.get(QStringLiteral("/v1/status"));
-    r.tokensPerSecond = double(s.value(u"tokens").toInteger() - start.value(u"tokens").toInteger()) /
-                        (double(t.elapsed()) / 1000);
+    const double seconds = double(t.elapsed()) / 1000;
+    r.tokensPerSecond = double((stepOf(s) - startStep) * tokensPerStep) / seconds;
+    r.lateTokensPerSecond =
+        double((stepOf(s) - halfStep) * tokensPerStep) / (double(t.elapsed() - halfMs) / 1000);
+    r.coordinatorCpuShare = (processCpuSeconds(swarm.coordinatorPid()) - startCpu) / seconds;
     double sum = 0;
     int n = 0;
     for (const QJsonValue& p : s.value(u"loss_curve").toArray()) {
@@ -197,6 +216,7 @@ Run train(const QString& dir, int steps, const QString& liarMode, bool checks) {
     r.refused = trust.value(u"results_refused").toInteger();
     r.checked = trust.value(u"results_checked").toInteger();
     r.audits = trust.value(u"audits").toInteger();
+    r.statistics = trust.value(u"statistics").toObject();
     r.strikes = sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation"));
     r.auditsFailed = sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(audits_failed), 0) FROM reputation"));
     swarm.stop();
@@ -240,29 +260,58 @@ int main(int argc, char** argv) {
                 std::fflush(stdout);
             }
     }
-    if (parts.contains(u'2') || parts.contains(u'3')) {
-        std::printf("\n2./3. %d steps: loss (mean of the last 10 steps), tokens/s, checks\n", steps);
-        std::printf("%-28s %8s %10s %9s %9s %8s %8s %8s\n", "run", "loss", "tokens/s", "checked", "refused",
-                    "audits", "strikes", "failed");
-        struct Row {
-            const char* name;
-            QString liar;
-            bool checks;
-        };
-        for (const Row& row : {Row{"honest, checks on", {}, true}, Row{"honest, checks off", {}, false},
-                               Row{"one noise liar, checks on", QStringLiteral("noise"), true},
-                               Row{"one noise liar, checks off", QStringLiteral("noise"), false}}) {
-            if (!parts.contains(u'2') && row.liar.size() > 0)
-                continue;
-            const Run r = train(QStringLiteral("%1/train-%2")
-                                    .arg(root)
-                                    .arg(QString::fromLatin1(row.name).replace(u' ', u'-')),
-                                steps, row.liar, row.checks);
-            std::printf("%-28s %8.3f %10.0f %9lld %9lld %8lld %8lld %8lld\n", row.name, r.loss,
-                        r.tokensPerSecond, qlonglong(r.checked), qlonglong(r.refused), qlonglong(r.audits),
-                        qlonglong(r.strikes), qlonglong(r.auditsFailed));
+    struct Row {
+        const char* name;
+        QString liar;
+        bool checks;
+        bool audits;
+    };
+    const auto runRows = [&](const char* part, const std::vector<Row>& rows) {
+        std::printf("%-30s %7s %9s %9s %7s %8s %8s %7s %8s %7s\n", "run", "loss", "tokens/s", "late tok/s",
+                    "coord", "checked", "refused", "audits", "strikes", "failed");
+        for (const Row& row : rows) {
+            const Run r =
+                train(QStringLiteral("%1/train-%2-%3")
+                          .arg(root, QLatin1String(part))
+                          .arg(QString::fromLatin1(row.name).replace(u' ', u'-').replace(u',', u'-')),
+                      steps, row.liar, row.checks, row.audits);
+            std::printf("%-30s %7.3f %9.0f %9.0f %6.0f%% %8lld %8lld %7lld %8lld %7lld\n", row.name, r.loss,
+                        r.tokensPerSecond, r.lateTokensPerSecond, 100 * r.coordinatorCpuShare,
+                        qlonglong(r.checked), qlonglong(r.refused), qlonglong(r.audits), qlonglong(r.strikes),
+                        qlonglong(r.auditsFailed));
+            const QJsonObject metrics = r.statistics.value(u"metrics").toObject();
+            if (row.liar.isEmpty() && row.checks && !metrics.isEmpty()) {
+                QString line =
+                    QStringLiteral(
+                        "  honest statistics, worst accepted (robust deviations; refused above %1):")
+                        .arg(r.statistics.value(u"threshold_deviations").toDouble());
+                for (auto it = metrics.begin(); it != metrics.end(); ++it)
+                    line += QStringLiteral(" %1 %2 (n=%3)")
+                                .arg(it.key())
+                                .arg(it.value().toObject().value(u"worst_accepted_deviations").toDouble(), 0,
+                                     'f', 2)
+                                .arg(it.value().toObject().value(u"judged").toInteger());
+                std::printf("%s\n", qPrintable(line));
+            }
             std::fflush(stdout);
         }
+    };
+    if (parts.contains(u'2')) {
+        std::printf("\n2. %d steps: the loss (mean of the last 10 steps) with one liar on the middle stage\n",
+                    steps);
+        runRows("2", {Row{"honest", {}, true, true}, Row{"honest, again", {}, true, true},
+                      Row{"noise liar", QStringLiteral("noise"), true, true},
+                      Row{"scale liar", QStringLiteral("scale"), true, true},
+                      Row{"flip liar", QStringLiteral("flip"), true, true},
+                      Row{"poison liar", QStringLiteral("poison"), true, true},
+                      Row{"noise liar, checks off", QStringLiteral("noise"), false, false}});
+    }
+    if (parts.contains(u'3')) {
+        std::printf("\n3. %d steps, all honest: what the checks cost (tokens/s from step 2; late: the second "
+                    "half; coord: the coordinator's CPU share)\n",
+                    steps);
+        runRows("3", {Row{"checks on", {}, true, true}, Row{"checks on, no audits", {}, true, false},
+                      Row{"checks off", {}, false, false}});
     }
     return 0;
 }

@@ -253,19 +253,25 @@ std::optional<QString> Trainer::checkResult(const QString& node, const Microbatc
         task.gradientIn = bytesOf(mb.gradient);
     task.output = bytesOf(output);
     task.loss = loss;
-    if (std::optional<QString> refusal = m_checks->check(task))
-        return refusal;
+    const CheckVerdict verdict = m_checks->check(task);
+    if (verdict.refused)
+        return verdict.refused;
+    if (verdict.suspicious)
+        qWarning("trust: node %s (stage %d): result suspected, audited at this step's end: %s",
+                 qPrintable(node.left(12)), mb.stage, qPrintable(*verdict.suspicious));
     // A stage 0 backward answers nothing a recomputation could compare; nor does a backward through a
     // kept graph whose weights changed (an averaging result) after its forward: it ran on a mix of both.
     const bool straddles =
         backward && !mb.taskHasInput && mb.forwardVersion[std::size_t(mb.stage)] != mb.taskVersion;
     const bool comparable = (!output.isNull() || kind == protocol::TaskKind::ForwardBackward) && !straddles;
     if (comparable && m_auditor->audits(mb.stage, m_checkpoints->parameters(mb.stage)) &&
-        m_checks->sampled(node))
+        (verdict.suspicious || m_checks->sampled(node)))
         m_auditor->keep(
-            node, Evidence{mb.taskVersion, mb.stage, kind, mb.id, mb.inputs[std::size_t(mb.stage)],
-                           kind == protocol::TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
-                           backward ? mb.gradient : protocol::HeldFrame(), output, loss});
+            node,
+            Evidence{mb.taskVersion, mb.stage, kind, mb.id, mb.inputs[std::size_t(mb.stage)],
+                     kind == protocol::TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
+                     backward ? mb.gradient : protocol::HeldFrame(), output, loss},
+            verdict.suspicious.has_value());
     return std::nullopt;
 }
 
@@ -357,6 +363,8 @@ QJsonObject Trainer::status() const {
     s.insert(QStringLiteral("trust"),
              QJsonObject{{QStringLiteral("results_checked"), m_checks->checked()},
                          {QStringLiteral("results_refused"), m_checks->refused()},
+                         {QStringLiteral("results_suspected"), m_checks->suspicious()},
+                         {QStringLiteral("statistics"), m_checks->monitor().status()},
                          {QStringLiteral("audits"), m_auditor->audits()},
                          {QStringLiteral("audits_failed"), m_auditor->failed()},
                          {QStringLiteral("tasks_recomputed"), m_auditor->tasksRecomputed()},

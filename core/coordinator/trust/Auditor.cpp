@@ -7,6 +7,7 @@
 #include "engine/StageEngine.h"
 
 #include <cmath>
+#include <utility>
 
 namespace tessera::coordinator {
 
@@ -39,16 +40,23 @@ Auditor::Auditor(const gpu::ModelConfig& config, AuditSettings settings, SendTex
 
 Auditor::~Auditor() = default;
 
-void Auditor::keep(const QString& node, Evidence evidence) {
+void Auditor::keep(const QString& node, Evidence evidence, bool suspicious) {
     if (!m_decoder)
         return;
     NodeAudit& audit = m_nodes[node];
     if (audit.round != 0)
         return; // a snapshot is on its way: this task ran on later weights than it shows
-    if (audit.stepsSinceSnapshot + 1 < m_settings.stepsBetweenSnapshots)
+    if (!suspicious && !audit.urgent && audit.stepsSinceSnapshot + 1 < m_settings.stepsBetweenSnapshots)
         return; // no snapshot at this step's end: the evidence would be dropped unjudged
-    if (!audit.evidence.empty() && audit.evidence.front().version != evidence.version)
+    if (!audit.evidence.empty() && audit.evidence.front().version != evidence.version) {
         audit.evidence.clear(); // older weights, never asked for: unjudged
+        audit.urgent = false;
+    }
+    if (suspicious) {
+        audit.urgent = true;
+        if (int(audit.evidence.size()) >= m_settings.maxEvidencePerNode)
+            audit.evidence.erase(audit.evidence.begin()); // a sampled one makes room
+    }
     if (int(audit.evidence.size()) < m_settings.maxEvidencePerNode)
         audit.evidence.push_back(std::move(evidence));
 }
@@ -60,7 +68,8 @@ void Auditor::requestSnapshots(const VersionOf& versionOf) {
         ++audit.stepsSinceSnapshot;
         if (audit.round != 0 || audit.evidence.empty())
             continue;
-        if (audit.stepsSinceSnapshot < m_settings.stepsBetweenSnapshots) {
+        const bool urgent = std::exchange(audit.urgent, false);
+        if (audit.stepsSinceSnapshot < m_settings.stepsBetweenSnapshots && !urgent) {
             audit.evidence.clear();
             continue;
         }

@@ -97,7 +97,9 @@ public:
         return parameters <= m_settings.maxParameters && stage >= 0;
     }
 
-    void keep(const QString& node, Evidence evidence);
+    // Evidence for the node's next snapshot. Suspicious evidence (ResultCheck's statistics) is kept
+    // whatever the throttle, and brings the node's snapshot forward to this step's end.
+    void keep(const QString& node, Evidence evidence, bool suspicious = false);
     // At a step's end, before `step` is sent: snapshots of the nodes holding current evidence.
     void requestSnapshots(const VersionOf& versionOf);
     // A node's average_share; false when it is not a snapshot this auditor asked for.
@@ -124,6 +126,7 @@ private:
         qint64 deadlineMs = 0;
         qint64 requestedAtMs = 0;
         int stepsSinceSnapshot = std::numeric_limits<int>::max() / 2;
+        bool urgent = false; // suspicious evidence: snapshot at this step's end
     };
 
     AuditOutcome judge(const QString& node, NodeAudit& audit, const std::vector<float>& weights);

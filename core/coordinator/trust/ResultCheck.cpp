@@ -5,6 +5,7 @@
 #include "coordinator/trust/TensorStats.h"
 #include "engine/FrameDecoder.h"
 
+#include <QHashFunctions>
 #include <QRandomGenerator>
 
 #include <algorithm>
@@ -24,7 +25,8 @@ ResultCheck::ResultCheck(const gpu::ModelConfig& config, ResultCheckSettings set
     : m_config(config)
     , m_settings(settings)
     , m_decoder(std::move(decoder))
-    , m_random([] { return QRandomGenerator::global()->generateDouble(); }) {}
+    , m_random([] { return QRandomGenerator::global()->generateDouble(); })
+    , m_monitor(config.stages, settings.monitorSettings) {}
 
 ResultCheck::~ResultCheck() = default;
 
@@ -36,12 +38,16 @@ Result<std::unique_ptr<ResultCheck>> ResultCheck::create(const gpu::ModelConfig&
     return std::unique_ptr<ResultCheck>(new ResultCheck(config, settings, std::move(*decoder)));
 }
 
-std::optional<QString> ResultCheck::check(const TaskEvidence& task) {
+CheckVerdict ResultCheck::check(const TaskEvidence& task) {
     ++m_checked;
-    std::optional<QString> refusal = hardChecks(task);
-    if (refusal)
+    gpu::DecodedFrame decoded;
+    CheckVerdict verdict;
+    verdict.refused = hardChecks(task, &decoded);
+    if (verdict.refused)
         ++m_refused;
-    return refusal;
+    else if (m_settings.monitor && (verdict.suspicious = monitorChecks(task, &decoded)))
+        ++m_suspicious;
+    return verdict;
 }
 
 bool ResultCheck::sampled(const QString& node) {
@@ -50,7 +56,7 @@ bool ResultCheck::sampled(const QString& node) {
     return m_random() < rate;
 }
 
-std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task) {
+std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task, gpu::DecodedFrame* out) {
     using protocol::TaskKind;
     const bool last = task.stage == task.stages - 1;
     if (last && task.kind == TaskKind::ForwardBackward) {
@@ -66,7 +72,7 @@ std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task) {
     if (!frame)
         return QStringLiteral("the %1 frame does not decode: %2")
             .arg(activation ? u"activation" : u"gradient", fromStd(frame.message()));
-    const gpu::DecodedFrame& decoded = *frame;
+    gpu::DecodedFrame& decoded = *frame;
     if (decoded.batch != task.batch || decoded.seq != task.seq)
         return QStringLiteral("the frame is %1×%2, the microbatch %3×%4")
             .arg(decoded.batch)
@@ -101,7 +107,69 @@ std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task) {
     if (!own.empty() && own.size() == task.output.size() &&
         std::equal(own.begin(), own.end(), task.output.begin()))
         return QStringLiteral("the output is the task's own input sent back");
+    *out = std::move(decoded);
     return std::nullopt;
+}
+
+std::optional<QString> ResultCheck::monitorChecks(const TaskEvidence& task, gpu::DecodedFrame* decoded) {
+    using protocol::TaskKind;
+    using Metric = StageMonitor::Metric;
+    std::vector<StageMonitor::Sample> samples;
+    if (task.kind == TaskKind::ForwardBackward && task.loss)
+        samples.push_back({Metric::Loss, *task.loss});
+    const bool activation = task.kind == TaskKind::Forward;
+    const auto width = std::size_t(decoded->width);
+    if (!decoded->values.empty()) {
+        const std::span<const float> values(decoded->values);
+        samples.push_back({activation ? Metric::Rms : Metric::GradientRms, stats::meanRowRms(values, width)});
+        if (activation && task.stage > 0) {
+            if (const Kept* in = kept(task.microbatch, task.stage - 1, true, task.input))
+                samples.push_back({Metric::Change, stats::relativeError(values, in->values)});
+        } else if (task.kind == TaskKind::Backward) {
+            if (const Kept* in = kept(task.microbatch, task.stage + 1, false, task.gradientIn))
+                samples.push_back({Metric::Cosine, stats::cosine(values, in->values)});
+        }
+    }
+    // A suspicious result teaches the statistics nothing (they are the honest results' picture),
+    // but it is used: the next stage's change is measured against it.
+    std::optional<QString> outlier = m_monitor.judge(task.stage, samples);
+    if (!outlier)
+        m_monitor.learn(task.stage, samples);
+    // Kept for the result that takes it: a forward output is the next stage's input; a gradient is
+    // a middle stage's incoming gradient (stage 1's goes to stage 0, which sends nothing back).
+    if (!decoded->values.empty() && (activation || task.stage >= 2))
+        keep(task, activation, std::move(*decoded));
+    return outlier;
+}
+
+const ResultCheck::Kept* ResultCheck::kept(qint64 microbatch, int stage, bool activation,
+                                           std::span<const std::uint8_t> bytes) const {
+    const auto it = m_kept.find({microbatch, stage, activation});
+    if (it == m_kept.end() || it->second.hash != qHashBits(bytes.data(), bytes.size()))
+        return nullptr; // evicted, or another result than the one this task took
+    return &it->second;
+}
+
+void ResultCheck::keep(const TaskEvidence& task, bool activation, gpu::DecodedFrame&& decoded) {
+    const KeptKey key{task.microbatch, task.stage, activation};
+    if (auto it = m_kept.find(key); it != m_kept.end()) { // a phase run again: the newer result
+        m_keptFloats -= qint64(it->second.values.size());
+        m_kept.erase(it);
+        m_keptOrder.erase(std::find(m_keptOrder.begin(), m_keptOrder.end(), key));
+    }
+    const auto size = qint64(decoded.values.size());
+    if (size > m_settings.keptFloats)
+        return;
+    while (m_keptFloats + size > m_settings.keptFloats && !m_keptOrder.empty()) {
+        auto it = m_kept.find(m_keptOrder.front());
+        m_keptFloats -= qint64(it->second.values.size());
+        m_kept.erase(it);
+        m_keptOrder.pop_front();
+    }
+    m_kept.emplace(key, Kept{qHashBits(task.output.data(), task.output.size()), decoded.width,
+                             std::move(decoded.values)});
+    m_keptOrder.push_back(key);
+    m_keptFloats += size;
 }
 
 } // namespace tessera::coordinator

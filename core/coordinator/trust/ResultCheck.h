@@ -8,6 +8,17 @@
 // stage's loss is finite and within [0, maxLoss]. A refused result is never relayed: the consumer
 // never sees it, so an honest next stage is never blamed for what it was given.
 //
+// Past the hard checks, a result is judged against the statistics of what its stage's accepted
+// results looked like (StageMonitor): per-token RMS, the change a stage makes to its input, the
+// gradient's RMS, the cosine between the gradient a stage took and sent back, the loss. An outlier
+// is suspicious, not refused: honest replicas of a stage drift apart between averaging rounds (and
+// a joiner starts from the lagging checkpoint) by 2–3× in these numbers (measured: test_swarm
+// struck two honest nodes when outliers were refused). A suspicious result is used, kept as audit
+// evidence whatever the node's audit rate, and its node's weights are asked for at this step's
+// end: the audit, not the statistic, decides (and the credit waits in escrow until it has). The
+// decoded values of an accepted result are kept a while (bounded by keptFloats), to compare the
+// next stage's result with its input without decoding that input again.
+//
 // It also decides which accepted results become audit evidence (Auditor): a node's share is
 // probationRate until it has passed probationAudits audits, then trustedRate; a strike sends it
 // back to probation (BOINC's adaptive replication). The draw is the coordinator's own randomness,
@@ -15,16 +26,21 @@
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"
+#include "coordinator/trust/StageMonitor.h"
 #include "protocol/SessionMessages.h"
 
 #include <QHash>
 #include <QString>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
+#include <tuple>
+#include <vector>
 
 namespace tessera::gpu {
 class FrameDecoder;
@@ -34,12 +50,22 @@ struct DecodedFrame;
 namespace tessera::coordinator {
 
 struct ResultCheckSettings {
-    bool enabled = true;             // off only to measure what the checks cost (bench_trust)
-    double maxRms = 1e4;             // per-token RMS above this is refused (finite but huge)
-    double maxLoss = 50;             // cross-entropy the last stage may report
-    double probationRate = 0.25;     // share of a new or suspect node's results kept for audit
-    double trustedRate = 0.03;       // … once it has passed probationAudits audits
+    bool enabled = true;         // off only to measure what the checks cost (bench_trust)
+    double maxRms = 1e4;         // per-token RMS above this is refused (finite but huge)
+    double maxLoss = 50;         // cross-entropy the last stage may report
+    double probationRate = 0.25; // share of a new or suspect node's results kept for audit
+    double trustedRate = 0.03;   // … once it has passed probationAudits audits
     int probationAudits = 10;
+    bool monitor = true; // the per-stage statistics (StageMonitor)
+    StageMonitorSettings monitorSettings;
+    qint64 keptFloats = 16 * 1024 * 1024; // decoded accepted results kept for the next stage's check
+};
+
+// What the checks found in one result: a reason to refuse it (it is not used), or to suspect it
+// (it is used and audited).
+struct CheckVerdict {
+    std::optional<QString> refused;
+    std::optional<QString> suspicious;
 };
 
 // What the coordinator knows of one task and what came back. Views into the microbatch's frames.
@@ -69,8 +95,7 @@ public:
     void setRandom(Random random) { m_random = std::move(random); }
     const ResultCheckSettings& settings() const { return m_settings; }
 
-    // The reason the result is refused, or none.
-    std::optional<QString> check(const TaskEvidence& task);
+    CheckVerdict check(const TaskEvidence& task);
     // Whether this accepted result of the node is kept for an audit (drawn at its audit rate).
     bool sampled(const QString& node);
     void auditPassed(const QString& node) { ++m_auditsPassed[node]; }
@@ -84,20 +109,40 @@ public:
 
     qint64 checked() const { return m_checked; }
     qint64 refused() const { return m_refused; }
+    qint64 suspicious() const { return m_suspicious; }
+    const StageMonitor& monitor() const { return m_monitor; }
 
 private:
     ResultCheck(const gpu::ModelConfig& config, ResultCheckSettings settings,
                 std::unique_ptr<gpu::FrameDecoder> decoder);
 
-    std::optional<QString> hardChecks(const TaskEvidence& task);
+    std::optional<QString> hardChecks(const TaskEvidence& task, gpu::DecodedFrame* decoded);
+    std::optional<QString> monitorChecks(const TaskEvidence& task, gpu::DecodedFrame* decoded);
+
+    // An accepted result's decoded values, kept under (microbatch, producing stage, activation?)
+    // with a hash of its bytes: the next stage's input is used only if its bytes are the same.
+    struct Kept {
+        std::size_t hash = 0;
+        std::int64_t width = 0;
+        std::vector<float> values;
+    };
+    using KeptKey = std::tuple<qint64, int, bool>;
+    const Kept* kept(qint64 microbatch, int stage, bool activation,
+                     std::span<const std::uint8_t> bytes) const;
+    void keep(const TaskEvidence& task, bool activation, gpu::DecodedFrame&& decoded);
 
     gpu::ModelConfig m_config;
     ResultCheckSettings m_settings;
     std::unique_ptr<gpu::FrameDecoder> m_decoder;
     Random m_random;
     QHash<QString, int> m_auditsPassed; // by node: audits passed since its last strike
+    StageMonitor m_monitor;
+    std::map<KeptKey, Kept> m_kept;
+    std::deque<KeptKey> m_keptOrder; // oldest first
+    qint64 m_keptFloats = 0;
     qint64 m_checked = 0;
     qint64 m_refused = 0;
+    qint64 m_suspicious = 0;
 };
 
 } // namespace tessera::coordinator

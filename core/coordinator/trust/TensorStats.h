@@ -35,6 +35,32 @@ inline double maxRowRms(std::span<const float> v, std::size_t width) {
     return most;
 }
 
+// The mean over rows of their root-mean-square (one row per token).
+inline double meanRowRms(std::span<const float> v, std::size_t width) {
+    if (width == 0 || v.size() < width)
+        return 0;
+    double total = 0;
+    std::size_t rows = 0;
+    for (std::size_t r = 0; r + width <= v.size(); r += width, ++rows) {
+        double s = 0;
+        for (std::size_t i = r; i < r + width; ++i)
+            s += double(v[i]) * double(v[i]);
+        total += std::sqrt(s / double(width));
+    }
+    return total / double(rows);
+}
+
+// a·b / (‖a‖ ‖b‖); 0 when either is zero.
+inline double cosine(std::span<const float> a, std::span<const float> b) {
+    double dot = 0, aa = 0, bb = 0;
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+        dot += double(a[i]) * double(b[i]);
+        aa += double(a[i]) * double(a[i]);
+        bb += double(b[i]) * double(b[i]);
+    }
+    return aa > 0 && bb > 0 ? dot / std::sqrt(aa * bb) : 0;
+}
+
 // ‖a − b‖ / ‖b‖ (‖a‖ when b is zero). Sizes must match (the caller checked the shapes).
 inline double relativeError(std::span<const float> a, std::span<const float> b) {
     double diff = 0, ref = 0;

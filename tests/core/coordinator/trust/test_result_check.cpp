@@ -3,6 +3,9 @@
 // could be relayed — a truncated frame, another shape, another microbatch's token ids, NaN, all
 // zeros, huge values, the task's own input sent back, a last stage's loss that is NaN or absurd.
 // Noise of the honest size passes these checks: that is the audits' work (test_auditor).
+// Past its warm-up, the per-stage statistics suspect what the hard checks let through (used, but
+// audited): scaled activations, flipped gradients, noise of the honest size, a loss far from the
+// stage's; 40 honest microbatches before and 7 after raise no suspicion.
 #include "TrustFrames.h"
 #include "coordinator/trust/ResultCheck.h"
 
@@ -20,6 +23,7 @@ private Q_SLOTS:
     void malformedOrImplausibleResultsAreRefused();
     void noiseOfTheHonestSizePassesTheHardChecks();
     void auditRateFallsAfterProbationAndRisesAfterAStrike();
+    void statisticalOutliersAreSuspectedAfterTheWarmup();
 
 private:
     TaskEvidence forward1(const QByteArray& output) const;
@@ -86,9 +90,9 @@ TaskEvidence TestResultCheck::last(const QByteArray& output, double loss) const 
 }
 
 void TestResultCheck::honestResultsAreAccepted() {
-    QCOMPARE(m_check->check(forward1(m_trip.act1)), std::nullopt);
-    QCOMPARE(m_check->check(backward1(m_trip.grad1)), std::nullopt);
-    QCOMPARE(m_check->check(last(m_trip.grad2, m_trip.loss)), std::nullopt);
+    QCOMPARE(m_check->check(forward1(m_trip.act1)).refused, std::nullopt);
+    QCOMPARE(m_check->check(backward1(m_trip.grad1)).refused, std::nullopt);
+    QCOMPARE(m_check->check(last(m_trip.grad2, m_trip.loss)).refused, std::nullopt);
 }
 
 void TestResultCheck::malformedOrImplausibleResultsAreRefused_data() {
@@ -118,13 +122,13 @@ void TestResultCheck::malformedOrImplausibleResultsAreRefused() {
     const TaskEvidence task = which == 0   ? forward1(output)
                               : which == 1 ? backward1(output)
                                            : last(output, loss);
-    const std::optional<QString> refused = m_check->check(task);
+    const std::optional<QString> refused = m_check->check(task).refused;
     QVERIFY2(refused, "accepted");
     QVERIFY2(refused->contains(reason), qPrintable(*refused));
 }
 
 void TestResultCheck::noiseOfTheHonestSizePassesTheHardChecks() {
-    QCOMPARE(m_check->check(forward1(lie(m_config, "noise", m_trip.act1, true))), std::nullopt);
+    QCOMPARE(m_check->check(forward1(lie(m_config, "noise", m_trip.act1, true))).refused, std::nullopt);
 }
 
 void TestResultCheck::auditRateFallsAfterProbationAndRisesAfterAStrike() {
@@ -140,6 +144,111 @@ void TestResultCheck::auditRateFallsAfterProbationAndRisesAfterAStrike() {
     m_check->probation(node);
     QVERIFY(m_check->sampled(node));
     QVERIFY(!m_check->trusted(node));
+}
+
+void TestResultCheck::statisticalOutliersAreSuspectedAfterTheWarmup() {
+    Result<std::unique_ptr<ResultCheck>> created = ResultCheck::create(m_config);
+    QVERIFY(created);
+    ResultCheck& check = **created;
+    // One microbatch's four results in pipeline order, as the router checks them; `lie` replaces
+    // one of them. The stage 0 forward goes first: stage 1's change is measured against it.
+    const auto run = [&](qint64 id, const Trip& t, const QByteArray* act1, const QByteArray* grad1,
+                         double loss) -> std::optional<QString> {
+        const TaskEvidence f0{0,
+                              3,
+                              protocol::TaskKind::Forward,
+                              id,
+                              kBatch,
+                              kSeq,
+                              span(t.tokens),
+                              span(t.tokens),
+                              {},
+                              {},
+                              span(t.act0),
+                              std::nullopt};
+        const QByteArray& a1 = act1 ? *act1 : t.act1;
+        const TaskEvidence f1{1,
+                              3,
+                              protocol::TaskKind::Forward,
+                              id,
+                              kBatch,
+                              kSeq,
+                              span(t.tokens),
+                              span(t.act0),
+                              {},
+                              {},
+                              span(a1),
+                              std::nullopt};
+        const TaskEvidence l{2,
+                             3,
+                             protocol::TaskKind::ForwardBackward,
+                             id,
+                             kBatch,
+                             kSeq,
+                             span(t.tokens),
+                             span(t.act1),
+                             span(t.targets),
+                             {},
+                             span(t.grad2),
+                             loss};
+        const QByteArray& g1 = grad1 ? *grad1 : t.grad1;
+        const TaskEvidence b1{1,
+                              3,
+                              protocol::TaskKind::Backward,
+                              id,
+                              kBatch,
+                              kSeq,
+                              span(t.tokens),
+                              span(t.act0),
+                              {},
+                              span(t.grad2),
+                              span(g1),
+                              std::nullopt};
+        for (const TaskEvidence* task : {&f0, &f1, &l, &b1}) {
+            const CheckVerdict v = check.check(*task);
+            if (v.refused)
+                return QStringLiteral("refused: ") + *v.refused;
+            if (v.suspicious)
+                return v.suspicious;
+        }
+        return std::nullopt;
+    };
+    std::vector<Trip> trips;
+    for (int i = 0; i < 48; ++i)
+        trips.push_back(trip(m_config, m_engines, 7 * i + 11));
+    qint64 id = 100;
+    for (int i = 0; i < 40; ++i) {
+        const std::optional<QString> suspected =
+            run(++id, trips[std::size_t(i)], nullptr, nullptr, trips[std::size_t(i)].loss);
+        QVERIFY2(!suspected, qPrintable(suspected.value_or(QString())));
+    }
+    const Trip& t = trips[40];
+    struct Lie {
+        const char* what;
+        QByteArray act1, grad1;
+        double loss;
+        const char* metric;
+    };
+    const std::vector<Lie> lies{
+        {"scaled activation", lie(m_config, "scale", t.act1, true), {}, t.loss, "activation_"},
+        {"noise activation", lie(m_config, "noise", t.act1, true), {}, t.loss, "activation_change"},
+        {"flipped gradient", {}, lie(m_config, "flip", t.grad1, false), t.loss, "gradient_cosine"},
+        {"scaled gradient", {}, lie(m_config, "scale", t.grad1, false), t.loss, "gradient_rms"},
+        {"a loss far from the stage's", {}, {}, t.loss - 2, "loss"},
+    };
+    for (const Lie& l : lies) {
+        const std::optional<QString> suspected = run(++id, t, l.act1.isEmpty() ? nullptr : &l.act1,
+                                                     l.grad1.isEmpty() ? nullptr : &l.grad1, l.loss);
+        QVERIFY2(suspected, l.what);
+        QVERIFY2(suspected->contains(QLatin1String(l.metric)),
+                 qPrintable(QString::fromLatin1(l.what) + u": " + *suspected));
+    }
+    QCOMPARE(check.suspicious(), qint64(lies.size()));
+    QCOMPARE(check.refused(), qint64(0));
+    for (std::size_t i = 41; i < trips.size(); ++i) { // the lies did not move the picture of honest results
+        const std::optional<QString> suspected = run(++id, trips[i], nullptr, nullptr, trips[i].loss);
+        QVERIFY2(!suspected, qPrintable(suspected.value_or(QString())));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestResultCheck)

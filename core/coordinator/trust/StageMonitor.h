@@ -1,0 +1,73 @@
+#pragma once
+// StageMonitor: per-stage robust statistics of the boundary tensors the swarm has accepted, and
+// the judgement of a new result against them (SENTINEL-style monitoring: no compute is duplicated,
+// only numbers the coordinator reads off tensors it decodes anyway).
+//
+// For every stage and metric a window of the last `window` accepted values is kept; once it holds
+// `warmup` values, a new value is an outlier when it lies further from the window's median than
+// `k` robust deviations (1.4826 × the median absolute deviation, but never less than the metric's
+// floor: honest values that happen to agree closely must not make every small difference an
+// outlier). Metrics (stored in log space where they are magnitudes):
+//   Rms            log of the mean per-token RMS of a forward output
+//   Change         log of ‖out − in‖ / ‖in‖ of a middle or last stage's forward output
+//   GradientRms    log of the mean per-token RMS of a gradient a stage sends back
+//   Cosine         cosine between the gradient a middle stage took and the one it sent back
+//   Loss           the last stage's loss
+// Only accepted values enter a window: a refused one teaches nothing. The median holds while
+// liars return fewer than half of a stage's results; a liar that moves its answers by less than
+// the threshold per window (a slow drift) is the audits' to catch, not this (docs/ARCHITECTURE.md).
+
+#include <QJsonObject>
+#include <QString>
+#include <QtGlobal>
+
+#include <array>
+#include <deque>
+#include <optional>
+#include <vector>
+
+namespace tessera::coordinator {
+
+struct StageMonitorSettings {
+    int window = 256; // accepted values kept per stage and metric
+    int warmup = 32;  // values before a metric judges anything
+    double k = 8;     // robust deviations from the median that make an outlier
+};
+
+class StageMonitor final {
+public:
+    enum class Metric { Rms, Change, GradientRms, Cosine, Loss };
+    static constexpr int kMetrics = 5;
+    struct Sample {
+        Metric metric;
+        double value; // as measured (the monitor takes the log where the metric is a magnitude)
+    };
+
+    StageMonitor(int stages, StageMonitorSettings settings = {});
+
+    // Why these values of a result of `stage` are outliers, or none. Learns nothing.
+    std::optional<QString> judge(int stage, const std::vector<Sample>& samples) const;
+    // Takes an accepted result's values into the stage's windows (after judging them: their
+    // deviations count towards status()).
+    void learn(int stage, const std::vector<Sample>& samples);
+
+    // The largest deviation (in robust deviations) among values judged and accepted, per metric:
+    // how close honest results came to the threshold k (the calibration BENCHMARKS.md reports).
+    QJsonObject status() const;
+
+    static const char* name(Metric metric);
+
+private:
+    struct Window {
+        std::deque<double> values;
+    };
+    // How many robust deviations `value` is from the window's median; none while warming up.
+    std::optional<double> deviations(const Window& w, Metric metric, double value) const;
+
+    StageMonitorSettings m_settings;
+    std::vector<std::array<Window, kMetrics>> m_windows; // by stage
+    std::array<double, kMetrics> m_worstAccepted{};
+    std::array<qint64, kMetrics> m_judged{};
+};
+
+} // namespace tessera::coordinator
