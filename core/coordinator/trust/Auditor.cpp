@@ -1,10 +1,8 @@
 // Auditor: evidence kept, weights asked for at the step's end, the kept tasks recomputed on them.
 #include "coordinator/trust/Auditor.h"
 
-#include "coordinator/trust/Recompute.h"
-#include "coordinator/trust/TensorStats.h"
+#include "coordinator/trust/AuditWorker.h"
 #include "engine/FrameDecoder.h"
-#include "engine/StageEngine.h"
 
 #include <cmath>
 #include <utility>
@@ -12,11 +10,6 @@
 namespace tessera::coordinator {
 
 namespace {
-
-std::span<const std::uint8_t> bytesOf(const protocol::HeldFrame& f) {
-    return {reinterpret_cast<const std::uint8_t*>(f.frame.payload.data()),
-            std::size_t(f.frame.payload.size())};
-}
 
 QString shortId(const QString& node) {
     return node.left(12);
@@ -36,9 +29,20 @@ Auditor::Auditor(const gpu::ModelConfig& config, AuditSettings settings, SendTex
         m_decoder = std::move(*decoder);
     else
         qWarning("trust: no audits (the run's codec: %s)", decoder.message().c_str());
+    m_worker = std::make_unique<AuditWorker>(config, settings);
+    m_worker->moveToThread(&m_thread);
+    connect(m_worker.get(), &AuditWorker::judged, this, [this](const AuditOutcome& outcome) {
+        --m_inFlight;
+        finish(outcome);
+    });
+    m_thread.setObjectName(QStringLiteral("audits"));
+    m_thread.start();
 }
 
-Auditor::~Auditor() = default;
+Auditor::~Auditor() {
+    m_thread.quit(); // after the job it is judging, if any
+    m_thread.wait();
+}
 
 void Auditor::keep(const QString& node, Evidence evidence, bool suspicious) {
     if (!m_decoder)
@@ -97,117 +101,34 @@ bool Auditor::onShare(const QString& node, const protocol::AverageShare& share,
     if (it == m_nodes.end() || it->round == 0 || it->round != share.round)
         return false;
     NodeAudit& audit = it.value();
-    const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
-    Result<std::vector<float>> weights = frame == nullptr
-                                             ? Result<std::vector<float>>(makeError("no partition frame"))
-                                             : protocol::partitionValues(*frame);
-    AuditOutcome outcome;
-    if (share.partition != -1 || !weights) {
-        outcome = AuditOutcome{node,  audit.evidence.front().stage,
-                               false, 0,
-                               0,     QStringLiteral("the weights it was asked for did not come as asked")};
-    } else {
-        outcome = judge(node, audit, *weights);
-    }
-    outcome.requestedAtMs = audit.requestedAtMs;
+    AuditJob job{node, audit.version, audit.requestedAtMs, std::move(audit.evidence),
+                 message.hold(protocol::TaskFrameType::Partition)};
     audit.evidence.clear();
     audit.round = 0;
-    if (outcome.tasks > 0 || !outcome.passed) {
-        ++m_audits;
-        if (!outcome.passed)
-            ++m_failed;
-        else
-            m_worstPassed = std::max(m_worstPassed, outcome.worstError);
-        Q_EMIT audited(outcome);
+    if (share.partition != -1 || job.weights.isNull()) {
+        finish(AuditOutcome{node, job.evidence.front().stage, false, 0, 0,
+                            QStringLiteral("the weights it was asked for did not come as asked"),
+                            job.requestedAtMs});
+        return true;
     }
+    ++m_inFlight;
+    QMetaObject::invokeMethod(
+        m_worker.get(),
+        [worker = m_worker.get(), job = std::move(job)] { Q_EMIT worker->judged(worker->judge(job)); },
+        Qt::QueuedConnection);
     return true;
 }
 
-AuditOutcome Auditor::judge(const QString& node, NodeAudit& audit, const std::vector<float>& weights) {
-    const int stage = audit.evidence.front().stage;
-    AuditOutcome out{node, stage, true, 0, 0, {}};
-    gpu::StageEngine* e = engine(stage);
-    if (e == nullptr)
-        return out; // not audited here: nothing judged
-    Result<std::int64_t> size = e->partitionSize(-1, m_settings.partitions);
-    if (!size || qint64(weights.size()) != *size) {
-        out.passed = false;
-        out.reason = QStringLiteral("its weights have %1 values; stage %2 has %3")
-                         .arg(weights.size())
-                         .arg(stage)
-                         .arg(size ? *size : -1);
-        return out;
-    }
-    if (!stats::allFinite(weights)) {
-        out.passed = false;
-        out.reason = QStringLiteral("its weights are not all finite");
-        return out;
-    }
-    if (Status set = e->setPartition(-1, m_settings.partitions, weights); !set) {
-        qWarning("trust: loading node %s's weights failed: %s", qPrintable(shortId(node)),
-                 set.message().c_str());
-        return out;
-    }
-    for (const Evidence& ev : audit.evidence) {
-        if (ev.version != audit.version)
-            continue;
-        const bool forward = ev.kind == protocol::TaskKind::Forward;
-        Result<Recomputed> ref =
-            recompute(*e, !forward, bytesOf(ev.input), bytesOf(ev.targets), bytesOf(ev.gradientIn));
-        if (!ref) {
-            qWarning("trust: recomputing microbatch %lld of stage %d failed (not held against the node): %s",
-                     qlonglong(ev.microbatch), stage, ref.message().c_str());
-            continue;
-        }
-        ++out.tasks;
-        ++m_tasks;
-        if (ev.loss && std::isfinite(ref->loss) &&
-            std::abs(*ev.loss - ref->loss) > m_settings.lossTolerance) {
-            out.passed = false;
-            out.reason = QStringLiteral("microbatch %1: it reported loss %2, its weights give %3")
-                             .arg(ev.microbatch)
-                             .arg(*ev.loss, 0, 'f', 4)
-                             .arg(ref->loss, 0, 'f', 4);
-            return out;
-        }
-        if (ev.output.isNull() || ref->frame.empty())
-            continue;
-        Result<gpu::DecodedFrame> mine =
-            forward ? m_decoder->activation(bytesOf(ev.output)) : m_decoder->gradient(bytesOf(ev.output));
-        Result<gpu::DecodedFrame> theirs =
-            forward ? m_decoder->activation(ref->frame) : m_decoder->gradient(ref->frame);
-        if (!mine || !theirs || mine->values.size() != theirs->values.size())
-            continue; // the result check decoded it when it came; a failure here is ours
-        const double error = stats::relativeError(mine->values, theirs->values);
-        out.worstError = std::max(out.worstError, error);
-        if (!(error <= m_settings.tolerance)) {
-            out.passed = false;
-            out.reason = QStringLiteral("microbatch %1: its %2 differs from what its own weights give by %3 "
-                                        "(tolerance %4)")
-                             .arg(ev.microbatch)
-                             .arg(forward ? u"activation" : u"gradient")
-                             .arg(error, 0, 'f', 3)
-                             .arg(m_settings.tolerance, 0, 'f', 3);
-            return out;
-        }
-    }
-    return out;
-}
-
-gpu::StageEngine* Auditor::engine(int stage) {
-    if (const auto it = m_engines.find(stage); it != m_engines.end())
-        return it->second.get();
-    gpu::StageEngineOptions options;
-    options.config = m_config;
-    options.stage = stage;
-    options.device = "cpu";
-    options.keepActivations = false;
-    Result<std::unique_ptr<gpu::StageEngine>> made = gpu::StageEngine::create(options);
-    if (!made) {
-        qWarning("trust: no engine for stage %d: %s", stage, made.message().c_str());
-        return nullptr;
-    }
-    return (m_engines[stage] = std::move(*made)).get();
+void Auditor::finish(const AuditOutcome& outcome) {
+    m_tasks += outcome.tasks;
+    if (outcome.tasks == 0 && outcome.passed)
+        return; // nothing could be judged here
+    ++m_audits;
+    if (!outcome.passed)
+        ++m_failed;
+    else
+        m_worstPassed = std::max(m_worstPassed, outcome.worstError);
+    Q_EMIT audited(outcome);
 }
 
 void Auditor::nodeGone(const QString& node) {

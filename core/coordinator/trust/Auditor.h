@@ -18,8 +18,8 @@
 // checkpoint do), a stage 0 backward (it answers nothing), stages above maxParameters (not
 // recomputed here: the limit is the coordinator's memory and CPU time).
 //
-// Single-threaded (the coordinator's thread); recomputing is synchronous (milliseconds at the
-// tiny and small presets).
+// Its state lives on the coordinator's thread; the recomputation runs on its own thread
+// (AuditWorker), and `audited` comes back on the coordinator's thread when it is done.
 
 #include "base/ModelConfig.h"
 #include "protocol/SessionMessages.h"
@@ -28,6 +28,7 @@
 #include <QHash>
 #include <QObject>
 #include <QString>
+#include <QThread>
 
 #include <functional>
 #include <limits>
@@ -38,10 +39,11 @@
 
 namespace tessera::gpu {
 class FrameDecoder;
-class StageEngine;
 } // namespace tessera::gpu
 
 namespace tessera::coordinator {
+
+class AuditWorker;
 
 struct AuditSettings {
     double tolerance = 0.05;
@@ -114,6 +116,8 @@ public:
     qint64 tasksRecomputed() const { return m_tasks; }
     // Relative errors of the audits that passed (for the status page and the benchmark).
     double worstPassedError() const { return m_worstPassed; }
+    // Audits whose weights came and whose recomputation has not finished.
+    int inFlight() const { return m_inFlight; }
 
 Q_SIGNALS:
     void audited(const tessera::coordinator::AuditOutcome& outcome);
@@ -129,15 +133,16 @@ private:
         bool urgent = false; // suspicious evidence: snapshot at this step's end
     };
 
-    AuditOutcome judge(const QString& node, NodeAudit& audit, const std::vector<float>& weights);
-    gpu::StageEngine* engine(int stage);
+    void finish(const AuditOutcome& outcome);
 
     gpu::ModelConfig m_config;
     AuditSettings m_settings;
     SendText m_sendText;
     Clock m_clock;
     std::unique_ptr<gpu::FrameDecoder> m_decoder;
-    std::map<int, std::unique_ptr<gpu::StageEngine>> m_engines; // by stage, made at first use
+    QThread m_thread;
+    std::unique_ptr<AuditWorker> m_worker; // on m_thread
+    int m_inFlight = 0;
     QHash<QString, NodeAudit> m_nodes;
     qint64 m_nextRound = qint64(1) << 40; // apart from the averager's rounds
     qint64 m_audits = 0;

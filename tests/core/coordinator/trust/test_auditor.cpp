@@ -2,7 +2,9 @@
 // audited against the weights the node sends when its step ends — honest answers pass (the same
 // weights recompute them to rounding); noise, scaled or flipped answers and a lied loss fail;
 // weights of another size or with NaN fail; evidence of weights that changed since (an averaging
-// result was applied) is dropped unjudged, and a snapshot that never comes judges nobody.
+// result was applied) is dropped unjudged, and a snapshot that never comes judges nobody. A node is
+// asked for its weights at most once in 4 steps, unless a result of it was suspicious (then at once).
+// The recomputation runs on the auditor's own thread.
 #include "TrustFrames.h"
 #include "coordinator/trust/Auditor.h"
 #include "protocol/TaskMessage.h"
@@ -42,6 +44,7 @@ private Q_SLOTS:
     void evidenceOfOlderWeightsIsDroppedUnjudged();
     void aSnapshotThatNeverComesJudgesNobody();
     void aNodeIsAskedForItsWeightsAtMostOnceInFourSteps();
+    void aSuspiciousResultBringsTheSnapshotForward();
 
 private:
     struct Run {
@@ -114,7 +117,11 @@ std::optional<AuditOutcome> TestAuditor::answer(Run& run, const QString& node,
         return std::nullopt;
     const qint64 round = run.requests.back().second;
     const protocol::TaskMessage m = snapshot(round, weights);
-    if (!run.auditor->onShare(node, snapshotShare(round), m) || audited.count() != 1)
+    if (!run.auditor->onShare(node, snapshotShare(round), m))
+        return std::nullopt;
+    if (audited.count() == 0 && !audited.wait(60'000)) // recomputed on the auditor's thread
+        return std::nullopt;
+    if (audited.count() != 1)
         return std::nullopt;
     return audited.at(0).at(0).value<AuditOutcome>();
 }
@@ -224,6 +231,23 @@ void TestAuditor::aNodeIsAskedForItsWeightsAtMostOnceInFourSteps() {
     std::optional<AuditOutcome> o = answer(*run, node, weightsOf(*m_engines[1]));
     QVERIFY(o && o->passed);
     QCOMPARE(run->requests.size(), std::size_t(2));
+}
+
+void TestAuditor::aSuspiciousResultBringsTheSnapshotForward() {
+    std::unique_ptr<Run> run = makeRun();
+    const QString node = QStringLiteral("n1");
+    run->auditor->keep(node, forward1(m_trip.act1));
+    QVERIFY(answer(*run, node, weightsOf(*m_engines[1]))->passed);
+    // The step after an audit: a sampled result waits for the throttle, a suspicious one does not,
+    // and its audit judges the lie it is.
+    run->auditor->keep(node, forward1(m_trip.act1));
+    run->auditor->requestSnapshots([](const QString&) { return qint64(0); });
+    QCOMPARE(run->requests.size(), std::size_t(1));
+    run->auditor->keep(node, forward1(lie(m_config, "scale", m_trip.act1, true)), true);
+    std::optional<AuditOutcome> o = answer(*run, node, weightsOf(*m_engines[1]));
+    QCOMPARE(run->requests.size(), std::size_t(2));
+    QVERIFY(o && !o->passed);
+    QVERIFY2(o->reason.contains(u"differs"), qPrintable(o->reason));
 }
 
 QTEST_GUILESS_MAIN(TestAuditor)

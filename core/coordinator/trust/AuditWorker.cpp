@@ -1,0 +1,132 @@
+// AuditWorker: the kept tasks recomputed on the node's weights, off the coordinator's thread.
+#include "coordinator/trust/AuditWorker.h"
+
+#include "coordinator/trust/Recompute.h"
+#include "coordinator/trust/TensorStats.h"
+#include "engine/FrameDecoder.h"
+#include "engine/StageEngine.h"
+
+#include <cmath>
+
+namespace tessera::coordinator {
+
+namespace {
+
+std::span<const std::uint8_t> bytesOf(const protocol::HeldFrame& f) {
+    return {reinterpret_cast<const std::uint8_t*>(f.frame.payload.data()),
+            std::size_t(f.frame.payload.size())};
+}
+
+QString shortId(const QString& node) {
+    return node.left(12);
+}
+
+} // namespace
+
+AuditWorker::AuditWorker(const gpu::ModelConfig& config, AuditSettings settings)
+    : m_config(config)
+    , m_settings(settings) {
+    if (Result<std::unique_ptr<gpu::FrameDecoder>> decoder = gpu::FrameDecoder::create(config); decoder)
+        m_decoder = std::move(*decoder);
+}
+
+AuditWorker::~AuditWorker() = default;
+
+AuditOutcome AuditWorker::judge(const AuditJob& job) {
+    const QString& node = job.node;
+    const int stage = job.evidence.empty() ? 0 : job.evidence.front().stage;
+    AuditOutcome out{node, stage, true, 0, 0, {}};
+    out.requestedAtMs = job.requestedAtMs;
+    if (job.evidence.empty() || !m_decoder)
+        return out;
+    Result<std::vector<float>> values = protocol::partitionValues(job.weights.frame);
+    if (!values) {
+        out.passed = false;
+        out.reason = QStringLiteral("the weights it was asked for did not come as asked");
+        return out;
+    }
+    const std::vector<float>& weights = *values;
+    gpu::StageEngine* e = engine(stage);
+    if (e == nullptr)
+        return out; // not audited here: nothing judged
+    Result<std::int64_t> size = e->partitionSize(-1, m_settings.partitions);
+    if (!size || qint64(weights.size()) != *size) {
+        out.passed = false;
+        out.reason = QStringLiteral("its weights have %1 values; stage %2 has %3")
+                         .arg(weights.size())
+                         .arg(stage)
+                         .arg(size ? *size : -1);
+        return out;
+    }
+    if (!stats::allFinite(weights)) {
+        out.passed = false;
+        out.reason = QStringLiteral("its weights are not all finite");
+        return out;
+    }
+    if (Status set = e->setPartition(-1, m_settings.partitions, weights); !set) {
+        qWarning("trust: loading node %s's weights failed: %s", qPrintable(shortId(node)),
+                 set.message().c_str());
+        return out;
+    }
+    for (const Evidence& ev : job.evidence) {
+        if (ev.version != job.version)
+            continue;
+        const bool forward = ev.kind == protocol::TaskKind::Forward;
+        Result<Recomputed> ref =
+            recompute(*e, !forward, bytesOf(ev.input), bytesOf(ev.targets), bytesOf(ev.gradientIn));
+        if (!ref) {
+            qWarning("trust: recomputing microbatch %lld of stage %d failed (not held against the node): %s",
+                     qlonglong(ev.microbatch), stage, ref.message().c_str());
+            continue;
+        }
+        ++out.tasks;
+        if (ev.loss && std::isfinite(ref->loss) &&
+            std::abs(*ev.loss - ref->loss) > m_settings.lossTolerance) {
+            out.passed = false;
+            out.reason = QStringLiteral("microbatch %1: it reported loss %2, its weights give %3")
+                             .arg(ev.microbatch)
+                             .arg(*ev.loss, 0, 'f', 4)
+                             .arg(ref->loss, 0, 'f', 4);
+            return out;
+        }
+        if (ev.output.isNull() || ref->frame.empty())
+            continue;
+        Result<gpu::DecodedFrame> mine =
+            forward ? m_decoder->activation(bytesOf(ev.output)) : m_decoder->gradient(bytesOf(ev.output));
+        Result<gpu::DecodedFrame> theirs =
+            forward ? m_decoder->activation(ref->frame) : m_decoder->gradient(ref->frame);
+        if (!mine || !theirs || mine->values.size() != theirs->values.size())
+            continue; // the result check decoded it when it came; a failure here is ours
+        const double error = stats::relativeError(mine->values, theirs->values);
+        out.worstError = std::max(out.worstError, error);
+        if (!(error <= m_settings.tolerance)) {
+            out.passed = false;
+            out.reason = QStringLiteral("microbatch %1: its %2 differs from what its own weights give by %3 "
+                                        "(tolerance %4)")
+                             .arg(ev.microbatch)
+                             .arg(forward ? u"activation" : u"gradient")
+                             .arg(error, 0, 'f', 3)
+                             .arg(m_settings.tolerance, 0, 'f', 3);
+            return out;
+        }
+    }
+    return out;
+}
+
+gpu::StageEngine* AuditWorker::engine(int stage) {
+    if (const auto it = m_engines.find(stage); it != m_engines.end())
+        return it->second.get();
+    gpu::StageEngineOptions options;
+    options.config = m_config;
+    options.stage = stage;
+    options.device = "cpu";
+    options.keepActivations = false;
+    Result<std::unique_ptr<gpu::StageEngine>> made = gpu::StageEngine::create(options);
+    if (!made) {
+        qWarning("trust: no engine for stage %d: %s", stage, made.message().c_str());
+        return nullptr;
+    }
+    return (m_engines[stage] = std::move(*made)).get();
+}
+
+} // namespace tessera::coordinator

@@ -1,0 +1,55 @@
+#pragma once
+// AuditWorker: an audit's kept tasks recomputed on the node's own weights, on the Auditor's own
+// thread — the coordinator's event loop keeps routing meanwhile (a recomputation takes tens of
+// milliseconds per task at the tiny preset, seconds at larger ones). One slot in, one signal out;
+// jobs are judged one at a time, in the order they came. It owns a CPU engine per stage (made at
+// first use) and its own frame decoder: nothing it touches is shared with the coordinator's thread
+// but the frames' read-only, reference-counted buffers.
+
+#include "base/ModelConfig.h"
+#include "coordinator/trust/Auditor.h"
+
+#include <QObject>
+
+#include <map>
+#include <memory>
+
+namespace tessera::gpu {
+class StageEngine;
+}
+
+namespace tessera::coordinator {
+
+// What an audit judges: the node's evidence and the weights it sent for it (the partition frame of
+// its answer, as held from the message).
+struct AuditJob {
+    QString node;
+    qint64 version = 0;
+    qint64 requestedAtMs = 0;
+    std::vector<Evidence> evidence;
+    protocol::HeldFrame weights;
+};
+
+class AuditWorker final : public QObject {
+    Q_OBJECT
+
+public:
+    AuditWorker(const gpu::ModelConfig& config, AuditSettings settings);
+    ~AuditWorker() override;
+
+    // The outcome of one job (with no tasks recomputed when the stage cannot be audited here).
+    AuditOutcome judge(const AuditJob& job);
+
+Q_SIGNALS:
+    void judged(const tessera::coordinator::AuditOutcome& outcome);
+
+private:
+    gpu::StageEngine* engine(int stage);
+
+    gpu::ModelConfig m_config;
+    AuditSettings m_settings;
+    std::unique_ptr<gpu::FrameDecoder> m_decoder;
+    std::map<int, std::unique_ptr<gpu::StageEngine>> m_engines; // by stage, made at first use
+};
+
+} // namespace tessera::coordinator
