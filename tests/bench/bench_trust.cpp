@@ -3,11 +3,15 @@
 //   1. per attack (TESSERA_TEST_MISBEHAVE on one node of six, then on two of six in different
 //      stages): seconds and microbatches of the swarm until each liar is caught, how it was caught,
 //      and the credit it kept (receipts) and had forfeited;
-//   2. the loss at equal steps of a run with one noise liar against an honest run, and the honest
-//      run's false strikes and refused results;
-//   3. tokens/s with the checks and audits on against off (--result-checks 0), same swarm.
+//   2. the loss at equal steps (equal tokens) of runs with one liar (noise, scale, flip, poison) on
+//      the middle stage against two honest runs (their difference is the run-to-run spread), and
+//      with the checks off; false strikes, refused and suspected results, the honest statistics'
+//      worst deviations;
+//   3. tokens/s with the checks and audits on, the checks on without audits, and all off
+//      (--result-checks 0), same swarm; over the whole run and its second half; the coordinator's
+//      CPU share.
 //
-// bench_trust [STEPS=150] [DIR] [PARTS=123]
+// bench_trust [STEPS=150] [DIR] [PARTS=123] [ATTACKS=echo,zeros,nan,noise,scale,flip,loss,poison]
 // Everything is printed; nothing is asserted.
 #include "BenchSwarm.h"
 
@@ -161,7 +165,7 @@ struct Run {
     double tokensPerSecond = 0;     // from step 2 to the last
     double lateTokensPerSecond = 0; // over the second half of the steps (most nodes past probation)
     double coordinatorCpuShare = 0; // the coordinator's CPU seconds / wall seconds, from step 2
-    qint64 strikes = 0, auditsFailed = 0, refused = 0, checked = 0, audits = 0;
+    qint64 strikes = 0, auditsFailed = 0, refused = 0, suspected = 0, checked = 0, audits = 0;
     QJsonObject statistics; // trust.statistics of /v1/status at the end
 };
 
@@ -214,6 +218,7 @@ Run train(const QString& dir, int steps, const QString& liarMode, bool checks, b
     r.loss = n ? sum / n : std::nan("");
     const QJsonObject trust = s.value(u"trust").toObject();
     r.refused = trust.value(u"results_refused").toInteger();
+    r.suspected = trust.value(u"results_suspected").toInteger();
     r.checked = trust.value(u"results_checked").toInteger();
     r.audits = trust.value(u"audits").toInteger();
     r.statistics = trust.value(u"statistics").toObject();
@@ -242,9 +247,12 @@ int main(int argc, char** argv) {
             "\n1. Attacks: until caught (the swarm's microbatches completed meanwhile), credit kept\n");
         std::printf("%-8s %6s %7s %9s %13s %-14s %14s %16s\n", "attack", "liars", "caught", "seconds",
                     "microbatches", "how", "receipt FLOP", "forfeited FLOP");
-        const QStringList modes{QStringLiteral("echo"),  QStringLiteral("zeros"), QStringLiteral("nan"),
-                                QStringLiteral("noise"), QStringLiteral("scale"), QStringLiteral("flip"),
-                                QStringLiteral("loss"),  QStringLiteral("poison")};
+        const QStringList modes =
+            args.size() > 4
+                ? args.at(4).split(u',', Qt::SkipEmptyParts)
+                : QStringList{QStringLiteral("echo"),  QStringLiteral("zeros"), QStringLiteral("nan"),
+                              QStringLiteral("noise"), QStringLiteral("scale"), QStringLiteral("flip"),
+                              QStringLiteral("loss"),  QStringLiteral("poison")};
         // The first three nodes take stages 0, 1, 2 (each empty then): node 1 is on the middle stage,
         // node 2 on the last. Echo exists only on a middle stage and the fake loss only on the last:
         // those attacks run with one liar; the others also with two (the middle and the last stage).
@@ -267,18 +275,18 @@ int main(int argc, char** argv) {
         bool audits;
     };
     const auto runRows = [&](const char* part, const std::vector<Row>& rows) {
-        std::printf("%-30s %7s %9s %9s %7s %8s %8s %7s %8s %7s\n", "run", "loss", "tokens/s", "late tok/s",
-                    "coord", "checked", "refused", "audits", "strikes", "failed");
+        std::printf("%-24s %6s %8s %8s %6s %7s %7s %7s %6s %7s %6s\n", "run", "loss", "tok/s", "late",
+                    "coord", "checked", "refused", "suspect", "audits", "strikes", "failed");
         for (const Row& row : rows) {
             const Run r =
                 train(QStringLiteral("%1/train-%2-%3")
                           .arg(root, QLatin1String(part))
                           .arg(QString::fromLatin1(row.name).replace(u' ', u'-').replace(u',', u'-')),
                       steps, row.liar, row.checks, row.audits);
-            std::printf("%-30s %7.3f %9.0f %9.0f %6.0f%% %8lld %8lld %7lld %8lld %7lld\n", row.name, r.loss,
-                        r.tokensPerSecond, r.lateTokensPerSecond, 100 * r.coordinatorCpuShare,
-                        qlonglong(r.checked), qlonglong(r.refused), qlonglong(r.audits), qlonglong(r.strikes),
-                        qlonglong(r.auditsFailed));
+            std::printf("%-24s %6.3f %8.0f %8.0f %5.0f%% %7lld %7lld %7lld %6lld %7lld %6lld\n", row.name,
+                        r.loss, r.tokensPerSecond, r.lateTokensPerSecond, 100 * r.coordinatorCpuShare,
+                        qlonglong(r.checked), qlonglong(r.refused), qlonglong(r.suspected),
+                        qlonglong(r.audits), qlonglong(r.strikes), qlonglong(r.auditsFailed));
             const QJsonObject metrics = r.statistics.value(u"metrics").toObject();
             if (row.liar.isEmpty() && row.checks && !metrics.isEmpty()) {
                 QString line =
