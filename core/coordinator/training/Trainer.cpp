@@ -240,6 +240,7 @@ std::optional<QString> Trainer::checkResult(const QString& node, const Microbatc
         return std::nullopt;
     const bool backward = kind == protocol::TaskKind::Backward;
     TaskEvidence task;
+    task.node = node;
     task.stage = mb.stage;
     task.stages = m_config.stages;
     task.kind = kind;
@@ -367,6 +368,7 @@ QJsonObject Trainer::status() const {
                          {QStringLiteral("statistics"), m_checks->monitor().status()},
                          {QStringLiteral("audits"), m_auditor->audits()},
                          {QStringLiteral("audits_failed"), m_auditor->failed()},
+                         {QStringLiteral("audits_in_flight"), m_auditor->inFlight()},
                          {QStringLiteral("tasks_recomputed"), m_auditor->tasksRecomputed()},
                          {QStringLiteral("worst_passed_error"), m_auditor->worstPassedError()}});
     return s;

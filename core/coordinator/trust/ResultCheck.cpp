@@ -130,11 +130,12 @@ std::optional<QString> ResultCheck::monitorChecks(const TaskEvidence& task, gpu:
                 samples.push_back({Metric::Cosine, stats::cosine(values, in->values)});
         }
     }
-    // A suspicious result teaches the statistics nothing (they are the honest results' picture),
-    // but it is used: the next stage's change is measured against it.
+    // A suspicious result is used: the next stage's change is measured against it. A vetted node's
+    // results teach the statistics, suspicious or not: training moves honest values, and a window
+    // that skipped the suspicious ones would stop following them.
     std::optional<QString> outlier = m_monitor.judge(task.stage, samples);
-    if (!outlier)
-        m_monitor.learn(task.stage, samples);
+    if (vetted(task.node))
+        m_monitor.learn(task.stage, samples, !outlier);
     // Kept for the result that takes it: a forward output is the next stage's input; a gradient is
     // a middle stage's incoming gradient (stage 1's goes to stage 0, which sends nothing back).
     if (!decoded->values.empty() && (activation || task.stage >= 2))

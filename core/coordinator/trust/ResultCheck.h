@@ -16,6 +16,10 @@
 // struck two honest nodes when outliers were refused). A suspicious result is used, kept as audit
 // evidence whatever the node's audit rate, and its node's weights are asked for at this step's
 // end: the audit, not the statistic, decides (and the credit waits in escrow until it has). The
+// statistics learn from the results of vetted nodes only — those that passed an audit since their
+// last strike — suspicious or not: a picture drawn from everyone would be half a liar's on a stage of
+// two replicas, and one that skipped suspicious values would freeze while training moves the honest
+// values (measured: a third of an honest run's results became suspicious that way). The
 // decoded values of an accepted result are kept a while (bounded by keptFloats), to compare the
 // next stage's result with its input without decoding that input again.
 //
@@ -70,6 +74,7 @@ struct CheckVerdict {
 
 // What the coordinator knows of one task and what came back. Views into the microbatch's frames.
 struct TaskEvidence {
+    QString node; // who returned it
     int stage = 0;
     int stages = 1;
     protocol::TaskKind kind = protocol::TaskKind::Forward;
@@ -99,6 +104,12 @@ public:
     // Whether this accepted result of the node is kept for an audit (drawn at its audit rate).
     bool sampled(const QString& node);
     void auditPassed(const QString& node) { ++m_auditsPassed[node]; }
+    // Passed an audit since its last strike (or no audits are drawn at all): its results are the
+    // statistics' picture of honest ones.
+    bool vetted(const QString& node) const {
+        return m_auditsPassed.value(node, 0) >= 1 ||
+               (m_settings.probationRate <= 0 && m_settings.trustedRate <= 0);
+    }
     // Past probation: enough audits passed since its last strike (or no audits are drawn at all).
     bool trusted(const QString& node) const {
         return m_auditsPassed.value(node, 0) >= m_settings.probationAudits ||

@@ -82,7 +82,7 @@ std::optional<QString> StageMonitor::judge(int stage, const std::vector<Sample>&
     return std::nullopt;
 }
 
-void StageMonitor::learn(int stage, const std::vector<Sample>& samples) {
+void StageMonitor::learn(int stage, const std::vector<Sample>& samples, bool unsuspected) {
     if (stage < 0 || std::size_t(stage) >= m_windows.size())
         return;
     for (const Sample& s : samples) {
@@ -91,7 +91,7 @@ void StageMonitor::learn(int stage, const std::vector<Sample>& samples) {
         const double x = logScale(s.metric) ? std::log(s.value) : s.value;
         const auto m = std::size_t(s.metric);
         Window& w = m_windows[std::size_t(stage)][m];
-        if (std::optional<double> d = deviations(w, s.metric, x)) {
+        if (std::optional<double> d = unsuspected ? deviations(w, s.metric, x) : std::nullopt) {
             m_worstAccepted[m] = std::max(m_worstAccepted[m], *d);
             ++m_judged[m];
         }

@@ -13,9 +13,9 @@
 //   GradientRms    log of the mean per-token RMS of a gradient a stage sends back
 //   Cosine         cosine between the gradient a middle stage took and the one it sent back
 //   Loss           the last stage's loss
-// Only accepted values enter a window: a refused one teaches nothing. The median holds while
-// liars return fewer than half of a stage's results; a liar that moves its answers by less than
-// the threshold per window (a slow drift) is the audits' to catch, not this (docs/ARCHITECTURE.md).
+// Whose values enter a window is the caller's choice (ResultCheck: vetted nodes'). The median
+// holds while liars return fewer than half of the values learned; a liar that moves its answers by
+// less than the threshold per window (a slow drift) is the audits' to catch (docs/ARCHITECTURE.md).
 
 #include <QJsonObject>
 #include <QString>
@@ -47,9 +47,9 @@ public:
 
     // Why these values of a result of `stage` are outliers, or none. Learns nothing.
     std::optional<QString> judge(int stage, const std::vector<Sample>& samples) const;
-    // Takes an accepted result's values into the stage's windows (after judging them: their
-    // deviations count towards status()).
-    void learn(int stage, const std::vector<Sample>& samples);
+    // Takes a result's values into the stage's windows; when they were judged unsuspicious, their
+    // deviations count towards status()'s worst.
+    void learn(int stage, const std::vector<Sample>& samples, bool unsuspected = true);
 
     // The largest deviation (in robust deviations) among values judged and accepted, per metric:
     // how close honest results came to the threshold k (the calibration BENCHMARKS.md reports).

@@ -5,7 +5,8 @@
 // Noise of the honest size passes these checks: that is the audits' work (test_auditor).
 // Past its warm-up, the per-stage statistics suspect what the hard checks let through (used, but
 // audited): scaled activations, flipped gradients, noise of the honest size, a loss far from the
-// stage's; 40 honest microbatches before and 7 after raise no suspicion.
+// stage's; 40 honest microbatches before and 7 after raise no suspicion. The picture is drawn from
+// nodes that passed an audit: 40 microbatches of a newcomer's teach it nothing.
 #include "TrustFrames.h"
 #include "coordinator/trust/ResultCheck.h"
 
@@ -45,7 +46,8 @@ void TestResultCheck::initTestCase() {
 }
 
 TaskEvidence TestResultCheck::forward1(const QByteArray& output) const {
-    return TaskEvidence{1,
+    return TaskEvidence{QStringLiteral("n1"),
+                        1,
                         3,
                         protocol::TaskKind::Forward,
                         1,
@@ -60,7 +62,8 @@ TaskEvidence TestResultCheck::forward1(const QByteArray& output) const {
 }
 
 TaskEvidence TestResultCheck::backward1(const QByteArray& output) const {
-    return TaskEvidence{1,
+    return TaskEvidence{QStringLiteral("n1"),
+                        1,
                         3,
                         protocol::TaskKind::Backward,
                         1,
@@ -75,7 +78,8 @@ TaskEvidence TestResultCheck::backward1(const QByteArray& output) const {
 }
 
 TaskEvidence TestResultCheck::last(const QByteArray& output, double loss) const {
-    return TaskEvidence{2,
+    return TaskEvidence{QStringLiteral("n1"),
+                        2,
                         3,
                         protocol::TaskKind::ForwardBackward,
                         1,
@@ -152,9 +156,10 @@ void TestResultCheck::statisticalOutliersAreSuspectedAfterTheWarmup() {
     ResultCheck& check = **created;
     // One microbatch's four results in pipeline order, as the router checks them; `lie` replaces
     // one of them. The stage 0 forward goes first: stage 1's change is measured against it.
-    const auto run = [&](qint64 id, const Trip& t, const QByteArray* act1, const QByteArray* grad1,
-                         double loss) -> std::optional<QString> {
-        const TaskEvidence f0{0,
+    const auto run = [&](const QString& node, qint64 id, const Trip& t, const QByteArray* act1,
+                         const QByteArray* grad1, double loss) -> std::optional<QString> {
+        const TaskEvidence f0{node,
+                              0,
                               3,
                               protocol::TaskKind::Forward,
                               id,
@@ -167,19 +172,12 @@ void TestResultCheck::statisticalOutliersAreSuspectedAfterTheWarmup() {
                               span(t.act0),
                               std::nullopt};
         const QByteArray& a1 = act1 ? *act1 : t.act1;
-        const TaskEvidence f1{1,
-                              3,
-                              protocol::TaskKind::Forward,
-                              id,
-                              kBatch,
-                              kSeq,
-                              span(t.tokens),
-                              span(t.act0),
-                              {},
-                              {},
-                              span(a1),
+        const TaskEvidence f1{node,         1,      3,    protocol::TaskKind::Forward,
+                              id,           kBatch, kSeq, span(t.tokens),
+                              span(t.act0), {},     {},   span(a1),
                               std::nullopt};
-        const TaskEvidence l{2,
+        const TaskEvidence l{node,
+                             2,
                              3,
                              protocol::TaskKind::ForwardBackward,
                              id,
@@ -192,7 +190,8 @@ void TestResultCheck::statisticalOutliersAreSuspectedAfterTheWarmup() {
                              span(t.grad2),
                              loss};
         const QByteArray& g1 = grad1 ? *grad1 : t.grad1;
-        const TaskEvidence b1{1,
+        const TaskEvidence b1{node,
+                              1,
                               3,
                               protocol::TaskKind::Backward,
                               id,
@@ -213,13 +212,21 @@ void TestResultCheck::statisticalOutliersAreSuspectedAfterTheWarmup() {
         }
         return std::nullopt;
     };
+    // The statistics learn from vetted nodes (an audit passed) only: a newcomer's results, however
+    // many, draw no picture to judge by.
+    const QString honest = QStringLiteral("honest"), newcomer = QStringLiteral("newcomer");
+    check.auditPassed(honest);
     std::vector<Trip> trips;
     for (int i = 0; i < 48; ++i)
         trips.push_back(trip(m_config, m_engines, 7 * i + 11));
     qint64 id = 100;
+    for (int i = 0; i < 40; ++i)
+        QCOMPARE(run(newcomer, ++id, trips[std::size_t(i)], nullptr, nullptr, trips[std::size_t(i)].loss),
+                 std::nullopt);
+    QVERIFY(!run(newcomer, ++id, trips[40], nullptr, nullptr, trips[40].loss - 2)); // no picture yet
     for (int i = 0; i < 40; ++i) {
         const std::optional<QString> suspected =
-            run(++id, trips[std::size_t(i)], nullptr, nullptr, trips[std::size_t(i)].loss);
+            run(honest, ++id, trips[std::size_t(i)], nullptr, nullptr, trips[std::size_t(i)].loss);
         QVERIFY2(!suspected, qPrintable(suspected.value_or(QString())));
     }
     const Trip& t = trips[40];
@@ -237,7 +244,7 @@ void TestResultCheck::statisticalOutliersAreSuspectedAfterTheWarmup() {
         {"a loss far from the stage's", {}, {}, t.loss - 2, "loss"},
     };
     for (const Lie& l : lies) {
-        const std::optional<QString> suspected = run(++id, t, l.act1.isEmpty() ? nullptr : &l.act1,
+        const std::optional<QString> suspected = run(newcomer, ++id, t, l.act1.isEmpty() ? nullptr : &l.act1,
                                                      l.grad1.isEmpty() ? nullptr : &l.grad1, l.loss);
         QVERIFY2(suspected, l.what);
         QVERIFY2(suspected->contains(QLatin1String(l.metric)),
@@ -246,7 +253,7 @@ void TestResultCheck::statisticalOutliersAreSuspectedAfterTheWarmup() {
     QCOMPARE(check.suspicious(), qint64(lies.size()));
     QCOMPARE(check.refused(), qint64(0));
     for (std::size_t i = 41; i < trips.size(); ++i) { // the lies did not move the picture of honest results
-        const std::optional<QString> suspected = run(++id, trips[i], nullptr, nullptr, trips[i].loss);
+        const std::optional<QString> suspected = run(honest, ++id, trips[i], nullptr, nullptr, trips[i].loss);
         QVERIFY2(!suspected, qPrintable(suspected.value_or(QString())));
     }
 }
