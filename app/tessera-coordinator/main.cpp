@@ -1,5 +1,6 @@
 // tessera-coordinator: admission, stage assignment and shard serving (see core/coordinator/).
 #include "CoordinatorCommandLine.h"
+#include "engine/ComputeThreads.h"
 
 #include <QCoreApplication>
 
@@ -11,6 +12,11 @@ int main(int argc, char** argv) {
     // coordinator's CPU (perf); see BENCHMARKS.md. An explicit QT_NO_GLIB=0 still wins.
     if (!qEnvironmentVariableIsSet("QT_NO_GLIB"))
         qputenv("QT_NO_GLIB", "1");
+    // The coordinator decodes and checks every returned frame and recomputes audits: small
+    // operations, between which a pool of intra-op threads spins on CPU the nodes of a shared machine
+    // need (bench_trust, BENCHMARKS.md "Trust"). One thread each, unless OMP_NUM_THREADS says more.
+    if (!qEnvironmentVariableIsSet("OMP_NUM_THREADS"))
+        tessera::gpu::setComputeThreads(1);
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("tessera-coordinator"));
     QCoreApplication::setOrganizationName(QStringLiteral("Tessera"));
