@@ -140,11 +140,7 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         {"outlier-deviations",
          "Audit at once a node whose result lies more than this many robust deviations from "
          "its stage's recent accepted results [8; 0: no statistical check].",
-         0, 1000,
-         [](TrainerSettings& t, qint64 n) {
-             t.checks.monitor = n > 0;
-             t.checks.monitorSettings.k = double(n);
-         }},
+         0, 1000, [](TrainerSettings& t, qint64 n) { t.checks.monitorSettings.k = double(n); }},
         {"max-nodes-per-network",
          "Nodes admitted from one network (IPv4 /24, IPv6 /48) at once [64; 0: no "
          "limit].",

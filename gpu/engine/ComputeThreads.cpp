@@ -14,15 +14,11 @@ void setComputeThreads(int threads) {
     at::set_num_threads(threads);
     // Debian's LibTorch calls the system BLAS; libopenblas0-pthread keeps a thread pool of its own
     // that at::set_num_threads does not reach, whose idle threads spin in sched_yield between
-    // calls (perf of the coordinator in bench_trust: 70% of its CPU). Looked up, not linked: with
+    // calls (perf of the coordinator in bench_trust: 68% of its CPU). Looked up, not linked: with
     // another BLAS there is no pool and no symbol.
     using SetThreads = void (*)(int);
     if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
         set(threads);
-}
-
-int computeThreads() {
-    return at::get_num_threads();
 }
 
 } // namespace tessera::gpu

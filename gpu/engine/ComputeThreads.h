@@ -6,6 +6,5 @@
 namespace tessera::gpu {
 
 void setComputeThreads(int threads); // at least 1
-int computeThreads();
 
 } // namespace tessera::gpu

@@ -28,6 +28,8 @@ AuditWorker::AuditWorker(const gpu::ModelConfig& config, AuditSettings settings)
     , m_settings(settings) {
     if (Result<std::unique_ptr<gpu::FrameDecoder>> decoder = gpu::FrameDecoder::create(config); decoder)
         m_decoder = std::move(*decoder);
+    else
+        qWarning("trust: no audits (the run's codec: %s)", decoder.message().c_str());
 }
 
 AuditWorker::~AuditWorker() = default;

@@ -15,8 +15,9 @@
 #include <memory>
 
 namespace tessera::gpu {
+class FrameDecoder;
 class StageEngine;
-}
+} // namespace tessera::gpu
 
 namespace tessera::coordinator {
 
@@ -37,6 +38,8 @@ public:
     AuditWorker(const gpu::ModelConfig& config, AuditSettings settings);
     ~AuditWorker() override;
 
+    // Whether it can audit at all: the run's frames decode here (set at construction).
+    bool available() const { return m_decoder != nullptr; }
     // The outcome of one job (with no tasks recomputed when the stage cannot be audited here).
     AuditOutcome judge(const AuditJob& job);
 

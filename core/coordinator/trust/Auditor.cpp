@@ -2,7 +2,6 @@
 #include "coordinator/trust/Auditor.h"
 
 #include "coordinator/trust/AuditWorker.h"
-#include "engine/FrameDecoder.h"
 
 #include <cmath>
 #include <utility>
@@ -25,11 +24,8 @@ Auditor::Auditor(const gpu::ModelConfig& config, AuditSettings settings, SendTex
     , m_sendText(std::move(sendText))
     , m_clock(std::move(clock)) {
     qRegisterMetaType<AuditOutcome>();
-    if (Result<std::unique_ptr<gpu::FrameDecoder>> decoder = gpu::FrameDecoder::create(config); decoder)
-        m_decoder = std::move(*decoder);
-    else
-        qWarning("trust: no audits (the run's codec: %s)", decoder.message().c_str());
     m_worker = std::make_unique<AuditWorker>(config, settings);
+    m_available = m_worker->available(); // read before it moves to its thread
     m_worker->moveToThread(&m_thread);
     connect(m_worker.get(), &AuditWorker::judged, this, [this](const AuditOutcome& outcome) {
         --m_inFlight;
@@ -45,7 +41,7 @@ Auditor::~Auditor() {
 }
 
 void Auditor::keep(const QString& node, Evidence evidence, bool suspicious) {
-    if (!m_decoder)
+    if (!m_available)
         return;
     NodeAudit& audit = m_nodes[node];
     if (audit.round != 0)

@@ -37,10 +37,6 @@
 #include <optional>
 #include <vector>
 
-namespace tessera::gpu {
-class FrameDecoder;
-} // namespace tessera::gpu
-
 namespace tessera::coordinator {
 
 class AuditWorker;
@@ -139,7 +135,7 @@ private:
     AuditSettings m_settings;
     SendText m_sendText;
     Clock m_clock;
-    std::unique_ptr<gpu::FrameDecoder> m_decoder;
+    bool m_available = false; // the run's frames decode here (else nothing is audited)
     QThread m_thread;
     std::unique_ptr<AuditWorker> m_worker; // on m_thread
     int m_inFlight = 0;

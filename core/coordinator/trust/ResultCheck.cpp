@@ -40,12 +40,12 @@ Result<std::unique_ptr<ResultCheck>> ResultCheck::create(const gpu::ModelConfig&
 
 CheckVerdict ResultCheck::check(const TaskEvidence& task) {
     ++m_checked;
-    gpu::DecodedFrame decoded;
+    Decoded decoded;
     CheckVerdict verdict;
     verdict.refused = hardChecks(task, &decoded);
     if (verdict.refused)
         ++m_refused;
-    else if (m_settings.monitor && (verdict.suspicious = monitorChecks(task, &decoded)))
+    else if (m_settings.monitorSettings.k > 0 && (verdict.suspicious = monitorChecks(task, &decoded)))
         ++m_suspicious;
     return verdict;
 }
@@ -56,7 +56,7 @@ bool ResultCheck::sampled(const QString& node) {
     return m_random() < rate;
 }
 
-std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task, gpu::DecodedFrame* out) {
+std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task, Decoded* out) {
     using protocol::TaskKind;
     const bool last = task.stage == task.stages - 1;
     if (last && task.kind == TaskKind::ForwardBackward) {
@@ -91,12 +91,12 @@ std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task, gpu::De
     if (!stats::allFinite(decoded.values))
         return QStringLiteral("the %1 has values that are not finite")
             .arg(activation ? u"activation" : u"gradient");
-    if (const double rms = stats::maxRowRms(decoded.values, std::size_t(decoded.width));
-        rms > m_settings.maxRms)
+    const stats::RowRms rms = stats::rowRms(decoded.values, std::size_t(decoded.width));
+    if (rms.max > m_settings.maxRms)
         return QStringLiteral("a token's RMS is %1 (most allowed: %2)")
-            .arg(rms, 0, 'g', 3)
+            .arg(rms.max, 0, 'g', 3)
             .arg(m_settings.maxRms);
-    if (stats::norm(decoded.values) == 0)
+    if (rms.max == 0)
         return QStringLiteral("the %1 is all zeros").arg(activation ? u"activation" : u"gradient");
     // The task's own input sent back as its output: a middle stage's activation, or a backward's gradient.
     const std::span<const std::uint8_t> own =
@@ -107,21 +107,20 @@ std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task, gpu::De
     if (!own.empty() && own.size() == task.output.size() &&
         std::equal(own.begin(), own.end(), task.output.begin()))
         return QStringLiteral("the output is the task's own input sent back");
-    *out = std::move(decoded);
+    *out = Decoded{std::move(decoded.values), rms.mean};
     return std::nullopt;
 }
 
-std::optional<QString> ResultCheck::monitorChecks(const TaskEvidence& task, gpu::DecodedFrame* decoded) {
+std::optional<QString> ResultCheck::monitorChecks(const TaskEvidence& task, Decoded* decoded) {
     using protocol::TaskKind;
     using Metric = StageMonitor::Metric;
     std::vector<StageMonitor::Sample> samples;
     if (task.kind == TaskKind::ForwardBackward && task.loss)
         samples.push_back({Metric::Loss, *task.loss});
     const bool activation = task.kind == TaskKind::Forward;
-    const auto width = std::size_t(decoded->width);
     if (!decoded->values.empty()) {
         const std::span<const float> values(decoded->values);
-        samples.push_back({activation ? Metric::Rms : Metric::GradientRms, stats::meanRowRms(values, width)});
+        samples.push_back({activation ? Metric::Rms : Metric::GradientRms, decoded->meanRms});
         if (activation && task.stage > 0) {
             if (const Kept* in = kept(task.microbatch, task.stage - 1, true, task.input))
                 samples.push_back({Metric::Change, stats::relativeError(values, in->values)});
@@ -133,9 +132,7 @@ std::optional<QString> ResultCheck::monitorChecks(const TaskEvidence& task, gpu:
     // A suspicious result is used: the next stage's change is measured against it. A vetted node's
     // results teach the statistics, suspicious or not: training moves honest values, and a window
     // that skipped the suspicious ones would stop following them.
-    std::optional<QString> outlier = m_monitor.judge(task.stage, samples);
-    if (vetted(task.node))
-        m_monitor.learn(task.stage, samples, !outlier);
+    std::optional<QString> outlier = m_monitor.observe(task.stage, samples, vetted(task.node));
     // Kept for the result that takes it: a forward output is the next stage's input; a gradient is
     // a middle stage's incoming gradient (stage 1's goes to stage 0, which sends nothing back).
     if (!decoded->values.empty() && (activation || task.stage >= 2))
@@ -151,7 +148,7 @@ const ResultCheck::Kept* ResultCheck::kept(qint64 microbatch, int stage, bool ac
     return &it->second;
 }
 
-void ResultCheck::keep(const TaskEvidence& task, bool activation, gpu::DecodedFrame&& decoded) {
+void ResultCheck::keep(const TaskEvidence& task, bool activation, Decoded&& decoded) {
     const KeptKey key{task.microbatch, task.stage, activation};
     if (auto it = m_kept.find(key); it != m_kept.end()) { // a phase run again: the newer result
         m_keptFloats -= qint64(it->second.values.size());
@@ -167,8 +164,7 @@ void ResultCheck::keep(const TaskEvidence& task, bool activation, gpu::DecodedFr
         m_kept.erase(it);
         m_keptOrder.pop_front();
     }
-    m_kept.emplace(key, Kept{qHashBits(task.output.data(), task.output.size()), decoded.width,
-                             std::move(decoded.values)});
+    m_kept.emplace(key, Kept{qHashBits(task.output.data(), task.output.size()), std::move(decoded.values)});
     m_keptOrder.push_back(key);
     m_keptFloats += size;
 }

@@ -60,8 +60,7 @@ struct ResultCheckSettings {
     double probationRate = 0.25; // share of a new or suspect node's results kept for audit
     double trustedRate = 0.03;   // … once it has passed probationAudits audits
     int probationAudits = 10;
-    bool monitor = true; // the per-stage statistics (StageMonitor)
-    StageMonitorSettings monitorSettings;
+    StageMonitorSettings monitorSettings; // k = 0: no per-stage statistics
     qint64 keptFloats = 16 * 1024 * 1024; // decoded accepted results kept for the next stage's check
 };
 
@@ -127,20 +126,24 @@ private:
     ResultCheck(const gpu::ModelConfig& config, ResultCheckSettings settings,
                 std::unique_ptr<gpu::FrameDecoder> decoder);
 
-    std::optional<QString> hardChecks(const TaskEvidence& task, gpu::DecodedFrame* decoded);
-    std::optional<QString> monitorChecks(const TaskEvidence& task, gpu::DecodedFrame* decoded);
+    // A result's values as the hard checks decoded them, with the mean of its tokens' RMS.
+    struct Decoded {
+        std::vector<float> values;
+        double meanRms = 0;
+    };
+    std::optional<QString> hardChecks(const TaskEvidence& task, Decoded* decoded);
+    std::optional<QString> monitorChecks(const TaskEvidence& task, Decoded* decoded);
 
     // An accepted result's decoded values, kept under (microbatch, producing stage, activation?)
     // with a hash of its bytes: the next stage's input is used only if its bytes are the same.
     struct Kept {
         std::size_t hash = 0;
-        std::int64_t width = 0;
         std::vector<float> values;
     };
     using KeptKey = std::tuple<qint64, int, bool>;
     const Kept* kept(qint64 microbatch, int stage, bool activation,
                      std::span<const std::uint8_t> bytes) const;
-    void keep(const TaskEvidence& task, bool activation, gpu::DecodedFrame&& decoded);
+    void keep(const TaskEvidence& task, bool activation, Decoded&& decoded);
 
     gpu::ModelConfig m_config;
     ResultCheckSettings m_settings;

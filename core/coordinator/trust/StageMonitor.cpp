@@ -3,8 +3,6 @@
 
 #include "coordinator/trust/TensorStats.h"
 
-#include <QJsonArray>
-
 #include <cmath>
 
 namespace tessera::coordinator {
@@ -18,12 +16,10 @@ bool logScale(StageMonitor::Metric m) {
            m == StageMonitor::Metric::GradientRms;
 }
 
-// The smallest deviation a metric's threshold is built on: 0.1 in log space is ±10%, a cosine or a
+// The smallest robust deviation a threshold is built on: 0.1 in log space is ±10%, a cosine or a
 // loss moving by 0.1 — with k = 8, nothing within 2.2× (0.8 of a cosine or a nat) of the median is
-// refused however closely honest results agree. Calibrated on honest runs (BENCHMARKS.md, "Trust").
-double floorOf(StageMonitor::Metric) {
-    return 0.1;
-}
+// an outlier however closely honest results agree. Calibrated on honest runs (BENCHMARKS.md, "Trust").
+constexpr double kFloor = 0.1;
 
 } // namespace
 
@@ -47,58 +43,49 @@ const char* StageMonitor::name(Metric metric) {
     return "?";
 }
 
-std::optional<double> StageMonitor::deviations(const Window& w, Metric metric, double value) const {
+std::optional<StageMonitor::Deviation> StageMonitor::deviation(const Window& w, double value) const {
     if (int(w.values.size()) < m_settings.warmup)
         return std::nullopt;
     std::vector<double> v(w.values.begin(), w.values.end());
     const double median = stats::quantile(v, 0.5);
     for (double& x : v)
         x = std::abs(x - median);
-    const double spread = std::max(kMadToSigma * stats::quantile(std::move(v), 0.5), floorOf(metric));
-    return std::abs(value - median) / spread;
+    const double spread = std::max(kMadToSigma * stats::quantile(std::move(v), 0.5), kFloor);
+    return Deviation{median, std::abs(value - median) / spread};
 }
 
-std::optional<QString> StageMonitor::judge(int stage, const std::vector<Sample>& samples) const {
+std::optional<QString> StageMonitor::observe(int stage, const std::vector<Sample>& samples, bool learn) {
     if (stage < 0 || std::size_t(stage) >= m_windows.size())
         return std::nullopt;
+    std::optional<QString> outlier;
     for (const Sample& s : samples) {
         if (!std::isfinite(s.value) || (logScale(s.metric) && s.value <= 0))
             continue; // the hard checks judge what is not finite, and zero
         const double x = logScale(s.metric) ? std::log(s.value) : s.value;
-        const Window& w = m_windows[std::size_t(stage)][std::size_t(s.metric)];
-        if (std::optional<double> d = deviations(w, s.metric, x); d && *d > m_settings.k) {
-            std::vector<double> v(w.values.begin(), w.values.end());
-            const double median = stats::quantile(std::move(v), 0.5);
-            return QStringLiteral("its %1 (%2) is %3 robust deviations from the median of the stage's last "
-                                  "%4 accepted results (%5; more than %6 is refused)")
-                .arg(QString::fromLatin1(name(s.metric)))
-                .arg(s.value, 0, 'g', 3)
-                .arg(*d, 0, 'f', 1)
-                .arg(w.values.size())
-                .arg(logScale(s.metric) ? std::exp(median) : median, 0, 'g', 3)
-                .arg(m_settings.k, 0, 'g', 3);
-        }
-    }
-    return std::nullopt;
-}
-
-void StageMonitor::learn(int stage, const std::vector<Sample>& samples, bool unsuspected) {
-    if (stage < 0 || std::size_t(stage) >= m_windows.size())
-        return;
-    for (const Sample& s : samples) {
-        if (!std::isfinite(s.value) || (logScale(s.metric) && s.value <= 0))
-            continue;
-        const double x = logScale(s.metric) ? std::log(s.value) : s.value;
         const auto m = std::size_t(s.metric);
         Window& w = m_windows[std::size_t(stage)][m];
-        if (std::optional<double> d = unsuspected ? deviations(w, s.metric, x) : std::nullopt) {
-            m_worstAccepted[m] = std::max(m_worstAccepted[m], *d);
+        const std::optional<Deviation> d = deviation(w, x);
+        if (d && d->deviations > m_settings.k && !outlier)
+            outlier =
+                QStringLiteral("its %1 (%2) is %3 robust deviations from the median of the stage's last "
+                               "%4 results from audited nodes (%5; more than %6 is audited at once)")
+                    .arg(QString::fromLatin1(name(s.metric)))
+                    .arg(s.value, 0, 'g', 3)
+                    .arg(d->deviations, 0, 'f', 1)
+                    .arg(w.values.size())
+                    .arg(logScale(s.metric) ? std::exp(d->median) : d->median, 0, 'g', 3)
+                    .arg(m_settings.k, 0, 'g', 3);
+        if (!learn)
+            continue;
+        if (d && d->deviations <= m_settings.k) {
+            m_worstAccepted[m] = std::max(m_worstAccepted[m], d->deviations);
             ++m_judged[m];
         }
         w.values.push_back(x);
         while (int(w.values.size()) > m_settings.window)
             w.values.pop_front();
     }
+    return outlier;
 }
 
 QJsonObject StageMonitor::status() const {

@@ -3,11 +3,11 @@
 // the judgement of a new result against them (SENTINEL-style monitoring: no compute is duplicated,
 // only numbers the coordinator reads off tensors it decodes anyway).
 //
-// For every stage and metric a window of the last `window` accepted values is kept; once it holds
+// For every stage and metric a window of the last `window` values learned is kept; once it holds
 // `warmup` values, a new value is an outlier when it lies further from the window's median than
-// `k` robust deviations (1.4826 × the median absolute deviation, but never less than the metric's
-// floor: honest values that happen to agree closely must not make every small difference an
-// outlier). Metrics (stored in log space where they are magnitudes):
+// `k` robust deviations (1.4826 × the median absolute deviation, but never less than 0.1: honest
+// values that happen to agree closely must not make every small difference an outlier). Metrics (stored in
+// log space where they are magnitudes):
 //   Rms            log of the mean per-token RMS of a forward output
 //   Change         log of ‖out − in‖ / ‖in‖ of a middle or last stage's forward output
 //   GradientRms    log of the mean per-token RMS of a gradient a stage sends back
@@ -29,9 +29,9 @@
 namespace tessera::coordinator {
 
 struct StageMonitorSettings {
-    int window = 256; // accepted values kept per stage and metric
+    int window = 256; // values kept per stage and metric
     int warmup = 32;  // values before a metric judges anything
-    double k = 8;     // robust deviations from the median that make an outlier
+    double k = 8;     // robust deviations from the median that make an outlier (0: none judged)
 };
 
 class StageMonitor final {
@@ -45,13 +45,11 @@ public:
 
     StageMonitor(int stages, StageMonitorSettings settings = {});
 
-    // Why these values of a result of `stage` are outliers, or none. Learns nothing.
-    std::optional<QString> judge(int stage, const std::vector<Sample>& samples) const;
-    // Takes a result's values into the stage's windows; when they were judged unsuspicious, their
-    // deviations count towards status()'s worst.
-    void learn(int stage, const std::vector<Sample>& samples, bool unsuspected = true);
+    // Why these values of a result of `stage` are outliers, or none. With `learn`, they join the
+    // stage's windows, outliers too, and those within the threshold count towards status()'s worst.
+    std::optional<QString> observe(int stage, const std::vector<Sample>& samples, bool learn);
 
-    // The largest deviation (in robust deviations) among values judged and accepted, per metric:
+    // The largest deviation (in robust deviations) among values learned within the threshold, per metric:
     // how close honest results came to the threshold k (the calibration BENCHMARKS.md reports).
     QJsonObject status() const;
 
@@ -61,8 +59,12 @@ private:
     struct Window {
         std::deque<double> values;
     };
-    // How many robust deviations `value` is from the window's median; none while warming up.
-    std::optional<double> deviations(const Window& w, Metric metric, double value) const;
+    struct Deviation {
+        double median = 0;
+        double deviations = 0; // robust deviations of the value from the median
+    };
+    // Where `value` lies against the window; none while it is warming up.
+    std::optional<Deviation> deviation(const Window& w, double value) const;
 
     StageMonitorSettings m_settings;
     std::vector<std::array<Window, kMetrics>> m_windows; // by stage

@@ -21,33 +21,26 @@ inline double norm(std::span<const float> v) {
     return std::sqrt(s);
 }
 
-// The largest root-mean-square over rows of `width` values (one row per token).
-inline double maxRowRms(std::span<const float> v, std::size_t width) {
-    if (width == 0)
-        return 0;
-    double most = 0;
-    for (std::size_t r = 0; r + width <= v.size(); r += width) {
-        double s = 0;
-        for (std::size_t i = r; i < r + width; ++i)
-            s += double(v[i]) * double(v[i]);
-        most = std::max(most, std::sqrt(s / double(width)));
-    }
-    return most;
-}
-
-// The mean over rows of their root-mean-square (one row per token).
-inline double meanRowRms(std::span<const float> v, std::size_t width) {
+// The largest and the mean root-mean-square over rows of `width` values (one row per token).
+struct RowRms {
+    double max = 0;
+    double mean = 0;
+};
+inline RowRms rowRms(std::span<const float> v, std::size_t width) {
+    RowRms out;
     if (width == 0 || v.size() < width)
-        return 0;
-    double total = 0;
+        return out;
     std::size_t rows = 0;
     for (std::size_t r = 0; r + width <= v.size(); r += width, ++rows) {
         double s = 0;
         for (std::size_t i = r; i < r + width; ++i)
             s += double(v[i]) * double(v[i]);
-        total += std::sqrt(s / double(width));
+        const double rms = std::sqrt(s / double(width));
+        out.max = std::max(out.max, rms);
+        out.mean += rms;
     }
-    return total / double(rows);
+    out.mean /= double(rows);
+    return out;
 }
 
 // a·b / (‖a‖ ‖b‖); 0 when either is zero.
