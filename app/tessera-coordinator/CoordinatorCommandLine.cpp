@@ -8,6 +8,7 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <ostream>
@@ -89,10 +90,18 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         QStringLiteral(
             "Let the window of microbatches run across step boundaries: no pipeline bubble at each "
             "step, but a few gradients are a step stale (slower learning per token) [off]."));
-    parser.addOptions(
-        {help,       version,   dataDir,        listen,         tlsCert,   tlsKey,      insecure,
-         db,         model,     stages,         dataset,        heartbeat, maxNodes,    maxNodesPerStage,
-         retryAfter, minClient, maxConnections, requestTimeout, codec,     overlapSteps});
+    const auto learningRate = valueOption("lr", "Peak learning rate of AdamW [0.003].", "X");
+    const auto clipNorm = valueOption(
+        "clip-norm", "Global gradient-norm clip over every stage's averaged gradient [1.0; 0: none].", "X");
+    const auto lrDecay = valueOption(
+        "lr-decay", "Learning-rate decay after the warm-up: none, cosine or linear, ending at --decay-steps [none].",
+        "KIND");
+    const auto minLrRatio =
+        valueOption("min-lr-ratio", "The learning rate at the decay's end, as a fraction of the peak [0.1].", "X");
+    parser.addOptions({help,           version,        dataDir,  listen,       tlsCert,      tlsKey,
+                       insecure,       db,             model,    stages,       dataset,      heartbeat,
+                       maxNodes,       maxNodesPerStage, retryAfter, minClient, maxConnections, requestTimeout,
+                       codec,          overlapSteps,   learningRate, clipNorm, lrDecay,      minLrRatio});
 
     // The data plane's settings: each a whole number in a range, written into TrainerSettings.
     struct TrainingOption {
@@ -141,6 +150,20 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
          "Audit at once a node whose result lies more than this many robust deviations from "
          "its stage's recent accepted results [8; 0: no statistical check].",
          0, 1000, [](TrainerSettings& t, qint64 n) { t.checks.monitorSettings.k = double(n); }},
+        {"warmup-steps", "Steps of linear learning-rate warm-up [20].", 0, 100'000'000,
+         [](TrainerSettings& t, qint64 n) { t.gradients.schedule.warmupSteps = n; }},
+        {"decay-steps", "The step the learning-rate decay ends at (with --lr-decay) [0: --max-steps].", 0,
+         std::numeric_limits<int>::max(), [](TrainerSettings& t, qint64 n) { t.gradients.schedule.decaySteps = n; }},
+        {"gradient-averaging",
+         "Average the replicas' gradients within each stage at every step [1]; 0: every node steps on "
+         "its own gradients (replicas drift apart; SPARTA alone pulls them together).",
+         0, 1, [](TrainerSettings& t, qint64 n) { t.gradients.enabled = n != 0; }},
+        {"gradient-rank",
+         "Rank of the low-rank gradient exchange, with error feedback [4]; 0: dense fp32, exact but "
+         "as large as the gradients.",
+         0, 1024, [](TrainerSettings& t, qint64 n) { t.gradients.rank = int(n); }},
+        {"gradient-deadline-ms", "A replica whose gradient share is later than this is left out of the step [30000].",
+         100, 3'600'000, [](TrainerSettings& t, qint64 n) { t.gradients.deadlineMs = n; }},
         {"max-nodes-per-network",
          "Nodes admitted from one network (IPv4 /24, IPv6 /48) at once [64; 0: no "
          "limit].",
@@ -263,6 +286,39 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         o.requestTimeout = std::chrono::milliseconds(*n);
     }
     o.training.loop.overlapSteps = parser.isSet(overlapSteps);
+    // A number in [min, max] or a usage error naming the option and the range.
+    const auto real = [&](const QCommandLineOption& option, double min, double max) -> std::optional<double> {
+        bool ok = false;
+        const double x = parser.value(option).toDouble(&ok);
+        if (ok && std::isfinite(x) && x >= min && x <= max)
+            return x;
+        m_err << kProgram << ": --" << option.names().first() << " must be a number from " << min << " to " << max
+              << "\n";
+        return std::nullopt;
+    };
+    gpu::LearningRateSchedule& schedule = o.training.gradients.schedule;
+    if (parser.isSet(learningRate)) {
+        const std::optional<double> x = real(learningRate, 1e-9, 1.0);
+        if (!x)
+            return std::nullopt;
+        schedule.peak = *x;
+    }
+    if (parser.isSet(clipNorm)) {
+        const std::optional<double> x = real(clipNorm, 0.0, 1e9);
+        if (!x)
+            return std::nullopt;
+        o.training.gradients.clipNorm = *x;
+    }
+    if (parser.isSet(minLrRatio)) {
+        const std::optional<double> x = real(minLrRatio, 0.0, 1.0);
+        if (!x)
+            return std::nullopt;
+        schedule.minRatio = *x;
+    }
+    if (parser.isSet(lrDecay) && !gpu::parseDecay(parser.value(lrDecay).toStdString().c_str(), schedule.decay)) {
+        m_err << kProgram << ": --lr-decay must be none, cosine or linear\n";
+        return std::nullopt;
+    }
     for (std::size_t i = 0; i < trainingOptions.size(); ++i) {
         if (!parser.isSet(trainingParsed[i]))
             continue;
@@ -273,6 +329,14 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         if (!n)
             return std::nullopt;
         t.apply(o.training, *n);
+    }
+    // The decay ends at the last step unless told otherwise.
+    if (schedule.decay != gpu::LearningRateSchedule::Decay::None && schedule.decaySteps == 0) {
+        if (o.training.loop.maxSteps <= 0) {
+            m_err << kProgram << ": --lr-decay needs --decay-steps or --max-steps (where the decay ends)\n";
+            return std::nullopt;
+        }
+        schedule.decaySteps = o.training.loop.maxSteps;
     }
     exitCode = 0;
     return o;

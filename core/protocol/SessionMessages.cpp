@@ -86,13 +86,17 @@ TESSERA_SCHEMA(AverageShare, "average_share", ToCoordinator, Binary, need("round
                need("ok", &AverageShare::ok), text("error", &AverageShare::error));
 TESSERA_SCHEMA(SyncDone, "sync_done", ToCoordinator, Text, need("round", &SyncDone::round),
                need("ok", &SyncDone::ok), text("error", &SyncDone::error));
+TESSERA_SCHEMA(GradientShare, "gradient_share", ToCoordinator, Binary, need("step", &GradientShare::step),
+               need("microbatches", &GradientShare::microbatches, 0, 1e9), need("basis", &GradientShare::basis),
+               need("ok", &GradientShare::ok), text("error", &GradientShare::error));
 TESSERA_SCHEMA(HeartbeatAck, "heartbeat_ack", ToNode, Text,
                need("server_time_ms", &HeartbeatAck::serverTimeMs));
 TESSERA_SCHEMA(ErrorNotice, "error", ToNode, Text, text("error", &ErrorNotice::error, true));
 TESSERA_SCHEMA(Task, "task", ToNode, Either, need("task_id", &Task::taskId), need("kind", &Task::kind),
                maybe("microbatch", &Task::microbatch, -1), maybe("batch", &Task::batch, 0, 4096),
                maybe("seq", &Task::seq, 0, 65536), maybe("seed", &Task::seed));
-TESSERA_SCHEMA(Step, "step", ToNode, Text, need("step", &Step::step));
+TESSERA_SCHEMA(Step, "step", ToNode, Text, need("step", &Step::step), maybe("basis", &Step::basis, -1),
+               maybe("rank", &Step::rank, 0, 1024));
 TESSERA_SCHEMA(Average, "average", ToNode, Text, need("round", &Average::round),
                need("partition", &Average::partition, 0, kMaxPartitions - 1),
                need("partitions", &Average::partitions, 1, kMaxPartitions), maybe("step", &Average::step));
@@ -110,6 +114,11 @@ struct Schema<Credits> {
     static constexpr TypeInfo info{"credits", Direction::ToNode, Transport::Text};
     static constexpr auto fields = std::tuple<>();
 };
+TESSERA_SCHEMA(GradientResult, "gradient_result", ToNode, Binary, need("step", &GradientResult::step),
+               need("round", &GradientResult::round, 1), need("included", &GradientResult::included),
+               need("replicas", &GradientResult::replicas, 0, 1e6),
+               need("learning_rate", &GradientResult::learningRate, 0, 1),
+               need("clip_scale", &GradientResult::clipScale, 1e-12, 1));
 #undef TESSERA_SCHEMA
 
 // Checks across fields, beyond each field's own range.

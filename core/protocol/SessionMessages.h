@@ -28,18 +28,20 @@ enum class MessageType : quint8 {
     StepDone,      // node → coordinator, text: an optimizer step was applied
     AverageShare,  // node → coordinator, binary: a partition of its weights for a round or a sync
     SyncDone,      // node → coordinator, text: a ghost took the weights it was sent
+    GradientShare, // node → coordinator, binary: its share of a step's gradient exchange
     HeartbeatAck,  // coordinator → node, text
     ErrorNotice,   // coordinator → node, text: the node sent something the coordinator refused
     Task,          // coordinator → node, binary (text for probes): forward, backward, ... or a probe
-    Step,          // coordinator → node, text: apply what was accumulated
+    Step,          // coordinator → node, text: apply what was accumulated (or: share it, with `basis`)
     Average,       // coordinator → node, text: send partition p of P for round r
     AverageResult, // coordinator → node, binary: the round's average (apply the delta rule)
     SyncRequest,   // coordinator → node, text: send all your weights (a ghost joins your stage)
     Sync,          // coordinator → node, binary: take these weights (you are the ghost)
     Reassign,      // coordinator → node, text: move to another stage
     Credits,       // coordinator → node, text: new credit receipts are waiting
+    GradientResult, // coordinator → node, binary: the step's averaged gradient (apply it)
 };
-inline constexpr int kMessageTypes = int(MessageType::Credits) + 1;
+inline constexpr int kMessageTypes = int(MessageType::GradientResult) + 1;
 
 enum class TaskKind : quint8 {
     Probe,           // synthetic forward + backward of a stage: how fast this node runs it
@@ -97,6 +99,13 @@ struct SyncDone {
     bool ok = false;
     QString error;
 };
+struct GradientShare {
+    qint64 step = 0;
+    int microbatches = 0; // the share is per microbatch; it weighs this much in the mean
+    qint64 basis = 0;     // the basis round it holds (a share built on another is not counted)
+    bool ok = false;      // false: no share (no basis for the round, no microbatch, or an error)
+    QString error;
+};
 struct HeartbeatAck {
     qint64 serverTimeMs = 0;
 };
@@ -114,6 +123,10 @@ struct Task {
 };
 struct Step {
     qint64 step = 0;
+    // Present (≥ 0) with gradient averaging: send a gradient_share built on the basis of this round
+    // at this rank, and wait for the gradient_result. Absent (-1): step on what was accumulated.
+    qint64 basis = -1;
+    int rank = 0;
 };
 struct Average {
     qint64 round = 0;
@@ -139,10 +152,19 @@ struct Reassign {
     QString reason;
 };
 struct Credits {};
+struct GradientResult {
+    qint64 step = 0;
+    qint64 round = 0;          // the basis round it starts (the next shares are built on it)
+    bool included = false;     // whether this node's share was counted
+    int replicas = 0;          // shares counted
+    double learningRate = 0;   // the schedule's, for this step
+    double clipScale = 1;      // the global clip: min(1, clip_norm / ‖every stage's gradient‖)
+};
 
 using SessionMessage =
-    std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare, SyncDone, HeartbeatAck,
-                 ErrorNotice, Task, Step, Average, AverageResult, SyncRequest, Sync, Reassign, Credits>;
+    std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare, SyncDone, GradientShare,
+                 HeartbeatAck, ErrorNotice, Task, Step, Average, AverageResult, SyncRequest, Sync, Reassign,
+                 Credits, GradientResult>;
 static_assert(std::variant_size_v<SessionMessage> == kMessageTypes);
 
 inline MessageType typeOf(const SessionMessage& message) {

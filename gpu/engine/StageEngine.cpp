@@ -232,6 +232,53 @@ Status StageEngine::step(int microbatches) {
     });
 }
 
+Result<GradientShare> StageEngine::shareGradients(int rank, std::int64_t basis) {
+    State& st = *m_state;
+    if (rank < 0 || rank > 1024 || basis < 0)
+        return makeError("gradient exchange: rank must be within 0..1024 and the basis round ≥ 0, got rank " +
+                             str(rank) + ", basis " + str(basis),
+                         ErrorKind::InvalidInput);
+    return guarded("sharing the gradients", [&]() -> Result<GradientShare> {
+        st.compressorFor(rank);
+        if (basis == 0 && st.compressor->basisRound() != 0)
+            st.compressor->resetBasis(); // the combiner started afresh
+        st.compressor->collect();
+        GradientShare share;
+        share.microbatches = static_cast<int>(std::min<std::int64_t>(st.accumulated, 1'000'000'000));
+        st.accumulated = 0;
+        share.basisRound = st.compressor->basisRound();
+        share.hasBasis = share.basisRound == basis || !st.compressor->layout().lowRank();
+        if (share.hasBasis && share.microbatches > 0)
+            share.values = st.compressor->share(share.microbatches);
+        return share;
+    });
+}
+
+Status StageEngine::applyGradients(int rank, std::span<const float> result, bool included, std::int64_t round,
+                                   double learningRate, double clipScale) {
+    State& st = *m_state;
+    if (rank < 0 || rank > 1024)
+        return makeError("gradient exchange: rank must be within 0..1024, got " + str(rank), ErrorKind::InvalidInput);
+    if (!(clipScale > 0 && clipScale <= 1) || !(learningRate >= 0 && learningRate < 1))
+        return makeError("gradient exchange: the clip scale must be in (0, 1] and the learning rate in [0, 1)",
+                         ErrorKind::InvalidInput);
+    return guarded("applying the averaged gradients", [&]() -> Status {
+        st.dropAllKept(); // they hold the weights this step replaces
+        if (auto applied = st.compressorFor(rank).apply(result, included, round); !applied)
+            return Error{applied.message(), ErrorKind::InvalidInput};
+        if (!st.optimizer->stepAgreed(learningRate, clipScale))
+            return makeError("the averaged gradients are not finite: the step was not applied");
+        return {};
+    });
+}
+
+std::vector<std::vector<std::int64_t>> StageEngine::parameterShapes() const {
+    std::vector<std::vector<std::int64_t>> shapes;
+    for (const auto& [name, tensor] : m_state->model->namedParameters())
+        shapes.emplace_back(tensor.sizes().begin(), tensor.sizes().end());
+    return shapes;
+}
+
 Result<std::vector<float>> StageEngine::gatherPartition(int partition, int partitions) const {
     State& st = *m_state;
     return guarded("gathering " + partitionName(partition, partitions), [&]() -> Result<std::vector<float>> {

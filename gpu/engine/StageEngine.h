@@ -57,6 +57,14 @@ struct StageEngineOptions {
     std::size_t outputHeadroom = 0;
 };
 
+// What a replica sends for a step's gradient exchange (train/GradientExchange).
+struct GradientShare {
+    std::vector<float> values; // empty when it cannot take part (hasBasis false, or no microbatch)
+    int microbatches = 0;      // accumulated since the last exchange
+    bool hasBasis = true;      // false: it holds another round's basis and sits this round out
+    std::int64_t basisRound = 0;
+};
+
 struct StageForwardResult {
     // outputHeadroom zero bytes, then the codec activation frame for the next stage; empty on the
     // last stage.
@@ -110,6 +118,19 @@ public:
     // or when nothing was accumulated, the weights do not move (and what was accumulated is
     // discarded). Either way the step ends every kept graph (they hold the old weights).
     Status step(int microbatches);
+
+    // Gradient averaging (gpu/train/GradientExchange), in place of step(): shareGradients moves what
+    // was accumulated into the error memory and returns this replica's share, built on the basis of
+    // round `basis` at rank `rank` (basis 0: the seeded one — the combiner started afresh; a rank
+    // unlike the last one starts the memory afresh). applyGradients writes the round's mean gradient
+    // (every replica of the stage gets the same result) and steps AdamW on it at the schedule's
+    // learning rate and the run's clip scale; kept graphs end (they hold the old weights).
+    Result<GradientShare> shareGradients(int rank, std::int64_t basis);
+    // (rank: the round's; a replica that never shared — the coordinator's checkpoint — starts there.)
+    Status applyGradients(int rank, std::span<const float> result, bool included, std::int64_t round,
+                          double learningRate, double clipScale);
+    // The shapes of the stage's parameters, in the order the exchange lays them out.
+    std::vector<std::vector<std::int64_t>> parameterShapes() const;
 
     // SPARTA sparse averaging (gpu/train/Sparta): the stage's parameters cut into `partitions`
     // partitions by the run's seed (config().seed), identically on every replica and on the

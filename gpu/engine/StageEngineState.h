@@ -7,6 +7,7 @@
 
 #include "codec/Codec.h"
 #include "model/StageModel.h"
+#include "train/GradientExchange.h"
 #include "train/Sparta.h"
 #include "train/StageOptimizer.h"
 
@@ -61,6 +62,18 @@ struct StageEngine::State {
     std::unordered_map<std::int64_t, Shape> kept; // mirrors the model's kept graphs
     std::int64_t accumulated = 0;
     std::unique_ptr<Sparta> sparta; // the partitioning last asked for (see spartaFor)
+    std::unique_ptr<GradientCompressor> compressor; // made at the first exchange, at its rank
+
+    // The compressor at `rank` (a new one, memory empty, when there was none or another rank).
+    GradientCompressor& compressorFor(int rank) {
+        if (!compressor || compressor->layout().rank() != rank) {
+            std::vector<torch::Tensor> parameters;
+            for (const auto& [name, tensor] : model->namedParameters())
+                parameters.push_back(tensor);
+            compressor = std::make_unique<GradientCompressor>(std::move(parameters), rank, options.config.seed);
+        }
+        return *compressor;
+    }
 
     // Sparta over the live master tensors, built once per partition count (it shuffles every
     // block). loadShard copies into those same tensors, so the references stay valid. In fp32

@@ -18,13 +18,17 @@ int usage(std::ostream& out, int code) {
     out << "usage: tessera-sim [--preset tiny|small|8b] [--stages S] [--replicas R]\n"
            "                   [--codec none|int8|subspace] [--ratio K] [--steps N] [--seed X]\n"
            "                   [--data SPEC] [--csv FILE] [--microbatches M] [--batch B] [--seq T]\n"
-           "                   [--lr LR] [--eval-every N] [--no-averaging]\n"
+           "                   [--lr LR] [--warmup-steps N] [--lr-decay none|cosine|linear]\n"
+           "                   [--min-lr-ratio X] [--clip-norm X] [--rank R] [--no-gradient-averaging]\n"
+           "                   [--eval-every N] [--no-averaging]\n"
            "                   [--average-every N] [--partitions P]  (SPARTA: 1/P of the weights every N "
            "steps;\n"
            "                   default 20 and 20)\n"
            "  SPEC: synthetic[:order=N,branch=M,symbols=V,tokens=K] | text:PATH | tokens16:PATH | "
            "tokens32:PATH\n"
-           "  --stages 1 --replicas 1 --codec none is the centralized baseline.\n";
+           "  Gradients are averaged across a stage's replicas every step (rank R low-rank exchange with\n"
+           "  error feedback; default 0: dense and exact); the decay ends at --steps.\n"
+           "  --stages 1 --replicas 1 --codec none --rank 0 is the centralized baseline.\n";
     return code;
 }
 
@@ -52,6 +56,10 @@ int main(int argc, char** argv) {
             options.sparseAveraging = false;
             continue;
         }
+        if (arg == "--no-gradient-averaging") {
+            options.gradientAveraging = false;
+            continue;
+        }
         if (!(v = value())) {
             std::cerr << "tessera-sim: " << arg << " needs a value\n";
             return usage(std::cerr, 2);
@@ -66,6 +74,18 @@ int main(int argc, char** argv) {
             csvPath = v;
         else if (arg == "--lr")
             lr = std::atof(v);
+        else if (arg == "--min-lr-ratio")
+            options.schedule.minRatio = std::atof(v);
+        else if (arg == "--memory-decay")
+            options.memoryDecay = std::atof(v);
+        else if (arg == "--clip-norm")
+            options.optimizer.clipNorm = std::atof(v);
+        else if (arg == "--lr-decay") {
+            if (!parseDecay(v, options.schedule.decay)) {
+                std::cerr << "tessera-sim: --lr-decay wants none, cosine or linear, got '" << v << "'\n";
+                return 2;
+            }
+        }
         else if (!parseInt(v, n)) {
             std::cerr << "tessera-sim: " << arg << " wants an integer, got '" << v << "'\n";
             return 2;
@@ -89,6 +109,10 @@ int main(int argc, char** argv) {
             options.averagingInterval = static_cast<int>(n);
         else if (arg == "--partitions")
             options.partitions = static_cast<int>(n);
+        else if (arg == "--warmup-steps")
+            options.schedule.warmupSteps = n;
+        else if (arg == "--rank")
+            options.gradientRank = static_cast<int>(n);
         else if (arg == "--eval-every")
             evalEvery = n;
         else {
@@ -109,7 +133,8 @@ int main(int argc, char** argv) {
     if (ratio > 0)
         options.config.subspaceRatio = static_cast<int>(ratio);
     if (lr > 0)
-        options.optimizer.learningRate = lr;
+        options.optimizer.learningRate = options.schedule.peak = lr;
+    options.schedule.decaySteps = steps;
     if (steps < 1) {
         std::cerr << "tessera-sim: --steps must be positive\n";
         return 2;

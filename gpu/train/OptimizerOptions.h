@@ -11,7 +11,8 @@ struct OptimizerOptions {
     double epsilon = 1e-8;
     int warmupSteps = 20; // linear warm-up of the learning rate
     // The stage's averaged gradient is scaled down to this L2 norm when larger (0: no clip); a
-    // gradient with a value that is not finite is never applied (the step is skipped).
+    // gradient with a value that is not finite is never applied (the step is skipped). With
+    // gradient averaging the clip is global, over every stage (the step's clip scale).
     double clipNorm = 1.0;
 };
 

@@ -20,7 +20,7 @@ double StageOptimizer::currentLearningRate() const {
     return m_options.learningRate * ramp;
 }
 
-bool StageOptimizer::step(int microbatches) {
+bool StageOptimizer::step(int microbatches, std::optional<double> learningRate) {
     if (microbatches <= 0)
         return true;
     {
@@ -42,7 +42,31 @@ bool StageOptimizer::step(int microbatches) {
                     p.grad().mul_(m_options.clipNorm / m_lastNorm);
     }
     for (auto& group : m_adam->param_groups())
-        static_cast<torch::optim::AdamWOptions&>(group.options()).lr(currentLearningRate());
+        static_cast<torch::optim::AdamWOptions&>(group.options()).lr(learningRate.value_or(currentLearningRate()));
+    m_adam->step();
+    m_adam->zero_grad();
+    ++m_steps;
+    return true;
+}
+
+bool StageOptimizer::stepAgreed(double learningRate, double clipScale) {
+    {
+        torch::NoGradGuard noGrad;
+        double squared = 0;
+        for (auto& p : m_parameters)
+            if (p.grad().defined()) {
+                if (clipScale != 1.0)
+                    p.grad().mul_(clipScale);
+                squared += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+            }
+        m_lastNorm = std::sqrt(squared);
+        if (!std::isfinite(m_lastNorm) || !std::isfinite(learningRate) || learningRate < 0) {
+            m_adam->zero_grad();
+            return false;
+        }
+    }
+    for (auto& group : m_adam->param_groups())
+        static_cast<torch::optim::AdamWOptions&>(group.options()).lr(learningRate);
     m_adam->step();
     m_adam->zero_grad();
     ++m_steps;

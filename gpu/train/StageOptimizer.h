@@ -7,6 +7,7 @@
 #include <torch/optim/adamw.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace tessera::gpu {
@@ -19,7 +20,12 @@ public:
     // steps, and zeroes them. A replica that processed no microbatch this step does not move (its
     // moments stay). False when a gradient value is not finite: nothing moves, the gradients are
     // zeroed (one poisoned step never reaches AdamW's moments, which would keep it for good).
-    bool step(int microbatches);
+    // learningRate: the schedule's value for this step (default: warm-up of the options only).
+    bool step(int microbatches, std::optional<double> learningRate = std::nullopt);
+    // A step on a gradient every replica of the stage agreed on (gradient averaging): p.grad()
+    // already holds the mean gradient; it is scaled by clipScale (the run's global clip) and applied
+    // at learningRate (the run's schedule). False, with nothing moved, when a value is not finite.
+    bool stepAgreed(double learningRate, double clipScale);
     double lastGradientNorm() const { return m_lastNorm; }
     std::int64_t steps() const { return m_steps; }
     double currentLearningRate() const;

@@ -3,6 +3,7 @@
 #include "codec/Codec.h"
 #include "model/StageModel.h"
 #include "train/DataSource.h"
+#include "train/GradientExchange.h"
 #include "train/Sparta.h"
 
 #include <torch/torch.h>
@@ -17,6 +18,7 @@ struct Replica {
     std::unique_ptr<StageModel> model;
     std::unique_ptr<StageOptimizer> optimizer;
     std::unique_ptr<Sparta> sparta;
+    std::unique_ptr<GradientCompressor> compressor;
     int microbatches = 0; // processed since the last optimizer step
 };
 
@@ -25,6 +27,7 @@ struct SwarmSimulator::State {
     std::unique_ptr<DataSource> data;
     std::unique_ptr<Codec> codec;
     std::vector<std::vector<Replica>> stages; // [stage][replica]
+    std::vector<std::unique_ptr<GradientRoundCombiner>> combiners; // per stage
     std::vector<torch::Tensor> heldOut;
     std::mt19937_64 routing;
     std::int64_t step = 0;
@@ -53,6 +56,8 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return valid.error();
     if (options.replicas < 1 || options.replicas > 64)
         return makeError("replicas must be between 1 and 64");
+    if (options.gradientRank < 0 || options.gradientRank > 1024)
+        return makeError("the gradient exchange's rank must be between 0 and 1024");
     if (options.averagingInterval < 1 || options.partitions < 1)
         return makeError("the averaging interval and the number of partitions must be positive");
     if (options.microbatchesPerStep < 1 || options.batch < 1 || options.seqLen < 1 ||
@@ -82,6 +87,11 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
                 replica.sparta =
                     std::make_unique<Sparta>(replica.model->namedParameters(), options.config.seed,
                                              options.partitions, options.averagingInterval);
+                replica.compressor = std::make_unique<GradientCompressor>(
+                    parameterTensors(*replica.model), options.gradientRank, options.config.seed, options.memoryDecay);
+                if (r == 0)
+                    state->combiners.push_back(std::make_unique<GradientRoundCombiner>(
+                        replica.compressor->layout(), options.config.seed));
                 state->stages[static_cast<std::size_t>(s)].push_back(std::move(replica));
             }
     } catch (const std::exception& e) {
@@ -91,6 +101,55 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         state->heldOut.push_back(state->data->nextBatch(options.batch, options.seqLen, 1));
     return std::unique_ptr<SwarmSimulator>(new SwarmSimulator(std::move(state)));
 }
+
+namespace {
+
+// Each stage's replicas share their gradients, the combiner makes the round's result, the global
+// norm sets the clip, and every replica applies the same update — as the coordinator does.
+void exchangeGradients(SwarmSimulator::State& st, SimStep& result) {
+    std::vector<std::vector<float>> results(st.stages.size());
+    double squared = 0;
+    for (std::size_t s = 0; s < st.stages.size(); ++s) {
+        auto& stage = st.stages[s];
+        std::vector<double> mean(static_cast<std::size_t>(st.combiners[s]->layout().shareSize()), 0.0);
+        int total = 0;
+        for (Replica& replica : stage) {
+            replica.compressor->collect();
+            if (replica.microbatches == 0)
+                continue;
+            const std::vector<float> share = replica.compressor->share(replica.microbatches);
+            for (std::size_t i = 0; i < share.size(); ++i)
+                mean[i] += static_cast<double>(replica.microbatches) * share[i];
+            total += replica.microbatches;
+        }
+        if (total == 0)
+            continue;
+        std::vector<float> meanShare(mean.size());
+        for (std::size_t i = 0; i < mean.size(); ++i)
+            meanShare[i] = static_cast<float>(mean[i] / total);
+        double norm = 0;
+        results[s] = st.combiners[s]->result(meanShare, &norm);
+        squared += norm;
+    }
+    result.gradientNorm = std::sqrt(squared);
+    const double clip = st.options.optimizer.clipNorm;
+    const double scale = clip > 0 && result.gradientNorm > clip ? clip / result.gradientNorm : 1.0;
+    result.learningRate = st.options.schedule.at(st.step);
+    for (std::size_t s = 0; s < st.stages.size(); ++s) {
+        for (Replica& replica : st.stages[s]) {
+            if (!results[s].empty()) {
+                if (auto applied = replica.compressor->apply(results[s], replica.microbatches > 0,
+                                                             st.combiners[s]->round());
+                    !applied)
+                    throw std::runtime_error("gradient exchange: " + applied.message());
+                (void)replica.optimizer->stepAgreed(result.learningRate, scale);
+            }
+            replica.microbatches = 0;
+        }
+    }
+}
+
+} // namespace
 
 SimStep SwarmSimulator::step() {
     State& st = *m_state;
@@ -143,13 +202,19 @@ SimStep SwarmSimulator::step() {
         st.tokens += inputs.numel();
     }
 
-    // Every replica steps on what it accumulated; then, every 20 steps, SPARTA.
     ++st.step;
-    for (auto& stage : st.stages)
-        for (auto& replica : stage) {
-            (void)replica.optimizer->step(replica.microbatches);
-            replica.microbatches = 0;
-        }
+    if (st.options.gradientAveraging) {
+        exchangeGradients(st, result);
+    } else {
+        // Every replica steps on what it accumulated (clipped on its own).
+        result.learningRate = st.options.schedule.at(st.step);
+        for (auto& stage : st.stages)
+            for (auto& replica : stage) {
+                (void)replica.optimizer->step(replica.microbatches, result.learningRate);
+                replica.microbatches = 0;
+            }
+    }
+    // Every 20 steps, SPARTA.
     if (st.options.sparseAveraging && replicas > 1 && st.stages[0][0].sparta->isAveragingStep(st.step)) {
         for (auto& stage : st.stages) {
             const int p = stage[0].sparta->partitionForStep(st.step);
@@ -189,6 +254,31 @@ double SwarmSimulator::evaluate() {
     return sum / static_cast<double>(st.heldOut.size());
 }
 
+std::int64_t SwarmSimulator::shareValues(int stage) const {
+    return m_state->combiners.at(static_cast<std::size_t>(stage))->layout().shareSize();
+}
+
+std::int64_t SwarmSimulator::gradientValues(int stage) const {
+    return m_state->combiners.at(static_cast<std::size_t>(stage))->layout().gradientSize();
+}
+
+double SwarmSimulator::replicaSpread() const {
+    double worst = 0;
+    for (const auto& stage : m_state->stages) {
+        auto first = stage[0].model->namedParameters();
+        for (std::size_t r = 1; r < stage.size(); ++r) {
+            auto other = stage[r].model->namedParameters();
+            double diff = 0, norm = 0;
+            for (std::size_t i = 0; i < first.size(); ++i) {
+                diff += (first[i].second - other[i].second).to(torch::kDouble).pow(2).sum().item<double>();
+                norm += first[i].second.to(torch::kDouble).pow(2).sum().item<double>();
+            }
+            worst = std::max(worst, norm > 0 ? std::sqrt(diff / norm) : 0.0);
+        }
+    }
+    return worst;
+}
+
 double SwarmSimulator::entropyFloor() const {
     return m_state->data->entropyFloor();
 }
@@ -202,6 +292,15 @@ std::string SwarmSimulator::describe() const {
         out << " (k=" << o.config.subspaceDim() << ", ratio " << o.config.subspaceRatio << ")";
     out << "; " << o.microbatchesPerStep << " microbatches x " << o.batch << " x " << o.seqLen
         << " tokens per step; ";
+    if (o.gradientAveraging) {
+        out << "gradients averaged every step (" << (o.gradientRank ? "rank " + std::to_string(o.gradientRank) : std::string("dense fp32"))
+            << ", " << shareValues(0) << " of " << gradientValues(0) << " values sent by stage 0), clip "
+            << o.optimizer.clipNorm << ", lr " << o.schedule.peak << " warm-up " << o.schedule.warmupSteps << " decay "
+            << o.schedule.decayName();
+        if (o.schedule.decay != LearningRateSchedule::Decay::None)
+            out << " to " << o.schedule.minRatio << "x at step " << o.schedule.decaySteps;
+        out << "; ";
+    }
     if (o.replicas > 1)
         out << (o.sparseAveraging ? "SPARTA 1/" + std::to_string(o.partitions) + " of the weights every " +
                                         std::to_string(o.averagingInterval) + " steps; "

@@ -1,11 +1,16 @@
 #pragma once
 // SwarmSimulator: S pipeline stages × R replicas of one model in one process, trained the way
 // the swarm trains it — every microbatch through a random replica per stage, activations and
-// gradients through the codec's bytes, every replica stepping AdamW on its own gradients, and
-// SPARTA sparse averaging every 20 steps. S=1, R=1, codec none is the centralized baseline.
+// gradients through the codec's bytes; at every step the replicas of a stage average their
+// gradients (GradientExchange: low rank with error feedback, weighted by microbatches), the step's
+// global gradient norm is clipped and every replica applies the same AdamW update at the
+// schedule's learning rate; SPARTA sparse averaging every 20 steps corrects what drift is left.
+// Without gradient averaging every replica steps on its own gradients (the first wave's swarm).
+// S=1, R=1, codec none, rank 0 is the centralized baseline.
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"
+#include "train/LearningRateSchedule.h"
 #include "train/StageOptimizer.h"
 
 #include <cstdint>
@@ -22,7 +27,11 @@ struct SimOptions {
     int seqLen = 64;
     std::string data = "synthetic";
     std::uint64_t seed = 1; // data order and routing
-    OptimizerOptions optimizer;
+    OptimizerOptions optimizer;      // AdamW; its learning rate and warm-up are the schedule's
+    LearningRateSchedule schedule;   // with gradient averaging
+    bool gradientAveraging = true;   // off: every replica steps on its own gradients
+    int gradientRank = 0;            // the exchange's rank (0: dense fp32, exact)
+    double memoryDecay = 1.0;        // error feedback's memory carried per round (1: all)
     bool sparseAveraging = true;
     int averagingInterval = 20; // steps between SPARTA rounds (the design's 20)
     int partitions = 20;        // 1/partitions of the weights per round (the design's 5%)
@@ -35,6 +44,8 @@ struct SimStep {
     double trainLoss = 0;       // mean over this step's microbatches
     std::int64_t wireBytes = 0; // activations + gradients sent between stages this step
     int averagedStages = 0;     // stages that ran a SPARTA round this step
+    double gradientNorm = 0;    // of the step's averaged gradient over every stage, before clipping
+    double learningRate = 0;
 };
 
 class SwarmSimulator {
@@ -46,6 +57,12 @@ public:
     // Mean loss on fixed held-out batches through replica 0 of every stage (and the codec).
     double evaluate();
     double entropyFloor() const;
+    // fp32 values one replica sends per step (all its stages' shares) and the whole gradient's.
+    std::int64_t shareValues(int stage) const;
+    std::int64_t gradientValues(int stage) const;
+    // The largest difference between two replicas of a stage, relative to the weights' RMS: 0 while
+    // gradient averaging keeps them equal.
+    double replicaSpread() const;
     std::string describe() const;
 
     struct State;

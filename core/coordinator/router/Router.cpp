@@ -352,6 +352,11 @@ void Router::finish(qint64 id, bool done, const QString& reason) {
         issueWhilePossible();
 }
 
+void Router::kick() {
+    if (m_issuing && !m_inTick)
+        issueWhilePossible();
+}
+
 void Router::stepSent() {
     for (NodeInfo& n : m_nodes) {
         ++n.epoch;

@@ -108,6 +108,8 @@ public:
                   const protocol::TaskMessage& message);
     // Every node has just been sent `step`: the graphs they hold are gone after it.
     void stepSent();
+    // Issues what the feed gives now (the feed was holding back, e.g. for a gradient exchange).
+    void kick();
     // The node's weights change without a step (an averaging result was sent to it): tasks sent
     // from now on run on another version of its weights (Microbatch::taskVersion).
     void weightsChanged(const QString& nodeId);

@@ -105,6 +105,23 @@ Status StageCheckpoints::take(int stage, int partition, int partitions, std::spa
     return {};
 }
 
+std::vector<std::vector<std::int64_t>> StageCheckpoints::parameterShapes(int stage) const {
+    if (stage < 0 || stage >= stages())
+        return {};
+    return m_stages[std::size_t(stage)]->engine->parameterShapes();
+}
+
+Status StageCheckpoints::applyGradients(int stage, int rank, std::span<const float> result, qint64 round,
+                                        double learningRate, double clipScale) {
+    if (stage < 0 || stage >= stages())
+        return makeError("no stage " + std::to_string(stage));
+    Stage& s = *m_stages[std::size_t(stage)];
+    if (Status applied = s.engine->applyGradients(rank, result, true, round, learningRate, clipScale); !applied)
+        return applied;
+    s.changed = true;
+    return {};
+}
+
 Result<int> StageCheckpoints::publish(qint64 step, qint64 nowMs, int keep) {
     int published = 0;
     for (int i = 0; i < stages(); ++i) {

@@ -45,6 +45,12 @@ public:
     // The partition's values replace the checkpoint's (partition -1: all of them).
     Status take(int stage, int partition, int partitions, std::span<const float> values);
     bool changed(int stage) const; // since the last publish
+    // The stage's parameter shapes, in the gradient exchange's order.
+    std::vector<std::vector<std::int64_t>> parameterShapes(int stage) const;
+    // A step's averaged gradient applied as every replica applies it (the same AdamW step): the
+    // checkpoint holds what the replicas hold, for joiners and for a restart.
+    Status applyGradients(int stage, int rank, std::span<const float> result, qint64 round, double learningRate,
+                          double clipScale);
 
     // Publishes a new version of every changed stage at `step`: returns how many. Old files
     // beyond the newest `keep` versions of a stage are deleted (their rows stay, for history).

@@ -108,6 +108,31 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
 
     t->m_loop = std::make_unique<TrainingLoop>(loop, config.stages, t->m_store, t->m_state, *t->m_data,
                                                *t->m_checkpoints, *t->m_averager, sendText, clock);
+    if (settings.gradients.enabled) {
+        std::vector<GradientAverager::Shapes> shapes;
+        for (int s = 0; s < config.stages; ++s)
+            shapes.push_back(t->m_checkpoints->parameterShapes(s));
+        Result<std::unique_ptr<GradientAverager>> gradients =
+            GradientAverager::create(shapes, settings.gradients, config.seed, sendText, sendBinary, clock);
+        if (!gradients)
+            return makeError("gradient averaging: " + gradients.message());
+        t->m_gradients = std::move(*gradients);
+        t->m_gradients->setTrusted([resultChecks](const QString& node) { return resultChecks->trusted(node); });
+        connect(t->m_gradients.get(), &GradientAverager::shareRefused, self, &Trainer::onRefused);
+        const int rank = settings.gradients.rank;
+        connect(t->m_gradients.get(), &GradientAverager::applied, self,
+                [self, rank](int stage, const std::vector<float>& result, qint64 round, double lr, double clip) {
+                    if (Status s = self->m_checkpoints->applyGradients(stage, rank, result, round, lr, clip); !s)
+                        qWarning("trainer: the checkpoint of stage %d did not take step's gradients: %s", stage,
+                                 s.message().c_str());
+                });
+        // Queued: a round can close inside the router's completion of the step's last microbatch.
+        TrainingLoop* loopForGradients = t->m_loop.get();
+        connect(
+            t->m_gradients.get(), &GradientAverager::closed, self,
+            [loopForGradients](qint64) { loopForGradients->exchangeClosed(); }, Qt::QueuedConnection);
+        t->m_loop->setGradients(t->m_gradients.get());
+    }
     std::vector<qint64> parameters;
     for (int s = 0; s < config.stages; ++s)
         parameters.push_back(t->m_checkpoints->parameters(s));
@@ -122,6 +147,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     Router* router = t->m_router.get();
     connect(t->m_averager.get(), &Averager::weightsSent, self,
             [router](const QString& node) { router->weightsChanged(node); });
+    if (t->m_gradients)
+        connect(t->m_gradients.get(), &GradientAverager::weightsSent, self,
+                [router](const QString& node) { router->weightsChanged(node); });
     t->m_loop->setBeforeStep([self, router] {
         self->m_auditor->requestSnapshots(
             [router](const QString& node) { return router->weightsVersion(node); });
@@ -153,6 +181,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     t->m_tickTimer.setInterval(std::chrono::milliseconds(500));
     connect(&t->m_tickTimer, &QTimer::timeout, self, [self] {
         self->m_averager->tick();
+        if (self->m_gradients)
+            self->m_gradients->tick();
         self->m_auditor->tick();
     });
     t->m_tickTimer.start();
@@ -176,6 +206,8 @@ void Trainer::sessionMessage(const QString& nodeId, const protocol::SessionMessa
         return m_membership->onReady(nodeId, *ready);
     if (const auto* unavailable = std::get_if<protocol::Unavailable>(&message)) {
         m_auditor->nodeGone(nodeId);
+        if (m_gradients)
+            m_gradients->nodeGone(nodeId);
         return m_membership->onUnavailable(nodeId, unavailable->reason);
     }
     if (const auto* done = std::get_if<protocol::SyncDone>(&message))
@@ -212,12 +244,17 @@ void Trainer::sessionBinary(const QString& nodeId, const QByteArray& bytes) {
     else if (const auto* share = std::get_if<protocol::AverageShare>(&*header)) {
         if (!m_auditor->onShare(nodeId, *share, *message))
             m_averager->onShare(nodeId, *share, *message);
+    } else if (const auto* gradient = std::get_if<protocol::GradientShare>(&*header)) {
+        if (m_gradients)
+            m_gradients->onShare(nodeId, *gradient, *message);
     }
 }
 
 void Trainer::sessionClosed(const QString& nodeId) {
     m_probes->forget(nodeId);
     m_auditor->nodeGone(nodeId);
+    if (m_gradients)
+        m_gradients->nodeGone(nodeId);
     m_membership->onClosed(nodeId, m_stopped);
 }
 
@@ -361,6 +398,10 @@ QJsonObject Trainer::status() const {
                          {QStringLiteral("partitions"), m_settings.averaging.partitions},
                          {QStringLiteral("rounds"), m_averager->roundsCompleted()}});
     s.insert(QStringLiteral("training_stages"), stages);
+    if (m_gradients)
+        s.insert(QStringLiteral("gradients"), m_gradients->status());
+    else
+        s.insert(QStringLiteral("gradients"), QJsonObject{{QStringLiteral("enabled"), false}});
     s.insert(QStringLiteral("trust"),
              QJsonObject{{QStringLiteral("results_checked"), m_checks->checked()},
                          {QStringLiteral("results_refused"), m_checks->refused()},

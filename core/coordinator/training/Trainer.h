@@ -13,6 +13,7 @@
 #include "coordinator/store/TrainingStore.h"
 #include "coordinator/training/Averager.h"
 #include "coordinator/training/CreditGranter.h"
+#include "coordinator/training/GradientAverager.h"
 #include "coordinator/training/Membership.h"
 #include "coordinator/training/NodeProbes.h"
 #include "coordinator/training/TrainingLoop.h"
@@ -44,6 +45,7 @@ struct TrainerSettings {
     LoopSettings loop;
     RouterSettings router;
     AveragingSettings averaging;
+    GradientSettings gradients;
     MembershipSettings membership;
     ResultCheckSettings checks;
     AuditSettings audits; // its partitions follow averaging's
@@ -101,6 +103,7 @@ private:
     std::unique_ptr<NodeProbes> m_probes;
     std::unique_ptr<CreditGranter> m_credits;
     std::unique_ptr<Averager> m_averager;
+    std::unique_ptr<GradientAverager> m_gradients; // null when gradient averaging is off
     std::unique_ptr<TrainingLoop> m_loop;
     std::unique_ptr<Router> m_router;
     std::unique_ptr<Membership> m_membership;

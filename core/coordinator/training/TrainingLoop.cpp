@@ -2,6 +2,7 @@
 #include "coordinator/training/TrainingLoop.h"
 
 #include "coordinator/training/Averager.h"
+#include "coordinator/training/GradientAverager.h"
 #include "coordinator/training/StageCheckpoints.h"
 #include "train/TrainingData.h"
 
@@ -46,6 +47,9 @@ void TrainingLoop::attach(Router& router) {
 std::optional<MicrobatchInput> TrainingLoop::feed() {
     // Without overlap, no microbatch of the next step starts before this step's update.
     if (!m_settings.overlapSteps && m_stepCompleted + m_router->inFlight() >= m_settings.microbatchesPerStep)
+        return std::nullopt;
+    // Nor while the previous step's gradients are being exchanged: they are not applied yet.
+    if (!m_settings.overlapSteps && m_gradients && m_gradients->collecting())
         return std::nullopt;
     Result<gpu::TrainingMicrobatch> mb = m_data.next(m_settings.batch, m_settings.seq);
     if (!mb) {
@@ -94,10 +98,17 @@ void TrainingLoop::endStep() {
         m_lastLoss = loss;
     if (m_beforeStep)
         m_beforeStep();
-    for (int s = 0; s < m_stages; ++s)
-        for (const QString& node : m_router->nodesOf(s))
-            m_sendText(node, protocol::Step{step});
-    m_router->stepSent();
+    if (m_gradients) {
+        std::vector<QStringList> replicas;
+        for (int s = 0; s < m_stages; ++s)
+            replicas.push_back(m_router->nodesOf(s));
+        m_gradients->start(step, replicas); // the weights change when it closes
+    } else {
+        for (int s = 0; s < m_stages; ++s)
+            for (const QString& node : m_router->nodesOf(s))
+                m_sendText(node, protocol::Step{step});
+        m_router->stepSent();
+    }
     m_store.stepped(step, loss, m_state, t);
     if (std::isfinite(loss)) {
         m_lossCurve.push_back({step, loss, m_state.tokens, t});
@@ -113,6 +124,11 @@ void TrainingLoop::endStep() {
         qInfo("trainer: step %lld reached: no new microbatches", qlonglong(step));
         m_router->setIssuing(false);
     }
+}
+
+void TrainingLoop::exchangeClosed() {
+    m_router->stepSent();
+    m_router->kick();
 }
 
 void TrainingLoop::flush() {

@@ -23,6 +23,7 @@ class TrainingData;
 namespace tessera::coordinator {
 
 class Averager;
+class GradientAverager;
 class StageCheckpoints;
 
 struct LoopSettings {
@@ -49,6 +50,10 @@ public:
     void attach(Router& router);
     // Called when a step's microbatches are all in, before `step` is sent (audits ask for weights then).
     void setBeforeStep(std::function<void()> hook) { m_beforeStep = std::move(hook); }
+    // With gradient averaging: `step` asks for shares, and the weights change when the exchange
+    // closes (exchangeClosed); without overlap no microbatch of the next step starts before then.
+    void setGradients(GradientAverager* gradients) { m_gradients = gradients; }
+    void exchangeClosed();
 
     std::optional<MicrobatchInput> feed();
     void onIssued(qint64 microbatch, qint64 tokens);
@@ -71,6 +76,7 @@ private:
     gpu::TrainingData& m_data;
     StageCheckpoints& m_checkpoints;
     Averager& m_averager;
+    GradientAverager* m_gradients = nullptr;
     SendText m_sendText;
     Clock m_clock;
     Router* m_router = nullptr;

@@ -16,6 +16,10 @@
 //      struck: a joiner that started from the lagging checkpoint is far too); with 1 or 2 by their mean:
 //      there is no majority to tell who is right, only step 1 bounds what one of two replicas can do
 //      (docs/ARCHITECTURE.md, "Trust")
+//   3'. for gradients (meanOfClipped): the clipped shares' mean weighted by each share's weight (its
+//      microbatches) — exactly the weighted mean while no share is clipped, so honest replicas
+//      average as a single machine would; a share beyond the radius moves it by at most
+//      radius × its weight's fraction
 
 #include <QString>
 #include <QStringList>
@@ -31,11 +35,13 @@ struct RobustCombineSettings {
     double outlierFactor = 8.0;
     double rmsRatio = 4.0;
     double minRmsBound = 1.0;
+    bool meanOfClipped = false;
 };
 
 struct Share {
     QString node;
     std::vector<float> values;
+    double weight = 1.0; // meanOfClipped: its weight in the mean
 };
 
 struct Combined {

@@ -29,6 +29,10 @@ struct EngineTask {
         Gather,     // partition of partitions (-1: all of them) → values
         ApplyDelta, // the delta rule on a partition: w += values − snapshot
         SetWeights, // a partition's (-1: every) weights = values
+        // Gradient averaging: what was accumulated → this replica's share (on basis round `round`,
+        // at `rank`); then the round's result → the same AdamW step on every replica.
+        ShareGradients,
+        ApplyGradients,
     };
 
     // Step over everything accumulated since the last step, however many microbatches that is.
@@ -52,6 +56,12 @@ struct EngineTask {
     int partitions = 0;
     std::vector<float> values;   // ApplyDelta: the average; SetWeights: the weights
     std::vector<float> snapshot; // ApplyDelta: what this node sent for the round
+    // ShareGradients: the basis round and rank; ApplyGradients: the result's round (values: the result).
+    std::int64_t round = 0;
+    int rank = 0;
+    bool included = false;
+    double learningRate = 0;
+    double clipScale = 1;
 };
 
 // A frame the engine wrote, behind the headroom it left for the node's envelope (see
@@ -79,7 +89,9 @@ struct EngineResult {
     EngineOutput output;       // Forward: activation frame for the next stage (empty on the last)
     EngineOutput gradInput;    // Backward: gradient frame for the previous stage (empty on stage 0)
     int microbatches = 0;      // Step: accumulated microbatches whose gradients the step applied
-    std::vector<float> values; // Gather: the partition's weights (fp32)
+    std::vector<float> values; // Gather: the partition's weights (fp32); ShareGradients: the share
+    bool hasBasis = true;      // ShareGradients: false when it holds another round's basis
+    std::int64_t basisRound = 0;
     double loss = std::numeric_limits<double>::quiet_NaN(); // last stage's forward/backward only
     qint64 tokens = 0;
     qint64 flop = 0; // what the coordinator credits for this task (0 when it failed)

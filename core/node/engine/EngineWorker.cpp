@@ -264,7 +264,7 @@ void EngineWorker::misbehave(const EngineTask& task, EngineResult& result) const
                      task.kind == EngineTask::Backward ? given(task.gradOutput) : given({}));
     if (task.kind == EngineTask::ForwardBackward)
         lie.loss(result.loss);
-    if (task.kind == EngineTask::Gather)
+    if (task.kind == EngineTask::Gather || task.kind == EngineTask::ShareGradients)
         lie.share(result.values);
     if (lie.fastTiming())
         result.computeSeconds = 1e-9;
@@ -383,6 +383,31 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
                               .arg(task.partition)
                               .arg(task.partitions)
                               .arg(text(s.message()));
+                return r;
+            }
+            break;
+        }
+        case EngineTask::ShareGradients: {
+            Result<gpu::GradientShare> share = engine.shareGradients(task.rank, task.round);
+            if (!share) {
+                r.error = QStringLiteral("sharing the gradients: %1").arg(text(share.message()));
+                r.errorKind = share.kind();
+                return r;
+            }
+            r.microbatches = share->microbatches;
+            r.hasBasis = share->hasBasis;
+            r.basisRound = share->basisRound;
+            r.values = std::move(share->values);
+            break;
+        }
+        case EngineTask::ApplyGradients: {
+            const Status s = engine.applyGradients(task.rank, task.values, task.included, task.round,
+                                                   task.learningRate, task.clipScale);
+            if (!s) {
+                r.error = QStringLiteral("applying the averaged gradients of round %1: %2")
+                              .arg(task.round)
+                              .arg(text(s.message()));
+                r.errorKind = s.kind();
                 return r;
             }
             break;

@@ -59,11 +59,17 @@ TaskRunner::~TaskRunner() = default;
 bool TaskRunner::handleText(const SessionMessage& message) {
     if (const auto* step = std::get_if<Step>(&message)) {
         EngineTask task;
-        task.kind = EngineTask::Step;
+        // With a basis: gradient averaging (the share now, the step when the result comes).
+        task.kind = step->basis >= 0 ? EngineTask::ShareGradients : EngineTask::Step;
         task.microbatches = EngineTask::kAllAccumulated;
+        task.round = step->basis;
+        task.rank = step->rank;
+        if (step->basis >= 0)
+            m_gradientRank = step->rank;
         Pending p;
         p.message = MessageType::Step;
         p.step = step->step;
+        p.round = step->basis;
         submit(std::move(task), p);
         return true;
     }
@@ -124,6 +130,8 @@ void TaskRunner::handleBinary(const QByteArray& bytes) {
         return onAverageResult(*result, *message);
     if (const auto* sync = std::get_if<Sync>(&*header))
         return onSync(*sync, *message);
+    if (const auto* gradient = std::get_if<GradientResult>(&*header))
+        return onGradientResult(*gradient, *message);
     ++m_refused;
     qWarning("node: ignoring a binary %s message", qPrintable(messageTypeName(typeOf(*header))));
 }
@@ -232,6 +240,32 @@ void TaskRunner::onSync(const Sync& header, const TaskMessage& message) {
     submit(std::move(task), p);
 }
 
+void TaskRunner::onGradientResult(const GradientResult& header, const TaskMessage& message) {
+    const TaskFrame* frame = message.frame(TaskFrameType::Partition);
+    Result<std::vector<float>> values =
+        frame ? partitionValues(*frame) : Result<std::vector<float>>(makeError("no Partition frame"));
+    if (!values) {
+        ++m_refused;
+        qWarning("node: refusing the gradient result of step %lld: %s", qlonglong(header.step),
+                 values.message().c_str());
+        m_sendText(StepDone{header.step, false, 0, QString::fromStdString(values.message()).left(kMaxReasonChars)});
+        return;
+    }
+    EngineTask task;
+    task.kind = EngineTask::ApplyGradients;
+    task.rank = m_gradientRank;
+    task.values = std::move(values).value();
+    task.round = header.round;
+    task.included = header.included;
+    task.learningRate = header.learningRate;
+    task.clipScale = header.clipScale;
+    Pending p;
+    p.message = MessageType::GradientResult;
+    p.step = header.step;
+    p.round = header.round;
+    submit(std::move(task), p);
+}
+
 void TaskRunner::refuseTask(qint64 taskId, TaskKind kind, qint64 microbatch, const QString& error) {
     ++m_refused;
     ++m_failed;
@@ -270,6 +304,8 @@ void TaskRunner::onTaskFinished(const EngineResult& result) {
     case MessageType::SyncRequest:
         return finishGather(p, result);
     case MessageType::Step:
+        if (result.kind == EngineTask::ShareGradients)
+            return finishShare(p, result);
         if (result.ok) {
             m_step = p.step;
             ++m_stepsDone;
@@ -278,6 +314,14 @@ void TaskRunner::onTaskFinished(const EngineResult& result) {
         }
         return m_sendText(StepDone{p.step, result.ok, result.ok ? result.microbatches : 0,
                                    result.error.left(kMaxReasonChars)});
+    case MessageType::GradientResult:
+        if (result.ok) {
+            m_step = p.step;
+            ++m_stepsDone;
+        } else {
+            qWarning("node: step %lld (averaged gradients): %s", qlonglong(p.step), qPrintable(result.error));
+        }
+        return m_sendText(StepDone{p.step, result.ok, 0, result.error.left(kMaxReasonChars)});
     case MessageType::AverageResult:
         if (result.ok)
             ++m_averagingRounds;
@@ -355,6 +399,32 @@ void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
             m_snapshots.erase(m_snapshots.begin()); // the oldest round: its result is not coming
     }
     sendShare(share, r.values);
+}
+
+void TaskRunner::finishShare(const Pending& p, const EngineResult& r) {
+    GradientShare share{p.step, r.microbatches, r.basisRound, r.ok && !r.values.empty(), {}};
+    if (!r.ok)
+        share.error = r.error.left(kMaxReasonChars);
+    else if (!r.hasBasis)
+        share.error = QStringLiteral("it holds the basis of round %1, not %2: it takes the next round")
+                          .arg(r.basisRound)
+                          .arg(p.round);
+    else if (r.values.empty())
+        share.error = QStringLiteral("no microbatch since the last exchange");
+    if (!r.ok)
+        qWarning("node: step %lld: %s", qlonglong(p.step), qPrintable(r.error));
+    const qint64 bytes = qint64(r.values.size()) * qint64(sizeof(float));
+    if (!share.ok || bytes > kTaskMessageMaxBytes - kTaskMessageMaxJsonBytes - kTaskFrameHeaderBytes -
+                                 kTaskMessagePrefixBytes) {
+        if (share.ok) {
+            share.ok = false;
+            share.error = QStringLiteral("%1 bytes exceed the %2-byte message limit").arg(bytes).arg(kTaskMessageMaxBytes);
+        }
+        return m_sendBinary(encode(share));
+    }
+    m_sendBinary(TaskMessageBuilder(toJson(share), bytes)
+                     .add(TaskFrameType::Partition, partitionPayload(r.values))
+                     .take());
 }
 
 void TaskRunner::sendShare(const AverageShare& share, const std::vector<float>& values) {

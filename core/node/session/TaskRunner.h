@@ -96,6 +96,8 @@ private:
     void onTask(const protocol::Task& header, const protocol::TaskMessage& message);
     void onAverageResult(const protocol::AverageResult& header, const protocol::TaskMessage& message);
     void onSync(const protocol::Sync& header, const protocol::TaskMessage& message);
+    void onGradientResult(const protocol::GradientResult& header, const protocol::TaskMessage& message);
+    void finishShare(const Pending& p, const EngineResult& r);
     void startGather(qint64 round, int partition, int partitions, protocol::MessageType message);
     void refuseTask(qint64 taskId, protocol::TaskKind kind, qint64 microbatch, const QString& error);
     void onTaskFinished(const EngineResult& result);
@@ -119,6 +121,7 @@ private:
     qint64 m_refused = 0; // malformed messages
     qint64 m_step = -1;   // the coordinator's step last applied
     qint64 m_stepsDone = 0;
+    int m_gradientRank = 0; // the exchange's, from the last step request
     double m_lastLoss;
     qint64 m_averagingRounds = 0;
     qint64 m_syncs = 0;

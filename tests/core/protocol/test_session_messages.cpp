@@ -39,16 +39,18 @@ std::vector<SessionMessage> samples() {
             StepDone{12, true, 8, {}},
             AverageShare{4, -1, 20, true, {}},
             SyncDone{4, false, QStringLiteral("bad size")},
+            GradientShare{12, 3, 11, true, {}},
             HeartbeatAck{1'700'000'000'000},
             ErrorNotice{QStringLiteral("refused")},
             task,
-            Step{12},
+            Step{12, 11, 4},
             Average{5, 3, 20, 100},
             AverageResult{5, 3, 2},
             SyncRequest{6, 20},
             Sync{6, 20},
             Reassign{1, QStringLiteral("stage 1 has no node")},
-            Credits{}};
+            Credits{},
+            GradientResult{12, 12, true, 3, 0.0025, 0.5}};
 }
 
 bool operator==(const TaskResult& a, const TaskResult& b) {

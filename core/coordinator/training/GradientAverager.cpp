@@ -1,0 +1,247 @@
+#include "coordinator/training/GradientAverager.h"
+
+#include "coordinator/trust/RobustCombine.h"
+#include "engine/GradientCombiner.h"
+
+#include <QJsonArray>
+
+#include <cmath>
+
+namespace tessera::coordinator {
+
+namespace {
+
+// Honest replicas' shares differ by their microbatches' noise (a replica with one microbatch is
+// √8 noisier than one with eight); the radius leaves them alone and bounds a liar.
+constexpr double kClipFactor = 4.0;
+
+QString shortId(const QString& node) {
+    return node.left(12);
+}
+
+} // namespace
+
+GradientAverager::GradientAverager(std::vector<std::unique_ptr<gpu::GradientCombiner>> combiners,
+                                   GradientSettings settings, SendText sendText, SendBinary sendBinary,
+                                   Clock clock)
+    : m_combiners(std::move(combiners))
+    , m_settings(settings)
+    , m_sendText(std::move(sendText))
+    , m_sendBinary(std::move(sendBinary))
+    , m_clock(std::move(clock)) {}
+
+GradientAverager::~GradientAverager() = default;
+
+Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::vector<Shapes>& stageShapes,
+                                                                   GradientSettings settings, std::uint64_t seed,
+                                                                   SendText sendText, SendBinary sendBinary,
+                                                                   Clock clock) {
+    std::vector<std::unique_ptr<gpu::GradientCombiner>> combiners;
+    for (std::size_t s = 0; s < stageShapes.size(); ++s) {
+        auto combiner = gpu::GradientCombiner::create(stageShapes[s], settings.rank, seed);
+        if (!combiner)
+            return makeError("stage " + std::to_string(s) + ": " + combiner.message());
+        const qint64 bytes = (*combiner)->resultSize() * qint64(sizeof(float));
+        if (bytes > protocol::kTaskMessageMaxBytes - protocol::kTaskMessageMaxJsonBytes)
+            return makeError("stage " + std::to_string(s) + ": a gradient result of " + std::to_string(bytes) +
+                             " bytes exceeds the message limit; raise the compression (a lower --gradient-rank)");
+        combiners.push_back(std::move(*combiner));
+    }
+    return std::unique_ptr<GradientAverager>(new GradientAverager(std::move(combiners), settings, std::move(sendText),
+                                                                  std::move(sendBinary), std::move(clock)));
+}
+
+void GradientAverager::start(qint64 step, const std::vector<QStringList>& replicas) {
+    if (m_round)
+        close(); // a step ended before the previous exchange did (overlapping steps): close it now
+    Round round;
+    round.step = step;
+    round.deadlineMs = m_clock() + m_settings.deadlineMs;
+    round.stages.resize(m_combiners.size());
+    for (std::size_t s = 0; s < m_combiners.size() && s < replicas.size(); ++s) {
+        const protocol::Step request{step, m_combiners[s]->round(), m_combiners[s]->rank()};
+        for (const QString& node : replicas[s])
+            if (m_sendText(node, request)) {
+                round.stages[s].asked << node;
+                round.stages[s].waiting.insert(node);
+            }
+    }
+    m_round = std::move(round);
+    maybeClose();
+}
+
+bool GradientAverager::onShare(const QString& node, const protocol::GradientShare& share,
+                               const protocol::TaskMessage& message) {
+    if (!m_round || share.step != m_round->step)
+        return false;
+    for (std::size_t s = 0; s < m_round->stages.size(); ++s) {
+        StageRound& stage = m_round->stages[s];
+        if (!stage.waiting.remove(node))
+            continue;
+        const bool basisOk = share.basis == m_combiners[s]->round() || !m_combiners[s]->needsBasis();
+        if (!basisOk)
+            stage.satOut = true;
+        if (share.ok && basisOk && share.microbatches > 0) {
+            const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
+            Result<std::vector<float>> values =
+                frame ? protocol::partitionValues(*frame) : Result<std::vector<float>>(makeError("no values"));
+            if (!values || qint64(values->size()) != m_combiners[s]->shareSize()) {
+                Q_EMIT shareRefused(node, int(s),
+                                    QStringLiteral("its gradient share of step %1 has %2 values, %3 expected")
+                                        .arg(share.step)
+                                        .arg(values ? qint64(values->size()) : -1)
+                                        .arg(m_combiners[s]->shareSize()));
+            } else {
+                stage.shares.insert(node, Received{std::move(*values), share.microbatches});
+            }
+        } else if (!share.ok && !share.error.isEmpty()) {
+            qInfo("gradients: node %s sits out step %lld: %s", qPrintable(shortId(node)), qlonglong(share.step),
+                  qPrintable(share.error));
+        }
+        maybeClose();
+        return true;
+    }
+    return false;
+}
+
+void GradientAverager::nodeGone(const QString& node) {
+    if (!m_round)
+        return;
+    for (StageRound& stage : m_round->stages) {
+        stage.waiting.remove(node);
+        stage.shares.remove(node);
+    }
+    maybeClose();
+}
+
+void GradientAverager::tick() {
+    if (m_round && m_clock() >= m_round->deadlineMs) {
+        for (const StageRound& stage : m_round->stages)
+            for (const QString& node : stage.waiting) {
+                ++m_sharesMissed;
+                qInfo("gradients: node %s missed step %lld's deadline: dropped from the round",
+                      qPrintable(shortId(node)), qlonglong(m_round->step));
+            }
+        close();
+    }
+}
+
+void GradientAverager::maybeClose() {
+    for (const StageRound& stage : m_round->stages)
+        if (!stage.waiting.isEmpty())
+            return;
+    close();
+}
+
+std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRound& round, QSet<QString>& counted) {
+    std::vector<Share> vetted, all;
+    for (auto it = round.shares.begin(); it != round.shares.end(); ++it) {
+        Share share{it.key(), std::move(it->values), double(it->microbatches)};
+        if (!m_trusted || m_trusted(share.node))
+            vetted.push_back(share);
+        all.push_back(std::move(share));
+    }
+    // Shares of nodes on probation do not count while any vetted replica's does.
+    const std::vector<Share>& used = vetted.empty() ? all : vetted;
+    if (used.empty())
+        return std::nullopt;
+    RobustCombineSettings settings;
+    settings.meanOfClipped = true;
+    settings.clipFactor = kClipFactor;
+    Combined combined = robustCombine(used, {}, settings);
+    for (const QString& node : combined.dropped)
+        Q_EMIT shareRefused(node, stage, QStringLiteral("its gradient share is not finite"));
+    m_sharesClipped += combined.clipped.size();
+    for (const QString& node : combined.clipped)
+        qInfo("gradients: node %s's share for stage %d was far from the others' (clipped)", qPrintable(shortId(node)),
+              stage);
+    if (combined.used == 0)
+        return std::nullopt;
+    for (const Share& share : used)
+        if (!combined.dropped.contains(share.node))
+            counted.insert(share.node);
+    m_sharesCounted += counted.size();
+    return std::move(combined.values);
+}
+
+void GradientAverager::close() {
+    Round round = std::move(*m_round);
+    m_round.reset();
+    const std::size_t stages = round.stages.size();
+    std::vector<std::vector<float>> results(stages);
+    std::vector<QSet<QString>> counted(stages);
+    double squared = 0;
+    for (std::size_t s = 0; s < stages; ++s) {
+        std::optional<std::vector<float>> mean = combine(int(s), round.stages[s], counted[s]);
+        if (!mean) {
+            // Its replicas all hold another round's basis (they joined since): everyone starts over
+            // from the seeded one at the next step rather than sit out for ever.
+            if (round.stages[s].satOut) {
+                qInfo("gradients: stage %d: no replica holds round %lld's basis; the next round starts from the "
+                      "seeded one",
+                      int(s), qlonglong(m_combiners[s]->round()));
+                m_combiners[s]->reset();
+            }
+            continue;
+        }
+        double norm = 0;
+        Result<std::vector<float>> result = m_combiners[s]->result(*mean, &norm);
+        if (!result) {
+            qWarning("gradients: stage %d, step %lld: %s", int(s), qlonglong(round.step), result.message().c_str());
+            continue;
+        }
+        results[s] = std::move(*result);
+        squared += norm;
+    }
+    m_lastNorm = std::sqrt(squared);
+    m_lastClipScale = m_settings.clipNorm > 0 && m_lastNorm > m_settings.clipNorm ? m_settings.clipNorm / m_lastNorm : 1.0;
+    m_lastLearningRate = m_settings.schedule.at(round.step);
+    m_lastStep = round.step;
+    for (std::size_t s = 0; s < stages; ++s) {
+        if (results[s].empty())
+            continue;
+        const QByteArrayView payload = protocol::partitionPayload(results[s]);
+        for (const QString& node : round.stages[s].asked) {
+            const protocol::GradientResult header{round.step, m_combiners[s]->round(), counted[s].contains(node),
+                                                  int(counted[s].size()), m_lastLearningRate, m_lastClipScale};
+            if (m_sendBinary(node, protocol::TaskMessageBuilder(protocol::toJson(header), payload.size())
+                                       .add(protocol::TaskFrameType::Partition, payload)
+                                       .take()))
+                Q_EMIT weightsSent(node);
+        }
+        Q_EMIT applied(int(s), results[s], m_combiners[s]->round(), m_lastLearningRate, m_lastClipScale);
+    }
+    ++m_rounds;
+    Q_EMIT closed(round.step);
+}
+
+QJsonObject GradientAverager::status() const {
+    QJsonArray bytes;
+    for (const auto& c : m_combiners)
+        bytes.append(QJsonObject{{QStringLiteral("share_bytes"), c->shareSize() * qint64(sizeof(float))},
+                                 {QStringLiteral("result_bytes"), c->resultSize() * qint64(sizeof(float))},
+                                 {QStringLiteral("fp32_gradient_bytes"), c->gradientSize() * qint64(sizeof(float))}});
+    const gpu::LearningRateSchedule& s = m_settings.schedule;
+    return QJsonObject{
+        {QStringLiteral("enabled"), m_settings.enabled},
+        {QStringLiteral("rank"), m_settings.rank},
+        {QStringLiteral("clip_norm"), m_settings.clipNorm},
+        {QStringLiteral("learning_rate"), m_lastLearningRate},
+        {QStringLiteral("schedule"),
+         QJsonObject{{QStringLiteral("peak"), s.peak},
+                     {QStringLiteral("warmup_steps"), qint64(s.warmupSteps)},
+                     {QStringLiteral("decay"), QLatin1String(s.decayName())},
+                     {QStringLiteral("decay_steps"), qint64(s.decaySteps)},
+                     {QStringLiteral("min_ratio"), s.minRatio}}},
+        {QStringLiteral("rounds"), m_rounds},
+        {QStringLiteral("last_step"), m_lastStep},
+        {QStringLiteral("gradient_norm"), m_lastNorm},
+        {QStringLiteral("clip_scale"), m_lastClipScale},
+        {QStringLiteral("shares_counted"), m_sharesCounted},
+        {QStringLiteral("shares_missed"), m_sharesMissed},
+        {QStringLiteral("shares_clipped"), m_sharesClipped},
+        {QStringLiteral("stages"), bytes},
+    };
+}
+
+} // namespace tessera::coordinator

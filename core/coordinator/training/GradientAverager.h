@@ -1,0 +1,127 @@
+#pragma once
+// GradientAverager: the replicas of every stage average their gradients at every step
+// (gpu/train/GradientExchange behind gpu::GradientCombiner). When a step's microbatches are all in,
+// every routed node is sent `step {basis, rank}`; each answers a gradient_share (its share per
+// microbatch, weighted by the microbatches it processed). A stage's shares are combined robustly
+// (trust/RobustCombine: non-finite or mis-sized shares refused and their senders struck; shares of
+// unvetted nodes do not count while a vetted one's does; CenteredClip bounds what any one share can
+// move; the mean is weighted by microbatches), the combiner turns the mean into the result, the
+// global norm over every stage sets the clip scale, the schedule sets the learning rate, and every
+// node asked gets the same gradient_result (with `included`: whether its share counted — one that
+// was not keeps its gradient in its error memory). The coordinator's checkpoint applies it too
+// (`applied`), so it holds what the replicas hold.
+//
+// Round of a step: Collecting (requests sent) → Closed (every node asked answered, left, or the
+// deadline passed: results sent). A node that misses the deadline or leaves is dropped from the
+// round without blocking it; a node that joins mid-step is asked at the next step's end.
+
+#include "base/Result.h"
+#include "protocol/SessionMessages.h"
+#include "protocol/TaskMessage.h"
+#include "train/LearningRateSchedule.h"
+
+#include <QHash>
+#include <QJsonObject>
+#include <QObject>
+#include <QSet>
+#include <QStringList>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace tessera::gpu {
+class GradientCombiner;
+}
+
+namespace tessera::coordinator {
+
+struct GradientSettings {
+    bool enabled = true; // off: every node steps on its own gradients (the first wave's swarm)
+    int rank = 0;        // the exchange's rank (0: dense fp32, exact)
+    double clipNorm = 1.0; // global gradient-norm clip (0: none)
+    gpu::LearningRateSchedule schedule;
+    qint64 deadlineMs = 30'000; // a round waits at most this long for the shares
+};
+
+class GradientAverager final : public QObject {
+    Q_OBJECT
+
+public:
+    using SendText = std::function<bool(const QString& node, const protocol::SessionMessage& message)>;
+    using SendBinary = std::function<bool(const QString& node, const QByteArray& message)>;
+    using Clock = std::function<qint64()>;
+    using Trusted = std::function<bool(const QString& node)>;
+    using Shapes = std::vector<std::vector<std::int64_t>>;
+
+    // One combiner per stage, from the stages' parameter shapes.
+    static Result<std::unique_ptr<GradientAverager>> create(const std::vector<Shapes>& stageShapes,
+                                                            GradientSettings settings, std::uint64_t seed,
+                                                            SendText sendText, SendBinary sendBinary,
+                                                            Clock clock);
+    ~GradientAverager() override;
+
+    const GradientSettings& settings() const { return m_settings; }
+    void setTrusted(Trusted trusted) { m_trusted = std::move(trusted); }
+
+    // Step `step`'s microbatches are in: asks every replica of every stage for its share.
+    void start(qint64 step, const std::vector<QStringList>& replicas);
+    bool collecting() const { return m_round.has_value(); }
+    // A node's gradient_share; false when no round expected it.
+    bool onShare(const QString& node, const protocol::GradientShare& share, const protocol::TaskMessage& message);
+    void nodeGone(const QString& node);
+    void tick(); // the deadline
+
+    // rank, clip_norm, learning rate now and the schedule, rounds, last norm and clip scale, bytes.
+    QJsonObject status() const;
+    qint64 rounds() const { return m_rounds; }
+
+Q_SIGNALS:
+    // Results went out for `step` (or the round had nothing to send): the next step may start.
+    void closed(qint64 step);
+    // The stage's result, for the checkpoint to apply as the replicas do.
+    void applied(int stage, const std::vector<float>& result, qint64 round, double learningRate, double clipScale);
+    void weightsSent(const QString& node);
+    void shareRefused(const QString& node, int stage, const QString& reason);
+
+private:
+    struct Received {
+        std::vector<float> values;
+        int microbatches = 0;
+    };
+    struct StageRound {
+        QStringList asked;
+        QSet<QString> waiting;
+        QHash<QString, Received> shares;
+        bool satOut = false; // a replica held another round's basis
+    };
+    struct Round {
+        qint64 step = 0;
+        qint64 deadlineMs = 0;
+        std::vector<StageRound> stages;
+    };
+
+    GradientAverager(std::vector<std::unique_ptr<gpu::GradientCombiner>> combiners, GradientSettings settings,
+                     SendText sendText, SendBinary sendBinary, Clock clock);
+    void maybeClose();
+    void close();
+    // The weighted robust mean of a stage's shares, and the nodes whose share counted.
+    std::optional<std::vector<float>> combine(int stage, StageRound& round, QSet<QString>& counted);
+
+    std::vector<std::unique_ptr<gpu::GradientCombiner>> m_combiners;
+    GradientSettings m_settings;
+    SendText m_sendText;
+    SendBinary m_sendBinary;
+    Clock m_clock;
+    Trusted m_trusted;
+    std::optional<Round> m_round;
+    qint64 m_rounds = 0;
+    qint64 m_lastStep = 0;
+    double m_lastNorm = 0;
+    double m_lastClipScale = 1;
+    double m_lastLearningRate = 0;
+    qint64 m_sharesCounted = 0, m_sharesMissed = 0, m_sharesClipped = 0;
+};
+
+} // namespace tessera::coordinator

@@ -1,0 +1,41 @@
+#pragma once
+// GradientCombiner: the coordinator's side of a stage's gradient exchange behind a torch-free
+// facade (train/GradientExchange): the sizes a share and a result must have, and from the
+// replicas' weighted mean share the result every replica applies, with the update's norm. Holds the
+// stage's basis between rounds; round() is the basis round the next shares must be built on.
+
+#include "base/Result.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace tessera::gpu {
+
+class GradientRoundCombiner;
+
+class GradientCombiner {
+public:
+    static Result<std::unique_ptr<GradientCombiner>> create(const std::vector<std::vector<std::int64_t>>& shapes,
+                                                            int rank, std::uint64_t seed);
+    ~GradientCombiner();
+
+    int rank() const;
+    std::int64_t shareSize() const;
+    std::int64_t resultSize() const;
+    std::int64_t gradientSize() const;
+    std::int64_t round() const;
+    // Whether a share must be built on round()'s basis (false when everything travels dense).
+    bool needsBasis() const;
+    // Back to the seeded basis (round 0): when no replica of the stage held the current one.
+    void reset();
+    // meanShare: Σ m_r·share_r / Σ m_r over the replicas counted. *squaredNorm: ‖update‖².
+    Result<std::vector<float>> result(std::span<const float> meanShare, double* squaredNorm);
+
+private:
+    explicit GradientCombiner(std::unique_ptr<GradientRoundCombiner> combiner);
+    std::unique_ptr<GradientRoundCombiner> m_combiner;
+};
+
+} // namespace tessera::gpu

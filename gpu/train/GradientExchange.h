@@ -1,0 +1,132 @@
+#pragma once
+// GradientExchange: the replicas of a stage average their gradients at every step, compressed.
+// Internal to gpu/ (torch tensors); the coordinator reaches it through GradientCombiner's
+// torch-free facade in engine/, the node through StageEngine.
+//
+// Each matrix-shaped gradient M (m × n, the parameter flattened after its first dimension) can travel
+// as a rank-r PowerSGD-style pair in ONE round (a step's exchange must cost one round trip through
+// the coordinator, not PowerSGD's two): replica r adds its error memory e_r to what it accumulated,
+// c_r = g_r + e_r, and sends Y_r = c_rᵀ·P̂ / m_r and X_r = c_r·Y_r / m_r (m_r its microbatches), where
+// P̂ (orthonormal, m × r) is the basis every replica holds from the previous round. The combiner
+// averages the shares weighted by m_r (→ X̄, Ȳ) and answers
+//     [P̂ | Ȳ | P̂' = orth(X̄)]     the update is P̂·Ȳᵀ = P̂P̂ᵀ·(Σ c_r / Σ m_r)
+// every replica applies the same update, keeps e_r = c_r − P̂P̂ᵀ·c_r (what the projection left out:
+// the residuals of all replicas add up to exactly what the average lost) and takes P̂' as the next
+// basis: one power-iteration step per round on Σ c_r c_rᵀ, warm-started from P̂.
+//
+// Measured (BENCHMARKS.md "Replicas that learn as one"): with AdamW the low-rank exchange slows
+// learning badly at the tiny preset (rank 4: +60% loss at 400 steps, even without averaging), so the
+// default is rank 0 — dense fp32, exact — and the low rank is an option.
+//
+// Vectors (norm gains) and matrices too small for rank r to pay travel dense (their sums divided by
+// m_r; the average is exact). Rank 0 sends everything dense: exact gradient averaging.
+//
+// A replica that was not counted in a round (it missed the deadline, held no basis for it, or
+// processed nothing) still applies the round's update — replicas stay equal — and keeps all of c_r
+// in its memory for the next round (error feedback carries it).
+//
+// The norm of the update is exact from the result alone (‖P̂Ȳᵀ‖ = ‖Ȳ‖, P̂ orthonormal), so the
+// combiner measures each stage's gradient norm itself: no replica reports it.
+
+#include "base/Result.h"
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tessera::gpu {
+
+// Where each parameter's gradient lives in a share and in a result, and how it travels. The same
+// on every replica and on the combiner: a function of the shapes and the rank only.
+class GradientLayout {
+public:
+    struct Entry {
+        std::int64_t m = 0, n = 0;  // the gradient as an m × n matrix (n = 1 for vectors)
+        std::int64_t rank = 0;      // 0: dense
+        std::int64_t shareOffset = 0, resultOffset = 0;
+    };
+
+    GradientLayout() = default;
+    GradientLayout(const std::vector<std::vector<std::int64_t>>& shapes, int rank);
+
+    const std::vector<Entry>& entries() const { return m_entries; }
+    int rank() const { return m_rank; }
+    std::int64_t shareSize() const { return m_shareSize; }   // fp32 values a replica sends
+    std::int64_t resultSize() const { return m_resultSize; } // fp32 values every replica receives
+    std::int64_t gradientSize() const { return m_gradientSize; } // fp32 values of the whole gradient
+    // Whether any entry travels low rank (else every share is exact whatever basis its sender holds).
+    bool lowRank() const { return m_lowRank; }
+
+private:
+    std::vector<Entry> m_entries;
+    int m_rank = 0;
+    bool m_lowRank = false;
+    std::int64_t m_shareSize = 0, m_resultSize = 0, m_gradientSize = 0;
+};
+
+// The basis of low-rank entry `index` before any round: orthonormal (P̂, m × r), seeded, identical
+// wherever it is made.
+torch::Tensor initialLeftBasis(std::uint64_t seed, std::size_t index, std::int64_t m, std::int64_t rank);
+// Gram–Schmidt in fp64 (reproducible on every machine: no BLAS): the columns of x made orthonormal; a
+// column that vanishes is replaced by a seeded one.
+torch::Tensor orthonormalColumns(const torch::Tensor& x, std::uint64_t seed);
+
+// One replica's side: its error memory and basis over the live parameter tensors (gradients in
+// p.grad(), fp32 masters).
+class GradientCompressor {
+public:
+    // memoryDecay: what of the error memory carries into the next round (1: all, error feedback
+    // proper; 0: none, the projection's loss is dropped).
+    GradientCompressor(std::vector<torch::Tensor> parameters, int rank, std::uint64_t seed, double memoryDecay = 1.0);
+
+    const GradientLayout& layout() const { return m_layout; }
+    // The round whose result this replica last applied (its basis comes from it); 0: the seeded one.
+    std::int64_t basisRound() const { return m_basisRound; }
+    // Back to the seeded basis (the combiner restarted); the memory stays.
+    void resetBasis();
+
+    // Moves the gradients accumulated since the last round (sums over microbatches) into the
+    // memory and zeroes them, so the next step accumulates afresh while this one is exchanged.
+    void collect();
+    // The share of what collect() gathered, per microbatch: `microbatches` must be ≥ 1.
+    std::vector<float> share(int microbatches) const;
+    // Writes the round's mean gradient into p.grad(), settles the memory (included: what the
+    // projection left out; otherwise all of it stays) and takes the next basis from the result.
+    Status apply(std::span<const float> result, bool included, std::int64_t round);
+    // ‖memory‖²: what error feedback still carries; the memory itself (per parameter, m × n sums).
+    double memorySquaredNorm() const;
+    const std::vector<torch::Tensor>& memory() const { return m_memory; }
+
+private:
+    std::vector<torch::Tensor> m_parameters;
+    GradientLayout m_layout;
+    std::uint64_t m_seed;
+    double m_memoryDecay = 1.0;
+    std::vector<torch::Tensor> m_memory;   // per entry, m × n fp32 (sums, not means)
+    std::vector<torch::Tensor> m_left;     // P̂ per low-rank entry (undefined for dense)
+    std::int64_t m_basisRound = 0;
+};
+
+// The combiner's side (the coordinator, the simulator): from the replicas' weighted mean share, the
+// result every replica applies. Holds P̂ per low-rank entry.
+class GradientRoundCombiner {
+public:
+    GradientRoundCombiner(GradientLayout layout, std::uint64_t seed);
+
+    const GradientLayout& layout() const { return m_layout; }
+    std::int64_t round() const { return m_round; } // results made so far (the basis round)
+    // meanShare: Σ_r m_r·share_r / Σ_r m_r. Returns the result and sets *squaredNorm to ‖update‖².
+    std::vector<float> result(std::span<const float> meanShare, double* squaredNorm);
+    // Back to the seeded basis, round 0 (no replica could share on the current one).
+    void reset();
+
+private:
+    GradientLayout m_layout;
+    std::uint64_t m_seed;
+    std::vector<torch::Tensor> m_left; // P̂ per low-rank entry, fp32 CPU
+    std::int64_t m_round = 0;
+};
+
+} // namespace tessera::gpu
