@@ -1,10 +1,15 @@
-// bench_learning: does a split, compressed, sparsely averaged swarm still learn? Runs the
-// in-process simulator for the centralized baseline and S=4 × R=3 swarms (codec none, and
-// subspace at two ratios) on the same tokens and seed, side by side, and prints final losses
-// and tokens-to-target. Writes one CSV per run and, when gnuplot is installed, a PNG plot.
+// bench_learning: does a split, compressed, averaged swarm learn as one machine does? Runs the
+// in-process simulator for the centralized baseline and S=4 × R=3 swarms with each mechanism added
+// in turn (no gradient averaging — the first wave's swarm —, gradient averaging alone, + SPARTA,
+// + the subspace codec, + the low-rank gradient exchange) on the same tokens and seed, side by side
+// (two at a time, one thread each), and prints final held-out losses and tokens-to-target. Writes
+// one CSV per run and, when gnuplot is installed, a PNG plot.
 //
-// usage: bench_learning [STEPS] [OUTDIR]
+// usage: bench_learning [STEPS] [OUTDIR] [RUNS]   RUNS: "all" (default) or "long" (centralized and
+// the default swarm, none and subspace 8x: for 2,000 steps)
 #include "train/SwarmSimulator.h"
+
+#include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
@@ -13,7 +18,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <atomic>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace tessera::gpu;
@@ -25,10 +33,14 @@ struct Run {
     int stages, replicas;
     CodecKind codec;
     int ratio;
+    bool gradientAveraging = true;
+    bool sparta = true;
+    int rank = 0;
     std::vector<std::pair<std::int64_t, double>> curve; // tokens, held-out loss
     double finalLoss = 0;
     double seconds = 0;
     double wireBytesPerToken = 0;
+    double spread = 0; // largest relative difference between two replicas of a stage at the end
 };
 
 std::int64_t tokensToReach(const Run& run, double target) {
@@ -46,56 +58,91 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(outDir);
     const int evalEvery = 10;
 
-    std::vector<Run> runs = {{"centralized (S=1 R=1 none)", 1, 1, CodecKind::None, 8, {}},
-                             {"swarm S=4 R=3 none", 4, 3, CodecKind::None, 8, {}},
-                             {"swarm S=4 R=3 subspace 8x (k=16)", 4, 3, CodecKind::Subspace, 8, {}},
-                             {"swarm S=4 R=3 subspace 32x (k=4)", 4, 3, CodecKind::Subspace, 32, {}}};
-    double floor = -1;
-    for (Run& run : runs) {
-        SimOptions options;
-        options.config = *ModelConfig::preset("tiny");
-        options.config.stages = run.stages;
-        options.config.codec = run.codec;
-        options.config.subspaceRatio = run.ratio;
-        options.replicas = run.replicas;
-        options.seed = 42;
-        auto sim = SwarmSimulator::create(options);
-        if (!sim) {
-            std::fprintf(stderr, "%s: %s\n", run.label.c_str(), sim.message().c_str());
-            return 1;
-        }
-        floor = (*sim)->entropyFloor();
-        std::fprintf(stderr, "%s: %s\n", run.label.c_str(), (*sim)->describe().c_str());
-        const auto start = std::chrono::steady_clock::now();
-        std::int64_t wire = 0, tokens = 0;
-        run.curve.emplace_back(0, (*sim)->evaluate());
-        for (int s = 1; s <= steps; ++s) {
-            const SimStep r = (*sim)->step();
-            wire += r.wireBytes;
-            tokens = r.tokens;
-            if (s % evalEvery == 0 || s == steps) {
-                run.curve.emplace_back(r.tokens, (*sim)->evaluate());
-                std::fprintf(stderr, "  step %d eval %.4f\n", s, run.curve.back().second);
-            }
-        }
-        run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        run.finalLoss = run.curve.back().second;
-        run.wireBytesPerToken = tokens ? static_cast<double>(wire) / tokens : 0;
-        std::ofstream csv(outDir / (std::to_string(&run - runs.data()) + ".csv"));
-        csv << "tokens,eval_loss\n";
-        for (const auto& [t, l] : run.curve)
-            csv << t << ',' << l << '\n';
+    const std::string which = argc > 3 ? argv[3] : "all";
+    std::vector<Run> runs = {{"centralized (S=1 R=1 none)", 1, 1, CodecKind::None, 8, true, false, 0, {}}};
+    if (which == "long") {
+        runs.push_back({"swarm S=4 R=3 none (default)", 4, 3, CodecKind::None, 8, true, true, 0, {}});
+        runs.push_back({"swarm S=4 R=3 subspace 8x (default)", 4, 3, CodecKind::Subspace, 8, true, true, 0, {}});
+    } else {
+        runs.push_back({"S4R3 none: SPARTA only (1st wave)", 4, 3, CodecKind::None, 8, false, true, 0, {}});
+        runs.push_back({"S4R3 none: grad avg", 4, 3, CodecKind::None, 8, true, false, 0, {}});
+        runs.push_back({"S4R3 none: grad avg + SPARTA (default)", 4, 3, CodecKind::None, 8, true, true, 0, {}});
+        runs.push_back({"S4R3 subspace 8x: grad avg + SPARTA", 4, 3, CodecKind::Subspace, 8, true, true, 0, {}});
+        runs.push_back({"S4R3 none: + rank-16 exchange", 4, 3, CodecKind::None, 8, true, true, 16, {}});
+        runs.push_back({"S4R3 none: + rank-4 exchange", 4, 3, CodecKind::None, 8, true, true, 4, {}});
     }
+    // Side by side, one thread each: as many at once as there are cores.
+    torch::set_num_threads(1);
+    double floor = -1;
+    std::mutex lock;
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> failed{false};
+    const auto worker = [&] {
+        for (std::size_t i = next++; i < runs.size(); i = next++) {
+            Run& run = runs[i];
+            SimOptions options;
+            options.config = *ModelConfig::preset("tiny");
+            options.config.stages = run.stages;
+            options.config.codec = run.codec;
+            options.config.subspaceRatio = run.ratio;
+            options.replicas = run.replicas;
+            options.seed = 42;
+            options.gradientAveraging = run.gradientAveraging;
+            options.sparseAveraging = run.sparta;
+            options.gradientRank = run.rank;
+            auto sim = SwarmSimulator::create(options);
+            if (!sim) {
+                std::fprintf(stderr, "%s: %s\n", run.label.c_str(), sim.message().c_str());
+                failed = true;
+                return;
+            }
+            {
+                std::lock_guard<std::mutex> guard(lock);
+                floor = (*sim)->entropyFloor();
+                std::fprintf(stderr, "%s: %s\n", run.label.c_str(), (*sim)->describe().c_str());
+            }
+            const auto start = std::chrono::steady_clock::now();
+            std::int64_t wire = 0, tokens = 0;
+            run.curve.emplace_back(0, (*sim)->evaluate());
+            for (int s = 1; s <= steps; ++s) {
+                const SimStep r = (*sim)->step();
+                wire += r.wireBytes;
+                tokens = r.tokens;
+                if (s % evalEvery == 0 || s == steps) {
+                    run.curve.emplace_back(r.tokens, (*sim)->evaluate());
+                    std::lock_guard<std::mutex> guard(lock);
+                    std::fprintf(stderr, "  %s: step %d eval %.4f\n", run.label.c_str(), s, run.curve.back().second);
+                }
+            }
+            run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            run.finalLoss = run.curve.back().second;
+            run.wireBytesPerToken = tokens ? static_cast<double>(wire) / tokens : 0;
+            run.spread = (*sim)->replicaSpread();
+            std::ofstream csv(outDir / (std::to_string(i) + ".csv"));
+            csv << "tokens,eval_loss\n";
+            for (const auto& [t, l] : run.curve)
+                csv << t << ',' << l << '\n';
+        }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < std::max(1u, std::min(2u, std::thread::hardware_concurrency())); ++t)
+        threads.emplace_back(worker);
+    for (auto& t : threads)
+        t.join();
+    if (failed)
+        return 1;
 
     const Run& base = runs.front();
     // Target: within 10% of the way from the start to the baseline's final loss, i.e. the
     // baseline's loss at 90% of its progress.
     const double target = base.curve.front().second - 0.9 * (base.curve.front().second - base.finalLoss);
     std::printf("tiny preset, %d steps of 8 microbatches x 8 x 64 tokens, synthetic order-2 corpus "
-                "(entropy floor %.4f nats/token), seed 42\n\n",
+                "(entropy floor %.4f nats/token), seed 42; AdamW lr 3e-3, warm-up 20, global clip 1.0;\n"
+                "grad avg: replicas average their gradients every step (dense unless a rank is given); "
+                "SPARTA: 5%% of the weights every 20 steps\n\n",
                 steps, floor);
-    std::printf("%-34s %10s %10s %16s %12s %14s %8s\n", "run", "final", "vs central", "tokens to target",
-                "vs central", "wire B/token", "time s");
+    std::printf("%-40s %8s %10s %16s %10s %12s %12s %7s\n", "run", "final", "vs central", "tokens to target",
+                "vs central", "wire B/token", "replica diff", "time s");
     const std::int64_t baseTokens = tokensToReach(base, target);
     for (const Run& run : runs) {
         const std::int64_t t = tokensToReach(run, target);
@@ -105,9 +152,9 @@ int main(int argc, char** argv) {
             if (baseTokens > 0)
                 std::snprintf(reachRatio, sizeof reachRatio, "%.2fx", static_cast<double>(t) / baseTokens);
         }
-        std::printf("%-34s %10.4f %9.1f%% %16s %12s %14.1f %8.0f\n", run.label.c_str(), run.finalLoss,
+        std::printf("%-40s %8.4f %9.1f%% %16s %10s %12.1f %12.2e %7.0f\n", run.label.c_str(), run.finalLoss,
                     100.0 * (run.finalLoss - base.finalLoss) / base.finalLoss, reach, reachRatio,
-                    run.wireBytesPerToken, run.seconds);
+                    run.wireBytesPerToken, run.spread, run.seconds);
     }
     std::printf("\ntarget loss %.4f (90%% of the centralized run's progress)\n", target);
 

@@ -108,6 +108,7 @@ void GradientAverager::nodeGone(const QString& node) {
     if (!m_round)
         return;
     for (StageRound& stage : m_round->stages) {
+        stage.asked.removeAll(node);
         stage.waiting.remove(node);
         stage.shares.remove(node);
     }

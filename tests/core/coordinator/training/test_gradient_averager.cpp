@@ -1,0 +1,197 @@
+// GradientAverager: a step's exchange across the replicas of every stage, on real combiners and
+// through the typed messages the nodes get — every replica receives the same result, a replica that
+// leaves or misses the deadline does not block the step (nor count), the clip and the learning rate
+// follow the settings, a share of the wrong size or not finite is refused and its sender named.
+#include "coordinator/training/GradientAverager.h"
+
+#include <QTest>
+
+#include <cmath>
+
+using namespace tessera;
+using namespace tessera::coordinator;
+using namespace tessera::protocol;
+
+namespace {
+
+struct Sent {
+    QString node;
+    GradientResult header;
+    std::vector<float> values;
+};
+
+class Harness {
+public:
+    explicit Harness(GradientSettings settings, std::vector<GradientAverager::Shapes> shapes = {{{4}, {3, 2}}}) {
+        auto made = GradientAverager::create(
+            shapes, settings, 7,
+            [this](const QString& node, const SessionMessage& m) {
+                if (const auto* step = std::get_if<Step>(&m))
+                    requests.append({node, *step});
+                return !offline.contains(node);
+            },
+            [this](const QString& node, const QByteArray& bytes) {
+                Result<TaskMessage> message = decodeTaskMessage(bytes);
+                Result<SessionMessage> header =
+                    message ? parseSessionMessage(message->header, Direction::ToNode, Transport::Binary)
+                            : message.error();
+                if (!header)
+                    qFatal("the averager sent a malformed message: %s", header.message().c_str());
+                Result<std::vector<float>> values = partitionValues(*message->frame(TaskFrameType::Partition));
+                results.push_back({node, std::get<GradientResult>(*header), *values});
+                return true;
+            },
+            [this] { return now; });
+        if (!made)
+            qFatal("%s", made.message().c_str());
+        averager = std::move(*made);
+        QObject::connect(averager.get(), &GradientAverager::shareRefused,
+                         [this](const QString& node, int, const QString&) { refused << node; });
+        QObject::connect(averager.get(), &GradientAverager::closed, [this](qint64 step) { closedSteps << step; });
+    }
+
+    bool share(const QString& node, qint64 step, int microbatches, std::vector<float> values, qint64 basis = 0) {
+        GradientShare header{step, microbatches, basis, true, {}};
+        const QByteArray bytes = TaskMessageBuilder(toJson(header), qsizetype(values.size() * sizeof(float)))
+                                     .add(TaskFrameType::Partition, partitionPayload(values))
+                                     .take();
+        Result<TaskMessage> message = decodeTaskMessage(bytes);
+        return averager->onShare(node, header, *message);
+    }
+
+    std::unique_ptr<GradientAverager> averager;
+    QList<QPair<QString, Step>> requests;
+    std::vector<Sent> results;
+    QStringList refused, offline;
+    QList<qint64> closedSteps;
+    qint64 now = 1000;
+};
+
+GradientSettings dense() {
+    GradientSettings s;
+    s.rank = 0;
+    s.clipNorm = 0; // no clip unless a test wants one
+    s.schedule.peak = 1e-3;
+    s.schedule.warmupSteps = 10;
+    return s;
+}
+
+} // namespace
+
+class TestGradientAverager final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void everyReplicaGetsTheWeightedMean() {
+        Harness h(dense());
+        h.averager->start(5, {{u"a"_qs, u"b"_qs}});
+        QCOMPARE(h.requests.size(), 2);
+        QCOMPARE(h.requests[0].second.basis, qint64(0)); // gradient averaging: a share is asked for
+        QVERIFY(h.averager->collecting());
+        // a processed 1 microbatch, b 3: the mean is weighted by them (10 values: 4 + 3×2).
+        QVERIFY(h.share(u"a"_qs, 5, 1, std::vector<float>(10, 4.0f)));
+        QVERIFY(h.results.empty()); // b has not answered
+        QVERIFY(h.share(u"b"_qs, 5, 3, std::vector<float>(10, 0.0f)));
+        QCOMPARE(int(h.results.size()), 2);
+        for (const Sent& s : h.results) {
+            QVERIFY(s.header.included);
+            QCOMPARE(s.header.replicas, 2);
+            QCOMPARE(s.values, std::vector<float>(10, 1.0f)); // (1·4 + 3·0) / 4
+            QCOMPARE(s.header.learningRate, 5e-4);            // warm-up: step 5 of 10
+            QCOMPARE(s.header.clipScale, 1.0);
+        }
+        QCOMPARE(h.closedSteps, QList<qint64>{5});
+        QVERIFY(!h.averager->collecting());
+    }
+
+    void theGlobalClipSpansEveryStage() {
+        GradientSettings s = dense();
+        s.clipNorm = 1.0;
+        Harness h(s, {{{4}}, {{4}}});
+        h.averager->start(1, {{u"a"_qs}, {u"b"_qs}});
+        QVERIFY(h.share(u"a"_qs, 1, 1, {3, 0, 0, 0}));
+        QVERIFY(h.share(u"b"_qs, 1, 1, {0, 4, 0, 0}));
+        // ‖(3, 0, 0, 0, 0, 4, 0, 0)‖ = 5 over both stages: every node scales by 1/5.
+        QCOMPARE(int(h.results.size()), 2);
+        for (const Sent& sent : h.results)
+            QVERIFY(std::abs(sent.header.clipScale - 0.2) < 1e-12);
+        QVERIFY(std::abs(h.averager->status().value(u"gradient_norm").toDouble() - 5.0) < 1e-9);
+    }
+
+    void aReplicaThatLeavesOrIsLateDoesNotBlockTheStep() {
+        Harness h(dense());
+        h.averager->start(2, {{u"a"_qs, u"b"_qs, u"c"_qs}});
+        QVERIFY(h.share(u"a"_qs, 2, 2, std::vector<float>(10, 2.0f)));
+        h.averager->nodeGone(u"b"_qs); // killed mid-exchange
+        QVERIFY(h.results.empty());    // c still has time
+        h.now += 31'000;               // past the 30 s deadline
+        h.averager->tick();
+        QCOMPARE(int(h.results.size()), 2); // a and c: b is gone
+        for (const Sent& s : h.results) {
+            QCOMPARE(s.values, std::vector<float>(10, 2.0f)); // a's alone
+            QCOMPARE(s.header.replicas, 1);
+            QCOMPARE(s.header.included, s.node == u"a"_qs); // c's gradient stays in its memory
+        }
+        // c's share comes late: no round wants it.
+        QVERIFY(!h.share(u"c"_qs, 2, 2, std::vector<float>(10, 9.0f)));
+        QCOMPARE(h.averager->status().value(u"shares_missed").toInteger(), 1);
+    }
+
+    void aShareOfTheWrongSizeOrNotFiniteIsRefusedAndItsSenderNamed() {
+        Harness h(dense());
+        h.averager->start(3, {{u"a"_qs, u"b"_qs, u"c"_qs}});
+        QVERIFY(h.share(u"a"_qs, 3, 1, std::vector<float>(9, 1.0f)));
+        std::vector<float> poisoned(10, 1.0f);
+        poisoned[4] = std::nanf("");
+        QVERIFY(h.share(u"b"_qs, 3, 1, poisoned));
+        QVERIFY(h.share(u"c"_qs, 3, 1, std::vector<float>(10, 1.0f)));
+        QCOMPARE(h.refused, (QStringList{u"a"_qs, u"b"_qs}));
+        for (const Sent& s : h.results) {
+            QCOMPARE(s.values, std::vector<float>(10, 1.0f));
+            QCOMPARE(s.header.included, s.node == u"c"_qs);
+        }
+    }
+
+    void aFarOffShareMovesTheMeanOnlyAsFarAsTheClipRadius() {
+        Harness h(dense());
+        h.averager->start(4, {{u"a"_qs, u"b"_qs, u"c"_qs}});
+        QVERIFY(h.share(u"a"_qs, 4, 1, std::vector<float>(10, 1.0f)));
+        QVERIFY(h.share(u"b"_qs, 4, 1, std::vector<float>(10, 1.1f)));
+        QVERIFY(h.share(u"c"_qs, 4, 1, std::vector<float>(10, 1000.0f))); // a poisoned share
+        const float v = h.results.front().values[0];
+        QVERIFY2(v > 1.0f && v < 1.5f, qPrintable(QString::number(v)));
+    }
+
+    void withLowRankOnlySharesOnTheCurrentBasisCount() {
+        GradientSettings s = dense();
+        s.rank = 1;
+        Harness h(s, {{{16, 16}}});
+        const qint64 share = 32; // rank 1: 16 + 16 values
+        h.averager->start(1, {{u"a"_qs, u"b"_qs}});
+        QCOMPARE(h.requests.back().second.rank, 1);
+        QVERIFY(h.share(u"a"_qs, 1, 1, std::vector<float>(share, 0.5f), 0));
+        QVERIFY(h.share(u"b"_qs, 1, 1, std::vector<float>(share, 0.5f), 3)); // another basis: sits out
+        QCOMPARE(int(h.results.size()), 2);
+        QCOMPARE(h.results[0].header.round, qint64(1));
+        for (const Sent& sent : h.results)
+            QCOMPARE(sent.header.included, sent.node == u"a"_qs);
+        QCOMPARE(qint64(h.results[0].values.size()), qint64(16 + 16 + 16)); // [P̂ | Ȳ | P̂']
+        // Next step the request names round 1's basis.
+        h.averager->start(2, {{u"a"_qs}});
+        QCOMPARE(h.requests.back().second.basis, qint64(1));
+    }
+
+    void theScheduleDecaysToItsEnd() {
+        GradientSettings s = dense();
+        s.schedule.decay = gpu::LearningRateSchedule::Decay::Cosine;
+        s.schedule.decaySteps = 110;
+        Harness h(s);
+        h.averager->start(110, {{u"a"_qs}});
+        QVERIFY(h.share(u"a"_qs, 110, 1, std::vector<float>(10, 1.0f)));
+        QVERIFY(std::abs(h.results.front().header.learningRate - 1e-4) < 1e-12);
+        QCOMPARE(h.averager->status().value(u"schedule").toObject().value(u"decay").toString(), u"cosine"_qs);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestGradientAverager)
+#include "test_gradient_averager.moc"
