@@ -14,6 +14,8 @@ namespace {
 // Honest replicas' shares differ by their microbatches' noise (a replica with one microbatch is
 // √8 noisier than one with eight); the radius leaves them alone and bounds a liar.
 constexpr double kClipFactor = 4.0;
+// The exchange's rank when the dense one cannot travel: 165× fewer bytes at an 8b middle stage.
+constexpr int kFallbackRank = 16;
 
 QString shortId(const QString& node) {
     return node.left(12);
@@ -36,18 +38,34 @@ Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::ve
                                                                    GradientSettings settings, std::uint64_t seed,
                                                                    SendText sendText, SendBinary sendBinary,
                                                                    Clock clock) {
-    std::vector<std::unique_ptr<gpu::GradientCombiner>> combiners;
-    for (std::size_t s = 0; s < stageShapes.size(); ++s) {
-        auto combiner = gpu::GradientCombiner::create(stageShapes[s], settings.rank, seed);
-        if (!combiner)
-            return makeError("stage " + std::to_string(s) + ": " + combiner.message());
-        const qint64 bytes = (*combiner)->resultSize() * qint64(sizeof(float));
-        if (bytes > protocol::kTaskMessageMaxBytes - protocol::kTaskMessageMaxJsonBytes)
-            return makeError("stage " + std::to_string(s) + ": a gradient result of " + std::to_string(bytes) +
-                             " bytes exceeds the message limit; raise the compression (a lower --gradient-rank)");
-        combiners.push_back(std::move(*combiner));
+    const auto make = [&](int rank) -> Result<std::vector<std::unique_ptr<gpu::GradientCombiner>>> {
+        std::vector<std::unique_ptr<gpu::GradientCombiner>> combiners;
+        for (std::size_t s = 0; s < stageShapes.size(); ++s) {
+            auto combiner = gpu::GradientCombiner::create(stageShapes[s], rank, seed);
+            if (!combiner)
+                return makeError("stage " + std::to_string(s) + ": " + combiner.message());
+            const qint64 bytes = (*combiner)->resultSize() * qint64(sizeof(float));
+            if (bytes > protocol::kTaskMessageMaxBytes - protocol::kTaskMessageMaxJsonBytes)
+                return makeError("stage " + std::to_string(s) + ": a gradient result of " + std::to_string(bytes) +
+                                 " bytes exceeds the message limit; use a lower --gradient-rank");
+            combiners.push_back(std::move(*combiner));
+        }
+        return combiners;
+    };
+    auto combiners = make(settings.rank);
+    // A dense exchange of stages this large cannot travel (an 8b stage's gradient is gigabytes):
+    // the low rank whose bytes fit, rather than no run at all.
+    if (!combiners && settings.rank == 0) {
+        settings.rank = kFallbackRank;
+        combiners = make(settings.rank);
+        if (combiners)
+            qWarning("gradients: the stages' dense gradients exceed a message; they are exchanged at rank %d "
+                     "(see --gradient-rank; BENCHMARKS.md shows what that costs in loss)",
+                     settings.rank);
     }
-    return std::unique_ptr<GradientAverager>(new GradientAverager(std::move(combiners), settings, std::move(sendText),
+    if (!combiners)
+        return combiners.error();
+    return std::unique_ptr<GradientAverager>(new GradientAverager(std::move(*combiners), settings, std::move(sendText),
                                                                   std::move(sendBinary), std::move(clock)));
 }
 
