@@ -6,7 +6,9 @@
 //      home link (DelayRelay: 50 ms one way, 100 Mbit/s each direction), window 8 (synchronous
 //      and overlapping steps, and 16 overlapping on the home link) against window 1;
 //   3. tokens/s with 4 nodes (S=2 x R=2) without churn, then with a node SIGKILLed and a fresh one
-//      started every 10 s.
+//      started every 10 s;
+//   4. train loss at equal tokens with replicas (S=2 x R=2, synchronous steps): the simulator and
+//      the swarm, where the replicas of a stage average their gradients every step.
 //
 // bench_swarm [STEPS=150] [CHURN_WINDOW_S=60] [DIR] [PARTS=123]
 //   DIR keeps every log (default: a temp dir); PARTS picks tables, e.g. 2 for the compute shares only.
@@ -60,11 +62,12 @@ struct SwarmCurve {
 };
 
 // `duringTraining` runs once the swarm has made two steps.
-SwarmCurve trainSwarm(LocalSwarm& swarm, int steps, const std::function<void()>& duringTraining) {
+SwarmCurve trainSwarm(LocalSwarm& swarm, int steps, const std::function<void()>& duringTraining,
+                      int replicas = 1) {
     SwarmCurve c;
     QElapsedTimer t;
     t.start();
-    if (!addNodesAndWait(swarm, kStages))
+    if (!addNodesAndWait(swarm, replicas * kStages))
         return c;
     c.started = true;
     if (duringTraining)
@@ -207,6 +210,53 @@ bool lossTable(const QString& dir, int steps, std::vector<ShareRun>& shares) {
     return true;
 }
 
+// --- Replicas (table 4) ---
+
+bool replicaTable(const QString& dir, int steps) {
+    LocalSwarm swarm(dir + QStringLiteral("/replicas"), coordinatorArguments({8, false}, steps));
+    if (!startCoordinator(swarm))
+        return false;
+    SimulatorRequest request;
+    request.modelJson =
+        QJsonDocument(swarm.get(QStringLiteral("/v1/info")).value(u"model").toObject()).toJson().toStdString();
+    request.replicas = 2;
+    request.microbatchesPerStep = kMicrobatches;
+    request.batch = kBatch;
+    request.seq = kSeq;
+    request.averagingInterval = kAveragingInterval;
+    request.partitions = kPartitions;
+    request.steps = steps;
+    note(QStringLiteral("4. simulator S=%1 x R=2, %2 steps").arg(kStages).arg(steps));
+    const SimulatorCurve sim = runSimulator(request);
+    if (!sim.error.empty()) {
+        note(QStringLiteral("simulator: ") + QString::fromStdString(sim.error));
+        return false;
+    }
+    note(QStringLiteral("4. real swarm S=%1 x R=2, %2 steps").arg(kStages).arg(steps));
+    const SwarmCurve real = trainSwarm(swarm, steps, {}, 2);
+    const QJsonObject gradients = swarm.get(QStringLiteral("/v1/status")).value(u"gradients").toObject();
+    swarm.stop();
+    if (!real.started)
+        return false;
+    std::printf("4. train loss at equal tokens, S=%d x R=2 (4 nodes), synchronous steps, gradients averaged every "
+                "step (%s)\n   %6s %12s %10s %10s %8s\n",
+                kStages, gradients.value(u"rank").toInt() ? "low rank" : "dense", "step", "tokens", "simulator",
+                "swarm", "vs sim");
+    for (int s = 10; s <= steps; s += (s < 50 ? 10 : 25)) {
+        const double simLoss = sim.trainLoss.size() >= std::size_t(s) ? sim.trainLoss[std::size_t(s) - 1] : -1;
+        const double swarmLoss = real.loss.count(s) ? real.loss.at(s) : -1;
+        std::printf("   %6d %12lld %10.4f %10.4f %7.2f%%\n", s, qlonglong(s) * kTokensPerStep, simLoss, swarmLoss,
+                    simLoss > 0 && swarmLoss > 0 ? 100.0 * (swarmLoss - simLoss) / simLoss : 0.0);
+    }
+    std::printf("   swarm: %lld gradient rounds, %lld shares counted, %lld missed, %lld clipped; %.0f s\n\n",
+                qlonglong(gradients.value(u"rounds").toInteger()),
+                qlonglong(gradients.value(u"shares_counted").toInteger()),
+                qlonglong(gradients.value(u"shares_missed").toInteger()),
+                qlonglong(gradients.value(u"shares_clipped").toInteger()), real.seconds);
+    std::fflush(stdout);
+    return true;
+}
+
 // --- Churn (table 3) ---
 
 bool churnTable(const QString& dir, int churnS) {
@@ -328,6 +378,8 @@ int main(int argc, char** argv) {
         printShares(shares);
     }
     if (parts.contains('3') && !churnTable(dir, churnS))
+        return 1;
+    if (parts.contains('4') && !replicaTable(dir, steps))
         return 1;
     std::printf("total time %.0f s; load average %s at the end\n", double(total.elapsed()) / 1000,
                 qPrintable(loadAverage()));
