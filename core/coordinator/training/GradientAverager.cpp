@@ -5,6 +5,7 @@
 
 #include <QJsonArray>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera::coordinator {
@@ -14,6 +15,11 @@ namespace {
 // Honest replicas' shares differ by their microbatches' noise (a replica with one microbatch is
 // √8 noisier than one with eight); the radius leaves them alone and bounds a liar.
 constexpr double kClipFactor = 4.0;
+// A share whose norm is this many times the stage's recent median is left out of the round (outvoted,
+// not struck): honest shares differ by their microbatches' noise (√8 between one microbatch and
+// eight), not by orders of magnitude; a poisoned one (one of two replicas setting the mean) does.
+constexpr double kNormOutlierFactor = 10.0;
+constexpr std::size_t kNormWindow = 64, kNormHistory = 8;
 // The exchange's rank when the dense one cannot travel: 165× fewer bytes at an 8b middle stage.
 constexpr int kFallbackRank = 16;
 
@@ -69,11 +75,12 @@ Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::ve
                                                                   std::move(sendBinary), std::move(clock)));
 }
 
-void GradientAverager::start(qint64 step, const std::vector<QStringList>& replicas) {
+void GradientAverager::start(qint64 step, const std::vector<QStringList>& replicas, const QHash<QString, int>& work) {
     if (m_round)
         close(); // a step ended before the previous exchange did (overlapping steps): close it now
     Round round;
     round.step = step;
+    round.work = work;
     round.deadlineMs = m_clock() + m_settings.deadlineMs;
     round.stages.resize(m_combiners.size());
     for (std::size_t s = 0; s < m_combiners.size() && s < replicas.size(); ++s) {
@@ -110,7 +117,11 @@ bool GradientAverager::onShare(const QString& node, const protocol::GradientShar
                                         .arg(values ? qint64(values->size()) : -1)
                                         .arg(m_combiners[s]->shareSize()));
             } else {
-                stage.shares.insert(node, Received{std::move(*values), share.microbatches});
+                // It weighs what the coordinator saw it do, at most (an empty map: its word).
+                const int weight = m_round->work.isEmpty() ? share.microbatches
+                                                           : std::min(share.microbatches, m_round->work.value(node));
+                if (weight > 0)
+                    stage.shares.insert(node, Received{std::move(*values), weight});
             }
         } else if (!share.ok && !share.error.isEmpty()) {
             qInfo("gradients: node %s sits out step %lld: %s", qPrintable(shortId(node)), qlonglong(share.step),
@@ -153,8 +164,30 @@ void GradientAverager::maybeClose() {
 }
 
 std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRound& round, QSet<QString>& counted) {
+    if (m_norms.size() < m_combiners.size())
+        m_norms.resize(m_combiners.size());
+    std::vector<double>& recent = m_norms[std::size_t(stage)];
+    std::vector<double> sorted = recent;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
     std::vector<Share> vetted, all;
     for (auto it = round.shares.begin(); it != round.shares.end(); ++it) {
+        double squared = 0;
+        for (const float v : it->values)
+            squared += double(v) * v;
+        const double norm = std::sqrt(squared);
+        if (recent.size() >= kNormHistory && std::isfinite(norm) && norm > kNormOutlierFactor * median) {
+            ++m_sharesOutvoted;
+            qWarning("gradients: node %s's share for stage %d has norm %.3g, %.0fx the stage's recent median: left "
+                     "out of the round",
+                     qPrintable(shortId(it.key())), stage, norm, norm / std::max(median, 1e-30));
+            continue;
+        }
+        if (std::isfinite(norm) && (!m_trusted || m_trusted(it.key()))) {
+            recent.push_back(norm);
+            if (recent.size() > kNormWindow)
+                recent.erase(recent.begin());
+        }
         Share share{it.key(), std::move(it->values), double(it->microbatches)};
         if (!m_trusted || m_trusted(share.node))
             vetted.push_back(share);
@@ -259,6 +292,7 @@ QJsonObject GradientAverager::status() const {
         {QStringLiteral("shares_counted"), m_sharesCounted},
         {QStringLiteral("shares_missed"), m_sharesMissed},
         {QStringLiteral("shares_clipped"), m_sharesClipped},
+        {QStringLiteral("shares_outvoted"), m_sharesOutvoted},
         {QStringLiteral("stages"), bytes},
     };
 }

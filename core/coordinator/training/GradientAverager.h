@@ -65,8 +65,10 @@ public:
     const GradientSettings& settings() const { return m_settings; }
     void setTrusted(Trusted trusted) { m_trusted = std::move(trusted); }
 
-    // Step `step`'s microbatches are in: asks every replica of every stage for its share.
-    void start(qint64 step, const std::vector<QStringList>& replicas);
+    // Step `step`'s microbatches are in: asks every replica of every stage for its share. `work`:
+    // the backward tasks the coordinator accepted from each node this step — a share weighs the
+    // lesser of that and the microbatches its sender claims (a claim is the sender's word).
+    void start(qint64 step, const std::vector<QStringList>& replicas, const QHash<QString, int>& work = {});
     bool collecting() const { return m_round.has_value(); }
     // A node's gradient_share; false when no round expected it.
     bool onShare(const QString& node, const protocol::GradientShare& share, const protocol::TaskMessage& message);
@@ -100,6 +102,7 @@ private:
         qint64 step = 0;
         qint64 deadlineMs = 0;
         std::vector<StageRound> stages;
+        QHash<QString, int> work;
     };
 
     GradientAverager(std::vector<std::unique_ptr<gpu::GradientCombiner>> combiners, GradientSettings settings,
@@ -121,7 +124,8 @@ private:
     double m_lastNorm = 0;
     double m_lastClipScale = 1;
     double m_lastLearningRate = 0;
-    qint64 m_sharesCounted = 0, m_sharesMissed = 0, m_sharesClipped = 0;
+    qint64 m_sharesCounted = 0, m_sharesMissed = 0, m_sharesClipped = 0, m_sharesOutvoted = 0;
+    std::vector<std::vector<double>> m_norms; // per stage: recent counted shares' norms (vetted nodes)
 };
 
 } // namespace tessera::coordinator

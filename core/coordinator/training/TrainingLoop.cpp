@@ -9,6 +9,7 @@
 #include <QJsonArray>
 
 #include <cmath>
+#include <utility>
 
 namespace tessera::coordinator {
 
@@ -69,8 +70,11 @@ void TrainingLoop::onCompleted(const Microbatch& mb) {
     m_store.completed(mb, t);
     ++m_state.completed;
     m_state.tokens += mb.tokens;
-    for (const AcceptedTask& task : mb.accepted)
+    for (const AcceptedTask& task : mb.accepted) {
         m_state.creditedFlop += task.flop;
+        if (task.kind == protocol::TaskKind::Backward || task.kind == protocol::TaskKind::ForwardBackward)
+            ++m_stepWork[task.nodeId];
+    }
     m_recent.emplace_back(t, mb.tokens);
     while (!m_recent.empty() && m_recent.front().first < t - kRateWindowMs)
         m_recent.pop_front();
@@ -92,6 +96,7 @@ void TrainingLoop::endStep() {
     const qint64 step = ++m_state.step;
     const double loss = m_stepLossCount > 0 ? m_stepLossSum / m_stepLossCount : std::nan("");
     m_stepCompleted = 0;
+    const QHash<QString, int> work = std::exchange(m_stepWork, {});
     m_stepLossSum = 0;
     m_stepLossCount = 0;
     if (std::isfinite(loss))
@@ -102,7 +107,7 @@ void TrainingLoop::endStep() {
         std::vector<QStringList> replicas;
         for (int s = 0; s < m_stages; ++s)
             replicas.push_back(m_router->nodesOf(s));
-        m_gradients->start(step, replicas); // the weights change when it closes
+        m_gradients->start(step, replicas, work); // the weights change when it closes
     } else {
         for (int s = 0; s < m_stages; ++s)
             for (const QString& node : m_router->nodesOf(s))

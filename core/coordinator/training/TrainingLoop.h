@@ -9,6 +9,7 @@
 #include "coordinator/store/TrainingStore.h"
 #include "protocol/SessionMessages.h"
 
+#include <QHash>
 #include <QJsonObject>
 
 #include <deque>
@@ -83,6 +84,7 @@ private:
     std::function<void()> m_beforeStep;
     qint64 m_savedJoins = 0, m_savedLeaves = 0;
     int m_stepCompleted = 0; // microbatches completed toward the current step
+    QHash<QString, int> m_stepWork; // backward tasks accepted per node this step (a share's weight)
     double m_stepLossSum = 0;
     int m_stepLossCount = 0;
     double m_lastLoss = std::numeric_limits<double>::quiet_NaN();

@@ -162,6 +162,35 @@ private Q_SLOTS:
         QVERIFY2(v > 1.0f && v < 1.5f, qPrintable(QString::number(v)));
     }
 
+    void aShareWeighsNoMoreThanTheWorkTheCoordinatorSaw() {
+        Harness h(dense());
+        // a claims 100 microbatches; the coordinator accepted one backward from each.
+        h.averager->start(6, {{u"a"_qs, u"b"_qs}}, {{u"a"_qs, 1}, {u"b"_qs, 1}});
+        QVERIFY(h.share(u"a"_qs, 6, 100, std::vector<float>(10, 4.0f)));
+        QVERIFY(h.share(u"b"_qs, 6, 1, std::vector<float>(10, 0.0f)));
+        QCOMPARE(h.results.front().values, std::vector<float>(10, 2.0f)); // 1:1, not 100:1
+    }
+
+    void aPoisonedShareOfTwoIsLeftOutByItsNorm() {
+        Harness h(dense());
+        // Two replicas: no majority; the median is their mean. Eight honest rounds teach the norms.
+        for (int step = 1; step <= 8; ++step) {
+            h.averager->start(step, {{u"a"_qs, u"b"_qs}});
+            QVERIFY(h.share(u"a"_qs, step, 1, std::vector<float>(10, 0.10f)));
+            QVERIFY(h.share(u"b"_qs, step, 1, std::vector<float>(10, 0.12f)));
+        }
+        h.results.clear();
+        h.averager->start(9, {{u"a"_qs, u"b"_qs}});
+        QVERIFY(h.share(u"a"_qs, 9, 1, std::vector<float>(10, 0.11f)));
+        QVERIFY(h.share(u"b"_qs, 9, 1, std::vector<float>(10, 9.9f))); // 10 − v: sets the plain mean to 5
+        QCOMPARE(int(h.results.size()), 2);
+        for (const Sent& s : h.results) {
+            QCOMPARE(s.values, std::vector<float>(10, 0.11f));
+            QCOMPARE(s.header.included, s.node == u"a"_qs);
+        }
+        QCOMPARE(h.averager->status().value(u"shares_outvoted").toInteger(), 1);
+    }
+
     void withLowRankOnlySharesOnTheCurrentBasisCount() {
         GradientSettings s = dense();
         s.rank = 1;

@@ -1,0 +1,143 @@
+// Gradient averaging through the engine facade: two replicas of each stage train different
+// microbatches, share, take the combiner's result and step — and hold the same weights afterwards,
+// bit for bit (dense) or as equal as their identical updates make them (low rank), equal to one
+// engine that trained every microbatch itself (dense); a replica left out of a round keeps its
+// gradient for the next; bad input changes nothing.
+#include "StageEngineTestSupport.h"
+#include "engine/GradientCombiner.h"
+
+using namespace tessera::test;
+
+namespace {
+
+struct Replicas {
+    std::vector<std::unique_ptr<StageEngine>> first, last; // [replica]
+};
+
+// One exchange for one stage over its replicas; every replica applies the result.
+void exchange(std::vector<std::unique_ptr<StageEngine>>& replicas, GradientCombiner& combiner, int rank,
+              std::int64_t step, double lr = 1e-3) {
+    std::vector<double> mean(static_cast<std::size_t>(combiner.shareSize()), 0.0);
+    std::vector<bool> included;
+    int total = 0;
+    for (auto& r : replicas) {
+        auto share = r->shareGradients(rank, combiner.round());
+        CHECK_MSG(share.ok(), share.message());
+        included.push_back(!share->values.empty());
+        for (std::size_t i = 0; i < share->values.size(); ++i)
+            mean[i] += share->microbatches * double(share->values[i]);
+        total += share->microbatches;
+    }
+    CHECK(total > 0);
+    std::vector<float> meanShare(mean.size());
+    for (std::size_t i = 0; i < mean.size(); ++i)
+        meanShare[i] = float(mean[i] / total);
+    double norm = 0;
+    auto result = combiner.result(meanShare, &norm);
+    CHECK_MSG(result.ok(), result.message());
+    (void)step;
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+        const tessera::Status applied = replicas[r]->applyGradients(rank, *result, included[r], combiner.round(), lr, 1.0);
+        CHECK_MSG(applied.ok(), applied.message());
+    }
+}
+
+double worstAcross(StageEngine& a, StageEngine& b, const fs::path& dir) {
+    auto wa = weightsOf(a, dir / "a");
+    auto wb = weightsOf(b, dir / "b");
+    double worst = 0;
+    for (const auto& [name, t] : wa)
+        worst = std::max(worst, (t - wb.at(name)).abs().max().item<double>());
+    return worst;
+}
+
+} // namespace
+
+TESSERA_TEST(denseAveragingKeepsReplicasEqualAndEqualToOneMachine) {
+    TempDir dir;
+    fs::create_directories(dir.path / "a");
+    fs::create_directories(dir.path / "b");
+    const ModelConfig config = twoStages();
+    std::vector<std::unique_ptr<StageEngine>> first, last;
+    for (int r = 0; r < 2; ++r) {
+        first.push_back(engine(config, 0));
+        last.push_back(engine(config, 1));
+    }
+    auto soloFirst = engine(config, 0);
+    auto soloLast = engine(config, 1);
+    auto c0 = GradientCombiner::create(first[0]->parameterShapes(), 0, config.seed).value();
+    auto c1 = GradientCombiner::create(last[0]->parameterShapes(), 0, config.seed).value();
+    std::int64_t id = 0;
+    for (int step = 1; step <= 3; ++step) {
+        // Replica 0 trains one microbatch, replica 1 two: the mean weighs them 1:2.
+        for (int m = 0; m < 3; ++m) {
+            const Batch b = makeBatch(std::uint64_t(step * 10 + m));
+            const int r = m == 0 ? 0 : 1;
+            trainMicrobatch(*first[r], *last[r], id, b);
+            trainMicrobatch(*soloFirst, *soloLast, id + 1000, b);
+            ++id;
+        }
+        exchange(first, *c0, 0, step);
+        exchange(last, *c1, 0, step);
+        // The single machine applies the same mean through the same path (its own one-replica round).
+        std::vector<std::unique_ptr<StageEngine>> solo0, solo1;
+        solo0.push_back(std::move(soloFirst));
+        solo1.push_back(std::move(soloLast));
+        static auto s0 = GradientCombiner::create(first[0]->parameterShapes(), 0, config.seed).value();
+        static auto s1 = GradientCombiner::create(last[0]->parameterShapes(), 0, config.seed).value();
+        exchange(solo0, *s0, 0, step);
+        exchange(solo1, *s1, 0, step);
+        soloFirst = std::move(solo0[0]);
+        soloLast = std::move(solo1[0]);
+    }
+    CHECK_MSG(worstAcross(*first[0], *first[1], dir.path) == 0, "stage 0 replicas differ");
+    CHECK_MSG(worstAcross(*last[0], *last[1], dir.path) == 0, "stage 1 replicas differ");
+    const double vsSolo = worstAcross(*first[0], *soloFirst, dir.path);
+    CHECK_MSG(vsSolo < 1e-6, "the swarm's stage 0 differs from one machine's by " << vsSolo);
+}
+
+TESSERA_TEST(lowRankUpdatesAreTheSameOnEveryReplica) {
+    TempDir dir;
+    fs::create_directories(dir.path / "a");
+    fs::create_directories(dir.path / "b");
+    const ModelConfig config = twoStages();
+    std::vector<std::unique_ptr<StageEngine>> first, last;
+    for (int r = 0; r < 2; ++r) {
+        first.push_back(engine(config, 0));
+        last.push_back(engine(config, 1));
+    }
+    auto c0 = GradientCombiner::create(first[0]->parameterShapes(), 4, config.seed).value();
+    auto c1 = GradientCombiner::create(last[0]->parameterShapes(), 4, config.seed).value();
+    CHECK(c0->needsBasis() && c0->shareSize() * 5 < c0->gradientSize());
+    std::int64_t id = 0;
+    for (int step = 1; step <= 3; ++step) {
+        for (int r = 0; r < 2; ++r)
+            trainMicrobatch(*first[r], *last[r], id++, makeBatch(std::uint64_t(step * 10 + r)));
+        exchange(first, *c0, 4, step);
+        exchange(last, *c1, 4, step);
+    }
+    CHECK_MSG(worstAcross(*first[0], *first[1], dir.path) == 0, "stage 0 replicas differ");
+    CHECK_MSG(worstAcross(*last[0], *last[1], dir.path) == 0, "stage 1 replicas differ");
+    CHECK(c0->round() == 3);
+}
+
+TESSERA_TEST(aReplicaOnAnotherBasisSitsOutAndBadResultsChangeNothing) {
+    TempDir dir;
+    const ModelConfig config = twoStages();
+    auto e = engine(config, 0);
+    auto last = engine(config, 1);
+    trainMicrobatch(*e, *last, 1, makeBatch(1));
+    auto share = e->shareGradients(4, 7); // the combiner is at round 7; this replica holds round 0
+    CHECK_MSG(share.ok(), share.message());
+    CHECK(!share->hasBasis && share->values.empty() && share->microbatches == 1);
+    const std::string before = shardHash(*e, dir.path);
+    auto combiner = GradientCombiner::create(e->parameterShapes(), 4, config.seed).value();
+    std::vector<float> wrong(static_cast<std::size_t>(combiner->resultSize() - 1), 0.0f);
+    CHECK(!e->applyGradients(4, wrong, false, 1, 1e-3, 1.0).ok());
+    std::vector<float> nan(static_cast<std::size_t>(combiner->resultSize()), 0.0f);
+    nan[5] = std::nanf("");
+    CHECK(!e->applyGradients(4, nan, false, 1, 1e-3, 1.0).ok());
+    CHECK(!e->applyGradients(4, std::vector<float>(nan.size(), 0.0f), false, 1, 1e-3, 2.0).ok()); // clip > 1
+    CHECK(!e->shareGradients(-1, 0).ok());
+    CHECK(shardHash(*e, dir.path) == before);
+}
