@@ -40,10 +40,12 @@ bench: build
 	$(BUILD_DIR)/bin/bench_activation_leg
 	$(BUILD_DIR)/bin/bench_node_engine
 	$(BUILD_DIR)/bin/bench_node
-	$(BUILD_DIR)/bin/bench_swarm
+	$(BUILD_DIR)/bin/bench_swarm 150 60 "" 1234
 	$(BUILD_DIR)/bin/bench_trust
 	xvfb-run -a -s "-screen 0 1280x720x24 -noreset" $(BUILD_DIR)/bin/bench_app
+	$(BUILD_DIR)/bin/bench_gradient_exchange
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
+	$(BUILD_DIR)/bin/bench_learning 2000 $(BUILD_DIR)/bench-learning-long long
 
 # The installable package, from a full build: $(BUILD_DIR)/tessera_<version>_<arch>.deb on Debian
 # (NSIS on Windows, a disk image on macOS; those two are configured but untested).

@@ -94,14 +94,16 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
     const auto clipNorm = valueOption(
         "clip-norm", "Global gradient-norm clip over every stage's averaged gradient [1.0; 0: none].", "X");
     const auto lrDecay = valueOption(
-        "lr-decay", "Learning-rate decay after the warm-up: none, cosine or linear, ending at --decay-steps [none].",
+        "lr-decay",
+        "Learning-rate decay after the warm-up: none, cosine or linear, ending at --decay-steps [none].",
         "KIND");
-    const auto minLrRatio =
-        valueOption("min-lr-ratio", "The learning rate at the decay's end, as a fraction of the peak [0.1].", "X");
-    parser.addOptions({help,           version,        dataDir,  listen,       tlsCert,      tlsKey,
-                       insecure,       db,             model,    stages,       dataset,      heartbeat,
-                       maxNodes,       maxNodesPerStage, retryAfter, minClient, maxConnections, requestTimeout,
-                       codec,          overlapSteps,   learningRate, clipNorm, lrDecay,      minLrRatio});
+    const auto minLrRatio = valueOption(
+        "min-lr-ratio", "The learning rate at the decay's end, as a fraction of the peak [0.1].", "X");
+    parser.addOptions(
+        {help,       version,   dataDir,        listen,         tlsCert,   tlsKey,       insecure,
+         db,         model,     stages,         dataset,        heartbeat, maxNodes,     maxNodesPerStage,
+         retryAfter, minClient, maxConnections, requestTimeout, codec,     overlapSteps, learningRate,
+         clipNorm,   lrDecay,   minLrRatio});
 
     // The data plane's settings: each a whole number in a range, written into TrainerSettings.
     struct TrainingOption {
@@ -153,7 +155,8 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         {"warmup-steps", "Steps of linear learning-rate warm-up [20].", 0, 100'000'000,
          [](TrainerSettings& t, qint64 n) { t.gradients.schedule.warmupSteps = n; }},
         {"decay-steps", "The step the learning-rate decay ends at (with --lr-decay) [0: --max-steps].", 0,
-         std::numeric_limits<int>::max(), [](TrainerSettings& t, qint64 n) { t.gradients.schedule.decaySteps = n; }},
+         std::numeric_limits<int>::max(),
+         [](TrainerSettings& t, qint64 n) { t.gradients.schedule.decaySteps = n; }},
         {"gradient-averaging",
          "Average the replicas' gradients within each stage at every step [1]; 0: every node steps on "
          "its own gradients (replicas drift apart; SPARTA alone pulls them together).",
@@ -162,8 +165,9 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
          "Rank of the low-rank gradient exchange, with error feedback [4]; 0: dense fp32, exact but "
          "as large as the gradients.",
          0, 1024, [](TrainerSettings& t, qint64 n) { t.gradients.rank = int(n); }},
-        {"gradient-deadline-ms", "A replica whose gradient share is later than this is left out of the step [30000].",
-         100, 3'600'000, [](TrainerSettings& t, qint64 n) { t.gradients.deadlineMs = n; }},
+        {"gradient-deadline-ms",
+         "A replica whose gradient share is later than this is left out of the step [30000].", 100, 3'600'000,
+         [](TrainerSettings& t, qint64 n) { t.gradients.deadlineMs = n; }},
         {"max-nodes-per-network",
          "Nodes admitted from one network (IPv4 /24, IPv6 /48) at once [64; 0: no "
          "limit].",
@@ -292,8 +296,8 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         const double x = parser.value(option).toDouble(&ok);
         if (ok && std::isfinite(x) && x >= min && x <= max)
             return x;
-        m_err << kProgram << ": --" << option.names().first() << " must be a number from " << min << " to " << max
-              << "\n";
+        m_err << kProgram << ": --" << option.names().first() << " must be a number from " << min << " to "
+              << max << "\n";
         return std::nullopt;
     };
     gpu::LearningRateSchedule& schedule = o.training.gradients.schedule;
@@ -315,7 +319,8 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
             return std::nullopt;
         schedule.minRatio = *x;
     }
-    if (parser.isSet(lrDecay) && !gpu::parseDecay(parser.value(lrDecay).toStdString().c_str(), schedule.decay)) {
+    if (parser.isSet(lrDecay) &&
+        !gpu::parseDecay(parser.value(lrDecay).toStdString().c_str(), schedule.decay)) {
         m_err << kProgram << ": --lr-decay must be none, cosine or linear\n";
         return std::nullopt;
     }

@@ -87,8 +87,9 @@ TESSERA_SCHEMA(AverageShare, "average_share", ToCoordinator, Binary, need("round
 TESSERA_SCHEMA(SyncDone, "sync_done", ToCoordinator, Text, need("round", &SyncDone::round),
                need("ok", &SyncDone::ok), text("error", &SyncDone::error));
 TESSERA_SCHEMA(GradientShare, "gradient_share", ToCoordinator, Binary, need("step", &GradientShare::step),
-               need("microbatches", &GradientShare::microbatches, 0, 1e9), need("basis", &GradientShare::basis),
-               need("ok", &GradientShare::ok), text("error", &GradientShare::error));
+               need("microbatches", &GradientShare::microbatches, 0, 1e9),
+               need("basis", &GradientShare::basis), need("ok", &GradientShare::ok),
+               text("error", &GradientShare::error));
 TESSERA_SCHEMA(HeartbeatAck, "heartbeat_ack", ToNode, Text,
                need("server_time_ms", &HeartbeatAck::serverTimeMs));
 TESSERA_SCHEMA(ErrorNotice, "error", ToNode, Text, text("error", &ErrorNotice::error, true));

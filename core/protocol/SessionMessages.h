@@ -21,24 +21,24 @@ namespace tessera::protocol {
 
 // The order is the SessionMessage variant's: MessageType(message.index()) is its type.
 enum class MessageType : quint8 {
-    Heartbeat,     // node → coordinator, text: keeps the session (and the node) alive
-    Ready,         // node → coordinator, text: the engine holds the stage; tasks may come
-    Unavailable,   // node → coordinator, text: paused; route around it
-    TaskResult,    // node → coordinator, binary (text for probes): a task finished or failed
-    StepDone,      // node → coordinator, text: an optimizer step was applied
-    AverageShare,  // node → coordinator, binary: a partition of its weights for a round or a sync
-    SyncDone,      // node → coordinator, text: a ghost took the weights it was sent
-    GradientShare, // node → coordinator, binary: its share of a step's gradient exchange
-    HeartbeatAck,  // coordinator → node, text
-    ErrorNotice,   // coordinator → node, text: the node sent something the coordinator refused
-    Task,          // coordinator → node, binary (text for probes): forward, backward, ... or a probe
-    Step,          // coordinator → node, text: apply what was accumulated (or: share it, with `basis`)
-    Average,       // coordinator → node, text: send partition p of P for round r
-    AverageResult, // coordinator → node, binary: the round's average (apply the delta rule)
-    SyncRequest,   // coordinator → node, text: send all your weights (a ghost joins your stage)
-    Sync,          // coordinator → node, binary: take these weights (you are the ghost)
-    Reassign,      // coordinator → node, text: move to another stage
-    Credits,       // coordinator → node, text: new credit receipts are waiting
+    Heartbeat,      // node → coordinator, text: keeps the session (and the node) alive
+    Ready,          // node → coordinator, text: the engine holds the stage; tasks may come
+    Unavailable,    // node → coordinator, text: paused; route around it
+    TaskResult,     // node → coordinator, binary (text for probes): a task finished or failed
+    StepDone,       // node → coordinator, text: an optimizer step was applied
+    AverageShare,   // node → coordinator, binary: a partition of its weights for a round or a sync
+    SyncDone,       // node → coordinator, text: a ghost took the weights it was sent
+    GradientShare,  // node → coordinator, binary: its share of a step's gradient exchange
+    HeartbeatAck,   // coordinator → node, text
+    ErrorNotice,    // coordinator → node, text: the node sent something the coordinator refused
+    Task,           // coordinator → node, binary (text for probes): forward, backward, ... or a probe
+    Step,           // coordinator → node, text: apply what was accumulated (or: share it, with `basis`)
+    Average,        // coordinator → node, text: send partition p of P for round r
+    AverageResult,  // coordinator → node, binary: the round's average (apply the delta rule)
+    SyncRequest,    // coordinator → node, text: send all your weights (a ghost joins your stage)
+    Sync,           // coordinator → node, binary: take these weights (you are the ghost)
+    Reassign,       // coordinator → node, text: move to another stage
+    Credits,        // coordinator → node, text: new credit receipts are waiting
     GradientResult, // coordinator → node, binary: the step's averaged gradient (apply it)
 };
 inline constexpr int kMessageTypes = int(MessageType::GradientResult) + 1;
@@ -154,17 +154,16 @@ struct Reassign {
 struct Credits {};
 struct GradientResult {
     qint64 step = 0;
-    qint64 round = 0;          // the basis round it starts (the next shares are built on it)
-    bool included = false;     // whether this node's share was counted
-    int replicas = 0;          // shares counted
-    double learningRate = 0;   // the schedule's, for this step
-    double clipScale = 1;      // the global clip: min(1, clip_norm / ‖every stage's gradient‖)
+    qint64 round = 0;        // the basis round it starts (the next shares are built on it)
+    bool included = false;   // whether this node's share was counted
+    int replicas = 0;        // shares counted
+    double learningRate = 0; // the schedule's, for this step
+    double clipScale = 1;    // the global clip: min(1, clip_norm / ‖every stage's gradient‖)
 };
 
-using SessionMessage =
-    std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare, SyncDone, GradientShare,
-                 HeartbeatAck, ErrorNotice, Task, Step, Average, AverageResult, SyncRequest, Sync, Reassign,
-                 Credits, GradientResult>;
+using SessionMessage = std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare,
+                                    SyncDone, GradientShare, HeartbeatAck, ErrorNotice, Task, Step, Average,
+                                    AverageResult, SyncRequest, Sync, Reassign, Credits, GradientResult>;
 static_assert(std::variant_size_v<SessionMessage> == kMessageTypes);
 
 inline MessageType typeOf(const SessionMessage& message) {

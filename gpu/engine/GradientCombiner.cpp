@@ -11,13 +11,13 @@ GradientCombiner::GradientCombiner(std::unique_ptr<GradientRoundCombiner> combin
 
 GradientCombiner::~GradientCombiner() = default;
 
-Result<std::unique_ptr<GradientCombiner>> GradientCombiner::create(const std::vector<std::vector<std::int64_t>>& shapes,
-                                                                   int rank, std::uint64_t seed) {
+Result<std::unique_ptr<GradientCombiner>>
+GradientCombiner::create(const std::vector<std::vector<std::int64_t>>& shapes, int rank, std::uint64_t seed) {
     if (rank < 0 || rank > 1024)
         return makeError("the gradient exchange's rank must be within 0..1024, got " + std::to_string(rank));
     try {
-        return std::unique_ptr<GradientCombiner>(
-            new GradientCombiner(std::make_unique<GradientRoundCombiner>(GradientLayout(shapes, rank), seed)));
+        return std::unique_ptr<GradientCombiner>(new GradientCombiner(
+            std::make_unique<GradientRoundCombiner>(GradientLayout(shapes, rank), seed)));
     } catch (const std::exception& e) {
         return makeError(std::string("the gradient combiner: ") + e.what());
     }

@@ -17,8 +17,8 @@ class GradientRoundCombiner;
 
 class GradientCombiner {
 public:
-    static Result<std::unique_ptr<GradientCombiner>> create(const std::vector<std::vector<std::int64_t>>& shapes,
-                                                            int rank, std::uint64_t seed);
+    static Result<std::unique_ptr<GradientCombiner>>
+    create(const std::vector<std::vector<std::int64_t>>& shapes, int rank, std::uint64_t seed);
     ~GradientCombiner();
 
     int rank() const;

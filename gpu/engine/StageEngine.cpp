@@ -258,10 +258,12 @@ Status StageEngine::applyGradients(int rank, std::span<const float> result, bool
                                    double learningRate, double clipScale) {
     State& st = *m_state;
     if (rank < 0 || rank > 1024)
-        return makeError("gradient exchange: rank must be within 0..1024, got " + str(rank), ErrorKind::InvalidInput);
-    if (!(clipScale > 0 && clipScale <= 1) || !(learningRate >= 0 && learningRate < 1))
-        return makeError("gradient exchange: the clip scale must be in (0, 1] and the learning rate in [0, 1)",
+        return makeError("gradient exchange: rank must be within 0..1024, got " + str(rank),
                          ErrorKind::InvalidInput);
+    if (!(clipScale > 0 && clipScale <= 1) || !(learningRate >= 0 && learningRate < 1))
+        return makeError(
+            "gradient exchange: the clip scale must be in (0, 1] and the learning rate in [0, 1)",
+            ErrorKind::InvalidInput);
     return guarded("applying the averaged gradients", [&]() -> Status {
         st.dropAllKept(); // they hold the weights this step replaces
         if (auto applied = st.compressorFor(rank).apply(result, included, round); !applied)

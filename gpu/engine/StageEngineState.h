@@ -61,7 +61,7 @@ struct StageEngine::State {
     std::unique_ptr<StageOptimizer> optimizer;
     std::unordered_map<std::int64_t, Shape> kept; // mirrors the model's kept graphs
     std::int64_t accumulated = 0;
-    std::unique_ptr<Sparta> sparta; // the partitioning last asked for (see spartaFor)
+    std::unique_ptr<Sparta> sparta;                 // the partitioning last asked for (see spartaFor)
     std::unique_ptr<GradientCompressor> compressor; // made at the first exchange, at its rank
 
     // The compressor at `rank` (a new one, memory empty, when there was none or another rank).
@@ -70,7 +70,8 @@ struct StageEngine::State {
             std::vector<torch::Tensor> parameters;
             for (const auto& [name, tensor] : model->namedParameters())
                 parameters.push_back(tensor);
-            compressor = std::make_unique<GradientCompressor>(std::move(parameters), rank, options.config.seed);
+            compressor =
+                std::make_unique<GradientCompressor>(std::move(parameters), rank, options.config.seed);
         }
         return *compressor;
     }

@@ -85,8 +85,7 @@ int main(int argc, char** argv) {
                 std::cerr << "tessera-sim: --lr-decay wants none, cosine or linear, got '" << v << "'\n";
                 return 2;
             }
-        }
-        else if (!parseInt(v, n)) {
+        } else if (!parseInt(v, n)) {
             std::cerr << "tessera-sim: " << arg << " wants an integer, got '" << v << "'\n";
             return 2;
         } else if (arg == "--stages")

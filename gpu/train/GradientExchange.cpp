@@ -28,10 +28,12 @@ torch::Tensor seededMatrix(std::uint64_t seed, std::int64_t rows, std::int64_t c
 }
 
 std::uint64_t entrySeed(std::uint64_t seed, std::size_t index, std::uint64_t side) {
-    return seed ^ (0x47524144ull << 24) ^ (static_cast<std::uint64_t>(index) * 0x100000001B3ull) ^ (side << 60);
+    return seed ^ (0x47524144ull << 24) ^ (static_cast<std::uint64_t>(index) * 0x100000001B3ull) ^
+           (side << 60);
 }
 
-torch::Tensor cpuFloats(std::span<const float> values, std::int64_t offset, std::int64_t rows, std::int64_t cols) {
+torch::Tensor cpuFloats(std::span<const float> values, std::int64_t offset, std::int64_t rows,
+                        std::int64_t cols) {
     return torch::from_blob(const_cast<float*>(values.data() + offset), {rows, cols}, torch::kFloat);
 }
 
@@ -107,7 +109,6 @@ torch::Tensor initialLeftBasis(std::uint64_t seed, std::size_t index, std::int64
     return orthonormalColumns(seededMatrix(entrySeed(seed, index, 1), m, rank), entrySeed(seed, index, 2));
 }
 
-
 namespace {
 
 std::vector<std::vector<std::int64_t>> shapesOf(const std::vector<torch::Tensor>& parameters) {
@@ -128,8 +129,8 @@ GradientCompressor::GradientCompressor(std::vector<torch::Tensor> parameters, in
     torch::NoGradGuard noGrad;
     for (std::size_t i = 0; i < m_parameters.size(); ++i) {
         const GradientLayout::Entry& e = m_layout.entries()[i];
-        m_memory.push_back(
-            torch::zeros({e.m, e.n}, torch::TensorOptions().dtype(torch::kFloat).device(m_parameters[i].device())));
+        m_memory.push_back(torch::zeros(
+            {e.m, e.n}, torch::TensorOptions().dtype(torch::kFloat).device(m_parameters[i].device())));
     }
     m_left.resize(m_parameters.size());
     resetBasis();
@@ -191,7 +192,8 @@ Status GradientCompressor::apply(std::span<const float> result, bool included, s
         const torch::Device device = p.device();
         torch::Tensor update;
         if (e.rank == 0) {
-            update = cpuFloats(result, e.resultOffset, e.m, e.n).to(device, /*non_blocking=*/false, /*copy=*/true);
+            update =
+                cpuFloats(result, e.resultOffset, e.m, e.n).to(device, /*non_blocking=*/false, /*copy=*/true);
             if (included)
                 m_memory[i].zero_();
         } else {
@@ -204,7 +206,8 @@ Status GradientCompressor::apply(std::span<const float> result, bool included, s
                 if (m_memoryDecay != 1.0)
                     m_memory[i].mul_(m_memoryDecay);
             }
-            m_left[i] = cpuFloats(result, e.resultOffset + (e.m + e.n) * e.rank, e.m, e.rank).to(device, false, true);
+            m_left[i] =
+                cpuFloats(result, e.resultOffset + (e.m + e.n) * e.rank, e.m, e.rank).to(device, false, true);
         }
         // A view would not survive zero_grad (it detaches in place): a tensor of its own.
         p.mutable_grad() = update.reshape(p.sizes()).to(p.scalar_type()).clone();

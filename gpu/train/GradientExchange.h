@@ -43,8 +43,8 @@ namespace tessera::gpu {
 class GradientLayout {
 public:
     struct Entry {
-        std::int64_t m = 0, n = 0;  // the gradient as an m × n matrix (n = 1 for vectors)
-        std::int64_t rank = 0;      // 0: dense
+        std::int64_t m = 0, n = 0; // the gradient as an m × n matrix (n = 1 for vectors)
+        std::int64_t rank = 0;     // 0: dense
         std::int64_t shareOffset = 0, resultOffset = 0;
     };
 
@@ -53,8 +53,8 @@ public:
 
     const std::vector<Entry>& entries() const { return m_entries; }
     int rank() const { return m_rank; }
-    std::int64_t shareSize() const { return m_shareSize; }   // fp32 values a replica sends
-    std::int64_t resultSize() const { return m_resultSize; } // fp32 values every replica receives
+    std::int64_t shareSize() const { return m_shareSize; }       // fp32 values a replica sends
+    std::int64_t resultSize() const { return m_resultSize; }     // fp32 values every replica receives
     std::int64_t gradientSize() const { return m_gradientSize; } // fp32 values of the whole gradient
     // Whether any entry travels low rank (else every share is exact whatever basis its sender holds).
     bool lowRank() const { return m_lowRank; }
@@ -79,7 +79,8 @@ class GradientCompressor {
 public:
     // memoryDecay: what of the error memory carries into the next round (1: all, error feedback
     // proper; 0: none, the projection's loss is dropped).
-    GradientCompressor(std::vector<torch::Tensor> parameters, int rank, std::uint64_t seed, double memoryDecay = 1.0);
+    GradientCompressor(std::vector<torch::Tensor> parameters, int rank, std::uint64_t seed,
+                       double memoryDecay = 1.0);
 
     const GradientLayout& layout() const { return m_layout; }
     // The round whose result this replica last applied (its basis comes from it); 0: the seeded one.
@@ -104,8 +105,8 @@ private:
     GradientLayout m_layout;
     std::uint64_t m_seed;
     double m_memoryDecay = 1.0;
-    std::vector<torch::Tensor> m_memory;   // per entry, m × n fp32 (sums, not means)
-    std::vector<torch::Tensor> m_left;     // P̂ per low-rank entry (undefined for dense)
+    std::vector<torch::Tensor> m_memory; // per entry, m × n fp32 (sums, not means)
+    std::vector<torch::Tensor> m_left;   // P̂ per low-rank entry (undefined for dense)
     std::int64_t m_basisRound = 0;
 };
 

@@ -16,8 +16,8 @@ double LearningRateSchedule::at(std::int64_t step) const {
     const double progress =
         std::min(1.0, static_cast<double>(step - std::max<std::int64_t>(warmupSteps, 0)) /
                           static_cast<double>(decaySteps - std::max<std::int64_t>(warmupSteps, 0)));
-    const double shape = decay == Decay::Cosine ? 0.5 * (1.0 + std::cos(std::numbers::pi * progress))
-                                                : 1.0 - progress;
+    const double shape =
+        decay == Decay::Cosine ? 0.5 * (1.0 + std::cos(std::numbers::pi * progress)) : 1.0 - progress;
     return peak * (minRatio + (1.0 - minRatio) * shape);
 }
 

@@ -42,7 +42,8 @@ bool StageOptimizer::step(int microbatches, std::optional<double> learningRate) 
                     p.grad().mul_(m_options.clipNorm / m_lastNorm);
     }
     for (auto& group : m_adam->param_groups())
-        static_cast<torch::optim::AdamWOptions&>(group.options()).lr(learningRate.value_or(currentLearningRate()));
+        static_cast<torch::optim::AdamWOptions&>(group.options())
+            .lr(learningRate.value_or(currentLearningRate()));
     m_adam->step();
     m_adam->zero_grad();
     ++m_steps;

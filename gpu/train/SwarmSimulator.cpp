@@ -26,7 +26,7 @@ struct SwarmSimulator::State {
     SimOptions options;
     std::unique_ptr<DataSource> data;
     std::unique_ptr<Codec> codec;
-    std::vector<std::vector<Replica>> stages; // [stage][replica]
+    std::vector<std::vector<Replica>> stages;                      // [stage][replica]
     std::vector<std::unique_ptr<GradientRoundCombiner>> combiners; // per stage
     std::vector<torch::Tensor> heldOut;
     std::mt19937_64 routing;
@@ -88,7 +88,8 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
                     std::make_unique<Sparta>(replica.model->namedParameters(), options.config.seed,
                                              options.partitions, options.averagingInterval);
                 replica.compressor = std::make_unique<GradientCompressor>(
-                    parameterTensors(*replica.model), options.gradientRank, options.config.seed, options.memoryDecay);
+                    parameterTensors(*replica.model), options.gradientRank, options.config.seed,
+                    options.memoryDecay);
                 if (r == 0)
                     state->combiners.push_back(std::make_unique<GradientRoundCombiner>(
                         replica.compressor->layout(), options.config.seed));
@@ -293,10 +294,11 @@ std::string SwarmSimulator::describe() const {
     out << "; " << o.microbatchesPerStep << " microbatches x " << o.batch << " x " << o.seqLen
         << " tokens per step; ";
     if (o.gradientAveraging) {
-        out << "gradients averaged every step (" << (o.gradientRank ? "rank " + std::to_string(o.gradientRank) : std::string("dense fp32"))
-            << ", " << shareValues(0) << " of " << gradientValues(0) << " values sent by stage 0), clip "
-            << o.optimizer.clipNorm << ", lr " << o.schedule.peak << " warm-up " << o.schedule.warmupSteps << " decay "
-            << o.schedule.decayName();
+        out << "gradients averaged every step ("
+            << (o.gradientRank ? "rank " + std::to_string(o.gradientRank) : std::string("dense fp32")) << ", "
+            << shareValues(0) << " of " << gradientValues(0) << " values sent by stage 0), clip "
+            << o.optimizer.clipNorm << ", lr " << o.schedule.peak << " warm-up " << o.schedule.warmupSteps
+            << " decay " << o.schedule.decayName();
         if (o.schedule.decay != LearningRateSchedule::Decay::None)
             out << " to " << o.schedule.minRatio << "x at step " << o.schedule.decaySteps;
         out << "; ";

@@ -26,12 +26,12 @@ struct SimOptions {
     int batch = 8; // sequences per microbatch
     int seqLen = 64;
     std::string data = "synthetic";
-    std::uint64_t seed = 1; // data order and routing
-    OptimizerOptions optimizer;      // AdamW; its learning rate and warm-up are the schedule's
-    LearningRateSchedule schedule;   // with gradient averaging
-    bool gradientAveraging = true;   // off: every replica steps on its own gradients
-    int gradientRank = 0;            // the exchange's rank (0: dense fp32, exact)
-    double memoryDecay = 1.0;        // error feedback's memory carried per round (1: all)
+    std::uint64_t seed = 1;        // data order and routing
+    OptimizerOptions optimizer;    // AdamW; its learning rate and warm-up are the schedule's
+    LearningRateSchedule schedule; // with gradient averaging
+    bool gradientAveraging = true; // off: every replica steps on its own gradients
+    int gradientRank = 0;          // the exchange's rank (0: dense fp32, exact)
+    double memoryDecay = 1.0;      // error feedback's memory carried per round (1: all)
     bool sparseAveraging = true;
     int averagingInterval = 20; // steps between SPARTA rounds (the design's 20)
     int partitions = 20;        // 1/partitions of the weights per round (the design's 5%)

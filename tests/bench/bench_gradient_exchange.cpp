@@ -29,8 +29,9 @@ std::vector<std::vector<std::int64_t>> middleStageShapes(const ModelConfig& c, i
 } // namespace
 
 int main() {
-    std::printf("gradient exchange per replica per step, a middle stage (codec none); fp32 values; the uplink at "
-                "100 Mbit/s\n\n");
+    std::printf(
+        "gradient exchange per replica per step, a middle stage (codec none); fp32 values; the uplink at "
+        "100 Mbit/s\n\n");
     std::printf("%-6s %7s %13s %10s | %5s %12s %9s %12s %10s\n", "preset", "blocks", "parameters", "fp32 MB",
                 "rank", "share MB", "vs fp32", "result MB", "up s");
     for (const char* name : {"tiny", "small", "8b"}) {

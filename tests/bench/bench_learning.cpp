@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,7 +19,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <atomic>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -62,12 +62,15 @@ int main(int argc, char** argv) {
     std::vector<Run> runs = {{"centralized (S=1 R=1 none)", 1, 1, CodecKind::None, 8, true, false, 0, {}}};
     if (which == "long") {
         runs.push_back({"swarm S=4 R=3 none (default)", 4, 3, CodecKind::None, 8, true, true, 0, {}});
-        runs.push_back({"swarm S=4 R=3 subspace 8x (default)", 4, 3, CodecKind::Subspace, 8, true, true, 0, {}});
+        runs.push_back(
+            {"swarm S=4 R=3 subspace 8x (default)", 4, 3, CodecKind::Subspace, 8, true, true, 0, {}});
     } else {
         runs.push_back({"S4R3 none: SPARTA only (1st wave)", 4, 3, CodecKind::None, 8, false, true, 0, {}});
         runs.push_back({"S4R3 none: grad avg", 4, 3, CodecKind::None, 8, true, false, 0, {}});
-        runs.push_back({"S4R3 none: grad avg + SPARTA (default)", 4, 3, CodecKind::None, 8, true, true, 0, {}});
-        runs.push_back({"S4R3 subspace 8x: grad avg + SPARTA", 4, 3, CodecKind::Subspace, 8, true, true, 0, {}});
+        runs.push_back(
+            {"S4R3 none: grad avg + SPARTA (default)", 4, 3, CodecKind::None, 8, true, true, 0, {}});
+        runs.push_back(
+            {"S4R3 subspace 8x: grad avg + SPARTA", 4, 3, CodecKind::Subspace, 8, true, true, 0, {}});
         runs.push_back({"S4R3 none: + rank-16 exchange", 4, 3, CodecKind::None, 8, true, true, 16, {}});
         runs.push_back({"S4R3 none: + rank-4 exchange", 4, 3, CodecKind::None, 8, true, true, 4, {}});
     }
@@ -111,7 +114,8 @@ int main(int argc, char** argv) {
                 if (s % evalEvery == 0 || s == steps) {
                     run.curve.emplace_back(r.tokens, (*sim)->evaluate());
                     std::lock_guard<std::mutex> guard(lock);
-                    std::fprintf(stderr, "  %s: step %d eval %.4f\n", run.label.c_str(), s, run.curve.back().second);
+                    std::fprintf(stderr, "  %s: step %d eval %.4f\n", run.label.c_str(), s,
+                                 run.curve.back().second);
                 }
             }
             run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

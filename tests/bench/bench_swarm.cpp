@@ -217,8 +217,9 @@ bool replicaTable(const QString& dir, int steps) {
     if (!startCoordinator(swarm))
         return false;
     SimulatorRequest request;
-    request.modelJson =
-        QJsonDocument(swarm.get(QStringLiteral("/v1/info")).value(u"model").toObject()).toJson().toStdString();
+    request.modelJson = QJsonDocument(swarm.get(QStringLiteral("/v1/info")).value(u"model").toObject())
+                            .toJson()
+                            .toStdString();
     request.replicas = 2;
     request.microbatchesPerStep = kMicrobatches;
     request.batch = kBatch;
@@ -238,15 +239,17 @@ bool replicaTable(const QString& dir, int steps) {
     swarm.stop();
     if (!real.started)
         return false;
-    std::printf("4. train loss at equal tokens, S=%d x R=2 (4 nodes), synchronous steps, gradients averaged every "
-                "step (%s)\n   %6s %12s %10s %10s %8s\n",
-                kStages, gradients.value(u"rank").toInt() ? "low rank" : "dense", "step", "tokens", "simulator",
-                "swarm", "vs sim");
+    std::printf(
+        "4. train loss at equal tokens, S=%d x R=2 (4 nodes), synchronous steps, gradients averaged every "
+        "step (%s)\n   %6s %12s %10s %10s %8s\n",
+        kStages, gradients.value(u"rank").toInt() ? "low rank" : "dense", "step", "tokens", "simulator",
+        "swarm", "vs sim");
     for (int s = 10; s <= steps; s += (s < 50 ? 10 : 25)) {
-        const double simLoss = sim.trainLoss.size() >= std::size_t(s) ? sim.trainLoss[std::size_t(s) - 1] : -1;
+        const double simLoss =
+            sim.trainLoss.size() >= std::size_t(s) ? sim.trainLoss[std::size_t(s) - 1] : -1;
         const double swarmLoss = real.loss.count(s) ? real.loss.at(s) : -1;
-        std::printf("   %6d %12lld %10.4f %10.4f %7.2f%%\n", s, qlonglong(s) * kTokensPerStep, simLoss, swarmLoss,
-                    simLoss > 0 && swarmLoss > 0 ? 100.0 * (swarmLoss - simLoss) / simLoss : 0.0);
+        std::printf("   %6d %12lld %10.4f %10.4f %7.2f%%\n", s, qlonglong(s) * kTokensPerStep, simLoss,
+                    swarmLoss, simLoss > 0 && swarmLoss > 0 ? 100.0 * (swarmLoss - simLoss) / simLoss : 0.0);
     }
     std::printf("   swarm: %lld gradient rounds, %lld shares counted, %lld missed, %lld clipped; %.0f s\n\n",
                 qlonglong(gradients.value(u"rounds").toInteger()),

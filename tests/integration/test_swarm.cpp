@@ -265,13 +265,16 @@ void TestSwarm::swarmLearnsThroughChurn() {
         startNode();
         ++m_joins;
         if (cycle == kCoordinatorKillCycle) {
-            // A SIGKILL loses the last second's unflushed writes: kill while work issued before the last flush is in flight.
-            QVERIFY2(QTest::qWaitFor([&] {
+            // A SIGKILL loses the last second's unflushed writes: kill while older work is in flight.
+            const auto olderWorkInFlight = [&] {
                 const QJsonObject before = status().value(u"microbatches").toObject();
                 QTest::qWait(1500);
                 const QJsonObject after = status().value(u"microbatches").toObject();
-                return integer(after, u"completed") + integer(after, u"abandoned") < integer(before, u"issued");
-            }, 60'000), "no work stayed in flight for over a second");
+                return integer(after, u"completed") + integer(after, u"abandoned") <
+                       integer(before, u"issued");
+            };
+            QVERIFY2(QTest::qWaitFor(olderWorkInFlight, 60'000),
+                     "no work stayed in flight for over a second");
             qInfo("swarm chaos: SIGKILL the coordinator at %s", qPrintable(describe(status())));
             QElapsedTimer down;
             down.start();

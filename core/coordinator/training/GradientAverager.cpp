@@ -41,9 +41,9 @@ GradientAverager::GradientAverager(std::vector<std::unique_ptr<gpu::GradientComb
 GradientAverager::~GradientAverager() = default;
 
 Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::vector<Shapes>& stageShapes,
-                                                                   GradientSettings settings, std::uint64_t seed,
-                                                                   SendText sendText, SendBinary sendBinary,
-                                                                   Clock clock) {
+                                                                   GradientSettings settings,
+                                                                   std::uint64_t seed, SendText sendText,
+                                                                   SendBinary sendBinary, Clock clock) {
     const auto make = [&](int rank) -> Result<std::vector<std::unique_ptr<gpu::GradientCombiner>>> {
         std::vector<std::unique_ptr<gpu::GradientCombiner>> combiners;
         for (std::size_t s = 0; s < stageShapes.size(); ++s) {
@@ -52,7 +52,8 @@ Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::ve
                 return makeError("stage " + std::to_string(s) + ": " + combiner.message());
             const qint64 bytes = (*combiner)->resultSize() * qint64(sizeof(float));
             if (bytes > protocol::kTaskMessageMaxBytes - protocol::kTaskMessageMaxJsonBytes)
-                return makeError("stage " + std::to_string(s) + ": a gradient result of " + std::to_string(bytes) +
+                return makeError("stage " + std::to_string(s) + ": a gradient result of " +
+                                 std::to_string(bytes) +
                                  " bytes exceeds the message limit; use a lower --gradient-rank");
             combiners.push_back(std::move(*combiner));
         }
@@ -71,11 +72,12 @@ Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::ve
     }
     if (!combiners)
         return combiners.error();
-    return std::unique_ptr<GradientAverager>(new GradientAverager(std::move(*combiners), settings, std::move(sendText),
-                                                                  std::move(sendBinary), std::move(clock)));
+    return std::unique_ptr<GradientAverager>(new GradientAverager(
+        std::move(*combiners), settings, std::move(sendText), std::move(sendBinary), std::move(clock)));
 }
 
-void GradientAverager::start(qint64 step, const std::vector<QStringList>& replicas, const QHash<QString, int>& work) {
+void GradientAverager::start(qint64 step, const std::vector<QStringList>& replicas,
+                             const QHash<QString, int>& work) {
     if (m_round)
         close(); // a step ended before the previous exchange did (overlapping steps): close it now
     Round round;
@@ -108,8 +110,8 @@ bool GradientAverager::onShare(const QString& node, const protocol::GradientShar
             stage.satOut = true;
         if (share.ok && basisOk && share.microbatches > 0) {
             const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
-            Result<std::vector<float>> values =
-                frame ? protocol::partitionValues(*frame) : Result<std::vector<float>>(makeError("no values"));
+            Result<std::vector<float>> values = frame ? protocol::partitionValues(*frame)
+                                                      : Result<std::vector<float>>(makeError("no values"));
             if (!values || qint64(values->size()) != m_combiners[s]->shareSize()) {
                 Q_EMIT shareRefused(node, int(s),
                                     QStringLiteral("its gradient share of step %1 has %2 values, %3 expected")
@@ -118,14 +120,15 @@ bool GradientAverager::onShare(const QString& node, const protocol::GradientShar
                                         .arg(m_combiners[s]->shareSize()));
             } else {
                 // It weighs what the coordinator saw it do, at most (an empty map: its word).
-                const int weight = m_round->work.isEmpty() ? share.microbatches
-                                                           : std::min(share.microbatches, m_round->work.value(node));
+                const int weight = m_round->work.isEmpty()
+                                       ? share.microbatches
+                                       : std::min(share.microbatches, m_round->work.value(node));
                 if (weight > 0)
                     stage.shares.insert(node, Received{std::move(*values), weight});
             }
         } else if (!share.ok && !share.error.isEmpty()) {
-            qInfo("gradients: node %s sits out step %lld: %s", qPrintable(shortId(node)), qlonglong(share.step),
-                  qPrintable(share.error));
+            qInfo("gradients: node %s sits out step %lld: %s", qPrintable(shortId(node)),
+                  qlonglong(share.step), qPrintable(share.error));
         }
         maybeClose();
         return true;
@@ -163,7 +166,8 @@ void GradientAverager::maybeClose() {
     close();
 }
 
-std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRound& round, QSet<QString>& counted) {
+std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRound& round,
+                                                            QSet<QString>& counted) {
     if (m_norms.size() < m_combiners.size())
         m_norms.resize(m_combiners.size());
     std::vector<double>& recent = m_norms[std::size_t(stage)];
@@ -178,7 +182,8 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
         const double norm = std::sqrt(squared);
         if (recent.size() >= kNormHistory && std::isfinite(norm) && norm > kNormOutlierFactor * median) {
             ++m_sharesOutvoted;
-            qWarning("gradients: node %s's share for stage %d has norm %.3g, %.0fx the stage's recent median: left "
+            qWarning("gradients: node %s's share for stage %d has norm %.3g, %.0fx the stage's recent "
+                     "median: left "
                      "out of the round",
                      qPrintable(shortId(it.key())), stage, norm, norm / std::max(median, 1e-30));
             continue;
@@ -205,8 +210,8 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
         Q_EMIT shareRefused(node, stage, QStringLiteral("its gradient share is not finite"));
     m_sharesClipped += combined.clipped.size();
     for (const QString& node : combined.clipped)
-        qInfo("gradients: node %s's share for stage %d was far from the others' (clipped)", qPrintable(shortId(node)),
-              stage);
+        qInfo("gradients: node %s's share for stage %d was far from the others' (clipped)",
+              qPrintable(shortId(node)), stage);
     if (combined.used == 0)
         return std::nullopt;
     for (const Share& share : used)
@@ -229,7 +234,8 @@ void GradientAverager::close() {
             // Its replicas all hold another round's basis (they joined since): everyone starts over
             // from the seeded one at the next step rather than sit out for ever.
             if (round.stages[s].satOut) {
-                qInfo("gradients: stage %d: no replica holds round %lld's basis; the next round starts from the "
+                qInfo("gradients: stage %d: no replica holds round %lld's basis; the next round starts from "
+                      "the "
                       "seeded one",
                       int(s), qlonglong(m_combiners[s]->round()));
                 m_combiners[s]->reset();
@@ -239,14 +245,16 @@ void GradientAverager::close() {
         double norm = 0;
         Result<std::vector<float>> result = m_combiners[s]->result(*mean, &norm);
         if (!result) {
-            qWarning("gradients: stage %d, step %lld: %s", int(s), qlonglong(round.step), result.message().c_str());
+            qWarning("gradients: stage %d, step %lld: %s", int(s), qlonglong(round.step),
+                     result.message().c_str());
             continue;
         }
         results[s] = std::move(*result);
         squared += norm;
     }
     m_lastNorm = std::sqrt(squared);
-    m_lastClipScale = m_settings.clipNorm > 0 && m_lastNorm > m_settings.clipNorm ? m_settings.clipNorm / m_lastNorm : 1.0;
+    m_lastClipScale =
+        m_settings.clipNorm > 0 && m_lastNorm > m_settings.clipNorm ? m_settings.clipNorm / m_lastNorm : 1.0;
     m_lastLearningRate = m_settings.schedule.at(round.step);
     m_lastStep = round.step;
     for (std::size_t s = 0; s < stages; ++s) {
@@ -254,8 +262,12 @@ void GradientAverager::close() {
             continue;
         const QByteArrayView payload = protocol::partitionPayload(results[s]);
         for (const QString& node : round.stages[s].asked) {
-            const protocol::GradientResult header{round.step, m_combiners[s]->round(), counted[s].contains(node),
-                                                  int(counted[s].size()), m_lastLearningRate, m_lastClipScale};
+            const protocol::GradientResult header{round.step,
+                                                  m_combiners[s]->round(),
+                                                  counted[s].contains(node),
+                                                  int(counted[s].size()),
+                                                  m_lastLearningRate,
+                                                  m_lastClipScale};
             if (m_sendBinary(node, protocol::TaskMessageBuilder(protocol::toJson(header), payload.size())
                                        .add(protocol::TaskFrameType::Partition, payload)
                                        .take()))
@@ -270,21 +282,21 @@ void GradientAverager::close() {
 QJsonObject GradientAverager::status() const {
     QJsonArray bytes;
     for (const auto& c : m_combiners)
-        bytes.append(QJsonObject{{QStringLiteral("share_bytes"), c->shareSize() * qint64(sizeof(float))},
-                                 {QStringLiteral("result_bytes"), c->resultSize() * qint64(sizeof(float))},
-                                 {QStringLiteral("fp32_gradient_bytes"), c->gradientSize() * qint64(sizeof(float))}});
+        bytes.append(
+            QJsonObject{{QStringLiteral("share_bytes"), c->shareSize() * qint64(sizeof(float))},
+                        {QStringLiteral("result_bytes"), c->resultSize() * qint64(sizeof(float))},
+                        {QStringLiteral("fp32_gradient_bytes"), c->gradientSize() * qint64(sizeof(float))}});
     const gpu::LearningRateSchedule& s = m_settings.schedule;
     return QJsonObject{
         {QStringLiteral("enabled"), m_settings.enabled},
         {QStringLiteral("rank"), m_settings.rank},
         {QStringLiteral("clip_norm"), m_settings.clipNorm},
         {QStringLiteral("learning_rate"), m_lastLearningRate},
-        {QStringLiteral("schedule"),
-         QJsonObject{{QStringLiteral("peak"), s.peak},
-                     {QStringLiteral("warmup_steps"), qint64(s.warmupSteps)},
-                     {QStringLiteral("decay"), QLatin1String(s.decayName())},
-                     {QStringLiteral("decay_steps"), qint64(s.decaySteps)},
-                     {QStringLiteral("min_ratio"), s.minRatio}}},
+        {QStringLiteral("schedule"), QJsonObject{{QStringLiteral("peak"), s.peak},
+                                                 {QStringLiteral("warmup_steps"), qint64(s.warmupSteps)},
+                                                 {QStringLiteral("decay"), QLatin1String(s.decayName())},
+                                                 {QStringLiteral("decay_steps"), qint64(s.decaySteps)},
+                                                 {QStringLiteral("min_ratio"), s.minRatio}}},
         {QStringLiteral("rounds"), m_rounds},
         {QStringLiteral("last_step"), m_lastStep},
         {QStringLiteral("gradient_norm"), m_lastNorm},

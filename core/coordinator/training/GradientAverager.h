@@ -38,8 +38,8 @@ class GradientCombiner;
 namespace tessera::coordinator {
 
 struct GradientSettings {
-    bool enabled = true; // off: every node steps on its own gradients (the first wave's swarm)
-    int rank = 0;        // the exchange's rank (0: dense fp32, exact)
+    bool enabled = true;   // off: every node steps on its own gradients (the first wave's swarm)
+    int rank = 0;          // the exchange's rank (0: dense fp32, exact)
     double clipNorm = 1.0; // global gradient-norm clip (0: none)
     gpu::LearningRateSchedule schedule;
     qint64 deadlineMs = 30'000; // a round waits at most this long for the shares
@@ -71,7 +71,8 @@ public:
     void start(qint64 step, const std::vector<QStringList>& replicas, const QHash<QString, int>& work = {});
     bool collecting() const { return m_round.has_value(); }
     // A node's gradient_share; false when no round expected it.
-    bool onShare(const QString& node, const protocol::GradientShare& share, const protocol::TaskMessage& message);
+    bool onShare(const QString& node, const protocol::GradientShare& share,
+                 const protocol::TaskMessage& message);
     void nodeGone(const QString& node);
     void tick(); // the deadline
 
@@ -83,7 +84,8 @@ Q_SIGNALS:
     // Results went out for `step` (or the round had nothing to send): the next step may start.
     void closed(qint64 step);
     // The stage's result, for the checkpoint to apply as the replicas do.
-    void applied(int stage, const std::vector<float>& result, qint64 round, double learningRate, double clipScale);
+    void applied(int stage, const std::vector<float>& result, qint64 round, double learningRate,
+                 double clipScale);
     void weightsSent(const QString& node);
     void shareRefused(const QString& node, int stage, const QString& reason);
 

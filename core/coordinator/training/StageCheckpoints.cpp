@@ -116,7 +116,8 @@ Status StageCheckpoints::applyGradients(int stage, int rank, std::span<const flo
     if (stage < 0 || stage >= stages())
         return makeError("no stage " + std::to_string(stage));
     Stage& s = *m_stages[std::size_t(stage)];
-    if (Status applied = s.engine->applyGradients(rank, result, true, round, learningRate, clipScale); !applied)
+    if (Status applied = s.engine->applyGradients(rank, result, true, round, learningRate, clipScale);
+        !applied)
         return applied;
     s.changed = true;
     return {};

@@ -49,8 +49,8 @@ public:
     std::vector<std::vector<std::int64_t>> parameterShapes(int stage) const;
     // A step's averaged gradient applied as every replica applies it (the same AdamW step): the
     // checkpoint holds what the replicas hold, for joiners and for a restart.
-    Status applyGradients(int stage, int rank, std::span<const float> result, qint64 round, double learningRate,
-                          double clipScale);
+    Status applyGradients(int stage, int rank, std::span<const float> result, qint64 round,
+                          double learningRate, double clipScale);
 
     // Publishes a new version of every changed stage at `step`: returns how many. Old files
     // beyond the newest `keep` versions of a stage are deleted (their rows stay, for history).

@@ -117,15 +117,17 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
         if (!gradients)
             return makeError("gradient averaging: " + gradients.message());
         t->m_gradients = std::move(*gradients);
-        t->m_gradients->setTrusted([resultChecks](const QString& node) { return resultChecks->trusted(node); });
+        t->m_gradients->setTrusted(
+            [resultChecks](const QString& node) { return resultChecks->trusted(node); });
         connect(t->m_gradients.get(), &GradientAverager::shareRefused, self, &Trainer::onRefused);
         const int rank = settings.gradients.rank;
-        connect(t->m_gradients.get(), &GradientAverager::applied, self,
-                [self, rank](int stage, const std::vector<float>& result, qint64 round, double lr, double clip) {
-                    if (Status s = self->m_checkpoints->applyGradients(stage, rank, result, round, lr, clip); !s)
-                        qWarning("trainer: the checkpoint of stage %d did not take step's gradients: %s", stage,
-                                 s.message().c_str());
-                });
+        connect(
+            t->m_gradients.get(), &GradientAverager::applied, self,
+            [self, rank](int stage, const std::vector<float>& result, qint64 round, double lr, double clip) {
+                if (Status s = self->m_checkpoints->applyGradients(stage, rank, result, round, lr, clip); !s)
+                    qWarning("trainer: the checkpoint of stage %d did not take step's gradients: %s", stage,
+                             s.message().c_str());
+            });
         // Queued: a round can close inside the router's completion of the step's last microbatch.
         TrainingLoop* loopForGradients = t->m_loop.get();
         connect(

@@ -83,7 +83,7 @@ private:
     Router* m_router = nullptr;
     std::function<void()> m_beforeStep;
     qint64 m_savedJoins = 0, m_savedLeaves = 0;
-    int m_stepCompleted = 0; // microbatches completed toward the current step
+    int m_stepCompleted = 0;        // microbatches completed toward the current step
     QHash<QString, int> m_stepWork; // backward tasks accepted per node this step (a share's weight)
     double m_stepLossSum = 0;
     int m_stepLossCount = 0;

@@ -86,7 +86,8 @@ Combined robustCombine(const std::vector<Share>& shares, std::span<const float> 
         for (std::size_t i = 0; i < size; ++i) {
             double change = 0;
             for (std::size_t k = 0; k < n; ++k)
-                change += std::max(0.0, finite[k]->weight) * (double(finite[k]->values[i]) - center[i]) * scale[k];
+                change +=
+                    std::max(0.0, finite[k]->weight) * (double(finite[k]->values[i]) - center[i]) * scale[k];
             out.values[i] = float(center[i] + (total > 0 ? change / total : 0.0));
         }
         out.used = int(n);

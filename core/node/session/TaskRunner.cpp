@@ -248,7 +248,8 @@ void TaskRunner::onGradientResult(const GradientResult& header, const TaskMessag
         ++m_refused;
         qWarning("node: refusing the gradient result of step %lld: %s", qlonglong(header.step),
                  values.message().c_str());
-        m_sendText(StepDone{header.step, false, 0, QString::fromStdString(values.message()).left(kMaxReasonChars)});
+        m_sendText(
+            StepDone{header.step, false, 0, QString::fromStdString(values.message()).left(kMaxReasonChars)});
         return;
     }
     EngineTask task;
@@ -418,7 +419,9 @@ void TaskRunner::finishShare(const Pending& p, const EngineResult& r) {
                                  kTaskMessagePrefixBytes) {
         if (share.ok) {
             share.ok = false;
-            share.error = QStringLiteral("%1 bytes exceed the %2-byte message limit").arg(bytes).arg(kTaskMessageMaxBytes);
+            share.error = QStringLiteral("%1 bytes exceed the %2-byte message limit")
+                              .arg(bytes)
+                              .arg(kTaskMessageMaxBytes);
         }
         return m_sendBinary(encode(share));
     }

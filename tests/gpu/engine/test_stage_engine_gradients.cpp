@@ -37,7 +37,8 @@ void exchange(std::vector<std::unique_ptr<StageEngine>>& replicas, GradientCombi
     CHECK_MSG(result.ok(), result.message());
     (void)step;
     for (std::size_t r = 0; r < replicas.size(); ++r) {
-        const tessera::Status applied = replicas[r]->applyGradients(rank, *result, included[r], combiner.round(), lr, 1.0);
+        const tessera::Status applied =
+            replicas[r]->applyGradients(rank, *result, included[r], combiner.round(), lr, 1.0);
         CHECK_MSG(applied.ok(), applied.message());
     }
 }

@@ -155,7 +155,8 @@ TESSERA_TEST(errorFeedbackCarriesWhatTheLowRankUpdateLeftOut) {
     for (int r = 0; r < 3; ++r) {
         setSharedGradients(replicas[r].params, r, 2.0);
         for (std::size_t i = 0; i < sums.size(); ++i)
-            sums[i] = sums[i].defined() ? sums[i] + replicas[r].params[i].grad() : replicas[r].params[i].grad().clone();
+            sums[i] = sums[i].defined() ? sums[i] + replicas[r].params[i].grad()
+                                        : replicas[r].params[i].grad().clone();
     }
     for (std::size_t i = 0; i < sums.size(); ++i) {
         torch::Tensor memories = torch::zeros_like(replicas[0].compressor.memory()[i]);
@@ -164,7 +165,8 @@ TESSERA_TEST(errorFeedbackCarriesWhatTheLowRankUpdateLeftOut) {
         const torch::Tensor lhs = memories + (applied[i] * 6.0).reshape(memories.sizes());
         const torch::Tensor rhs = (sums[i] * rounds).reshape(memories.sizes());
         const double gap = (lhs - rhs).abs().max().item<double>() / rhs.abs().max().item<double>();
-        CHECK_MSG(gap < 1e-4, "parameter " << i << ": applied + memories differ from the gradients by " << gap);
+        CHECK_MSG(gap < 1e-4,
+                  "parameter " << i << ": applied + memories differ from the gradients by " << gap);
     }
     double memory = 0;
     for (const Replica& r : replicas)
@@ -173,10 +175,12 @@ TESSERA_TEST(errorFeedbackCarriesWhatTheLowRankUpdateLeftOut) {
     // Nothing lost, only delayed: the applied average approaches the mean gradient round by round.
     for (std::size_t i = 2; i < sums.size(); ++i) {
         const torch::Tensor mean = sums[i] / 6.0;
-        const double at10 = ((appliedAt10[i] / 10.0) - mean).norm().item<double>() / mean.norm().item<double>();
+        const double at10 =
+            ((appliedAt10[i] / 10.0) - mean).norm().item<double>() / mean.norm().item<double>();
         const double at30 = ((applied[i] / rounds) - mean).norm().item<double>() / mean.norm().item<double>();
-        CHECK_MSG(at30 < 0.8 * at10, "parameter " << i << ": the applied average is " << at10 << " from the mean after 10 rounds, "
-                                                 << at30 << " after 30");
+        CHECK_MSG(at30 < 0.8 * at10, "parameter " << i << ": the applied average is " << at10
+                                                  << " from the mean after 10 rounds, " << at30
+                                                  << " after 30");
     }
 }
 
@@ -194,7 +198,8 @@ TESSERA_TEST(aReplicaLeftOutOfARoundKeepsAllItsGradientAndStillAppliesTheUpdate)
         kept += p.grad().pow(2).sum().item<double>();
     runRound(replicas, combiner);
     CHECK_MSG(std::abs(replicas[1].compressor.memorySquaredNorm() - kept) < 1e-3 * kept,
-              "the left-out replica's memory " << replicas[1].compressor.memorySquaredNorm() << " vs " << kept);
+              "the left-out replica's memory " << replicas[1].compressor.memorySquaredNorm() << " vs "
+                                               << kept);
     CHECK(maxDifference(replicas[0].params, replicas[1].params) == 0);
 }
 
@@ -251,5 +256,3 @@ TESSERA_TEST(theScheduleWarmsUpThenDecays) {
     LearningRateSchedule::Decay d;
     CHECK(parseDecay("linear", d) && d == LearningRateSchedule::Decay::Linear && !parseDecay("exp", d));
 }
-
-

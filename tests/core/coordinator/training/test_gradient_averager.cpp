@@ -22,7 +22,8 @@ struct Sent {
 
 class Harness {
 public:
-    explicit Harness(GradientSettings settings, std::vector<GradientAverager::Shapes> shapes = {{{4}, {3, 2}}}) {
+    explicit Harness(GradientSettings settings,
+                     std::vector<GradientAverager::Shapes> shapes = {{{4}, {3, 2}}}) {
         auto made = GradientAverager::create(
             shapes, settings, 7,
             [this](const QString& node, const SessionMessage& m) {
@@ -37,7 +38,8 @@ public:
                             : message.error();
                 if (!header)
                     qFatal("the averager sent a malformed message: %s", header.message().c_str());
-                Result<std::vector<float>> values = partitionValues(*message->frame(TaskFrameType::Partition));
+                Result<std::vector<float>> values =
+                    partitionValues(*message->frame(TaskFrameType::Partition));
                 results.push_back({node, std::get<GradientResult>(*header), *values});
                 return true;
             },
@@ -47,10 +49,12 @@ public:
         averager = std::move(*made);
         QObject::connect(averager.get(), &GradientAverager::shareRefused,
                          [this](const QString& node, int, const QString&) { refused << node; });
-        QObject::connect(averager.get(), &GradientAverager::closed, [this](qint64 step) { closedSteps << step; });
+        QObject::connect(averager.get(), &GradientAverager::closed,
+                         [this](qint64 step) { closedSteps << step; });
     }
 
-    bool share(const QString& node, qint64 step, int microbatches, std::vector<float> values, qint64 basis = 0) {
+    bool share(const QString& node, qint64 step, int microbatches, std::vector<float> values,
+               qint64 basis = 0) {
         GradientShare header{step, microbatches, basis, true, {}};
         const QByteArray bytes = TaskMessageBuilder(toJson(header), qsizetype(values.size() * sizeof(float)))
                                      .add(TaskFrameType::Partition, partitionPayload(values))
