@@ -1,5 +1,7 @@
 #include "train/StageOptimizer.h"
 
+#include "train/LearningRateSchedule.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -14,57 +16,42 @@ StageOptimizer::StageOptimizer(std::vector<torch::Tensor> parameters, const Opti
 }
 
 double StageOptimizer::currentLearningRate() const {
-    if (m_options.warmupSteps <= 0)
-        return m_options.learningRate;
-    const double ramp = std::min(1.0, static_cast<double>(m_steps + 1) / m_options.warmupSteps);
-    return m_options.learningRate * ramp;
+    LearningRateSchedule warmup;
+    warmup.peak = m_options.learningRate;
+    warmup.warmupSteps = m_options.warmupSteps;
+    return warmup.at(m_steps + 1);
 }
 
 bool StageOptimizer::step(int microbatches, std::optional<double> learningRate) {
     if (microbatches <= 0)
         return true;
-    {
-        torch::NoGradGuard noGrad;
-        double squared = 0;
-        for (auto& p : m_parameters)
-            if (p.grad().defined()) {
-                p.grad().div_(microbatches);
-                squared += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
-            }
-        m_lastNorm = std::sqrt(squared);
-        if (!std::isfinite(m_lastNorm)) {
-            m_adam->zero_grad();
-            return false;
-        }
-        if (m_options.clipNorm > 0 && m_lastNorm > m_options.clipNorm)
-            for (auto& p : m_parameters)
-                if (p.grad().defined())
-                    p.grad().mul_(m_options.clipNorm / m_lastNorm);
-    }
-    for (auto& group : m_adam->param_groups())
-        static_cast<torch::optim::AdamWOptions&>(group.options())
-            .lr(learningRate.value_or(currentLearningRate()));
-    m_adam->step();
-    m_adam->zero_grad();
-    ++m_steps;
-    return true;
+    // The mean over the microbatches, then this replica's own clip.
+    const double norm = scaleGradients(1.0 / microbatches);
+    const double clip = m_options.clipNorm > 0 && norm > m_options.clipNorm ? m_options.clipNorm / norm : 1.0;
+    return applyAdam(learningRate.value_or(currentLearningRate()), clip);
 }
 
 bool StageOptimizer::stepAgreed(double learningRate, double clipScale) {
-    {
-        torch::NoGradGuard noGrad;
-        double squared = 0;
-        for (auto& p : m_parameters)
-            if (p.grad().defined()) {
-                if (clipScale != 1.0)
-                    p.grad().mul_(clipScale);
-                squared += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
-            }
-        m_lastNorm = std::sqrt(squared);
-        if (!std::isfinite(m_lastNorm) || !std::isfinite(learningRate) || learningRate < 0) {
-            m_adam->zero_grad();
-            return false;
+    return applyAdam(learningRate, clipScale);
+}
+
+double StageOptimizer::scaleGradients(double factor) {
+    torch::NoGradGuard noGrad;
+    double squared = 0;
+    for (auto& p : m_parameters)
+        if (p.grad().defined()) {
+            if (factor != 1.0)
+                p.grad().mul_(factor);
+            squared += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
         }
+    return std::sqrt(squared);
+}
+
+bool StageOptimizer::applyAdam(double learningRate, double clipScale) {
+    m_lastNorm = scaleGradients(clipScale);
+    if (!std::isfinite(m_lastNorm) || !std::isfinite(learningRate) || learningRate < 0) {
+        m_adam->zero_grad();
+        return false;
     }
     for (auto& group : m_adam->param_groups())
         static_cast<torch::optim::AdamWOptions&>(group.options()).lr(learningRate);

@@ -31,6 +31,11 @@ public:
     double currentLearningRate() const;
 
 private:
+    // Multiplies every gradient by factor; returns their L2 norm after.
+    double scaleGradients(double factor);
+    // Scales by clipScale and steps AdamW at learningRate; false (nothing moved) when not finite.
+    bool applyAdam(double learningRate, double clipScale);
+
     std::vector<torch::Tensor> m_parameters;
     OptimizerOptions m_options;
     std::unique_ptr<torch::optim::AdamW> m_adam;

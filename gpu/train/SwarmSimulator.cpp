@@ -107,7 +107,7 @@ namespace {
 
 // Each stage's replicas share their gradients, the combiner makes the round's result, the global
 // norm sets the clip, and every replica applies the same update — as the coordinator does.
-void exchangeGradients(SwarmSimulator::State& st, SimStep& result) {
+void exchangeGradients(SwarmSimulator::State& st) {
     std::vector<std::vector<float>> results(st.stages.size());
     double squared = 0;
     for (std::size_t s = 0; s < st.stages.size(); ++s) {
@@ -132,10 +132,10 @@ void exchangeGradients(SwarmSimulator::State& st, SimStep& result) {
         results[s] = st.combiners[s]->result(meanShare, &norm);
         squared += norm;
     }
-    result.gradientNorm = std::sqrt(squared);
+    const double norm = std::sqrt(squared);
     const double clip = st.options.optimizer.clipNorm;
-    const double scale = clip > 0 && result.gradientNorm > clip ? clip / result.gradientNorm : 1.0;
-    result.learningRate = st.options.schedule.at(st.step);
+    const double scale = clip > 0 && norm > clip ? clip / norm : 1.0;
+    const double learningRate = st.options.schedule.at(st.step);
     for (std::size_t s = 0; s < st.stages.size(); ++s) {
         for (Replica& replica : st.stages[s]) {
             if (!results[s].empty()) {
@@ -143,7 +143,7 @@ void exchangeGradients(SwarmSimulator::State& st, SimStep& result) {
                                                              st.combiners[s]->round());
                     !applied)
                     throw std::runtime_error("gradient exchange: " + applied.message());
-                (void)replica.optimizer->stepAgreed(result.learningRate, scale);
+                (void)replica.optimizer->stepAgreed(learningRate, scale);
             }
             replica.microbatches = 0;
         }
@@ -205,13 +205,13 @@ SimStep SwarmSimulator::step() {
 
     ++st.step;
     if (st.options.gradientAveraging) {
-        exchangeGradients(st, result);
+        exchangeGradients(st);
     } else {
         // Every replica steps on what it accumulated (clipped on its own).
-        result.learningRate = st.options.schedule.at(st.step);
+        const double learningRate = st.options.schedule.at(st.step);
         for (auto& stage : st.stages)
             for (auto& replica : stage) {
-                (void)replica.optimizer->step(replica.microbatches, result.learningRate);
+                (void)replica.optimizer->step(replica.microbatches, learningRate);
                 replica.microbatches = 0;
             }
     }

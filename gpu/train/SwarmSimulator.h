@@ -44,8 +44,6 @@ struct SimStep {
     double trainLoss = 0;       // mean over this step's microbatches
     std::int64_t wireBytes = 0; // activations + gradients sent between stages this step
     int averagedStages = 0;     // stages that ran a SPARTA round this step
-    double gradientNorm = 0;    // of the step's averaged gradient over every stage, before clipping
-    double learningRate = 0;
 };
 
 class SwarmSimulator {

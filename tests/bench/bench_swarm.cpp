@@ -161,22 +161,29 @@ void printLoss(int steps, const SimulatorCurve& sim, const SwarmCurve& sync, con
     std::fflush(stdout);
 }
 
-// The simulator, then the swarm with synchronous and with overlapping steps; each swarm's
-// compute shares are measured while it trains (table 2's loopback rows). False on failure.
-bool lossTable(const QString& dir, int steps, std::vector<ShareRun>& shares) {
-    LocalSwarm syncSwarm(dir + QStringLiteral("/loss-sync"), coordinatorArguments({8, false}, steps));
-    if (!startCoordinator(syncSwarm))
-        return false;
+// What the simulator needs to train as the swarm does: the coordinator's own model config and batch.
+SimulatorRequest simulatorRequest(LocalSwarm& swarm, int steps, int replicas) {
     SimulatorRequest request;
-    request.modelJson = QJsonDocument(syncSwarm.get(QStringLiteral("/v1/info")).value(u"model").toObject())
+    request.modelJson = QJsonDocument(swarm.get(QStringLiteral("/v1/info")).value(u"model").toObject())
                             .toJson()
                             .toStdString();
+    request.replicas = replicas;
     request.microbatchesPerStep = kMicrobatches;
     request.batch = kBatch;
     request.seq = kSeq;
     request.averagingInterval = kAveragingInterval;
     request.partitions = kPartitions;
     request.steps = steps;
+    return request;
+}
+
+// The simulator, then the swarm with synchronous and with overlapping steps; each swarm's
+// compute shares are measured while it trains (table 2's loopback rows). False on failure.
+bool lossTable(const QString& dir, int steps, std::vector<ShareRun>& shares) {
+    LocalSwarm syncSwarm(dir + QStringLiteral("/loss-sync"), coordinatorArguments({8, false}, steps));
+    if (!startCoordinator(syncSwarm))
+        return false;
+    const SimulatorRequest request = simulatorRequest(syncSwarm, steps, 1);
     note(QStringLiteral("1. simulator, %1 steps (the coordinator idles meanwhile)").arg(steps));
     const SimulatorCurve sim = runSimulator(request, [](int step, double loss) {
         if (step % 25 == 0)
@@ -216,17 +223,7 @@ bool replicaTable(const QString& dir, int steps) {
     LocalSwarm swarm(dir + QStringLiteral("/replicas"), coordinatorArguments({8, false}, steps));
     if (!startCoordinator(swarm))
         return false;
-    SimulatorRequest request;
-    request.modelJson = QJsonDocument(swarm.get(QStringLiteral("/v1/info")).value(u"model").toObject())
-                            .toJson()
-                            .toStdString();
-    request.replicas = 2;
-    request.microbatchesPerStep = kMicrobatches;
-    request.batch = kBatch;
-    request.seq = kSeq;
-    request.averagingInterval = kAveragingInterval;
-    request.partitions = kPartitions;
-    request.steps = steps;
+    const SimulatorRequest request = simulatorRequest(swarm, steps, 2);
     note(QStringLiteral("4. simulator S=%1 x R=2, %2 steps").arg(kStages).arg(steps));
     const SimulatorCurve sim = runSimulator(request);
     if (!sim.error.empty()) {

@@ -36,7 +36,8 @@ GradientAverager::GradientAverager(std::vector<std::unique_ptr<gpu::GradientComb
     , m_settings(settings)
     , m_sendText(std::move(sendText))
     , m_sendBinary(std::move(sendBinary))
-    , m_clock(std::move(clock)) {}
+    , m_clock(std::move(clock))
+    , m_norms(m_combiners.size()) {}
 
 GradientAverager::~GradientAverager() = default;
 
@@ -168,8 +169,6 @@ void GradientAverager::maybeClose() {
 
 std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRound& round,
                                                             QSet<QString>& counted) {
-    if (m_norms.size() < m_combiners.size())
-        m_norms.resize(m_combiners.size());
     std::vector<double>& recent = m_norms[std::size_t(stage)];
     std::vector<double> sorted = recent;
     std::sort(sorted.begin(), sorted.end());

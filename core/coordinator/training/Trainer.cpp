@@ -120,7 +120,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
         t->m_gradients->setTrusted(
             [resultChecks](const QString& node) { return resultChecks->trusted(node); });
         connect(t->m_gradients.get(), &GradientAverager::shareRefused, self, &Trainer::onRefused);
-        const int rank = settings.gradients.rank;
+        const int rank = t->m_gradients->settings().rank; // after a fallback, not the option's
         connect(
             t->m_gradients.get(), &GradientAverager::applied, self,
             [self, rank](int stage, const std::vector<float>& result, qint64 round, double lr, double clip) {

@@ -10,13 +10,20 @@ using namespace tessera::test;
 
 namespace {
 
+// `count` replicas of each of the two stages: first[r], last[r].
 struct Replicas {
-    std::vector<std::unique_ptr<StageEngine>> first, last; // [replica]
+    std::vector<std::unique_ptr<StageEngine>> first, last;
+    Replicas(const ModelConfig& config, int count) {
+        for (int r = 0; r < count; ++r) {
+            first.push_back(engine(config, 0));
+            last.push_back(engine(config, 1));
+        }
+    }
 };
 
 // One exchange for one stage over its replicas; every replica applies the result.
 void exchange(std::vector<std::unique_ptr<StageEngine>>& replicas, GradientCombiner& combiner, int rank,
-              std::int64_t step, double lr = 1e-3) {
+              double lr = 1e-3) {
     std::vector<double> mean(static_cast<std::size_t>(combiner.shareSize()), 0.0);
     std::vector<bool> included;
     int total = 0;
@@ -35,7 +42,6 @@ void exchange(std::vector<std::unique_ptr<StageEngine>>& replicas, GradientCombi
     double norm = 0;
     auto result = combiner.result(meanShare, &norm);
     CHECK_MSG(result.ok(), result.message());
-    (void)step;
     for (std::size_t r = 0; r < replicas.size(); ++r) {
         const tessera::Status applied =
             replicas[r]->applyGradients(rank, *result, included[r], combiner.round(), lr, 1.0);
@@ -59,41 +65,30 @@ TESSERA_TEST(denseAveragingKeepsReplicasEqualAndEqualToOneMachine) {
     fs::create_directories(dir.path / "a");
     fs::create_directories(dir.path / "b");
     const ModelConfig config = twoStages();
-    std::vector<std::unique_ptr<StageEngine>> first, last;
-    for (int r = 0; r < 2; ++r) {
-        first.push_back(engine(config, 0));
-        last.push_back(engine(config, 1));
-    }
-    auto soloFirst = engine(config, 0);
-    auto soloLast = engine(config, 1);
-    auto c0 = GradientCombiner::create(first[0]->parameterShapes(), 0, config.seed).value();
-    auto c1 = GradientCombiner::create(last[0]->parameterShapes(), 0, config.seed).value();
+    Replicas swarm(config, 2), solo(config, 1); // solo: one machine, its own one-replica rounds
+    const auto combiner = [&](StageEngine& e) {
+        return GradientCombiner::create(e.parameterShapes(), 0, config.seed).value();
+    };
+    auto c0 = combiner(*swarm.first[0]), c1 = combiner(*swarm.last[0]);
+    auto s0 = combiner(*solo.first[0]), s1 = combiner(*solo.last[0]);
     std::int64_t id = 0;
     for (int step = 1; step <= 3; ++step) {
         // Replica 0 trains one microbatch, replica 1 two: the mean weighs them 1:2.
         for (int m = 0; m < 3; ++m) {
             const Batch b = makeBatch(std::uint64_t(step * 10 + m));
             const int r = m == 0 ? 0 : 1;
-            trainMicrobatch(*first[r], *last[r], id, b);
-            trainMicrobatch(*soloFirst, *soloLast, id + 1000, b);
+            trainMicrobatch(*swarm.first[r], *swarm.last[r], id, b);
+            trainMicrobatch(*solo.first[0], *solo.last[0], id + 1000, b);
             ++id;
         }
-        exchange(first, *c0, 0, step);
-        exchange(last, *c1, 0, step);
-        // The single machine applies the same mean through the same path (its own one-replica round).
-        std::vector<std::unique_ptr<StageEngine>> solo0, solo1;
-        solo0.push_back(std::move(soloFirst));
-        solo1.push_back(std::move(soloLast));
-        static auto s0 = GradientCombiner::create(first[0]->parameterShapes(), 0, config.seed).value();
-        static auto s1 = GradientCombiner::create(last[0]->parameterShapes(), 0, config.seed).value();
-        exchange(solo0, *s0, 0, step);
-        exchange(solo1, *s1, 0, step);
-        soloFirst = std::move(solo0[0]);
-        soloLast = std::move(solo1[0]);
+        exchange(swarm.first, *c0, 0);
+        exchange(swarm.last, *c1, 0);
+        exchange(solo.first, *s0, 0);
+        exchange(solo.last, *s1, 0);
     }
-    CHECK_MSG(worstAcross(*first[0], *first[1], dir.path) == 0, "stage 0 replicas differ");
-    CHECK_MSG(worstAcross(*last[0], *last[1], dir.path) == 0, "stage 1 replicas differ");
-    const double vsSolo = worstAcross(*first[0], *soloFirst, dir.path);
+    CHECK_MSG(worstAcross(*swarm.first[0], *swarm.first[1], dir.path) == 0, "stage 0 replicas differ");
+    CHECK_MSG(worstAcross(*swarm.last[0], *swarm.last[1], dir.path) == 0, "stage 1 replicas differ");
+    const double vsSolo = worstAcross(*swarm.first[0], *solo.first[0], dir.path);
     CHECK_MSG(vsSolo < 1e-6, "the swarm's stage 0 differs from one machine's by " << vsSolo);
 }
 
@@ -102,23 +97,19 @@ TESSERA_TEST(lowRankUpdatesAreTheSameOnEveryReplica) {
     fs::create_directories(dir.path / "a");
     fs::create_directories(dir.path / "b");
     const ModelConfig config = twoStages();
-    std::vector<std::unique_ptr<StageEngine>> first, last;
-    for (int r = 0; r < 2; ++r) {
-        first.push_back(engine(config, 0));
-        last.push_back(engine(config, 1));
-    }
-    auto c0 = GradientCombiner::create(first[0]->parameterShapes(), 4, config.seed).value();
-    auto c1 = GradientCombiner::create(last[0]->parameterShapes(), 4, config.seed).value();
+    Replicas swarm(config, 2);
+    auto c0 = GradientCombiner::create(swarm.first[0]->parameterShapes(), 4, config.seed).value();
+    auto c1 = GradientCombiner::create(swarm.last[0]->parameterShapes(), 4, config.seed).value();
     CHECK(c0->needsBasis() && c0->shareSize() * 5 < c0->gradientSize());
     std::int64_t id = 0;
     for (int step = 1; step <= 3; ++step) {
         for (int r = 0; r < 2; ++r)
-            trainMicrobatch(*first[r], *last[r], id++, makeBatch(std::uint64_t(step * 10 + r)));
-        exchange(first, *c0, 4, step);
-        exchange(last, *c1, 4, step);
+            trainMicrobatch(*swarm.first[r], *swarm.last[r], id++, makeBatch(std::uint64_t(step * 10 + r)));
+        exchange(swarm.first, *c0, 4);
+        exchange(swarm.last, *c1, 4);
     }
-    CHECK_MSG(worstAcross(*first[0], *first[1], dir.path) == 0, "stage 0 replicas differ");
-    CHECK_MSG(worstAcross(*last[0], *last[1], dir.path) == 0, "stage 1 replicas differ");
+    CHECK_MSG(worstAcross(*swarm.first[0], *swarm.first[1], dir.path) == 0, "stage 0 replicas differ");
+    CHECK_MSG(worstAcross(*swarm.last[0], *swarm.last[1], dir.path) == 0, "stage 1 replicas differ");
     CHECK(c0->round() == 3);
 }
 
