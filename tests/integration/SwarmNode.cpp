@@ -5,6 +5,8 @@
 #include <QFile>
 #include <QProcessEnvironment>
 #include <QTest>
+#include <csignal>
+#include <sys/types.h>
 
 QString nodeProgram() {
     return QStringLiteral(TESSERA_NODE_PATH);
@@ -41,6 +43,11 @@ SwarmNode::~SwarmNode() {
 void SwarmNode::kill() {
     m_process.kill();
     m_process.waitForFinished(5000);
+}
+
+void SwarmNode::freeze(bool frozen) {
+    if (running())
+        ::kill(pid_t(m_process.processId()), frozen ? SIGSTOP : SIGCONT);
 }
 
 int SwarmNode::stop(int ms) {

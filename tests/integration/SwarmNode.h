@@ -25,6 +25,8 @@ public:
     qint64 ageMs() const { return m_started.elapsed(); }
     // SIGKILL: the node vanishes mid-task, as a crash, a power cut or a pulled cable would do.
     void kill();
+    // SIGSTOP / SIGCONT: a node that hangs (a frozen machine, a stalled link) keeps its work in flight.
+    void freeze(bool frozen);
     // `tessera-node stop --data-dir` through the control socket, then waits for the process: its
     // exit code, -1 when it crashed, -2 when it was still running after ms (it is killed then).
     int stop(int ms);

@@ -10,6 +10,7 @@
 #include "CoordinatorProcess.h"
 #include "SwarmDatabase.h"
 #include "SwarmNode.h"
+#include "SwarmStatus.h"
 #include "TestSupport.h"
 #include "common/Identity.h"
 
@@ -53,10 +54,6 @@ constexpr qint64 kTargetStep = 170;
 constexpr double kLossThreshold = 3.0;
 constexpr qint64 kFlopPerMicroCredit = 1'000'000'000;
 
-qint64 integer(const QJsonObject& o, QStringView key) {
-    return o.value(key).toInteger(-1);
-}
-
 } // namespace
 
 class TestSwarm final : public QObject {
@@ -73,11 +70,11 @@ private:
     void keepCoordinatorLog();
     void startNode();
     bool killRandomNode();
+    bool freezeNodesWithWorkInFlight();
     QString exitedByItself();
     QJsonObject status();
     static bool everyStageServed(const QJsonObject& status);
     bool waitEveryStageServed(int ms);
-    QString describe(const QJsonObject& status) const;
     void checkDatabase();
     void checkLedgers();
 
@@ -186,6 +183,23 @@ bool TestSwarm::killRandomNode() {
     return true;
 }
 
+// Every node hung (SIGSTOP) once some work is in flight; true when that work is still in flight 1.5 s later.
+bool TestSwarm::freezeNodesWithWorkInFlight() {
+    for (const auto& node : m_nodes)
+        node->freeze(false);
+    const auto inFlight = [&] {
+        return integer(status().value(u"microbatches").toObject(), u"in_flight") > 0;
+    };
+    if (!QTest::qWaitFor(inFlight, 10'000))
+        return false;
+    for (const auto& node : m_nodes)
+        node->freeze(true);
+    const QJsonObject before = status().value(u"microbatches").toObject();
+    QTest::qWait(1500);
+    const QJsonObject after = status().value(u"microbatches").toObject();
+    return integer(after, u"completed") + integer(after, u"abandoned") < integer(before, u"issued");
+}
+
 // A node that exited although nobody stopped it: its data dir and log tail, else empty.
 QString TestSwarm::exitedByItself() {
     for (const auto& node : m_nodes)
@@ -219,27 +233,8 @@ bool TestSwarm::waitEveryStageServed(int ms) {
         },
         ms);
     if (!served)
-        qWarning("not every stage has a node after %d ms: %s", ms, qPrintable(describe(last)));
+        qWarning("not every stage has a node after %d ms: %s", ms, qPrintable(describeSwarm(last)));
     return served;
-}
-
-QString TestSwarm::describe(const QJsonObject& s) const {
-    QStringList perStage;
-    for (const QJsonValue& v : s.value(u"stages").toArray())
-        perStage << u"%1+%2"_qs.arg(v.toObject().value(u"nodes").toInt())
-                        .arg(v.toObject().value(u"ghosts").toInt());
-    const QJsonObject mb = s.value(u"microbatches").toObject();
-    return u"step %1 loss %2 tokens %3 joins %4 leaves %5 nodes/stage (routed+ghosts) [%6] microbatches "
-           u"issued %7 completed %8 abandoned %9 in flight %10"_qs.arg(integer(s, u"step"))
-               .arg(s.value(u"loss").toDouble(-1), 0, 'f', 4)
-               .arg(integer(s, u"tokens"))
-               .arg(integer(s, u"joins"))
-               .arg(integer(s, u"leaves"))
-               .arg(perStage.join(u' '))
-               .arg(integer(mb, u"issued"))
-               .arg(integer(mb, u"completed"))
-               .arg(integer(mb, u"abandoned"))
-               .arg(integer(mb, u"in_flight"));
 }
 
 void TestSwarm::swarmLearnsThroughChurn() {
@@ -254,7 +249,7 @@ void TestSwarm::swarmLearnsThroughChurn() {
         startNode();
     QVERIFY2(waitEveryStageServed(90'000), qPrintable(exitedByItself()));
     qInfo("swarm: every stage served after %.1f s: %s", double(clock.elapsed()) / 1000.0,
-          qPrintable(describe(status())));
+          qPrintable(describeSwarm(status())));
 
     // Chaos: a random node SIGKILLed and a fresh one started every few seconds; the coordinator
     // SIGKILLed and restarted once. It goes on past kChaosCycles only while the coordinator has
@@ -265,20 +260,16 @@ void TestSwarm::swarmLearnsThroughChurn() {
         startNode();
         ++m_joins;
         if (cycle == kCoordinatorKillCycle) {
-            // A SIGKILL loses the last second's unflushed writes: kill while older work is in flight.
-            const auto olderWorkInFlight = [&] {
-                const QJsonObject before = status().value(u"microbatches").toObject();
-                QTest::qWait(1500);
-                const QJsonObject after = status().value(u"microbatches").toObject();
-                return integer(after, u"completed") + integer(after, u"abandoned") <
-                       integer(before, u"issued");
-            };
-            QVERIFY2(QTest::qWaitFor(olderWorkInFlight, 60'000),
-                     "no work stayed in flight for over a second");
-            qInfo("swarm chaos: SIGKILL the coordinator at %s", qPrintable(describe(status())));
+            // A SIGKILL loses the last second's unflushed writes: the nodes hang (SIGSTOP) while work
+            // is in flight, so that work is over a second old when the coordinator dies.
+            QVERIFY2(QTest::qWaitFor([&] { return freezeNodesWithWorkInFlight(); }, 60'000),
+                     "no work stayed in flight while the nodes hung");
+            qInfo("swarm chaos: SIGKILL the coordinator at %s", qPrintable(describeSwarm(status())));
             QElapsedTimer down;
             down.start();
             QVERIFY(restartCoordinator());
+            for (const auto& node : m_nodes)
+                node->freeze(false);
             QVERIFY2(waitEveryStageServed(60'000), qPrintable(exitedByItself()));
             // What the killed process had in flight is counted abandoned by its successor.
             const qint64 abandoned = integer(status().value(u"microbatches").toObject(), u"abandoned");
@@ -294,7 +285,7 @@ void TestSwarm::swarmLearnsThroughChurn() {
         QVERIFY2(gone.isEmpty(), qPrintable(gone));
         s = status();
         qInfo("swarm chaos: cycle %d at %.1f s: %s", cycle, double(clock.elapsed()) / 1000.0,
-              qPrintable(describe(s)));
+              qPrintable(describeSwarm(s)));
         const bool enough = integer(s, u"joins") >= kMinJoins && integer(s, u"leaves") >= kMinLeaves;
         if (cycle >= kMaxChaosCycles || (cycle >= kChaosCycles && enough))
             break;
@@ -310,11 +301,11 @@ void TestSwarm::swarmLearnsThroughChurn() {
             return integer(s, u"step") >= kTargetStep;
         },
         240'000);
-    QVERIFY2(reached, qPrintable(u"step %1 not reached: "_qs.arg(kTargetStep) + describe(s)));
+    QVERIFY2(reached, qPrintable(u"step %1 not reached: "_qs.arg(kTargetStep) + describeSwarm(s)));
     const double trainedFor = double(clock.elapsed()) / 1000.0;
     const double loss = s.value(u"loss").toDouble(-1);
     const QJsonObject mb = s.value(u"microbatches").toObject();
-    qInfo("swarm: final status: %s", qPrintable(describe(s)));
+    qInfo("swarm: final status: %s", qPrintable(describeSwarm(s)));
     qInfo("swarm: steps %lld, tokens %lld, loss %.4f (threshold %.2f), tokens/s %.0f (last 30 s)",
           integer(s, u"step"), integer(s, u"tokens"), loss, kLossThreshold,
           s.value(u"tokens_per_second").toDouble());

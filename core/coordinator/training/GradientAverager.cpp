@@ -15,9 +15,11 @@ namespace {
 // Honest replicas' shares differ by their microbatches' noise (a replica with one microbatch is
 // √8 noisier than one with eight); the radius leaves them alone and bounds a liar.
 constexpr double kClipFactor = 4.0;
-// A share whose norm is this many times the stage's recent median is left out of the round (outvoted,
-// not struck): honest shares differ by their microbatches' noise (√8 between one microbatch and
-// eight), not by orders of magnitude; a poisoned one (one of two replicas setting the mean) does.
+// A share whose norm is this many times both the stage's recent median and the other shares' (lower)
+// median is left out of the round (outvoted, not struck): honest shares differ by their microbatches'
+// noise (√8 between one microbatch and eight), not by orders of magnitude; a poisoned one (one of two
+// replicas setting the mean) does. Both, because honest norms grow tenfold as a model learns (all
+// replicas at once: the others agree) — a rule on the history alone once left a stage out for ever.
 constexpr double kNormOutlierFactor = 10.0;
 constexpr std::size_t kNormWindow = 64, kNormHistory = 8;
 // The exchange's rank when the dense one cannot travel: 165× fewer bytes at an 8b middle stage.
@@ -173,27 +175,49 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
     std::vector<double> sorted = recent;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
-    std::vector<Share> vetted, all;
-    for (auto it = round.shares.begin(); it != round.shares.end(); ++it) {
+    const auto vettedNode = [&](const QString& node) { return !m_trusted || m_trusted(node); };
+    QHash<QString, double> norms;
+    bool anyVetted = false;
+    for (auto it = round.shares.cbegin(); it != round.shares.cend(); ++it) {
         double squared = 0;
         for (const float v : it->values)
             squared += double(v) * v;
-        const double norm = std::sqrt(squared);
-        if (recent.size() >= kNormHistory && std::isfinite(norm) && norm > kNormOutlierFactor * median) {
+        norms.insert(it.key(), std::sqrt(squared));
+        anyVetted = anyVetted || vettedNode(it.key());
+    }
+    // The lower median of the other shares' finite norms (the vetted ones' while any share is vetted):
+    // two colluding liars of three replicas do not make each other look ordinary.
+    const auto othersMedian = [&](const QString& node) -> std::optional<double> {
+        std::vector<double> others;
+        for (auto it = norms.cbegin(); it != norms.cend(); ++it)
+            if (it.key() != node && std::isfinite(it.value()) && (!anyVetted || vettedNode(it.key())))
+                others.push_back(it.value());
+        if (others.empty())
+            return std::nullopt;
+        std::sort(others.begin(), others.end());
+        return others[(others.size() - 1) / 2];
+    };
+    std::vector<Share> vetted, all;
+    for (auto it = round.shares.begin(); it != round.shares.end(); ++it) {
+        const double norm = norms.value(it.key());
+        const std::optional<double> others = othersMedian(it.key());
+        // A lone share has nothing to be outvoted by: the global clip bounds it.
+        if (recent.size() >= kNormHistory && others && std::isfinite(norm) &&
+            norm > kNormOutlierFactor * std::max(median, *others)) {
             ++m_sharesOutvoted;
             qWarning("gradients: node %s's share for stage %d has norm %.3g, %.0fx the stage's recent "
-                     "median: left "
-                     "out of the round",
-                     qPrintable(shortId(it.key())), stage, norm, norm / std::max(median, 1e-30));
+                     "median and %.0fx the other replicas': left out of the round",
+                     qPrintable(shortId(it.key())), stage, norm, norm / std::max(median, 1e-30),
+                     norm / std::max(*others, 1e-30));
             continue;
         }
-        if (std::isfinite(norm) && (!m_trusted || m_trusted(it.key()))) {
+        if (std::isfinite(norm) && vettedNode(it.key())) {
             recent.push_back(norm);
             if (recent.size() > kNormWindow)
                 recent.erase(recent.begin());
         }
         Share share{it.key(), std::move(it->values), double(it->microbatches)};
-        if (!m_trusted || m_trusted(share.node))
+        if (vettedNode(share.node))
             vetted.push_back(share);
         all.push_back(std::move(share));
     }

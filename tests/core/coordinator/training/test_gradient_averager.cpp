@@ -195,6 +195,31 @@ private Q_SLOTS:
         QCOMPARE(h.averager->status().value(u"shares_outvoted").toInteger(), 1);
     }
 
+    void normsThatGrowTogetherAreNotOutliers() {
+        // As a model learns, every replica's gradient norm can grow 50x within the norm window (seen in
+        // the swarm: 0.02 at first, then 1): replicas that agree with each other are never left out,
+        // and the history follows them. A lone replica has nothing to be outvoted by.
+        Harness h(dense());
+        for (int step = 1; step <= 8; ++step) {
+            h.averager->start(step, {{u"a"_qs, u"b"_qs}});
+            QVERIFY(h.share(u"a"_qs, step, 1, std::vector<float>(10, 0.02f)));
+            QVERIFY(h.share(u"b"_qs, step, 1, std::vector<float>(10, 0.03f)));
+        }
+        h.results.clear();
+        for (int step = 9; step <= 12; ++step) {
+            h.averager->start(step, {{u"a"_qs, u"b"_qs}});
+            QVERIFY(h.share(u"a"_qs, step, 1, std::vector<float>(10, 1.0f)));
+            QVERIFY(h.share(u"b"_qs, step, 1, std::vector<float>(10, 1.2f)));
+        }
+        h.averager->start(13, {{u"a"_qs}});
+        QVERIFY(h.share(u"a"_qs, 13, 1, std::vector<float>(10, 50.0f)));
+        QCOMPARE(int(h.results.size()), 9);
+        for (const Sent& s : h.results)
+            QVERIFY(s.header.included);
+        QCOMPARE(h.results.back().values, std::vector<float>(10, 50.0f));
+        QCOMPARE(h.averager->status().value(u"shares_outvoted").toInteger(), 0);
+    }
+
     void withLowRankOnlySharesOnTheCurrentBasisCount() {
         GradientSettings s = dense();
         s.rank = 1;

@@ -1,0 +1,27 @@
+#include "SwarmStatus.h"
+
+#include <QJsonArray>
+#include <QStringList>
+
+qint64 integer(const QJsonObject& o, QStringView key) {
+    return o.value(key).toInteger(-1);
+}
+
+QString describeSwarm(const QJsonObject& s) {
+    QStringList perStage;
+    for (const QJsonValue& v : s.value(u"stages").toArray())
+        perStage << u"%1+%2"_qs.arg(v.toObject().value(u"nodes").toInt())
+                        .arg(v.toObject().value(u"ghosts").toInt());
+    const QJsonObject mb = s.value(u"microbatches").toObject();
+    return u"step %1 loss %2 tokens %3 joins %4 leaves %5 nodes/stage (routed+ghosts) [%6] microbatches "
+           u"issued %7 completed %8 abandoned %9 in flight %10"_qs.arg(integer(s, u"step"))
+               .arg(s.value(u"loss").toDouble(-1), 0, 'f', 4)
+               .arg(integer(s, u"tokens"))
+               .arg(integer(s, u"joins"))
+               .arg(integer(s, u"leaves"))
+               .arg(perStage.join(u' '))
+               .arg(integer(mb, u"issued"))
+               .arg(integer(mb, u"completed"))
+               .arg(integer(mb, u"abandoned"))
+               .arg(integer(mb, u"in_flight"));
+}
