@@ -67,33 +67,33 @@ Result<std::unique_ptr<StageEngine>> StageEngine::create(const StageEngineOption
         return makeError("the output headroom must be at most 1 MiB");
     if (auto valid = checkOptimizer(options.optimizer); !valid)
         return valid.error();
-    return guarded(
-        "could not build stage " + str(options.stage), [&]() -> Result<std::unique_ptr<StageEngine>> {
-            auto device = parseDevice(options.device);
-            if (!device)
-                return device.error();
-            auto dtype = resolveComputeDtype(options.computeDtype, *device);
-            if (!dtype)
-                return dtype.error();
-            CodecOptions codecOptions;
-            codecOptions.activationDtype = options.activationDtype;
-            codecOptions.gradientDtype = options.gradientDtype;
-            codecOptions.maxTokens = options.maxTokens;
-            auto codec = makeCodec(config, codecOptions);
-            if (!codec)
-                return codec.error();
+    return guarded("could not build stage " + str(options.stage),
+                   [&]() -> Result<std::unique_ptr<StageEngine>> {
+                       auto device = parseDevice(options.device);
+                       if (!device)
+                           return device.error();
+                       auto dtype = resolveComputeDtype(options.computeDtype, *device);
+                       if (!dtype)
+                           return dtype.error();
+                       CodecOptions codecOptions;
+                       codecOptions.activationDtype = options.activationDtype;
+                       codecOptions.gradientDtype = options.gradientDtype;
+                       codecOptions.maxTokens = options.maxTokens;
+                       auto codec = makeCodec(config, codecOptions);
+                       if (!codec)
+                           return codec.error();
 
-            auto state = std::make_unique<State>();
-            state->options = options;
-            state->device = *device;
-            state->codec = std::move(*codec);
-            state->model = std::make_unique<StageModel>(config, options.stage, *device, *dtype);
-            std::vector<torch::Tensor> parameters;
-            for (const auto& [name, tensor] : state->model->namedParameters())
-                parameters.push_back(tensor);
-            state->optimizer = std::make_unique<StageOptimizer>(std::move(parameters), options.optimizer);
-            return std::unique_ptr<StageEngine>(new StageEngine(std::move(state)));
-        });
+                       auto state = std::make_unique<State>();
+                       state->options = options;
+                       state->device = *device;
+                       state->codec = std::move(*codec);
+                       state->model = std::make_unique<StageModel>(config, options.stage, *device, *dtype);
+                       for (const auto& [name, tensor] : state->model->namedParameters())
+                           state->aliases.push_back(tensor.variable_data().requires_grad_());
+                       state->optimizer = std::make_unique<StageOptimizer>(state->aliases, options.optimizer);
+                       state->versions = std::make_unique<WeightVersions>(*state->model);
+                       return std::unique_ptr<StageEngine>(new StageEngine(std::move(state)));
+                   });
 }
 
 Status StageEngine::loadShard(const std::filesystem::path& file, const ShardManifest& manifest) {
@@ -115,9 +115,12 @@ Result<ShardManifest> StageEngine::saveShard(const std::filesystem::path& file, 
 }
 
 Result<StageForwardResult> StageEngine::forward(std::int64_t microbatch, std::span<const std::uint8_t> input,
-                                                std::span<const std::uint8_t> targets) {
+                                                std::span<const std::uint8_t> targets, std::int64_t step) {
     State& st = *m_state;
     return guarded("stage " + str(st.options.stage), [&]() -> Result<StageForwardResult> {
+        if (step >= 0)
+            if (auto admitted = st.versions->admit(step); !admitted)
+                return admitted.error();
         auto in = st.decodeInput(input);
         if (!in)
             return in.error();
@@ -144,6 +147,10 @@ Result<StageForwardResult> StageEngine::forward(std::int64_t microbatch, std::sp
         } else {
             out = st.model->forward(in->x, target);
         }
+        if (step >= 0)
+            st.versions->recordForward(microbatch, step);
+        else
+            st.versions->forget(microbatch);
         StageForwardResult result;
         result.tokens = std::int64_t(shape.batch) * shape.seq;
         if (st.last())
@@ -162,6 +169,16 @@ Result<StageBackwardResult> StageEngine::backward(std::int64_t microbatch,
                                                   std::span<const std::uint8_t> targets) {
     State& st = *m_state;
     return guarded("stage " + str(st.options.stage), [&]() -> Result<StageBackwardResult> {
+        // A pipelined microbatch runs backward on the weights its forward ran on.
+        const bool pipelined = st.versions->recorded(microbatch);
+        const auto run = [&](const std::function<BackwardResult()>& body) -> Result<BackwardResult> {
+            if (!pipelined)
+                return body();
+            BackwardResult back;
+            if (auto ran = st.versions->backward(microbatch, [&] { back = body(); }); !ran)
+                return ran.error();
+            return back;
+        };
         if (const auto it = st.kept.find(microbatch); it != st.kept.end()) {
             const State::Shape shape = it->second;
             torch::Tensor grad;
@@ -173,7 +190,12 @@ Result<StageBackwardResult> StageEngine::backward(std::int64_t microbatch,
             }
             // The model consumes the graph even if its backward throws: forget it first.
             st.kept.erase(it);
-            return st.finish(st.model->backward(microbatch, grad), shape);
+            auto back = run([&] { return st.model->backward(microbatch, grad); });
+            if (!back) {
+                st.model->dropKept(microbatch);
+                return back.error();
+            }
+            return st.finish(*back, shape, pipelined);
         }
         if (input.empty())
             return makeError("no activations are kept for microbatch " + str(microbatch) +
@@ -186,13 +208,17 @@ Result<StageBackwardResult> StageEngine::backward(std::int64_t microbatch,
         auto second = st.last() ? st.decodeTargets(targets, shape) : st.decodeGradient(gradOutput, shape);
         if (!second)
             return second.error();
-        return st.finish(st.model->backward(in->x, *second), shape);
+        auto back = run([&] { return st.model->backward(in->x, *second); });
+        if (!back)
+            return back.error();
+        return st.finish(*back, shape, pipelined);
     });
 }
 
 void StageEngine::drop(std::int64_t microbatch) {
     m_state->kept.erase(microbatch);
     m_state->model->dropKept(microbatch);
+    m_state->versions->forget(microbatch);
 }
 
 Status StageEngine::isolated(const std::function<Status()>& body) {
@@ -223,7 +249,7 @@ Status StageEngine::step(int microbatches) {
         const std::int64_t accumulated = st.accumulated;
         st.accumulated = 0;
         if (microbatches > 0 && accumulated > 0) {
-            if (!st.optimizer->step(microbatches)) // zeroes the gradients
+            if (!st.stepOptimizer([&](StageOptimizer& o) { return o.step(microbatches); })) // zeroes them
                 return makeError("the accumulated gradients are not finite: the step was not applied");
         } else {
             st.model->zeroGrad();
@@ -232,7 +258,7 @@ Status StageEngine::step(int microbatches) {
     });
 }
 
-Result<GradientShare> StageEngine::shareGradients(int rank, std::int64_t basis) {
+Result<GradientShare> StageEngine::shareGradients(int rank, std::int64_t basis, std::int64_t step) {
     State& st = *m_state;
     if (rank < 0 || rank > 1024 || basis < 0)
         return makeError("gradient exchange: rank must be within 0..1024 and the basis round ≥ 0, got rank " +
@@ -242,9 +268,12 @@ Result<GradientShare> StageEngine::shareGradients(int rank, std::int64_t basis) 
         st.compressorFor(rank);
         if (basis == 0 && st.compressor->basisRound() != 0)
             st.compressor->resetBasis(); // the combiner started afresh
+        // Pipelined: this step's gradients (the next step's stay apart), with what a synchronous
+        // task may have added.
+        const std::int64_t microbatches = st.accumulated + (step >= 0 ? st.versions->takeStep(step) : 0);
         st.compressor->collect();
         GradientShare share;
-        share.microbatches = static_cast<int>(std::min<std::int64_t>(st.accumulated, 1'000'000'000));
+        share.microbatches = static_cast<int>(std::min<std::int64_t>(microbatches, 1'000'000'000));
         st.accumulated = 0;
         share.basisRound = st.compressor->basisRound();
         share.hasBasis = share.basisRound == basis || !st.compressor->layout().lowRank();
@@ -265,10 +294,10 @@ Status StageEngine::applyGradients(int rank, std::span<const float> result, bool
             "gradient exchange: the clip scale must be in (0, 1] and the learning rate in [0, 1)",
             ErrorKind::InvalidInput);
     return guarded("applying the averaged gradients", [&]() -> Status {
-        st.dropAllKept(); // they hold the weights this step replaces
+        st.dropUnversionedKept(); // they hold the weights this step replaces
         if (auto applied = st.compressorFor(rank).apply(result, included, round); !applied)
             return Error{applied.message(), ErrorKind::InvalidInput};
-        if (!st.optimizer->stepAgreed(learningRate, clipScale))
+        if (!st.stepOptimizer([&](StageOptimizer& o) { return o.stepAgreed(learningRate, clipScale); }))
             return makeError("the averaged gradients are not finite: the step was not applied");
         return {};
     });
@@ -352,7 +381,7 @@ std::int64_t StageEngine::keptCount() const {
 }
 
 std::int64_t StageEngine::accumulatedMicrobatches() const {
-    return m_state->accumulated;
+    return m_state->accumulated + m_state->versions->microbatchesHeld();
 }
 
 std::string StageEngine::device() const {

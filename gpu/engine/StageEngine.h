@@ -14,6 +14,12 @@
 //   drop(id)                        KEPT → FORGOTTEN (abandoned)
 //   step(n)                         ACCUMULATED → applied; every KEPT graph is dropped
 //
+// The asynchronous pipeline (tasks that name their step): a forward of step k+1 may run before
+// step k's averaged update lands and its backward after it. The forward is recorded with the weight
+// version it ran on, an update stashes the weights such a microbatch still needs, and its backward
+// runs on them (engine/WeightVersions); its gradients are kept with its step's, and shareGradients
+// of step k shares those alone. Pipelined graphs survive an update.
+//
 // Not thread-safe: one thread (the engine worker) drives a StageEngine.
 
 #include "base/Dtype.h"
@@ -97,9 +103,11 @@ public:
                                     std::int64_t step);
 
     // Stage 0 takes a token frame, the others a codec activation frame. The last stage also needs
-    // `targets`, a token frame of the same shape (ignored on other stages).
+    // `targets`, a token frame of the same shape (ignored on other stages). step ≥ 0: a pipelined
+    // microbatch of that step (refused when its step was shared already, or when three steps'
+    // gradients are held).
     Result<StageForwardResult> forward(std::int64_t microbatch, std::span<const std::uint8_t> input,
-                                       std::span<const std::uint8_t> targets = {});
+                                       std::span<const std::uint8_t> targets = {}, std::int64_t step = -1);
     // Backward of a microbatch: through its kept graph when there is one, else recomputed from
     // `input` (the relayed forward input; on the last stage with its targets). gradOutput is the
     // next stage's codec gradient frame, ignored on the last stage. Gradients accumulate until
@@ -125,7 +133,8 @@ public:
     // unlike the last one starts the memory afresh). applyGradients writes the round's mean gradient
     // (every replica of the stage gets the same result) and steps AdamW on it at the schedule's
     // learning rate and the run's clip scale; kept graphs end (they hold the old weights).
-    Result<GradientShare> shareGradients(int rank, std::int64_t basis);
+    // step ≥ 0: the pipelined microbatches of that step (and what synchronous ones accumulated).
+    Result<GradientShare> shareGradients(int rank, std::int64_t basis, std::int64_t step = -1);
     // (rank: the round's; a replica that never shared — the coordinator's checkpoint — starts there.)
     Status applyGradients(int rank, std::span<const float> result, bool included, std::int64_t round,
                           double learningRate, double clipScale);

@@ -4,6 +4,7 @@
 // functions share. Internal to gpu/engine (includes torch).
 
 #include "engine/StageEngine.h"
+#include "engine/WeightVersions.h"
 
 #include "codec/Codec.h"
 #include "model/StageModel.h"
@@ -14,6 +15,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -60,7 +62,11 @@ struct StageEngine::State {
     std::unique_ptr<StageModel> model;
     std::unique_ptr<StageOptimizer> optimizer;
     std::unordered_map<std::int64_t, Shape> kept; // mirrors the model's kept graphs
-    std::int64_t accumulated = 0;
+    std::int64_t accumulated = 0;                 // microbatches in the parameters' .grad
+    std::unique_ptr<WeightVersions> versions;     // the asynchronous pipeline's (pipelined tasks)
+    // Aliases of the masters with a version counter of their own (Python's .data): the optimizer
+    // steps these, so a graph kept across an update still runs backward (on its stashed weights).
+    std::vector<torch::Tensor> aliases;
     std::unique_ptr<Sparta> sparta;                 // the partitioning last asked for (see spartaFor)
     std::unique_ptr<GradientCompressor> compressor; // made at the first exchange, at its rank
 
@@ -204,10 +210,37 @@ struct StageEngine::State {
         for (const auto& [id, shape] : kept)
             model->dropKept(id);
         kept.clear();
+        versions->reset();
     }
 
-    StageBackwardResult finish(const BackwardResult& back, const Shape& shape) {
-        ++accumulated;
+    // Graphs kept by synchronous forwards hold the weights an update replaces; pipelined ones have
+    // their weights stashed and stay.
+    void dropUnversionedKept() {
+        std::erase_if(kept, [&](const auto& k) {
+            if (versions->recorded(k.first))
+                return false;
+            model->dropKept(k.first);
+            return true;
+        });
+    }
+
+    // AdamW (through `run`) on the aliases, the gradients moved onto them first.
+    bool stepOptimizer(const std::function<bool(StageOptimizer&)>& run) {
+        const auto parameters = model->namedParameters();
+        for (std::size_t i = 0; i < parameters.size(); ++i) {
+            aliases[i].mutable_grad() = parameters[i].second.grad();
+            parameters[i].second.mutable_grad() = torch::Tensor();
+        }
+        versions->beforeUpdate();
+        const bool ok = run(*optimizer);
+        versions->afterUpdate();
+        model->weightsChanged();
+        return ok;
+    }
+
+    StageBackwardResult finish(const BackwardResult& back, const Shape& shape, bool pipelined) {
+        if (!pipelined)
+            ++accumulated;
         StageBackwardResult result;
         result.tokens = std::int64_t(shape.batch) * shape.seq;
         if (!first()) {

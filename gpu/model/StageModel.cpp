@@ -259,6 +259,41 @@ void StageModel::collectGradients() {
     }
 }
 
+void StageModel::withWeights(const std::vector<torch::Tensor>& weights, const std::function<void()>& body) {
+    if (weights.size() != m_parameters.size())
+        throw std::invalid_argument("withWeights: got " + std::to_string(weights.size()) + " tensors for " +
+                                    std::to_string(m_parameters.size()) + " parameters");
+    syncComputeWeights();
+    std::vector<torch::Tensor> current;
+    {
+        torch::NoGradGuard noGrad;
+        for (std::size_t i = 0; i < m_parameters.size(); ++i) {
+            Parameter& p = m_parameters[i];
+            if (p.compute.is_same(p.master))
+                current.push_back(p.master.detach().clone());
+            p.compute.variable_data().copy_(weights[i]);
+        }
+    }
+    const auto restore = [&] {
+        torch::NoGradGuard noGrad;
+        std::size_t saved = 0;
+        for (Parameter& p : m_parameters)
+            p.compute.variable_data().copy_(p.compute.is_same(p.master) ? current[saved++] : p.master);
+    };
+    try {
+        body();
+    } catch (...) {
+        restore();
+        throw;
+    }
+    restore();
+}
+
+void StageModel::weightsChanged() {
+    for (Parameter& p : m_parameters)
+        p.syncedVersion = -1;
+}
+
 std::vector<std::pair<std::string, torch::Tensor>> StageModel::namedParameters() const {
     std::vector<std::pair<std::string, torch::Tensor>> named;
     named.reserve(m_parameters.size());

@@ -25,6 +25,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -72,6 +73,16 @@ public:
     bool hasKept(MicrobatchId id) const { return m_kept.contains(id); }
     void dropKept(MicrobatchId id) { m_kept.erase(id); }
     std::size_t keptCount() const { return m_kept.size(); }
+
+    // Runs body with the weights the modules compute with (those kept graphs saved) set to `weights`
+    // — fp32 values of an older version, in namedParameters' order — then puts the current masters
+    // back, even when body throws. A graph kept under that older version then runs backward through
+    // the weights it was recorded with (the asynchronous pipeline's weight stash). The writes go
+    // through aliases autograd does not track, so kept graphs stay usable.
+    void withWeights(const std::vector<torch::Tensor>& weights, const std::function<void()>& body);
+    // The masters changed through such aliases (an optimizer stepping on them): the bf16 compute
+    // copies are re-cast before the next forward. No-op in fp32.
+    void weightsChanged();
 
     // The fp32 master parameters, in a fixed order: what optimizers, SPARTA and shards use.
     std::vector<std::pair<std::string, torch::Tensor>> namedParameters() const;

@@ -20,7 +20,7 @@ int usage(std::ostream& out, int code) {
            "                   [--data SPEC] [--csv FILE] [--microbatches M] [--batch B] [--seq T]\n"
            "                   [--lr LR] [--warmup-steps N] [--lr-decay none|cosine|linear]\n"
            "                   [--min-lr-ratio X] [--clip-norm X] [--rank R] [--memory-decay X]\n"
-           "                   [--no-gradient-averaging]\n"
+           "                   [--no-gradient-averaging] [--async [--look-ahead X]]\n"
            "                   [--eval-every N] [--no-averaging]\n"
            "                   [--average-every N] [--partitions P]  (SPARTA: 1/P of the weights every N "
            "steps;\n"
@@ -29,6 +29,8 @@ int usage(std::ostream& out, int code) {
            "tokens32:PATH\n"
            "  Gradients are averaged across a stage's replicas every step (rank R low-rank exchange with\n"
            "  error feedback; default 0: dense and exact); the decay ends at --steps.\n"
+           "  --async: each step's update lands one step late, as in the asynchronous pipeline; the\n"
+           "  weights then run ahead of the master weights by X times the last update (default 0).\n"
            "  --stages 1 --replicas 1 --codec none --rank 0 is the centralized baseline.\n";
     return code;
 }
@@ -57,6 +59,10 @@ int main(int argc, char** argv) {
             options.sparseAveraging = false;
             continue;
         }
+        if (arg == "--async") {
+            options.pipelineDelay = 1;
+            continue;
+        }
         if (arg == "--no-gradient-averaging") {
             options.gradientAveraging = false;
             continue;
@@ -79,6 +85,8 @@ int main(int argc, char** argv) {
             options.schedule.minRatio = std::atof(v);
         else if (arg == "--memory-decay")
             options.memoryDecay = std::atof(v);
+        else if (arg == "--look-ahead")
+            options.lookAhead = std::atof(v);
         else if (arg == "--clip-norm")
             options.optimizer.clipNorm = std::atof(v);
         else if (arg == "--lr-decay") {

@@ -20,6 +20,17 @@ struct Replica {
     std::unique_ptr<Sparta> sparta;
     std::unique_ptr<GradientCompressor> compressor;
     int microbatches = 0; // processed since the last optimizer step
+    // Asynchronous pipeline: the averaged gradient of the last step, waiting to land, and the
+    // look-ahead now added to the weights (undefined while none).
+    std::vector<torch::Tensor> pending;
+    std::vector<torch::Tensor> ahead;
+};
+
+// The update a stage's replicas apply one step late: its round's learning rate and clip.
+struct PendingUpdate {
+    bool valid = false;
+    double learningRate = 0;
+    double clipScale = 1;
 };
 
 struct SwarmSimulator::State {
@@ -29,6 +40,7 @@ struct SwarmSimulator::State {
     std::vector<std::vector<Replica>> stages;                      // [stage][replica]
     std::vector<std::unique_ptr<GradientRoundCombiner>> combiners; // per stage
     std::vector<torch::Tensor> heldOut;
+    std::vector<PendingUpdate> pending; // per stage, with pipelineDelay 1
     std::mt19937_64 routing;
     std::int64_t step = 0;
     std::int64_t tokens = 0;
@@ -58,6 +70,12 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return makeError("replicas must be between 1 and 64");
     if (options.gradientRank < 0 || options.gradientRank > 1024)
         return makeError("the gradient exchange's rank must be between 0 and 1024");
+    if (options.pipelineDelay < 0 || options.pipelineDelay > 1)
+        return makeError("the pipeline's delay is 0 (synchronous) or 1 step");
+    if (options.pipelineDelay > 0 && !options.gradientAveraging)
+        return makeError("the asynchronous pipeline is simulated with gradient averaging only");
+    if (options.lookAhead < 0 || options.lookAhead > 4)
+        return makeError("the look-ahead must be between 0 and 4 updates");
     if (options.averagingInterval < 1 || options.partitions < 1)
         return makeError("the averaging interval and the number of partitions must be positive");
     if (options.microbatchesPerStep < 1 || options.batch < 1 || options.seqLen < 1 ||
@@ -75,6 +93,7 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return codec.error();
     state->codec = std::move(*codec);
     state->routing.seed(options.seed ^ 0x70u);
+    state->pending.resize(static_cast<std::size_t>(options.config.stages));
     try {
         state->stages.resize(static_cast<std::size_t>(options.config.stages));
         for (int s = 0; s < options.config.stages; ++s)
@@ -104,6 +123,28 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
 }
 
 namespace {
+
+// The master weights are the model's minus the look-ahead: AdamW steps them (its weight decay acts
+// on them), then the model runs ahead of them again by lookAhead times the update just made.
+void landAhead(Replica& replica, const PendingUpdate& update, double lookAhead) {
+    torch::NoGradGuard noGrad;
+    auto params = replica.model->namedParameters();
+    std::vector<torch::Tensor> before;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        if (!replica.ahead.empty())
+            params[i].second.sub_(replica.ahead[i]);
+        if (lookAhead > 0)
+            before.push_back(params[i].second.clone());
+    }
+    (void)replica.optimizer->stepAgreed(update.learningRate, update.clipScale);
+    if (lookAhead <= 0)
+        return;
+    replica.ahead.clear();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        replica.ahead.push_back((params[i].second - before[i]).mul_(lookAhead));
+        params[i].second.add_(replica.ahead[i]);
+    }
+}
 
 // Each stage's replicas share their gradients, the combiner makes the round's result, the global
 // norm sets the clip, and every replica applies the same update — as the coordinator does.
@@ -137,16 +178,36 @@ void exchangeGradients(SwarmSimulator::State& st) {
     const double scale = clip > 0 && norm > clip ? clip / norm : 1.0;
     const double learningRate = st.options.schedule.at(st.step);
     for (std::size_t s = 0; s < st.stages.size(); ++s) {
+        PendingUpdate now{!results[s].empty(), learningRate, scale};
         for (Replica& replica : st.stages[s]) {
-            if (!results[s].empty()) {
+            if (now.valid)
                 if (auto applied = replica.compressor->apply(results[s], replica.microbatches > 0,
                                                              st.combiners[s]->round());
                     !applied)
                     throw std::runtime_error("gradient exchange: " + applied.message());
-                (void)replica.optimizer->stepAgreed(learningRate, scale);
-            }
             replica.microbatches = 0;
+            if (st.options.pipelineDelay == 0) {
+                if (now.valid)
+                    (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale);
+                continue;
+            }
+            // One step late: this round's gradient waits; the last round's lands now.
+            std::vector<torch::Tensor> waiting;
+            for (auto& [name, p] : replica.model->namedParameters())
+                waiting.push_back(now.valid && p.grad().defined() ? p.grad().clone() : torch::Tensor());
+            const PendingUpdate& landing = st.pending[s];
+            if (landing.valid) {
+                auto params = replica.model->namedParameters();
+                for (std::size_t i = 0; i < params.size(); ++i)
+                    if (replica.pending[i].defined())
+                        params[i].second.mutable_grad() = replica.pending[i];
+                landAhead(replica, landing, st.options.lookAhead);
+            } else {
+                replica.model->zeroGrad();
+            }
+            replica.pending = std::move(waiting);
         }
+        st.pending[s] = now;
     }
 }
 
@@ -236,6 +297,16 @@ SimStep SwarmSimulator::step() {
 
 double SwarmSimulator::evaluate() {
     State& st = *m_state;
+    // What is evaluated is the master weights: the look-ahead is a training device.
+    const auto shiftAhead = [&](double sign) {
+        torch::NoGradGuard noGrad;
+        for (auto& stage : st.stages) {
+            auto params = stage[0].model->namedParameters();
+            for (std::size_t i = 0; i < stage[0].ahead.size(); ++i)
+                params[i].second.add_(stage[0].ahead[i], sign);
+        }
+    };
+    shiftAhead(-1);
     double sum = 0;
     for (const torch::Tensor& batch : st.heldOut) {
         const torch::Tensor inputs = batch.narrow(1, 0, st.options.seqLen).contiguous();
@@ -252,6 +323,7 @@ double SwarmSimulator::evaluate() {
             carried = decoded->hidden;
         }
     }
+    shiftAhead(1);
     return sum / static_cast<double>(st.heldOut.size());
 }
 
@@ -299,6 +371,9 @@ std::string SwarmSimulator::describe() const {
             << shareValues(0) << " of " << gradientValues(0) << " values sent by stage 0), clip "
             << o.optimizer.clipNorm << ", lr " << o.schedule.peak << " warm-up " << o.schedule.warmupSteps
             << " decay " << o.schedule.decayName();
+        if (o.pipelineDelay > 0)
+            out << ", asynchronous pipeline (updates land " << o.pipelineDelay << " step late"
+                << (o.lookAhead > 0 ? ", look-ahead " + std::to_string(o.lookAhead) : std::string()) << ")";
         if (o.schedule.decay != LearningRateSchedule::Decay::None)
             out << " to " << o.schedule.minRatio << "x at step " << o.schedule.decaySteps;
         out << "; ";

@@ -6,6 +6,11 @@
 // global gradient norm is clipped and every replica applies the same AdamW update at the
 // schedule's learning rate; SPARTA sparse averaging every 20 steps corrects what drift is left.
 // Without gradient averaging every replica steps on its own gradients (the first wave's swarm).
+// The asynchronous pipeline (pipelineDelay 1) is simulated by its effect on learning: a step's
+// averaged update lands one step late (the next step's microbatches ran on the weights before it,
+// forward and backward alike, as PipeDream-2BW's double buffer makes them), optionally with
+// look-ahead: the weights a microbatch sees are the master weights plus lookAhead times the last
+// update (a one-step prediction of the update still in flight).
 // S=1, R=1, codec none, rank 0 is the centralized baseline.
 
 #include "base/ModelConfig.h"
@@ -32,6 +37,8 @@ struct SimOptions {
     bool gradientAveraging = true; // off: every replica steps on its own gradients
     int gradientRank = 0;          // the exchange's rank (0: dense fp32, exact)
     double memoryDecay = 1.0;      // error feedback's memory carried per round (1: all)
+    int pipelineDelay = 0;         // 0: synchronous; 1: each update lands one step late
+    double lookAhead = 0;          // with a delay: the weights run ahead by this times the last update
     bool sparseAveraging = true;
     int averagingInterval = 20; // steps between SPARTA rounds (the design's 20)
     int partitions = 20;        // 1/partitions of the weights per round (the design's 5%)

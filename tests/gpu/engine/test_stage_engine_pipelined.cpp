@@ -1,0 +1,94 @@
+// The asynchronous pipeline through the engine facade: a microbatch of step 2 that ran forward
+// before step 1's update landed runs backward after it on the weights of its forward (its share
+// equals, bit for bit, what an engine that never applied the update shares for it), through a kept
+// graph or a recompute alike; each step's share holds its own microbatches only; what a coordinator
+// sends cannot make the engine hold more than three steps' gradients or mix a shared step's.
+#include "StageEngineTestSupport.h"
+
+using namespace tessera::test;
+
+namespace {
+
+Bytes gradientFor(StageEngine& e, std::uint64_t seed) {
+    auto g = e.syntheticGradient(kBatch, kSeq, seed);
+    CHECK_MSG(g.ok(), g.message());
+    return std::move(g).value();
+}
+
+// forward (of `step`, or synchronous for -1) and backward of one microbatch on stage 0.
+void train(StageEngine& e, std::int64_t id, std::uint64_t seed, std::int64_t step) {
+    auto f = e.forward(id, makeBatch(seed).idsFrame, {}, step);
+    CHECK_MSG(f.ok(), f.message());
+    auto b = e.backward(id, gradientFor(e, seed), makeBatch(seed).idsFrame); // the input, for a recompute
+    CHECK_MSG(b.ok(), b.message());
+}
+
+std::vector<float> share(StageEngine& e, std::int64_t step, int expectedMicrobatches) {
+    auto s = e.shareGradients(0, 0, step);
+    CHECK_MSG(s.ok(), s.message());
+    CHECK_MSG(s->microbatches == expectedMicrobatches,
+              "the share counts " << s->microbatches << " microbatches, not " << expectedMicrobatches);
+    return s->values;
+}
+
+void applyResult(StageEngine& e, const std::vector<float>& result) {
+    const tessera::Status applied = e.applyGradients(0, result, true, 1, 1e-2, 1.0);
+    CHECK_MSG(applied.ok(), applied.message());
+}
+
+} // namespace
+
+TESSERA_TEST(aBackwardAfterAnUpdateRunsOnTheWeightsOfItsForward) {
+    TempDir dir;
+    const ModelConfig config = twoStages();
+    // Reference: microbatch 2's gradient on the initial weights.
+    auto reference = engine(config, 0);
+    train(*reference, 2, 22, -1);
+    const std::vector<float> expected = share(*reference, -1, 1);
+    // After the update: what a forward on the new weights gives (the test could fail).
+    auto updated = engine(config, 0);
+    train(*updated, 1, 11, -1);
+    applyResult(*updated, share(*updated, -1, 1));
+    const std::string updatedWeights = shardHash(*updated, dir.path);
+    train(*updated, 2, 22, -1);
+    const std::vector<float> moved = share(*updated, -1, 1);
+    CHECK(moved != expected);
+
+    for (const bool keep : {true, false}) {
+        auto e = engine(config, 0, keep);
+        train(*e, 1, 11, 1);
+        // Microbatch 2 of step 2 runs forward before step 1's update lands...
+        auto f = e->forward(2, makeBatch(22).idsFrame, {}, 2);
+        CHECK_MSG(f.ok(), f.message());
+        applyResult(*e, share(*e, 1, 1));        // step 1's share holds microbatch 1 alone
+        CHECK(e->keptCount() == (keep ? 1 : 0)); // the update left its graph alone
+        // ...and backward after it: on its forward's weights, from the kept graph or recomputed.
+        auto b = keep ? e->backward(2, gradientFor(*e, 22))
+                      : e->backward(2, gradientFor(*e, 22), makeBatch(22).idsFrame);
+        CHECK_MSG(b.ok(), b.message());
+        CHECK_MSG(share(*e, 2, 1) == expected,
+                  "microbatch 2's gradient is not the one of the weights its forward ran on (keep " << keep
+                                                                                                    << ")");
+        // The weights themselves moved on, and the stash put them back exactly.
+        CHECK(shardHash(*e, dir.path) == updatedWeights);
+    }
+}
+
+TESSERA_TEST(stepsStayApartAndTheEngineHoldsAtMostThree) {
+    const ModelConfig config = twoStages();
+    auto e = engine(config, 0);
+    train(*e, 1, 1, 1);
+    train(*e, 2, 2, 2);
+    train(*e, 3, 3, 2);
+    train(*e, 4, 4, 3);
+    CHECK(e->accumulatedMicrobatches() == 4);
+    auto fourth = e->forward(5, makeBatch(5).idsFrame, {}, 4);
+    CHECK_MSG(!fourth.ok() && mentions(fourth.message(), "3 steps"), fourth.message());
+    (void)share(*e, 2, 2); // steps 1 and 2 end together: step 1's microbatch is left behind
+    CHECK(e->accumulatedMicrobatches() == 1);
+    auto late = e->forward(6, makeBatch(6).idsFrame, {}, 2);
+    CHECK_MSG(!late.ok() && mentions(late.message(), "already shared"), late.message());
+    train(*e, 7, 7, 4);
+    (void)share(*e, 3, 1);
+    CHECK(e->accumulatedMicrobatches() == 1); // step 4's, apart
+}
