@@ -94,8 +94,9 @@ TESSERA_SCHEMA(HeartbeatAck, "heartbeat_ack", ToNode, Text,
                need("server_time_ms", &HeartbeatAck::serverTimeMs));
 TESSERA_SCHEMA(ErrorNotice, "error", ToNode, Text, text("error", &ErrorNotice::error, true));
 TESSERA_SCHEMA(Task, "task", ToNode, Either, need("task_id", &Task::taskId), need("kind", &Task::kind),
-               maybe("microbatch", &Task::microbatch, -1), maybe("batch", &Task::batch, 0, 4096),
-               maybe("seq", &Task::seq, 0, 65536), maybe("seed", &Task::seed));
+               maybe("microbatch", &Task::microbatch, -1), maybe("step", &Task::step, -1),
+               maybe("batch", &Task::batch, 0, 4096), maybe("seq", &Task::seq, 0, 65536),
+               maybe("seed", &Task::seed));
 TESSERA_SCHEMA(Step, "step", ToNode, Text, need("step", &Step::step), maybe("basis", &Step::basis, -1),
                maybe("rank", &Step::rank, 0, 1024));
 TESSERA_SCHEMA(Average, "average", ToNode, Text, need("round", &Average::round),

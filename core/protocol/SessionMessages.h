@@ -116,6 +116,9 @@ struct Task {
     qint64 taskId = 0;
     TaskKind kind = TaskKind::Forward;
     qint64 microbatch = -1; // ≥ 0 for the data plane's tasks
+    // The asynchronous pipeline: the step the microbatch belongs to (its gradients join that step's
+    // share, its backward runs on its forward's weights). Absent (-1): a synchronous step.
+    qint64 step = -1;
     // A probe's synthetic microbatch.
     int batch = 0;
     int seq = 0;

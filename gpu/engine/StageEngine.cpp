@@ -118,9 +118,6 @@ Result<StageForwardResult> StageEngine::forward(std::int64_t microbatch, std::sp
                                                 std::span<const std::uint8_t> targets, std::int64_t step) {
     State& st = *m_state;
     return guarded("stage " + str(st.options.stage), [&]() -> Result<StageForwardResult> {
-        if (step >= 0)
-            if (auto admitted = st.versions->admit(step); !admitted)
-                return admitted.error();
         auto in = st.decodeInput(input);
         if (!in)
             return in.error();
@@ -147,9 +144,10 @@ Result<StageForwardResult> StageEngine::forward(std::int64_t microbatch, std::sp
         } else {
             out = st.model->forward(in->x, target);
         }
-        if (step >= 0)
+        if (step >= 0) {
+            st.versions->admit(step);
             st.versions->recordForward(microbatch, step);
-        else
+        } else
             st.versions->forget(microbatch);
         StageForwardResult result;
         result.tokens = std::int64_t(shape.batch) * shape.seq;

@@ -104,8 +104,8 @@ public:
 
     // Stage 0 takes a token frame, the others a codec activation frame. The last stage also needs
     // `targets`, a token frame of the same shape (ignored on other stages). step ≥ 0: a pipelined
-    // microbatch of that step (refused when its step was shared already, or when three steps'
-    // gradients are held).
+    // microbatch of that step (at most three steps' gradients are held: the oldest goes first; a
+    // step at or before the last one shared drops everything held — the coordinator restarted).
     Result<StageForwardResult> forward(std::int64_t microbatch, std::span<const std::uint8_t> input,
                                        std::span<const std::uint8_t> targets = {}, std::int64_t step = -1);
     // Backward of a microbatch: through its kept graph when there is one, else recomputed from

@@ -9,16 +9,18 @@
 
 namespace tessera::gpu {
 
-Status WeightVersions::admit(std::int64_t step) const {
+void WeightVersions::admit(std::int64_t step) {
+    // A step at or before the last one shared: the coordinator started its count over (it restarted
+    // from its last saved step). What is held belongs to the old count: it goes.
     if (step <= m_lastShared)
-        return makeError("step " + std::to_string(step) + "'s gradients were already shared",
-                         ErrorKind::InvalidInput);
-    if (!m_steps.contains(step) && std::int64_t(m_steps.size()) >= kMaxSteps)
-        return makeError("the gradients of " + std::to_string(kMaxSteps) +
-                             " steps are held already: a microbatch of step " + std::to_string(step) +
-                             " must wait until one is shared",
-                         ErrorKind::InvalidInput);
-    return {};
+        reset();
+    // At most kMaxSteps steps' gradients: the oldest goes (its step ended elsewhere or never will).
+    while (!m_steps.contains(step) && std::int64_t(m_steps.size()) >= kMaxSteps) {
+        const std::int64_t oldest = m_steps.begin()->first;
+        m_steps.erase(m_steps.begin());
+        std::erase_if(m_records, [&](const auto& r) { return r.second.step == oldest; });
+        prune();
+    }
 }
 
 void WeightVersions::recordForward(std::int64_t id, std::int64_t step) {

@@ -8,9 +8,9 @@
 // (StageModel::withWeights). Gradients are kept per step — a step's share holds its own
 // microbatches' gradients, never the next step's.
 //
-// Bounded whatever the coordinator sends: at most kMaxSteps steps' gradients and kMaxStashes stashed
-// versions at once (a microbatch older than that is forgotten: its backward is refused), at most
-// kMaxRecords recorded microbatches (the oldest forgotten first).
+// Bounded whatever the coordinator sends: at most kMaxSteps steps' gradients (the oldest dropped
+// first) and kMaxStashes stashed versions at once (a microbatch older than that is forgotten: its
+// backward is refused), at most kMaxRecords recorded microbatches (the oldest forgotten first).
 //
 // Internal to gpu/engine (includes torch). Not thread-safe: the engine's thread drives it.
 
@@ -38,9 +38,10 @@ public:
         : m_model(model) {}
 
     std::int64_t version() const { return m_version; }
-    // Whether a forward of `step` may start: the steps whose gradients are held stay within
-    // kMaxSteps and no older than the last one shared.
-    Status admit(std::int64_t step) const;
+    // Before a forward of `step`: a step at or before the last one shared means the coordinator
+    // counts steps afresh (it restarted) and everything held goes; beyond kMaxSteps steps held, the
+    // oldest goes. Never refuses: a coordinator that forgot a step must not stall its node.
+    void admit(std::int64_t step);
     // A pipelined forward of microbatch `id` (of `step`) ran on the current version.
     void recordForward(std::int64_t id, std::int64_t step);
     bool recorded(std::int64_t id) const { return m_records.contains(id); }

@@ -36,15 +36,15 @@ constexpr int kWarmupS = 10;      // after step 2: probes answered, EMAs settled
 constexpr int kChurnEveryS = 10;
 constexpr DelayRelay::Link kHomeLink{std::chrono::milliseconds(50), 100e6};
 
-// How microbatches flow: the coordinator's --window, and --overlap-steps (the window runs across
-// step boundaries) or not (synchronous steps: the default).
+// How microbatches flow: the coordinator's --window, and --pipeline async (the next step's
+// microbatches start while a step finishes and its update is exchanged) or sync.
 struct Flow {
     int window = 8;
-    bool overlap = false;
+    bool async = false;
     int microbatches = kMicrobatches; // per step (a bigger global batch pays the bubble less often)
     QString name() const {
-        QString n = QStringLiteral("w%1 %2").arg(window).arg(overlap ? QStringLiteral("overlap")
-                                                                     : QStringLiteral("sync"));
+        QString n = QStringLiteral("w%1 %2").arg(window).arg(async ? QStringLiteral("async")
+                                                                   : QStringLiteral("sync"));
         if (microbatches != kMicrobatches)
             n += QStringLiteral(" b%1").arg(microbatches);
         return n;
@@ -70,8 +70,7 @@ inline QStringList coordinatorArguments(Flow flow, int maxSteps) {
                   QString::number(kAveragingInterval),
                   QStringLiteral("--averaging-partitions"),
                   QString::number(kPartitions)};
-    if (flow.overlap)
-        a << QStringLiteral("--overlap-steps");
+    a << QStringLiteral("--pipeline") << (flow.async ? QStringLiteral("async") : QStringLiteral("sync"));
     if (maxSteps > 0)
         a << QStringLiteral("--max-steps") << QString::number(maxSteps);
     return a;

@@ -1,10 +1,10 @@
 // bench_swarm: the real swarm — tessera-coordinator and tessera-node processes on loopback —
 // measured side by side in one run against the in-process SwarmSimulator and against itself:
 //   1. train loss at equal tokens (S=2 x R=1, subspace codec, N steps): the simulator, the swarm
-//      with synchronous steps (the default) and the swarm with --overlap-steps;
+//      with synchronous steps (the default) and the swarm with --pipeline async;
 //   2. each node's share of wall time spent computing, on plain loopback and behind an emulated
 //      home link (DelayRelay: 50 ms one way, 100 Mbit/s each direction), window 8 (synchronous
-//      and overlapping steps, and 16 overlapping on the home link) against window 1;
+//      and the asynchronous pipeline, and 16 async on the home link) against window 1;
 //   3. tokens/s with 4 nodes (S=2 x R=2) without churn, then with a node SIGKILLed and a fresh one
 //      started every 10 s;
 //   4. train loss at equal tokens with replicas (S=2 x R=2, synchronous steps): the simulator and
@@ -84,20 +84,20 @@ SwarmCurve trainSwarm(LocalSwarm& swarm, int steps, const std::function<void()>&
     return c;
 }
 
-void writeCurves(const QString& path, int steps, const Curve& sim, const Curve& sync, const Curve& overlap) {
+void writeCurves(const QString& path, int steps, const Curve& sim, const Curve& sync, const Curve& async) {
     QFile f(path);
     if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
         return;
     const auto value = [](const Curve& m, qint64 s) {
         return m.count(s) ? QByteArray::number(m.at(s), 'f', 6) : QByteArray();
     };
-    f.write("step,tokens,simulator,swarm_sync,swarm_overlap\n");
+    f.write("step,tokens,simulator,swarm_sync,swarm_async\n");
     for (qint64 s = 1; s <= steps; ++s)
         f.write(QByteArray::number(s) + ',' + QByteArray::number(s * kTokensPerStep) + ',' + value(sim, s) +
-                ',' + value(sync, s) + ',' + value(overlap, s) + '\n');
+                ',' + value(sync, s) + ',' + value(async, s) + '\n');
 }
 
-void printLoss(int steps, const SimulatorCurve& sim, const SwarmCurve& sync, const SwarmCurve& overlap,
+void printLoss(int steps, const SimulatorCurve& sim, const SwarmCurve& sync, const SwarmCurve& async,
                const ShareRun& syncShare, const QString& csv) {
     Curve simLoss;
     for (std::size_t i = 0; i < sim.trainLoss.size(); ++i)
@@ -111,9 +111,9 @@ void printLoss(int steps, const SimulatorCurve& sim, const SwarmCurve& sync, con
         sim.description.c_str(), static_cast<unsigned long long>(sim.seed), sim.threads);
     std::printf(
         "   swarm sync = the default (no microbatch of the next step starts before this step's update); "
-        "overlap = --overlap-steps (no bubble, stale gradients)\n");
+        "async = --pipeline async (one update stale, same weights forward and backward)\n");
     std::printf("   %-6s %10s %10s %12s %9s %14s %9s\n", "step", "tokens", "simulator", "swarm sync",
-                "vs sim", "swarm overlap", "vs sim");
+                "vs sim", "swarm async", "vs sim");
     std::vector<qint64> shown{1, 10};
     for (qint64 s = 25; s < steps; s += 25)
         shown.push_back(s);
@@ -129,8 +129,8 @@ void printLoss(int steps, const SimulatorCurve& sim, const SwarmCurve& sync, con
     for (qint64 s : shown)
         std::printf("   %-6lld %10lld %10s %12s %9s %14s %9s\n", qlonglong(s), qlonglong(s * kTokensPerStep),
                     qPrintable(cell(simLoss, s)), qPrintable(cell(sync.loss, s)),
-                    qPrintable(ratio(sync.loss, s)), qPrintable(cell(overlap.loss, s)),
-                    qPrintable(ratio(overlap.loss, s)));
+                    qPrintable(ratio(sync.loss, s)), qPrintable(cell(async.loss, s)),
+                    qPrintable(ratio(async.loss, s)));
     const double simFinal = meanOfLast10(simLoss, steps);
     const auto verdict = [&](const SwarmCurve& c) {
         const double r = meanOfLast10(c.loss, steps) / simFinal;
@@ -143,21 +143,21 @@ void printLoss(int steps, const SimulatorCurve& sim, const SwarmCurve& sync, con
     };
     std::printf("   mean train loss of steps %d-%d: simulator %.4f\n", steps - 9, steps, simFinal);
     std::printf("     swarm sync (default)  %s\n", qPrintable(verdict(sync)));
-    std::printf("     swarm --overlap-steps %s\n", qPrintable(verdict(overlap)));
-    std::printf("   tokens at step %d: simulator %lld, swarm sync %lld, overlap %lld\n", steps,
+    std::printf("     swarm --pipeline async %s\n", qPrintable(verdict(async)));
+    std::printf("   tokens at step %d: simulator %lld, swarm sync %lld, async %lld\n", steps,
                 qlonglong(sim.tokens), qlonglong(sync.tokens.count(steps) ? sync.tokens.at(steps) : -1),
-                qlonglong(overlap.tokens.count(steps) ? overlap.tokens.at(steps) : -1));
+                qlonglong(async.tokens.count(steps) ? async.tokens.at(steps) : -1));
     std::printf(
-        "   time: simulator %.0f s (%.0f tokens/s, one process); swarm %.0f s sync, %.0f s overlap from "
+        "   time: simulator %.0f s (%.0f tokens/s, one process); swarm %.0f s sync, %.0f s async from "
         "the nodes' start to step %d (sync: %.0f tokens/s in table 2's window)\n",
-        sim.seconds, double(sim.tokens) / sim.seconds, sync.seconds, overlap.seconds, steps,
+        sim.seconds, double(sim.tokens) / sim.seconds, sync.seconds, async.seconds, steps,
         syncShare.tokensPerSecond);
     std::printf(
-        "   microbatches issued/completed/abandoned: sync %lld/%lld/%lld, overlap %lld/%lld/%lld; curves: "
+        "   microbatches issued/completed/abandoned: sync %lld/%lld/%lld, async %lld/%lld/%lld; curves: "
         "%s\n\n",
         qlonglong(sync.counters.issued), qlonglong(sync.counters.completed),
-        qlonglong(sync.counters.abandoned), qlonglong(overlap.counters.issued),
-        qlonglong(overlap.counters.completed), qlonglong(overlap.counters.abandoned), qPrintable(csv));
+        qlonglong(sync.counters.abandoned), qlonglong(async.counters.issued),
+        qlonglong(async.counters.completed), qlonglong(async.counters.abandoned), qPrintable(csv));
     std::fflush(stdout);
 }
 
@@ -177,7 +177,7 @@ SimulatorRequest simulatorRequest(LocalSwarm& swarm, int steps, int replicas) {
     return request;
 }
 
-// The simulator, then the swarm with synchronous and with overlapping steps; each swarm's
+// The simulator, then the swarm with synchronous and with the asynchronous pipeline; each swarm's
 // compute shares are measured while it trains (table 2's loopback rows). False on failure.
 bool lossTable(const QString& dir, int steps, std::vector<ShareRun>& shares) {
     LocalSwarm syncSwarm(dir + QStringLiteral("/loss-sync"), coordinatorArguments({8, false}, steps));
@@ -198,22 +198,22 @@ bool lossTable(const QString& dir, int steps, std::vector<ShareRun>& shares) {
         shares.push_back(measureShares(syncSwarm, QStringLiteral("loopback"), {8, false}, nullptr));
     });
     syncSwarm.stop();
-    note(QStringLiteral("1. real swarm, --overlap-steps, %1 steps").arg(steps));
-    LocalSwarm overlapSwarm(dir + QStringLiteral("/loss-overlap"), coordinatorArguments({8, true}, steps));
-    if (!sync.started || !startCoordinator(overlapSwarm))
+    note(QStringLiteral("1. real swarm, --pipeline async, %1 steps").arg(steps));
+    LocalSwarm asyncSwarm(dir + QStringLiteral("/loss-async"), coordinatorArguments({8, true}, steps));
+    if (!sync.started || !startCoordinator(asyncSwarm))
         return false;
-    const SwarmCurve overlap = trainSwarm(overlapSwarm, steps, [&] {
-        shares.push_back(measureShares(overlapSwarm, QStringLiteral("loopback"), {8, true}, nullptr));
+    const SwarmCurve async = trainSwarm(asyncSwarm, steps, [&] {
+        shares.push_back(measureShares(asyncSwarm, QStringLiteral("loopback"), {8, true}, nullptr));
     });
-    overlapSwarm.stop();
-    if (!overlap.started)
+    asyncSwarm.stop();
+    if (!async.started)
         return false;
     Curve simLoss;
     for (std::size_t i = 0; i < sim.trainLoss.size(); ++i)
         simLoss[qint64(i) + 1] = sim.trainLoss[i];
     const QString csv = dir + QStringLiteral("/loss-curves.csv");
-    writeCurves(csv, steps, simLoss, sync.loss, overlap.loss);
-    printLoss(steps, sim, sync, overlap, shares.front(), csv);
+    writeCurves(csv, steps, simLoss, sync.loss, async.loss);
+    printLoss(steps, sim, sync, async, shares.front(), csv);
     return true;
 }
 
@@ -341,8 +341,8 @@ int main(int argc, char** argv) {
                 QThread::idealThreadCount(), qPrintable(loadAverage()));
     std::printf(
         "coordinator: tessera-coordinator --data-dir D --listen 127.0.0.1:0 %s\n"
-        "             (table 1 also with --overlap-steps; tables 2-3: --window 8, 16 or 1, with or without "
-        "--overlap-steps, no --max-steps)\n",
+        "             (table 1 also with --pipeline async; tables 2-3: --window 8, 16 or 1, with or without "
+        "--pipeline async, no --max-steps)\n",
         qPrintable(coordinatorArguments({8, false}, steps).join(u' ')));
     std::printf("node:        %s\n",
                 qPrintable(LocalSwarm::nodeCommand(QStringLiteral("URL"), QStringLiteral("D/tls.crt"))));

@@ -77,7 +77,7 @@ void printShares(const std::vector<ShareRun>& runs) {
         kStages, kShareWindowS, kWarmupS);
     std::printf(
         "   flow: wN = --window N; sync = synchronous steps (the default: the window stays within one "
-        "step's %d microbatches), overlap = --overlap-steps\n",
+        "step's %d microbatches), async = --pipeline async\n",
         kMicrobatches);
     std::printf("   compute = the node's own compute_share (time inside engine tasks over its 30 s throttle "
                 "window); CPU = its process's CPU time / wall time\n"
@@ -101,7 +101,7 @@ void printShares(const std::vector<ShareRun>& runs) {
         "   link Mbit/s: node->coordinator / coordinator->node through the relay. Target: >= 80%% compute "
         "with the in-flight window on the home link.\n"
         "   compute includes a stage-0 forward recomputed when a step came between its forward and "
-        "backward (overlap only).\n\n");
+        "backward (async only).\n\n");
     std::fflush(stdout);
 }
 

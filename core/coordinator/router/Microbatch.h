@@ -35,6 +35,7 @@ struct Microbatch {
     enum class Phase { Forward, ForwardBackward, Backward, Completed, Abandoned };
 
     qint64 id = 0;
+    qint64 step = 0;   // the training step it counts toward (set by the feed)
     qint64 tokens = 0; // batch·seq
     int batch = 0;
     int seq = 0;

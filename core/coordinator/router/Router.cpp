@@ -119,6 +119,7 @@ void Router::issueWhilePossible() {
             return;
         Microbatch mb;
         mb.id = m_nextMicrobatch++;
+        mb.step = input->step;
         mb.batch = input->batch;
         mb.seq = input->seq;
         mb.tokens = qint64(input->batch) * input->seq;
@@ -171,7 +172,11 @@ bool Router::sendTask(Microbatch& mb, const QString& node, bool withInput) {
     const qsizetype bytes =
         input.frame.payload.size() + mb.targets.frame.payload.size() + mb.gradient.frame.payload.size();
     protocol::TaskMessageBuilder message(
-        protocol::toJson(protocol::Task{.taskId = taskId, .kind = kind, .microbatch = mb.id}), bytes);
+        protocol::toJson(protocol::Task{.taskId = taskId,
+                                        .kind = kind,
+                                        .microbatch = mb.id,
+                                        .step = m_settings.pipelined ? mb.step : -1}),
+        bytes);
     // Each frame is copied once, into this message, with the CRC it was checked against on arrival.
     if (kind == TaskKind::Backward)
         message.relay(TaskFrameType::BackwardInput, mb.gradient.frame);
@@ -359,7 +364,8 @@ void Router::kick() {
 
 void Router::stepSent() {
     for (NodeInfo& n : m_nodes) {
-        ++n.epoch;
+        if (!m_settings.pipelined)
+            ++n.epoch;
         ++n.version;
     }
 }

@@ -39,6 +39,9 @@ struct RouterSettings {
     int window = 8;      // microbatches in flight
     int maxAttempts = 4; // sends of one phase before the microbatch is abandoned
     qint64 microbatchTimeoutMs = 120'000;
+    // The asynchronous pipeline: tasks name their microbatch's step, and a node's graphs survive the
+    // updates it is sent (its engine stashes the weights they need) — only its step's share ends them.
+    bool pipelined = false;
     StageSchedulerSettings scheduler;
 };
 
@@ -48,6 +51,7 @@ struct MicrobatchInput {
     QByteArray targets; // token frame
     int batch = 0;
     int seq = 0;
+    qint64 step = 0; // the training step it counts toward
 };
 
 struct RouterCounters {
@@ -106,7 +110,8 @@ public:
     // A task_result that came binary, with its frames.
     void onResult(const QString& nodeId, const protocol::TaskResult& result,
                   const protocol::TaskMessage& message);
-    // Every node has just been sent `step`: the graphs they hold are gone after it.
+    // Every node has just been sent the step's update (`step`, or gradient_result): their weights
+    // change, and — unless pipelined — the graphs they hold are gone.
     void stepSent();
     // Issues what the feed gives now (the feed was holding back, e.g. for a gradient exchange).
     void kick();

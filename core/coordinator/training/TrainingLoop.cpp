@@ -36,6 +36,7 @@ TrainingLoop::TrainingLoop(LoopSettings settings, int stages, TrainingStore& sto
     , m_averager(averager)
     , m_sendText(std::move(sendText))
     , m_clock(std::move(clock))
+    , m_updated(state.step)
     , m_savedJoins(state.joins)
     , m_savedLeaves(state.leaves) {}
 
@@ -45,23 +46,38 @@ void TrainingLoop::attach(Router& router) {
         router.setIssuing(false);
 }
 
+std::optional<qint64> TrainingLoop::stepToFill() const {
+    const int depth = m_gradients ? std::max(1, m_settings.pipelineDepth) : 1;
+    for (qint64 step = m_state.step + 1; step <= m_state.step + depth; ++step) {
+        if (m_settings.maxSteps > 0 && step > m_settings.maxSteps)
+            return std::nullopt;
+        const auto it = m_steps.find(step);
+        if (it != m_steps.end() && it->second.alive >= m_settings.microbatchesPerStep)
+            continue; // fully issued: the next one
+        // Its microbatches run on the weights of step − depth's update: sent to every node yet?
+        if (step - depth > m_updated)
+            return std::nullopt;
+        return step;
+    }
+    return std::nullopt;
+}
+
 std::optional<MicrobatchInput> TrainingLoop::feed() {
-    // Without overlap, no microbatch of the next step starts before this step's update.
-    if (!m_settings.overlapSteps && m_stepCompleted + m_router->inFlight() >= m_settings.microbatchesPerStep)
-        return std::nullopt;
-    // Nor while the previous step's gradients are being exchanged: they are not applied yet.
-    if (!m_settings.overlapSteps && m_gradients && m_gradients->collecting())
+    const std::optional<qint64> step = stepToFill();
+    if (!step)
         return std::nullopt;
     Result<gpu::TrainingMicrobatch> mb = m_data.next(m_settings.batch, m_settings.seq);
     if (!mb) {
         qWarning("trainer: the training data failed: %s", mb.message().c_str());
         return std::nullopt;
     }
-    return MicrobatchInput{bytes(mb->inputs), bytes(mb->targets), m_settings.batch, m_settings.seq};
+    ++m_steps[*step].alive;
+    m_fedStep = *step;
+    return MicrobatchInput{bytes(mb->inputs), bytes(mb->targets), m_settings.batch, m_settings.seq, *step};
 }
 
 void TrainingLoop::onIssued(qint64 microbatch, qint64 tokens) {
-    m_store.issued(microbatch, m_state.step, tokens, m_clock());
+    m_store.issued(microbatch, m_fedStep, tokens, m_clock());
     ++m_state.issued;
 }
 
@@ -70,35 +86,40 @@ void TrainingLoop::onCompleted(const Microbatch& mb) {
     m_store.completed(mb, t);
     ++m_state.completed;
     m_state.tokens += mb.tokens;
+    // A microbatch of a step that ended without it (a restart) counts toward the next one.
+    StepProgress& progress = m_steps[std::max(mb.step, m_state.step + 1)];
     for (const AcceptedTask& task : mb.accepted) {
         m_state.creditedFlop += task.flop;
         if (task.kind == protocol::TaskKind::Backward || task.kind == protocol::TaskKind::ForwardBackward)
-            ++m_stepWork[task.nodeId];
+            ++progress.work[task.nodeId];
     }
     m_recent.emplace_back(t, mb.tokens);
     while (!m_recent.empty() && m_recent.front().first < t - kRateWindowMs)
         m_recent.pop_front();
     if (std::isfinite(mb.loss)) {
-        m_stepLossSum += mb.loss;
-        ++m_stepLossCount;
+        progress.lossSum += mb.loss;
+        ++progress.lossCount;
     }
-    if (++m_stepCompleted >= m_settings.microbatchesPerStep)
+    ++progress.completed;
+    while (m_steps[m_state.step + 1].completed >= m_settings.microbatchesPerStep)
         endStep();
 }
 
 void TrainingLoop::onAbandoned(const Microbatch& mb) {
     m_store.abandoned(mb, m_clock());
     ++m_state.abandoned;
+    // The feed gives its step another.
+    if (const auto it = m_steps.find(mb.step); it != m_steps.end())
+        --it->second.alive;
 }
 
 void TrainingLoop::endStep() {
     const qint64 t = m_clock();
     const qint64 step = ++m_state.step;
-    const double loss = m_stepLossCount > 0 ? m_stepLossSum / m_stepLossCount : std::nan("");
-    m_stepCompleted = 0;
-    const QHash<QString, int> work = std::exchange(m_stepWork, {});
-    m_stepLossSum = 0;
-    m_stepLossCount = 0;
+    const StepProgress progress = m_steps[step];
+    m_steps.erase(m_steps.begin(), m_steps.upper_bound(step));
+    const double loss = progress.lossCount > 0 ? progress.lossSum / progress.lossCount : std::nan("");
+    const QHash<QString, int>& work = progress.work;
     if (std::isfinite(loss))
         m_lastLoss = loss;
     if (m_beforeStep)
@@ -113,6 +134,7 @@ void TrainingLoop::endStep() {
             for (const QString& node : m_router->nodesOf(s))
                 m_sendText(node, protocol::Step{step});
         m_router->stepSent();
+        m_updated = step;
     }
     m_store.stepped(step, loss, m_state, t);
     if (std::isfinite(loss)) {
@@ -131,8 +153,9 @@ void TrainingLoop::endStep() {
     }
 }
 
-void TrainingLoop::exchangeClosed() {
+void TrainingLoop::exchangeClosed(qint64 step) {
     m_router->stepSent();
+    m_updated = std::max(m_updated, step);
     m_router->kick();
 }
 

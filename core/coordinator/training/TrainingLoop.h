@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 
 namespace tessera::gpu {
@@ -33,10 +34,12 @@ struct LoopSettings {
     int microbatchesPerStep = 8; // the global batch
     int checkpointEvery = 50;    // steps between published checkpoints
     qint64 maxSteps = 0;         // stop issuing after this step (0: never)
-    // Off (the default): a step's microbatches all start after the previous step's update, so
-    // every gradient is computed with the weights it is applied to. On: the window runs across
-    // step boundaries (no bubble, stale gradients: see ARCHITECTURE).
-    bool overlapSteps = false;
+    // 1: synchronous — a step's microbatches all start after the previous step's update lands, so
+    // every gradient is computed with the weights it is applied to (the pipeline drains at every
+    // step). 2: asynchronous (needs gradient averaging) — the microbatches of step k+1 start while
+    // step k's finish and its update is exchanged; step k+2's wait for step k's update (a gradient
+    // is at most one update stale, and each microbatch's forward and backward use the same weights).
+    int pipelineDepth = 1;
 };
 
 class TrainingLoop final {
@@ -52,9 +55,9 @@ public:
     // Called when a step's microbatches are all in, before `step` is sent (audits ask for weights then).
     void setBeforeStep(std::function<void()> hook) { m_beforeStep = std::move(hook); }
     // With gradient averaging: `step` asks for shares, and the weights change when the exchange
-    // closes (exchangeClosed); without overlap no microbatch of the next step starts before then.
+    // closes (exchangeClosed); the microbatches of step k + depth wait for step k's.
     void setGradients(GradientAverager* gradients) { m_gradients = gradients; }
-    void exchangeClosed();
+    void exchangeClosed(qint64 step);
 
     std::optional<MicrobatchInput> feed();
     void onIssued(qint64 microbatch, qint64 tokens);
@@ -68,6 +71,17 @@ public:
     QJsonObject status() const;
 
 private:
+    // A step's microbatches while it has not ended: issued (not abandoned), completed, the backward
+    // tasks accepted per node (a share's weight) and the loss.
+    struct StepProgress {
+        int alive = 0;
+        int completed = 0;
+        QHash<QString, int> work;
+        double lossSum = 0;
+        int lossCount = 0;
+    };
+    // The step the next microbatch goes to, when one may start now.
+    std::optional<qint64> stepToFill() const;
     void endStep();
 
     LoopSettings m_settings;
@@ -83,10 +97,9 @@ private:
     Router* m_router = nullptr;
     std::function<void()> m_beforeStep;
     qint64 m_savedJoins = 0, m_savedLeaves = 0;
-    int m_stepCompleted = 0;        // microbatches completed toward the current step
-    QHash<QString, int> m_stepWork; // backward tasks accepted per node this step (a share's weight)
-    double m_stepLossSum = 0;
-    int m_stepLossCount = 0;
+    std::map<qint64, StepProgress> m_steps; // steps under way (after m_state.step)
+    qint64 m_updated = 0;                   // the last step whose update every node was sent
+    qint64 m_fedStep = 0;                   // the step of the microbatch the feed gave last
     double m_lastLoss = std::numeric_limits<double>::quiet_NaN();
     std::deque<std::pair<qint64, qint64>> m_recent; // (ms, tokens) of recent completions
     std::deque<LossPoint> m_lossCurve;

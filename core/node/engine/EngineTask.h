@@ -41,6 +41,9 @@ struct EngineTask {
     std::int64_t taskId = 0;
     Kind kind = Forward;
     std::int64_t microbatch = 0;
+    // Forward, ForwardBackward: the step of a pipelined microbatch (-1: synchronous);
+    // ShareGradients: the step whose gradients are shared.
+    std::int64_t step = -1;
     // The frames below are views into `message` when they came in one (QByteArray::fromRawData:
     // the payloads are never copied out of the message), or own their bytes otherwise.
     QByteArray message;

@@ -285,7 +285,7 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
     try {
         switch (task.kind) {
         case EngineTask::Forward: {
-            auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets));
+            auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets), task.step);
             if (!f) {
                 r.error = QStringLiteral("forward of microbatch %1: %2")
                               .arg(task.microbatch)
@@ -340,7 +340,7 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
                         .arg(engine.config().stages);
                 return r;
             }
-            auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets));
+            auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets), task.step);
             if (!f) {
                 r.error = QStringLiteral("forward of microbatch %1: %2")
                               .arg(task.microbatch)
@@ -388,7 +388,7 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
             break;
         }
         case EngineTask::ShareGradients: {
-            Result<gpu::GradientShare> share = engine.shareGradients(task.rank, task.round);
+            Result<gpu::GradientShare> share = engine.shareGradients(task.rank, task.round, task.step);
             if (!share) {
                 r.error = QStringLiteral("sharing the gradients: %1").arg(text(share.message()));
                 r.errorKind = share.kind();

@@ -64,6 +64,7 @@ bool TaskRunner::handleText(const SessionMessage& message) {
         task.microbatches = EngineTask::kAllAccumulated;
         task.round = step->basis;
         task.rank = step->rank;
+        task.step = step->step;
         if (step->basis >= 0)
             m_gradientRank = step->rank;
         Pending p;
@@ -175,6 +176,7 @@ void TaskRunner::onTask(const Task& header, const TaskMessage& message) {
     EngineTask task;
     task.kind = engineKindOf(header.kind);
     task.microbatch = header.microbatch;
+    task.step = header.step;
     task.message = message.bytes; // keeps the views below valid: the payloads are not copied
     task.input = viewOf(input);
     task.targets = viewOf(targets);
