@@ -93,6 +93,11 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         "(each gradient at most one update stale; needs gradient averaging) [sync].",
         "MODE");
     const auto learningRate = valueOption("lr", "Peak learning rate of AdamW [0.003].", "X");
+    const auto lookAhead = valueOption(
+        "look-ahead",
+        "With --pipeline async: the nodes' weights run ahead of the optimizer's by X times its last "
+        "update, so that a gradient one update stale is taken where the weights will be [2; sync: 0].",
+        "X");
     const auto clipNorm = valueOption(
         "clip-norm", "Global gradient-norm clip over every stage's averaged gradient [1.0; 0: none].", "X");
     const auto lrDecay = valueOption(
@@ -351,6 +356,13 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         return std::nullopt;
     }
     o.training.router.pipelined = o.training.loop.pipelineDepth > 1;
+    o.training.gradients.lookAhead = o.training.router.pipelined ? 2.0 : 0.0;
+    if (parser.isSet(lookAhead)) {
+        const std::optional<double> x = real(lookAhead, 0.0, 4.0);
+        if (!x)
+            return std::nullopt;
+        o.training.gradients.lookAhead = *x;
+    }
     // The decay ends at the last step unless told otherwise.
     if (schedule.decay != gpu::LearningRateSchedule::Decay::None && schedule.decaySteps == 0) {
         if (o.training.loop.maxSteps <= 0) {

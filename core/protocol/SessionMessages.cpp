@@ -120,7 +120,8 @@ TESSERA_SCHEMA(GradientResult, "gradient_result", ToNode, Binary, need("step", &
                need("round", &GradientResult::round, 1), need("included", &GradientResult::included),
                need("replicas", &GradientResult::replicas, 0, 1e6),
                need("learning_rate", &GradientResult::learningRate, 0, 1),
-               need("clip_scale", &GradientResult::clipScale, 1e-12, 1));
+               need("clip_scale", &GradientResult::clipScale, 1e-12, 1),
+               maybe("look_ahead", &GradientResult::lookAhead, 0, 4));
 #undef TESSERA_SCHEMA
 
 // Checks across fields, beyond each field's own range.

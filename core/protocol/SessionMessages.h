@@ -162,6 +162,7 @@ struct GradientResult {
     int replicas = 0;        // shares counted
     double learningRate = 0; // the schedule's, for this step
     double clipScale = 1;    // the global clip: min(1, clip_norm / ‖every stage's gradient‖)
+    double lookAhead = 0;    // the asynchronous pipeline: the weights run ahead by this × the update
 };
 
 using SessionMessage = std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare,

@@ -102,6 +102,7 @@ Status StageEngine::loadShard(const std::filesystem::path& file, const ShardMani
             return loaded;
         // Graphs and gradients made with the old weights mean nothing for the new ones.
         m_state->dropAllKept();
+        m_state->weightsReplaced();
         m_state->model->zeroGrad();
         m_state->accumulated = 0;
         return {};
@@ -282,20 +283,22 @@ Result<GradientShare> StageEngine::shareGradients(int rank, std::int64_t basis, 
 }
 
 Status StageEngine::applyGradients(int rank, std::span<const float> result, bool included, std::int64_t round,
-                                   double learningRate, double clipScale) {
+                                   double learningRate, double clipScale, double lookAhead) {
     State& st = *m_state;
     if (rank < 0 || rank > 1024)
         return makeError("gradient exchange: rank must be within 0..1024, got " + str(rank),
                          ErrorKind::InvalidInput);
-    if (!(clipScale > 0 && clipScale <= 1) || !(learningRate >= 0 && learningRate < 1))
-        return makeError(
-            "gradient exchange: the clip scale must be in (0, 1] and the learning rate in [0, 1)",
-            ErrorKind::InvalidInput);
+    if (!(clipScale > 0 && clipScale <= 1) || !(learningRate >= 0 && learningRate < 1) ||
+        !(lookAhead >= 0 && lookAhead <= 4))
+        return makeError("gradient exchange: the clip scale must be in (0, 1], the learning rate in [0, 1) "
+                         "and the look-ahead in [0, 4]",
+                         ErrorKind::InvalidInput);
     return guarded("applying the averaged gradients", [&]() -> Status {
         st.dropUnversionedKept(); // they hold the weights this step replaces
         if (auto applied = st.compressorFor(rank).apply(result, included, round); !applied)
             return Error{applied.message(), ErrorKind::InvalidInput};
-        if (!st.stepOptimizer([&](StageOptimizer& o) { return o.stepAgreed(learningRate, clipScale); }))
+        if (!st.stepOptimizer([&](StageOptimizer& o) { return o.stepAgreed(learningRate, clipScale); },
+                              lookAhead))
             return makeError("the averaged gradients are not finite: the step was not applied");
         return {};
     });
@@ -308,11 +311,14 @@ std::vector<std::vector<std::int64_t>> StageEngine::parameterShapes() const {
     return shapes;
 }
 
-Result<std::vector<float>> StageEngine::gatherPartition(int partition, int partitions) const {
+Result<std::vector<float>> StageEngine::gatherPartition(int partition, int partitions,
+                                                        bool optimizers) const {
     State& st = *m_state;
     return guarded("gathering " + partitionName(partition, partitions), [&]() -> Result<std::vector<float>> {
         if (auto valid = checkPartition(partition, partitions); !valid)
             return valid.error();
+        if (optimizers && !st.optimizerWeights.empty())
+            return st.onOptimizerWeights([&] { return gatherPartition(partition, partitions, false); });
         std::vector<float> out;
         out.reserve(static_cast<std::size_t>(st.partitionSize(partition, partitions)));
         Sparta& sparta = st.spartaFor(partitions);
@@ -339,22 +345,32 @@ Status StageEngine::applyPartitionDelta(int partition, int partitions, std::span
                                         std::span<const float> snapshot) {
     State& st = *m_state;
     return guarded("averaging " + partitionName(partition, partitions), [&]() -> Status {
-        return st.forEachPartition(partition, partitions,
-                                   {{"the average", average}, {"the snapshot", snapshot}},
-                                   [&](Sparta& sparta, int p, std::size_t offset, std::size_t n) {
-                                       sparta.applyDelta(p, st.onDevice(average.subspan(offset, n)),
-                                                         st.onDevice(snapshot.subspan(offset, n)));
-                                   });
+        const auto apply = [&] {
+            return st.forEachPartition(partition, partitions,
+                                       {{"the average", average}, {"the snapshot", snapshot}},
+                                       [&](Sparta& sparta, int p, std::size_t offset, std::size_t n) {
+                                           sparta.applyDelta(p, st.onDevice(average.subspan(offset, n)),
+                                                             st.onDevice(snapshot.subspan(offset, n)));
+                                       });
+        };
+        // The delta moves the optimizer's weights and the running ones alike.
+        if (!st.optimizerWeights.empty())
+            if (Status s = st.onOptimizerWeights(apply); !s)
+                return s;
+        return apply();
     });
 }
 
 Status StageEngine::setPartition(int partition, int partitions, std::span<const float> values) {
     State& st = *m_state;
     return guarded("setting " + partitionName(partition, partitions), [&]() -> Status {
-        return st.forEachPartition(partition, partitions, {{"the weights", values}},
-                                   [&](Sparta& sparta, int p, std::size_t offset, std::size_t n) {
-                                       sparta.scatter(p, st.onDevice(values.subspan(offset, n)));
-                                   });
+        Status set = st.forEachPartition(partition, partitions, {{"the weights", values}},
+                                         [&](Sparta& sparta, int p, std::size_t offset, std::size_t n) {
+                                             sparta.scatter(p, st.onDevice(values.subspan(offset, n)));
+                                         });
+        if (set && partition < 0)
+            st.weightsReplaced(); // a full sync: the optimizer's weights, no look-ahead
+        return set;
     });
 }
 

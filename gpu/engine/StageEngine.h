@@ -136,8 +136,10 @@ public:
     // step ≥ 0: the pipelined microbatches of that step (and what synchronous ones accumulated).
     Result<GradientShare> shareGradients(int rank, std::int64_t basis, std::int64_t step = -1);
     // (rank: the round's; a replica that never shared — the coordinator's checkpoint — starts there.)
+    // lookAhead > 0 (the asynchronous pipeline's staleness correction): the weights then run ahead
+    // of the optimizer's by lookAhead times this update, until the next one.
     Status applyGradients(int rank, std::span<const float> result, bool included, std::int64_t round,
-                          double learningRate, double clipScale);
+                          double learningRate, double clipScale, double lookAhead = 0);
     // The shapes of the stage's parameters, in the order the exchange lays them out.
     std::vector<std::vector<std::int64_t>> parameterShapes() const;
 
@@ -147,7 +149,9 @@ public:
     // Values travel as fp32 whatever the compute dtype. Kept graphs stay usable (the weights
     // change in place through an alias autograd does not track, so a graph kept before the change
     // still runs backward).
-    Result<std::vector<float>> gatherPartition(int partition, int partitions) const;
+    // optimizers: the optimizer's weights, without the look-ahead (what SPARTA averages); else the
+    // weights microbatches run on (what an audit recomputes with).
+    Result<std::vector<float>> gatherPartition(int partition, int partitions, bool optimizers = false) const;
     Result<std::int64_t> partitionSize(int partition, int partitions) const;
     // The delta rule: w += average − snapshot (snapshot: what this replica sent for the round).
     Status applyPartitionDelta(int partition, int partitions, std::span<const float> average,

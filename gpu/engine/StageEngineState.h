@@ -67,6 +67,37 @@ struct StageEngine::State {
     // Aliases of the masters with a version counter of their own (Python's .data): the optimizer
     // steps these, so a graph kept across an update still runs backward (on its stashed weights).
     std::vector<torch::Tensor> aliases;
+    // Look-ahead (the asynchronous pipeline's staleness correction): the weights run ahead of the
+    // optimizer's by lookAhead times its last update, and these are the optimizer's (exact copies,
+    // so every replica's optimizer holds what the coordinator's checkpoint holds). Empty while none.
+    std::vector<torch::Tensor> optimizerWeights;
+
+    // Writes `values` into the weights through the aliases (kept graphs stay usable).
+    void setWeights(const std::vector<torch::Tensor>& values) {
+        torch::NoGradGuard noGrad;
+        for (std::size_t i = 0; i < values.size(); ++i)
+            aliases[i].copy_(values[i]);
+    }
+    // Runs body on the optimizer's weights while the model runs ahead of them (else on the weights):
+    // what it changes there is kept as the optimizer's, and the running weights come back.
+    template <class Body>
+    auto onOptimizerWeights(Body&& body) {
+        if (optimizerWeights.empty())
+            return body();
+        const std::vector<torch::Tensor> running = copyOfWeights();
+        setWeights(optimizerWeights);
+        auto result = body();
+        optimizerWeights = copyOfWeights();
+        setWeights(running);
+        return result;
+    }
+    std::vector<torch::Tensor> copyOfWeights() const {
+        std::vector<torch::Tensor> copy;
+        for (const torch::Tensor& a : aliases)
+            copy.push_back(a.detach().clone());
+        return copy;
+    }
+
     std::unique_ptr<Sparta> sparta;                 // the partitioning last asked for (see spartaFor)
     std::unique_ptr<GradientCompressor> compressor; // made at the first exchange, at its rank
 
@@ -213,6 +244,12 @@ struct StageEngine::State {
         versions->reset();
     }
 
+    // The weights were replaced (a load, a full sync): they are the optimizer's, without look-ahead.
+    void weightsReplaced() {
+        optimizerWeights.clear();
+        model->weightsChanged();
+    }
+
     // Graphs kept by synchronous forwards hold the weights an update replaces; pipelined ones have
     // their weights stashed and stay.
     void dropUnversionedKept() {
@@ -224,15 +261,26 @@ struct StageEngine::State {
         });
     }
 
-    // AdamW (through `run`) on the aliases, the gradients moved onto them first.
-    bool stepOptimizer(const std::function<bool(StageOptimizer&)>& run) {
+    // AdamW (through `run`) on the aliases, the gradients moved onto them first; then the weights
+    // run ahead of the optimizer's by lookAhead times the update just made (0: they do not).
+    bool stepOptimizer(const std::function<bool(StageOptimizer&)>& run, double lookAhead = 0) {
         const auto parameters = model->namedParameters();
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             aliases[i].mutable_grad() = parameters[i].second.grad();
             parameters[i].second.mutable_grad() = torch::Tensor();
         }
-        versions->beforeUpdate();
+        versions->beforeUpdate(); // stashes the weights as microbatches ran on them, look-ahead included
+        if (!optimizerWeights.empty())
+            setWeights(std::exchange(optimizerWeights, {}));
+        const std::vector<torch::Tensor> before =
+            lookAhead > 0 ? copyOfWeights() : std::vector<torch::Tensor>();
         const bool ok = run(*optimizer);
+        if (lookAhead > 0 && ok) {
+            torch::NoGradGuard noGrad;
+            optimizerWeights = copyOfWeights();
+            for (std::size_t i = 0; i < aliases.size(); ++i)
+                aliases[i].add_((optimizerWeights[i] - before[i]).mul_(lookAhead));
+        }
         versions->afterUpdate();
         model->weightsChanged();
         return ok;

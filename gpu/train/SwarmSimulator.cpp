@@ -21,9 +21,9 @@ struct Replica {
     std::unique_ptr<GradientCompressor> compressor;
     int microbatches = 0; // processed since the last optimizer step
     // Asynchronous pipeline: the averaged gradient of the last step, waiting to land, and the
-    // look-ahead now added to the weights (undefined while none).
+    // optimizer's weights while the model's run ahead of them (empty while none).
     std::vector<torch::Tensor> pending;
-    std::vector<torch::Tensor> ahead;
+    std::vector<torch::Tensor> optimizerWeights;
 };
 
 // The update a stage's replicas apply one step late: its round's learning rate and clip.
@@ -124,25 +124,24 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
 
 namespace {
 
-// The master weights are the model's minus the look-ahead: AdamW steps them (its weight decay acts
-// on them), then the model runs ahead of them again by lookAhead times the update just made.
+// AdamW steps the optimizer's weights (exact copies while the model runs ahead of them, as the node's
+// engine keeps them); then the model runs ahead by lookAhead times the update just made.
 void landAhead(Replica& replica, const PendingUpdate& update, double lookAhead) {
     torch::NoGradGuard noGrad;
     auto params = replica.model->namedParameters();
+    for (std::size_t i = 0; i < replica.optimizerWeights.size(); ++i)
+        params[i].second.copy_(replica.optimizerWeights[i]);
+    replica.optimizerWeights.clear();
     std::vector<torch::Tensor> before;
-    for (std::size_t i = 0; i < params.size(); ++i) {
-        if (!replica.ahead.empty())
-            params[i].second.sub_(replica.ahead[i]);
-        if (lookAhead > 0)
-            before.push_back(params[i].second.clone());
-    }
+    if (lookAhead > 0)
+        for (auto& [name, p] : params)
+            before.push_back(p.detach().clone());
     (void)replica.optimizer->stepAgreed(update.learningRate, update.clipScale);
     if (lookAhead <= 0)
         return;
-    replica.ahead.clear();
     for (std::size_t i = 0; i < params.size(); ++i) {
-        replica.ahead.push_back((params[i].second - before[i]).mul_(lookAhead));
-        params[i].second.add_(replica.ahead[i]);
+        replica.optimizerWeights.push_back(params[i].second.detach().clone());
+        params[i].second.add_((replica.optimizerWeights[i] - before[i]).mul_(lookAhead));
     }
 }
 
@@ -297,16 +296,26 @@ SimStep SwarmSimulator::step() {
 
 double SwarmSimulator::evaluate() {
     State& st = *m_state;
-    // What is evaluated is the master weights: the look-ahead is a training device.
-    const auto shiftAhead = [&](double sign) {
+    // What is evaluated is the optimizer's weights: the look-ahead is a training device.
+    std::vector<std::vector<torch::Tensor>> running(st.stages.size());
+    {
         torch::NoGradGuard noGrad;
-        for (auto& stage : st.stages) {
-            auto params = stage[0].model->namedParameters();
-            for (std::size_t i = 0; i < stage[0].ahead.size(); ++i)
-                params[i].second.add_(stage[0].ahead[i], sign);
+        for (std::size_t s = 0; s < st.stages.size(); ++s) {
+            auto params = st.stages[s][0].model->namedParameters();
+            for (std::size_t i = 0; i < st.stages[s][0].optimizerWeights.size(); ++i) {
+                running[s].push_back(params[i].second.detach().clone());
+                params[i].second.copy_(st.stages[s][0].optimizerWeights[i]);
+            }
+        }
+    }
+    const auto restoreRunning = [&] {
+        torch::NoGradGuard noGrad;
+        for (std::size_t s = 0; s < st.stages.size(); ++s) {
+            auto params = st.stages[s][0].model->namedParameters();
+            for (std::size_t i = 0; i < running[s].size(); ++i)
+                params[i].second.copy_(running[s][i]);
         }
     };
-    shiftAhead(-1);
     double sum = 0;
     for (const torch::Tensor& batch : st.heldOut) {
         const torch::Tensor inputs = batch.narrow(1, 0, st.options.seqLen).contiguous();
@@ -323,7 +332,7 @@ double SwarmSimulator::evaluate() {
             carried = decoded->hidden;
         }
     }
-    shiftAhead(1);
+    restoreRunning();
     return sum / static_cast<double>(st.heldOut.size());
 }
 

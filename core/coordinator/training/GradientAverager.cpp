@@ -290,7 +290,8 @@ void GradientAverager::close() {
                                                   counted[s].contains(node),
                                                   int(counted[s].size()),
                                                   m_lastLearningRate,
-                                                  m_lastClipScale};
+                                                  m_lastClipScale,
+                                                  m_settings.lookAhead};
             if (m_sendBinary(node, protocol::TaskMessageBuilder(protocol::toJson(header), payload.size())
                                        .add(protocol::TaskFrameType::Partition, payload)
                                        .take()))

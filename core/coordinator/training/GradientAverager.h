@@ -43,6 +43,9 @@ struct GradientSettings {
     double clipNorm = 1.0; // global gradient-norm clip (0: none)
     gpu::LearningRateSchedule schedule;
     qint64 deadlineMs = 30'000; // a round waits at most this long for the shares
+    // The asynchronous pipeline's staleness correction, sent with every result: the nodes' weights
+    // run ahead of the optimizer's by this many times the update (0: none).
+    double lookAhead = 0;
 };
 
 class GradientAverager final : public QObject {

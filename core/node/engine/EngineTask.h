@@ -65,6 +65,8 @@ struct EngineTask {
     bool included = false;
     double learningRate = 0;
     double clipScale = 1;
+    double lookAhead = 0;
+    bool optimizerWeights = false; // Gather: without the look-ahead
 };
 
 // A frame the engine wrote, behind the headroom it left for the node's envelope (see

@@ -364,7 +364,8 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
             break;
         }
         case EngineTask::Gather: {
-            Result<std::vector<float>> values = engine.gatherPartition(task.partition, task.partitions);
+            Result<std::vector<float>> values =
+                engine.gatherPartition(task.partition, task.partitions, task.optimizerWeights);
             if (!values) {
                 r.error = QStringLiteral("gathering partition %1 of %2: %3")
                               .arg(task.partition)
@@ -402,7 +403,7 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
         }
         case EngineTask::ApplyGradients: {
             const Status s = engine.applyGradients(task.rank, task.values, task.included, task.round,
-                                                   task.learningRate, task.clipScale);
+                                                   task.learningRate, task.clipScale, task.lookAhead);
             if (!s) {
                 r.error = QStringLiteral("applying the averaged gradients of round %1: %2")
                               .arg(task.round)

@@ -95,6 +95,8 @@ bool TaskRunner::handleText(const SessionMessage& message) {
 void TaskRunner::startGather(qint64 round, int partition, int partitions, MessageType message) {
     EngineTask task;
     task.kind = EngineTask::Gather;
+    // SPARTA averages the optimizer's weights; an audit recomputes with those microbatches ran on.
+    task.optimizerWeights = message == MessageType::Average;
     task.partition = partition;
     task.partitions = partitions;
     Pending p;
@@ -262,6 +264,7 @@ void TaskRunner::onGradientResult(const GradientResult& header, const TaskMessag
     task.included = header.included;
     task.learningRate = header.learningRate;
     task.clipScale = header.clipScale;
+    task.lookAhead = header.lookAhead;
     Pending p;
     p.message = MessageType::GradientResult;
     p.step = header.step;

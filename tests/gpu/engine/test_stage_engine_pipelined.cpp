@@ -95,3 +95,32 @@ TESSERA_TEST(stepsStayApartAndTheEngineHoldsAtMostThree) {
     CHECK(e->accumulatedMicrobatches() == 1);
     (void)share(*e, 2, 1);
 }
+
+TESSERA_TEST(lookAheadRunsTheWeightsAheadOfTheOptimizers) {
+    const ModelConfig config = twoStages();
+    auto gather = [](StageEngine& e, bool optimizers) {
+        auto values = e.gatherPartition(-1, 1, optimizers);
+        CHECK_MSG(values.ok(), values.message());
+        return torch::tensor(*values);
+    };
+    auto e = engine(config, 0), checkpoint = engine(config, 0);
+    const torch::Tensor initial = gather(*e, false);
+    train(*e, 1, 11, 1);
+    const std::vector<float> result = share(*e, 1, 1);
+    CHECK(e->applyGradients(0, result, true, 1, 1e-2, 1.0, 2.0).ok());
+    CHECK(checkpoint->applyGradients(0, result, true, 1, 1e-2, 1.0).ok());
+    // The optimizer's weights are the checkpoint's, bit for bit (SPARTA averages these)...
+    const torch::Tensor optimizers = gather(*e, true);
+    CHECK(torch::equal(optimizers, gather(*checkpoint, false)));
+    // ...and the weights microbatches run on are two updates ahead of where they started.
+    const torch::Tensor running = gather(*e, false);
+    const double off = (running - optimizers - 2 * (optimizers - initial)).abs().max().item<double>();
+    CHECK_MSG(off < 1e-6 && (running - optimizers).abs().max().item<double>() > 1e-4,
+              "the look-ahead is off by " << off);
+    CHECK(!e->applyGradients(0, result, true, 2, 1e-2, 1.0, 5.0).ok()); // beyond 4: refused
+    // A full sync sets the optimizer's weights, with no look-ahead left.
+    const std::vector<float> synced(optimizers.data_ptr<float>(),
+                                    optimizers.data_ptr<float>() + optimizers.numel());
+    CHECK(e->setPartition(-1, 1, synced).ok());
+    CHECK(torch::equal(gather(*e, false), optimizers));
+}
