@@ -1,7 +1,8 @@
 // bench_learning: does a split, compressed, averaged swarm learn as one machine does? Runs the
 // in-process simulator for the centralized baseline and S=4 × R=3 swarms with each mechanism added
 // in turn (no gradient averaging — the first wave's swarm —, gradient averaging alone, + SPARTA,
-// + the subspace codec, + the low-rank gradient exchange) on the same tokens and seed, side by side
+// + the subspace codec, + the low-rank gradient exchange, + the asynchronous pipeline with and
+// without look-ahead) on the same tokens and seed, side by side
 // (two at a time, one thread each), and prints final held-out losses and tokens-to-target. Writes
 // one CSV per run and, when gnuplot is installed, a PNG plot.
 //
@@ -36,6 +37,8 @@ struct Run {
     bool gradientAveraging = true;
     bool sparta = true;
     int rank = 0;
+    int pipelineDelay = 0; // 1: the asynchronous pipeline (updates land a step late)
+    double lookAhead = 0;
     std::vector<std::pair<std::int64_t, double>> curve; // tokens, held-out loss
     double finalLoss = 0;
     double seconds = 0;
@@ -73,6 +76,10 @@ int main(int argc, char** argv) {
             {"S4R3 subspace 8x: grad avg + SPARTA", 4, 3, CodecKind::Subspace, 8, true, true, 0, {}});
         runs.push_back({"S4R3 none: + rank-16 exchange", 4, 3, CodecKind::None, 8, true, true, 16, {}});
         runs.push_back({"S4R3 none: + rank-4 exchange", 4, 3, CodecKind::None, 8, true, true, 4, {}});
+        runs.push_back({"S4R3 none: + async pipeline, no correction", 4, 3, CodecKind::None, 8, true, true, 0, 1,
+                        0.0, {}});
+        runs.push_back({"S4R3 none: + async pipeline, look-ahead 2", 4, 3, CodecKind::None, 8, true, true, 0, 1,
+                        2.0, {}});
     }
     // Side by side, one thread each: as many at once as there are cores.
     torch::set_num_threads(1);
@@ -93,6 +100,8 @@ int main(int argc, char** argv) {
             options.gradientAveraging = run.gradientAveraging;
             options.sparseAveraging = run.sparta;
             options.gradientRank = run.rank;
+            options.pipelineDelay = run.pipelineDelay;
+            options.lookAhead = run.lookAhead;
             auto sim = SwarmSimulator::create(options);
             if (!sim) {
                 std::fprintf(stderr, "%s: %s\n", run.label.c_str(), sim.message().c_str());
