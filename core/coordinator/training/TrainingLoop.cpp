@@ -36,9 +36,9 @@ TrainingLoop::TrainingLoop(LoopSettings settings, int stages, TrainingStore& sto
     , m_averager(averager)
     , m_sendText(std::move(sendText))
     , m_clock(std::move(clock))
-    , m_updated(state.step)
     , m_savedJoins(state.joins)
-    , m_savedLeaves(state.leaves) {}
+    , m_savedLeaves(state.leaves)
+    , m_window(settings.microbatchesPerStep, settings.pipelineDepth, state.step, settings.maxSteps) {}
 
 void TrainingLoop::attach(Router& router) {
     m_router = &router;
@@ -46,24 +46,8 @@ void TrainingLoop::attach(Router& router) {
         router.setIssuing(false);
 }
 
-std::optional<qint64> TrainingLoop::stepToFill() const {
-    const int depth = m_gradients ? std::max(1, m_settings.pipelineDepth) : 1;
-    for (qint64 step = m_state.step + 1; step <= m_state.step + depth; ++step) {
-        if (m_settings.maxSteps > 0 && step > m_settings.maxSteps)
-            return std::nullopt;
-        const auto it = m_steps.find(step);
-        if (it != m_steps.end() && it->second.alive >= m_settings.microbatchesPerStep)
-            continue; // fully issued: the next one
-        // Its microbatches run on the weights of step − depth's update: sent to every node yet?
-        if (step - depth > m_updated)
-            return std::nullopt;
-        return step;
-    }
-    return std::nullopt;
-}
-
 std::optional<MicrobatchInput> TrainingLoop::feed() {
-    const std::optional<qint64> step = stepToFill();
+    const std::optional<qint64> step = m_window.next();
     if (!step)
         return std::nullopt;
     Result<gpu::TrainingMicrobatch> mb = m_data.next(m_settings.batch, m_settings.seq);
@@ -71,7 +55,7 @@ std::optional<MicrobatchInput> TrainingLoop::feed() {
         qWarning("trainer: the training data failed: %s", mb.message().c_str());
         return std::nullopt;
     }
-    ++m_steps[*step].alive;
+    m_window.issued(*step);
     m_fedStep = *step;
     return MicrobatchInput{bytes(mb->inputs), bytes(mb->targets), m_settings.batch, m_settings.seq, *step};
 }
@@ -86,8 +70,7 @@ void TrainingLoop::onCompleted(const Microbatch& mb) {
     m_store.completed(mb, t);
     ++m_state.completed;
     m_state.tokens += mb.tokens;
-    // A microbatch of a step that ended without it (a restart) counts toward the next one.
-    StepProgress& progress = m_steps[std::max(mb.step, m_state.step + 1)];
+    StepProgress& progress = m_steps[m_window.completed(mb.step)];
     for (const AcceptedTask& task : mb.accepted) {
         m_state.creditedFlop += task.flop;
         if (task.kind == protocol::TaskKind::Backward || task.kind == protocol::TaskKind::ForwardBackward)
@@ -100,22 +83,19 @@ void TrainingLoop::onCompleted(const Microbatch& mb) {
         progress.lossSum += mb.loss;
         ++progress.lossCount;
     }
-    ++progress.completed;
-    while (m_steps[m_state.step + 1].completed >= m_settings.microbatchesPerStep)
+    while (m_window.complete())
         endStep();
 }
 
 void TrainingLoop::onAbandoned(const Microbatch& mb) {
     m_store.abandoned(mb, m_clock());
     ++m_state.abandoned;
-    // The feed gives its step another.
-    if (const auto it = m_steps.find(mb.step); it != m_steps.end())
-        --it->second.alive;
+    m_window.abandoned(mb.step); // the feed gives its step another
 }
 
 void TrainingLoop::endStep() {
     const qint64 t = m_clock();
-    const qint64 step = ++m_state.step;
+    const qint64 step = m_state.step = m_window.end();
     const StepProgress progress = m_steps[step];
     m_steps.erase(m_steps.begin(), m_steps.upper_bound(step));
     const double loss = progress.lossCount > 0 ? progress.lossSum / progress.lossCount : std::nan("");
@@ -134,7 +114,7 @@ void TrainingLoop::endStep() {
             for (const QString& node : m_router->nodesOf(s))
                 m_sendText(node, protocol::Step{step});
         m_router->stepSent();
-        m_updated = step;
+        m_window.updated(step);
     }
     m_store.stepped(step, loss, m_state, t);
     if (std::isfinite(loss)) {
@@ -155,7 +135,7 @@ void TrainingLoop::endStep() {
 
 void TrainingLoop::exchangeClosed(qint64 step) {
     m_router->stepSent();
-    m_updated = std::max(m_updated, step);
+    m_window.updated(step);
     m_router->kick();
 }
 

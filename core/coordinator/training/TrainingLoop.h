@@ -7,6 +7,7 @@
 
 #include "coordinator/router/Router.h"
 #include "coordinator/store/TrainingStore.h"
+#include "coordinator/training/StepWindow.h"
 #include "protocol/SessionMessages.h"
 
 #include <QHash>
@@ -71,17 +72,13 @@ public:
     QJsonObject status() const;
 
 private:
-    // A step's microbatches while it has not ended: issued (not abandoned), completed, the backward
-    // tasks accepted per node (a share's weight) and the loss.
+    // What a step's completed microbatches add up to while it has not ended: the backward tasks
+    // accepted per node (a share's weight) and the loss.
     struct StepProgress {
-        int alive = 0;
-        int completed = 0;
         QHash<QString, int> work;
         double lossSum = 0;
         int lossCount = 0;
     };
-    // The step the next microbatch goes to, when one may start now.
-    std::optional<qint64> stepToFill() const;
     void endStep();
 
     LoopSettings m_settings;
@@ -97,8 +94,8 @@ private:
     Router* m_router = nullptr;
     std::function<void()> m_beforeStep;
     qint64 m_savedJoins = 0, m_savedLeaves = 0;
+    StepWindow m_window;                    // which step a microbatch goes to; when a step ends
     std::map<qint64, StepProgress> m_steps; // steps under way (after m_state.step)
-    qint64 m_updated = 0;                   // the last step whose update every node was sent
     qint64 m_fedStep = 0;                   // the step of the microbatch the feed gave last
     double m_lastLoss = std::numeric_limits<double>::quiet_NaN();
     std::deque<std::pair<qint64, qint64>> m_recent; // (ms, tokens) of recent completions
