@@ -329,6 +329,7 @@ QJsonObject GradientAverager::status() const {
         {QStringLiteral("shares_missed"), m_sharesMissed},
         {QStringLiteral("shares_clipped"), m_sharesClipped},
         {QStringLiteral("shares_outvoted"), m_sharesOutvoted},
+        {QStringLiteral("look_ahead"), m_settings.lookAhead},
         {QStringLiteral("stages"), bytes},
     };
 }

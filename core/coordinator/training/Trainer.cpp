@@ -132,7 +132,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
         TrainingLoop* loopForGradients = t->m_loop.get();
         connect(
             t->m_gradients.get(), &GradientAverager::closed, self,
-            [loopForGradients](qint64 step) { loopForGradients->exchangeClosed(step); }, Qt::QueuedConnection);
+            [loopForGradients](qint64 step) { loopForGradients->exchangeClosed(step); },
+            Qt::QueuedConnection);
         t->m_loop->setGradients(t->m_gradients.get());
     }
     std::vector<qint64> parameters;

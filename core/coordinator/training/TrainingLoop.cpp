@@ -186,6 +186,8 @@ QJsonObject TrainingLoop::status() const {
                                                      {QStringLiteral("retries"), c.retries},
                                                      {QStringLiteral("duplicates"), c.duplicates}}},
         {QStringLiteral("microbatches_per_step"), m_settings.microbatchesPerStep},
+        // 1: synchronous steps; 2: the asynchronous pipeline (two steps under way at once).
+        {QStringLiteral("pipeline_depth"), m_window.depth()},
         {QStringLiteral("credits_granted_flop"), m_state.creditedFlop},
         {QStringLiteral("joins"), m_state.joins},
         {QStringLiteral("leaves"), m_state.leaves},
