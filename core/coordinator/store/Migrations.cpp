@@ -140,6 +140,13 @@ const std::vector<Migration>& migrations() {
              " reason TEXT NOT NULL,"
              " PRIMARY KEY (node_id, at))",
          }},
+        {4,
+         "trust: an audit covers only the kinds of work it judged",
+         {
+             // audited_through now covers forward work; backward work (backward, forward_backward:
+             // where a gradient can be a lie) only through this, set by an audit that judged one.
+             "ALTER TABLE reputation ADD COLUMN backward_audited_through BIGINT NOT NULL DEFAULT 0",
+         }},
     };
     return all;
 }

@@ -9,7 +9,7 @@ Result<ReputationRecord> ReputationStore::get(const QString& subject) {
     Result<QSqlQuery> q =
         sql::exec(m_db.connection(),
                   QStringLiteral("SELECT strikes, audits_passed, audits_failed, banned_nodes, "
-                                 "banned_until, ban_reason, audited_through FROM reputation "
+                                 "banned_until, ban_reason, audited_through, backward_audited_through FROM reputation "
                                  "WHERE subject = ?"),
                   {subject});
     if (!q)
@@ -24,6 +24,7 @@ Result<ReputationRecord> ReputationStore::get(const QString& subject) {
         r.bannedUntilMs = q->value(4).toLongLong();
         r.banReason = q->value(5).toString();
         r.auditedThroughMs = q->value(6).toLongLong();
+        r.backwardAuditedThroughMs = q->value(7).toLongLong();
     }
     return r;
 }
@@ -33,14 +34,17 @@ Status ReputationStore::put(const ReputationRecord& r, qint64 nowMs) {
         m_db.connection(),
         QStringLiteral(
             "INSERT INTO reputation (subject, strikes, audits_passed, audits_failed, banned_nodes, "
-            "banned_until, ban_reason, audited_through, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "banned_until, ban_reason, audited_through, backward_audited_through, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (subject) DO UPDATE SET strikes = excluded.strikes, "
             "audits_passed = excluded.audits_passed, audits_failed = excluded.audits_failed, "
             "banned_nodes = excluded.banned_nodes, banned_until = excluded.banned_until, "
             "ban_reason = excluded.ban_reason, audited_through = excluded.audited_through, "
+            "backward_audited_through = excluded.backward_audited_through, "
             "updated_at = excluded.updated_at"),
         {r.subject, r.strikes, r.auditsPassed, r.auditsFailed, r.bannedNodes, r.bannedUntilMs,
-         r.banReason.isEmpty() ? QStringLiteral("") : r.banReason.left(500), r.auditedThroughMs, nowMs});
+         r.banReason.isEmpty() ? QStringLiteral("") : r.banReason.left(500), r.auditedThroughMs,
+         r.backwardAuditedThroughMs, nowMs});
     return q ? Status() : Status(q.error());
 }
 

@@ -19,7 +19,10 @@ struct ReputationRecord {
     int bannedNodes = 0; // a network's: its nodes banned for a failed audit
     qint64 bannedUntilMs = 0;
     QString banReason;
-    qint64 auditedThroughMs = 0; // a node's work accepted until then is covered by a passed audit
+    // A node's work accepted until then is covered by a passed audit that judged work of its kind:
+    // forwards, and backwards (backward and forward_backward results: the gradients).
+    qint64 auditedThroughMs = 0;
+    qint64 backwardAuditedThroughMs = 0;
 };
 
 class ReputationStore final {

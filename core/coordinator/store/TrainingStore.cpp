@@ -137,10 +137,12 @@ Status TrainingStore::flush() {
 namespace {
 
 // A node's pending work that may leave escrow: accepted before the cutoff and before the time its
-// last passed audit covers (reputation.audited_through).
+// last passed audit of that kind of work covers (reputation.audited_through for forwards,
+// backward_audited_through for the rest: an honest forward does not vouch for a lying gradient).
 const char* const kReleasable =
     "credit = 'pending' AND accepted_at <= ? AND accepted_at <= COALESCE("
-    "(SELECT audited_through FROM reputation WHERE subject = 'node:' || node_id), 0)";
+    "(SELECT CASE WHEN kind = 'forward' THEN audited_through ELSE backward_audited_through END "
+    "FROM reputation WHERE subject = 'node:' || node_id), 0)";
 
 } // namespace
 

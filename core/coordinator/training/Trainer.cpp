@@ -339,7 +339,9 @@ void Trainer::onRefused(const QString& node, int stage, const QString& reason) {
 void Trainer::onAudited(const AuditOutcome& outcome) {
     if (outcome.passed) {
         m_checks->auditPassed(outcome.node);
-        if (Status s = m_reputation->passedAudit(outcome.node, outcome.requestedAtMs, now()); !s)
+        if (Status s = m_reputation->passedAudit(outcome.node, outcome.requestedAtMs, now(),
+                                                    outcome.judgedForward, outcome.judgedBackward);
+            !s)
             qWarning("trust: recording an audit failed: %s", s.message().c_str());
         return;
     }

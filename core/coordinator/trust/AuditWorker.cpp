@@ -82,6 +82,7 @@ AuditOutcome AuditWorker::judge(const AuditJob& job) {
             continue;
         }
         ++out.tasks;
+        (forward ? out.judgedForward : out.judgedBackward) = true;
         if (ev.loss && std::isfinite(ref->loss) &&
             std::abs(*ev.loss - ref->loss) > m_settings.lossTolerance) {
             out.passed = false;

@@ -75,6 +75,8 @@ struct AuditOutcome {
     double worstError = 0;    // the largest relative error among them
     QString reason;           // why it failed
     qint64 requestedAtMs = 0; // when its weights were asked for: the work it covers was accepted before
+    bool judgedForward = false;  // it recomputed a forward result (covers the node's forwards)
+    bool judgedBackward = false; // a backward or forward_backward one (covers its gradients)
 };
 
 class Auditor final : public QObject {

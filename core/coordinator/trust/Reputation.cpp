@@ -106,15 +106,17 @@ Result<qint64> Reputation::failedAudit(const QString& nodeId, const QString& rea
     return end;
 }
 
-Status Reputation::passedAudit(const QString& nodeId, qint64 coveredThroughMs, qint64 nowMs) {
-    return record(nodeId, coveredThroughMs, nowMs, true);
+Status Reputation::passedAudit(const QString& nodeId, qint64 coveredThroughMs, qint64 nowMs, bool forwards,
+                               bool backwards) {
+    return record(nodeId, coveredThroughMs, nowMs, true, forwards, backwards);
 }
 
 Status Reputation::cover(const QString& nodeId, qint64 throughMs, qint64 nowMs) {
-    return record(nodeId, throughMs, nowMs, false);
+    return record(nodeId, throughMs, nowMs, false, true, true);
 }
 
-Status Reputation::record(const QString& nodeId, qint64 coveredThroughMs, qint64 nowMs, bool audit) {
+Status Reputation::record(const QString& nodeId, qint64 coveredThroughMs, qint64 nowMs, bool audit,
+                          bool forwards, bool backwards) {
     return m_db.writeTransaction([&]() -> Status {
         ReputationStore store(m_db);
         Result<ReputationRecord> r = store.get(ReputationStore::nodeSubject(nodeId));
@@ -122,7 +124,10 @@ Status Reputation::record(const QString& nodeId, qint64 coveredThroughMs, qint64
             return r.error();
         if (audit)
             ++r->auditsPassed;
-        r->auditedThroughMs = std::max(r->auditedThroughMs, coveredThroughMs);
+        if (forwards)
+            r->auditedThroughMs = std::max(r->auditedThroughMs, coveredThroughMs);
+        if (backwards)
+            r->backwardAuditedThroughMs = std::max(r->backwardAuditedThroughMs, coveredThroughMs);
         return store.put(*r, nowMs);
     });
 }

@@ -52,14 +52,17 @@ public:
     // Returns when the ban ends.
     Result<qint64> strike(const QString& nodeId, const QString& reason, qint64 nowMs);
     Result<qint64> failedAudit(const QString& nodeId, const QString& reason, qint64 nowMs);
-    // `coveredThroughMs`: when the oldest evidence the audit judged was accepted.
-    Status passedAudit(const QString& nodeId, qint64 coveredThroughMs, qint64 nowMs);
+    // `coveredThroughMs`: when the oldest evidence the audit judged was accepted. It covers the kinds
+    // of work it judged: forwards, backwards (backward and forward_backward results), or both.
+    Status passedAudit(const QString& nodeId, qint64 coveredThroughMs, qint64 nowMs, bool forwards = true,
+                       bool backwards = true);
     // Work of a node no audit can judge (its stage is too large to recompute here, or audits are
     // off) leaves escrow by time alone: covered through `throughMs` without an audit.
     Status cover(const QString& nodeId, qint64 throughMs, qint64 nowMs);
 
 private:
-    Status record(const QString& nodeId, qint64 coveredThroughMs, qint64 nowMs, bool audit);
+    Status record(const QString& nodeId, qint64 coveredThroughMs, qint64 nowMs, bool audit, bool forwards,
+                  bool backwards);
 
     Database& m_db;
     ReputationSettings m_settings;

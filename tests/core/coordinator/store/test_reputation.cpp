@@ -112,6 +112,13 @@ void TestReputation::aPassedAuditCoversEarlierWork() {
     QVERIFY2(rec, failure(rec));
     QCOMPARE(rec->auditsPassed, 2);
     QCOMPARE(rec->auditedThroughMs, qint64(700));
+    QCOMPARE(rec->backwardAuditedThroughMs, qint64(700));
+    // An audit that judged only forwards covers only forwards.
+    QVERIFY(Reputation(*db).passedAudit(QStringLiteral("n1"), 1000, 1100, true, false));
+    rec = ReputationStore(*db).get(ReputationStore::nodeSubject(QStringLiteral("n1")));
+    QVERIFY2(rec, failure(rec));
+    QCOMPARE(rec->auditedThroughMs, qint64(1000));
+    QCOMPARE(rec->backwardAuditedThroughMs, qint64(700));
 }
 
 QTEST_GUILESS_MAIN(TestReputation)

@@ -200,12 +200,17 @@ void TestTrainingStore::creditWaitsForTheCutoffAndAnAudit() {
     // An audit that covers work until 99 does not cover work accepted at 100.
     audited(*db, QStringLiteral("n1"), 99);
     QVERIFY(store.grantCredits(fakeSign, 1001, 500)->isEmpty());
+    // An audit that judged forwards only releases the forward: an honest forward does not vouch for
+    // a lying gradient (a liar that flips only its gradients passed such audits and was paid).
+    QVERIFY(Reputation(*db).passedAudit(QStringLiteral("n1"), 300, 300, true, false));
+    QCOMPARE(*store.grantCredits(fakeSign, 1001, 500), QStringList{QStringLiteral("n1")});
+    QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM credit_receipts")), qint64(1'000'000'000));
     // Covered, but the escrow time has not passed (cutoff before the acceptance): pending.
     audited(*db, QStringLiteral("n1"), 300);
     QVERIFY(store.grantCredits(fakeSign, 1002, 50)->isEmpty());
     Result<CreditEscrow> escrow = store.escrow(QStringLiteral("n1"));
     QVERIFY2(escrow, failure(escrow));
-    QCOMPARE(escrow->pendingFlop, qint64(3'000'000'000));
+    QCOMPARE(escrow->pendingFlop, qint64(2'000'000'000));
     // Both: granted, exactly once.
     granted = store.grantCredits(fakeSign, 1003, 500);
     QVERIFY2(granted, failure(granted));
