@@ -110,7 +110,7 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         {help,       version,   dataDir,        listen,         tlsCert,   tlsKey,   insecure,
          db,         model,     stages,         dataset,        heartbeat, maxNodes, maxNodesPerStage,
          retryAfter, minClient, maxConnections, requestTimeout, codec,     pipeline, learningRate,
-         clipNorm,   lrDecay,   minLrRatio});
+         lookAhead,  clipNorm,  lrDecay,        minLrRatio});
 
     // The data plane's settings: each a whole number in a range, written into TrainerSettings.
     struct TrainingOption {

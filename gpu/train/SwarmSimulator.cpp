@@ -296,26 +296,20 @@ SimStep SwarmSimulator::step() {
 
 double SwarmSimulator::evaluate() {
     State& st = *m_state;
-    // What is evaluated is the optimizer's weights: the look-ahead is a training device.
-    std::vector<std::vector<torch::Tensor>> running(st.stages.size());
-    {
+    // What is evaluated is the optimizer's weights (the look-ahead is a training device): they trade
+    // places with the running weights of replica 0, and back after.
+    const auto swapWithOptimizers = [&] {
         torch::NoGradGuard noGrad;
-        for (std::size_t s = 0; s < st.stages.size(); ++s) {
-            auto params = st.stages[s][0].model->namedParameters();
-            for (std::size_t i = 0; i < st.stages[s][0].optimizerWeights.size(); ++i) {
-                running[s].push_back(params[i].second.detach().clone());
-                params[i].second.copy_(st.stages[s][0].optimizerWeights[i]);
+        for (auto& stage : st.stages) {
+            auto params = stage[0].model->namedParameters();
+            for (std::size_t i = 0; i < stage[0].optimizerWeights.size(); ++i) {
+                torch::Tensor running = params[i].second.detach().clone();
+                params[i].second.copy_(stage[0].optimizerWeights[i]);
+                stage[0].optimizerWeights[i] = running;
             }
         }
-    }
-    const auto restoreRunning = [&] {
-        torch::NoGradGuard noGrad;
-        for (std::size_t s = 0; s < st.stages.size(); ++s) {
-            auto params = st.stages[s][0].model->namedParameters();
-            for (std::size_t i = 0; i < running[s].size(); ++i)
-                params[i].second.copy_(running[s][i]);
-        }
     };
+    swapWithOptimizers();
     double sum = 0;
     for (const torch::Tensor& batch : st.heldOut) {
         const torch::Tensor inputs = batch.narrow(1, 0, st.options.seqLen).contiguous();
@@ -332,7 +326,7 @@ double SwarmSimulator::evaluate() {
             carried = decoded->hidden;
         }
     }
-    restoreRunning();
+    swapWithOptimizers();
     return sum / static_cast<double>(st.heldOut.size());
 }
 
@@ -380,11 +374,11 @@ std::string SwarmSimulator::describe() const {
             << shareValues(0) << " of " << gradientValues(0) << " values sent by stage 0), clip "
             << o.optimizer.clipNorm << ", lr " << o.schedule.peak << " warm-up " << o.schedule.warmupSteps
             << " decay " << o.schedule.decayName();
+        if (o.schedule.decay != LearningRateSchedule::Decay::None)
+            out << " to " << o.schedule.minRatio << "x at step " << o.schedule.decaySteps;
         if (o.pipelineDelay > 0)
             out << ", asynchronous pipeline (updates land " << o.pipelineDelay << " step late"
                 << (o.lookAhead > 0 ? ", look-ahead " + std::to_string(o.lookAhead) : std::string()) << ")";
-        if (o.schedule.decay != LearningRateSchedule::Decay::None)
-            out << " to " << o.schedule.minRatio << "x at step " << o.schedule.decaySteps;
         out << "; ";
     }
     if (o.replicas > 1)

@@ -62,6 +62,16 @@ public:
         Result<TaskMessage> message = decodeTaskMessage(bytes);
         return averager->onShare(node, header, *message);
     }
+    // Rounds `from`..`to` of replicas a and b, one microbatch each, every value of a's share `a`, of b's `b`.
+    bool rounds(qint64 from, qint64 to, float a, float b) {
+        for (qint64 step = from; step <= to; ++step) {
+            averager->start(step, {{u"a"_qs, u"b"_qs}});
+            if (!share(u"a"_qs, step, 1, std::vector<float>(10, a)) ||
+                !share(u"b"_qs, step, 1, std::vector<float>(10, b)))
+                return false;
+        }
+        return true;
+    }
 
     std::unique_ptr<GradientAverager> averager;
     QList<QPair<QString, Step>> requests;
@@ -178,15 +188,9 @@ private Q_SLOTS:
     void aPoisonedShareOfTwoIsLeftOutByItsNorm() {
         Harness h(dense());
         // Two replicas: no majority; the median is their mean. Eight honest rounds teach the norms.
-        for (int step = 1; step <= 8; ++step) {
-            h.averager->start(step, {{u"a"_qs, u"b"_qs}});
-            QVERIFY(h.share(u"a"_qs, step, 1, std::vector<float>(10, 0.10f)));
-            QVERIFY(h.share(u"b"_qs, step, 1, std::vector<float>(10, 0.12f)));
-        }
+        QVERIFY(h.rounds(1, 8, 0.10f, 0.12f));
         h.results.clear();
-        h.averager->start(9, {{u"a"_qs, u"b"_qs}});
-        QVERIFY(h.share(u"a"_qs, 9, 1, std::vector<float>(10, 0.11f)));
-        QVERIFY(h.share(u"b"_qs, 9, 1, std::vector<float>(10, 9.9f))); // 10 − v: sets the plain mean to 5
+        QVERIFY(h.rounds(9, 9, 0.11f, 9.9f)); // b: 10 − v, which sets the plain mean to 5
         QCOMPARE(int(h.results.size()), 2);
         for (const Sent& s : h.results) {
             QCOMPARE(s.values, std::vector<float>(10, 0.11f));
@@ -200,17 +204,9 @@ private Q_SLOTS:
         // the swarm: 0.02 at first, then 1): replicas that agree with each other are never left out,
         // and the history follows them. A lone replica has nothing to be outvoted by.
         Harness h(dense());
-        for (int step = 1; step <= 8; ++step) {
-            h.averager->start(step, {{u"a"_qs, u"b"_qs}});
-            QVERIFY(h.share(u"a"_qs, step, 1, std::vector<float>(10, 0.02f)));
-            QVERIFY(h.share(u"b"_qs, step, 1, std::vector<float>(10, 0.03f)));
-        }
+        QVERIFY(h.rounds(1, 8, 0.02f, 0.03f));
         h.results.clear();
-        for (int step = 9; step <= 12; ++step) {
-            h.averager->start(step, {{u"a"_qs, u"b"_qs}});
-            QVERIFY(h.share(u"a"_qs, step, 1, std::vector<float>(10, 1.0f)));
-            QVERIFY(h.share(u"b"_qs, step, 1, std::vector<float>(10, 1.2f)));
-        }
+        QVERIFY(h.rounds(9, 12, 1.0f, 1.2f));
         h.averager->start(13, {{u"a"_qs}});
         QVERIFY(h.share(u"a"_qs, 13, 1, std::vector<float>(10, 50.0f)));
         QCOMPARE(int(h.results.size()), 9);
