@@ -3,7 +3,10 @@
 #include "common/Sql.h"
 #include "coordinator/store/Database.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 
 namespace tessera::coordinator {
 
@@ -136,13 +139,19 @@ Status TrainingStore::flush() {
 
 namespace {
 
-// A node's pending work that may leave escrow: accepted before the cutoff and before the time its
-// last passed audit of that kind of work covers (reputation.audited_through for forwards,
-// backward_audited_through for the rest: an honest forward does not vouch for a lying gradient).
-const char* const kReleasable =
-    "credit = 'pending' AND accepted_at <= ? AND accepted_at <= COALESCE("
-    "(SELECT CASE WHEN kind = 'forward' THEN audited_through ELSE backward_audited_through END "
-    "FROM reputation WHERE subject = 'node:' || node_id), 0)";
+// How far each node's pending work is covered by audits it passed: through the earliest of the
+// times its last passed audit of each kind of work it has pending covers (reputation.audited_through
+// for forwards, backward_audited_through for the rest). An honest forward does not vouch for a lying
+// gradient, and a node that lies in one kind of work is not paid for the other before it is judged.
+// A first stage's backward returns no tensor (nothing an audit could compare, nothing to lie in but
+// its averaging share, which the robust combiner judges): its forwards' audits cover it.
+const char* const kCovered =
+    "SELECT p.node_id, MIN(CASE WHEN p.kind = 'forward' OR (p.stage = 0 AND p.kind <> "
+    "'forward_backward') THEN r.audited_through "
+    "ELSE r.backward_audited_through END) FROM accepted_tasks p JOIN reputation r "
+    "ON r.subject = 'node:' || p.node_id WHERE p.credit = 'pending' GROUP BY p.node_id";
+
+const char* const kReleasable = "node_id = ? AND credit = 'pending' AND accepted_at <= ?";
 
 } // namespace
 
@@ -151,20 +160,32 @@ Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign
     QStringList granted;
     Status s = m_db.writeTransaction([&]() -> Status {
         const QSqlDatabase& c = m_db.connection();
-        Result<QSqlQuery> q = sql::exec(
-            c,
-            QStringLiteral("SELECT node_id, SUM(flop) FROM (SELECT node_id, flop FROM credit_pending "
-                           "WHERE flop > 0 UNION ALL SELECT node_id, flop FROM accepted_tasks WHERE %1) "
-                           "AS releasable GROUP BY node_id ORDER BY node_id")
-                .arg(QLatin1String(kReleasable)),
-            {cutoffMs});
-        if (!q)
-            return q.error();
-        std::vector<std::pair<QString, qint64>> pending;
-        while (q->next())
-            pending.emplace_back(q->value(0).toString(), q->value(1).toLongLong());
+        // Each node's release time: the escrow cutoff, or earlier where its audits cover less.
+        std::map<QString, qint64> through;
+        Result<QSqlQuery> covered = sql::exec(c, QLatin1String(kCovered), {});
+        if (!covered)
+            return covered.error();
+        while (covered->next())
+            through[covered->value(0).toString()] = std::min(cutoffMs, covered->value(1).toLongLong());
+        Result<QSqlQuery> legacy =
+            sql::exec(c, QStringLiteral("SELECT node_id FROM credit_pending WHERE flop > 0"), {});
+        if (!legacy)
+            return legacy.error();
+        while (legacy->next())
+            through.emplace(legacy->value(0).toString(), std::numeric_limits<qint64>::min());
         CreditLedger ledger(m_db);
-        for (const auto& [node, flop] : pending) {
+        for (const auto& [node, until] : through) {
+            Result<std::optional<QVariant>> releasable = sql::scalar(
+                c,
+                QStringLiteral("SELECT COALESCE((SELECT SUM(flop) FROM accepted_tasks WHERE %1), 0) + "
+                               "COALESCE((SELECT SUM(flop) FROM credit_pending WHERE node_id = ?), 0)")
+                    .arg(QLatin1String(kReleasable)),
+                {node, until, node});
+            if (!releasable)
+                return releasable.error();
+            const qint64 flop = scalarInt(releasable);
+            if (flop <= 0)
+                continue;
             Result<std::optional<QVariant>> before = sql::scalar(
                 c, QStringLiteral("SELECT SUM(flop) FROM credit_receipts WHERE node_id = ?"), {node});
             if (!before)
@@ -178,11 +199,11 @@ Result<QStringList> TrainingStore::grantCredits(const CreditLedger::Signer& sign
                     c, QStringLiteral("UPDATE credit_pending SET flop = 0 WHERE node_id = ?"), {node});
                 !z)
                 return z.error();
-            if (Result<QSqlQuery> z = sql::exec(c,
-                                                QStringLiteral("UPDATE accepted_tasks SET credit = 'granted' "
-                                                               "WHERE node_id = ? AND %1")
-                                                    .arg(QLatin1String(kReleasable)),
-                                                {node, cutoffMs});
+            if (Result<QSqlQuery> z =
+                    sql::exec(c,
+                              QStringLiteral("UPDATE accepted_tasks SET credit = 'granted' WHERE %1")
+                                  .arg(QLatin1String(kReleasable)),
+                              {node, until});
                 !z)
                 return z.error();
             granted << node;

@@ -81,8 +81,14 @@ AuditOutcome AuditWorker::judge(const AuditJob& job) {
                      qlonglong(ev.microbatch), stage, ref.message().c_str());
             continue;
         }
-        ++out.tasks;
-        (forward ? out.judgedForward : out.judgedBackward) = true;
+        // A task counts as judged only where what it returned was compared with the recomputation
+        // (a stage that returns no tensor, like the first one's backward, returns nothing to lie in:
+        // its gradients show only in its averaging share). The kind it was is then covered.
+        bool& judged = forward ? out.judgedForward : out.judgedBackward;
+        if (ref->frame.empty()) {
+            ++out.tasks;
+            judged = true;
+        }
         if (ev.loss && std::isfinite(ref->loss) &&
             std::abs(*ev.loss - ref->loss) > m_settings.lossTolerance) {
             out.passed = false;
@@ -101,6 +107,8 @@ AuditOutcome AuditWorker::judge(const AuditJob& job) {
         if (!mine || !theirs || mine->values.size() != theirs->values.size())
             continue; // the result check decoded it when it came; a failure here is ours
         const double error = stats::relativeError(mine->values, theirs->values);
+        ++out.tasks;
+        judged = true;
         out.worstError = std::max(out.worstError, error);
         if (!(error <= m_settings.tolerance)) {
             out.passed = false;

@@ -71,12 +71,12 @@ struct AuditOutcome {
     QString node;
     int stage = 0;
     bool passed = false;
-    int tasks = 0;            // recomputed
-    double worstError = 0;    // the largest relative error among them
-    QString reason;           // why it failed
-    qint64 requestedAtMs = 0; // when its weights were asked for: the work it covers was accepted before
-    bool judgedForward = false;  // it recomputed a forward result (covers the node's forwards)
-    bool judgedBackward = false; // a backward or forward_backward one (covers its gradients)
+    int tasks = 0;               // recomputed and compared with what the node returned
+    double worstError = 0;       // the largest relative error among them
+    QString reason;              // why it failed
+    qint64 requestedAtMs = 0;    // when its weights were asked for: the work it covers was accepted before
+    bool judgedForward = false;  // it compared a forward result (covers the node's forwards)
+    bool judgedBackward = false; // a backward or forward_backward one's gradient (covers its gradients)
 };
 
 class Auditor final : public QObject {

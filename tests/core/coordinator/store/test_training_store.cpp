@@ -23,13 +23,14 @@ Result<QByteArray> fakeSign(const QByteArray& payload) {
     return QCryptographicHash::hash(QByteArray("test-key:" + payload), QCryptographicHash::Sha256);
 }
 
-Microbatch microbatch(qint64 id, const QString& node, qint64 flop, double loss = 2.0) {
+// One microbatch's forward and backward through `stage`, both by `node`.
+Microbatch microbatch(qint64 id, const QString& node, qint64 flop, double loss = 2.0, int stage = 1) {
     Microbatch mb;
     mb.id = id;
     mb.tokens = 512;
     mb.loss = loss;
-    mb.accepted.push_back({node, 0, TaskKind::Forward, false, 512, flop / 3});
-    mb.accepted.push_back({node, 0, TaskKind::Backward, false, 512, flop - flop / 3});
+    mb.accepted.push_back({node, stage, TaskKind::Forward, false, 512, flop / 3});
+    mb.accepted.push_back({node, stage, TaskKind::Backward, false, 512, flop - flop / 3});
     return mb;
 }
 
@@ -57,6 +58,8 @@ private Q_SLOTS:
     void unflushedWorkIsNeitherCountedNorCredited();
     void creditWaitsForTheCutoffAndAnAudit_data() { test::DatabaseBackends::addRows(); }
     void creditWaitsForTheCutoffAndAnAudit();
+    void aFirstStageBackwardIsCoveredByItsForwardsAudit_data() { test::DatabaseBackends::addRows(); }
+    void aFirstStageBackwardIsCoveredByItsForwardsAudit();
     void aFailedAuditForfeitsWhatIsPending_data() { test::DatabaseBackends::addRows(); }
     void aFailedAuditForfeitsWhatIsPending();
 };
@@ -200,24 +203,48 @@ void TestTrainingStore::creditWaitsForTheCutoffAndAnAudit() {
     // An audit that covers work until 99 does not cover work accepted at 100.
     audited(*db, QStringLiteral("n1"), 99);
     QVERIFY(store.grantCredits(fakeSign, 1001, 500)->isEmpty());
-    // An audit that judged forwards only releases the forward: an honest forward does not vouch for
-    // a lying gradient (a liar that flips only its gradients passed such audits and was paid).
+    // An audit that judged forwards only releases nothing while backward work is pending: an honest
+    // forward does not vouch for a lying gradient, and a liar that flips only its gradients was paid
+    // for its forwards before an audit judged one of its backwards (test_dishonest_nodes, in CI).
     QVERIFY(Reputation(*db).passedAudit(QStringLiteral("n1"), 300, 300, true, false));
+    QVERIFY(store.grantCredits(fakeSign, 1001, 500)->isEmpty());
+    // The other kind judged too: all of it leaves escrow.
+    QVERIFY(Reputation(*db).passedAudit(QStringLiteral("n1"), 300, 300, false, true));
     QCOMPARE(*store.grantCredits(fakeSign, 1001, 500), QStringList{QStringLiteral("n1")});
-    QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM credit_receipts")), qint64(1'000'000'000));
+    QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM credit_receipts")), qint64(3'000'000'000));
+    store.issued(2, 0, 512, 10);
+    store.completed(microbatch(2, QStringLiteral("n1"), 3'000'000'000), 400);
+    QVERIFY(store.flush());
     // Covered, but the escrow time has not passed (cutoff before the acceptance): pending.
-    audited(*db, QStringLiteral("n1"), 300);
-    QVERIFY(store.grantCredits(fakeSign, 1002, 50)->isEmpty());
+    audited(*db, QStringLiteral("n1"), 600);
+    QVERIFY(store.grantCredits(fakeSign, 1002, 350)->isEmpty());
     Result<CreditEscrow> escrow = store.escrow(QStringLiteral("n1"));
     QVERIFY2(escrow, failure(escrow));
-    QCOMPARE(escrow->pendingFlop, qint64(2'000'000'000));
+    QCOMPARE(escrow->pendingFlop, qint64(3'000'000'000));
     // Both: granted, exactly once.
     granted = store.grantCredits(fakeSign, 1003, 500);
     QVERIFY2(granted, failure(granted));
     QCOMPARE(*granted, QStringList{QStringLiteral("n1")});
-    QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM credit_receipts")), qint64(3'000'000'000));
+    QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM credit_receipts")), qint64(6'000'000'000));
     QCOMPARE(store.escrow(QStringLiteral("n1"))->pendingFlop, qint64(0));
     QVERIFY(store.grantCredits(fakeSign, 1004, 500)->isEmpty());
+}
+
+void TestTrainingStore::aFirstStageBackwardIsCoveredByItsForwardsAudit() {
+    std::unique_ptr<Database> db = backends().open(backends().freshUrl());
+    if (!db)
+        return;
+    QVERIFY(test::admitTestNode(*db, QStringLiteral("n1")));
+    TrainingStore store(*db);
+    QVERIFY(store.resume(0));
+    store.issued(1, 0, 512, 10);
+    store.completed(microbatch(1, QStringLiteral("n1"), 3'000'000'000, 2.0, 0), 100);
+    QVERIFY(store.flush());
+    // Stage 0's backward returns no tensor an audit could compare: an audit of its forwards covers
+    // both (else the first stage's nodes would never be paid for their backwards).
+    QVERIFY(Reputation(*db).passedAudit(QStringLiteral("n1"), 300, 300, true, false));
+    QCOMPARE(*store.grantCredits(fakeSign, 1001, 500), QStringList{QStringLiteral("n1")});
+    QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM credit_receipts")), qint64(3'000'000'000));
 }
 
 void TestTrainingStore::aFailedAuditForfeitsWhatIsPending() {

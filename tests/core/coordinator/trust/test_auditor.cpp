@@ -141,10 +141,30 @@ void TestAuditor::honestAnswersPass() {
     QVERIFY2(o->passed, qPrintable(o->reason));
     QCOMPARE(o->tasks, 1);
     QVERIFY(o->worstError < 1e-4);
+    // It covers the kind of work it judged, and only that one (credit leaves escrow by it).
+    QVERIFY(o->judgedForward);
+    QVERIFY(!o->judgedBackward);
     run = makeRun();
     run->auditor->keep(QStringLiteral("n2"), last(m_trip.grad2, m_trip.loss));
     o = answer(*run, QStringLiteral("n2"), weightsOf(*m_engines[2]));
     QVERIFY(o && o->passed);
+    QVERIFY(o->judgedBackward);
+    QVERIFY(!o->judgedForward);
+    // A gradient that could not be compared (here: none kept) judges nothing, though the loss
+    // matched: a right loss does not vouch for the gradient sent on, so no audit is recorded.
+    run = makeRun();
+    Evidence unjudgeable = last(QByteArray(), m_trip.loss);
+    unjudgeable.output = {};
+    run->auditor->keep(QStringLiteral("n2"), unjudgeable);
+    QSignalSpy audited(run->auditor.get(), &Auditor::audited);
+    run->auditor->requestSnapshots([](const QString&) { return qint64(0); });
+    QCOMPARE(run->requests.size(), std::size_t(1));
+    const qint64 round = run->requests.back().second;
+    QVERIFY(run->auditor->onShare(QStringLiteral("n2"), snapshotShare(round),
+                                  snapshot(round, weightsOf(*m_engines[2]))));
+    QTRY_COMPARE_WITH_TIMEOUT(run->auditor->inFlight(), 0, 60'000);
+    QCOMPARE(audited.count(), 0);
+    QCOMPARE(run->auditor->audits(), qint64(0));
 }
 
 void TestAuditor::liesFail_data() {
