@@ -88,8 +88,8 @@ TESSERA_SCHEMA(SyncDone, "sync_done", ToCoordinator, Text, need("round", &SyncDo
                need("ok", &SyncDone::ok), text("error", &SyncDone::error));
 TESSERA_SCHEMA(GradientShare, "gradient_share", ToCoordinator, Binary, need("step", &GradientShare::step),
                need("microbatches", &GradientShare::microbatches, 0, 1e9),
-               need("basis", &GradientShare::basis), need("ok", &GradientShare::ok),
-               text("error", &GradientShare::error));
+               need("basis", &GradientShare::basis), maybe("bits", &GradientShare::bits, 4, 32),
+               need("ok", &GradientShare::ok), text("error", &GradientShare::error));
 TESSERA_SCHEMA(HeartbeatAck, "heartbeat_ack", ToNode, Text,
                need("server_time_ms", &HeartbeatAck::serverTimeMs));
 TESSERA_SCHEMA(ErrorNotice, "error", ToNode, Text, text("error", &ErrorNotice::error, true));
@@ -98,7 +98,7 @@ TESSERA_SCHEMA(Task, "task", ToNode, Either, need("task_id", &Task::taskId), nee
                maybe("batch", &Task::batch, 0, 4096), maybe("seq", &Task::seq, 0, 65536),
                maybe("seed", &Task::seed));
 TESSERA_SCHEMA(Step, "step", ToNode, Text, need("step", &Step::step), maybe("basis", &Step::basis, -1),
-               maybe("rank", &Step::rank, 0, 1024));
+               maybe("rank", &Step::rank, 0, 1024), maybe("bits", &Step::bits, 4, 32));
 TESSERA_SCHEMA(Average, "average", ToNode, Text, need("round", &Average::round),
                need("partition", &Average::partition, 0, kMaxPartitions - 1),
                need("partitions", &Average::partitions, 1, kMaxPartitions), maybe("step", &Average::step));
@@ -121,7 +121,8 @@ TESSERA_SCHEMA(GradientResult, "gradient_result", ToNode, Binary, need("step", &
                need("replicas", &GradientResult::replicas, 0, 1e6),
                need("learning_rate", &GradientResult::learningRate, 0, 1),
                need("clip_scale", &GradientResult::clipScale, 1e-12, 1),
-               maybe("look_ahead", &GradientResult::lookAhead, 0, 4));
+               maybe("look_ahead", &GradientResult::lookAhead, 0, 4),
+               maybe("bits", &GradientResult::bits, 4, 32), maybe("values", &GradientResult::values));
 #undef TESSERA_SCHEMA
 
 // Checks across fields, beyond each field's own range.

@@ -105,6 +105,7 @@ struct GradientShare {
     qint64 basis = 0;     // the basis round it holds (a share built on another is not counted)
     bool ok = false;      // false: no share (no basis for the round, no microbatch, or an error)
     QString error;
+    int bits = 32; // what its values travel in (32, 8 or 4: gpu/base/BlockQuant)
 };
 struct HeartbeatAck {
     qint64 serverTimeMs = 0;
@@ -130,6 +131,7 @@ struct Step {
     // at this rank, and wait for the gradient_result. Absent (-1): step on what was accumulated.
     qint64 basis = -1;
     int rank = 0;
+    int bits = 32; // what the share's values travel in (32; 8 or 4 at rank 0)
 };
 struct Average {
     qint64 round = 0;
@@ -163,6 +165,8 @@ struct GradientResult {
     double learningRate = 0; // the schedule's, for this step
     double clipScale = 1;    // the global clip: min(1, clip_norm / ‖every stage's gradient‖)
     double lookAhead = 0;    // the asynchronous pipeline: the weights run ahead by this × the update
+    int bits = 32;           // what its values travel in (32, 8 or 4)
+    qint64 values = 0;       // how many (needed below 32 bits: the bytes do not say)
 };
 
 using SessionMessage = std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare,

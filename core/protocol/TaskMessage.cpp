@@ -1,6 +1,8 @@
 // TaskMessage: the binary envelope built in place, decoded into views, relayed with one copy.
 #include "protocol/TaskMessage.h"
 
+#include "base/BlockQuant.h"
+
 #include "protocol/Crc32c.h"
 
 #include <QJsonDocument>
@@ -194,6 +196,25 @@ Result<std::vector<float>> partitionValues(const TaskFrame& frame) {
 
 QByteArrayView partitionPayload(std::span<const float> values) {
     return {reinterpret_cast<const char*>(values.data()), qsizetype(values.size() * sizeof(float))};
+}
+
+QByteArray gradientPayload(std::span<const float> values, int bits) {
+    if (bits == 32)
+        return partitionPayload(values).toByteArray();
+    const std::vector<std::uint8_t> bytes = gpu::quantize(values, bits);
+    return {reinterpret_cast<const char*>(bytes.data()), qsizetype(bytes.size())};
+}
+
+Result<std::vector<float>> gradientValues(const TaskFrame& frame, int bits, qint64 count) {
+    if (frame.type != TaskFrameType::Partition)
+        return makeError("gradient values: frame type " + num(int(frame.type)) + " is not Partition (6)",
+                         ErrorKind::InvalidInput);
+    Result<std::vector<float>> values = gpu::dequantize(
+        {reinterpret_cast<const std::uint8_t*>(frame.payload.data()), std::size_t(frame.payload.size())},
+        count, bits);
+    if (!values)
+        return makeError("gradient values: " + values.message(), ErrorKind::InvalidInput);
+    return values;
 }
 
 } // namespace tessera::protocol

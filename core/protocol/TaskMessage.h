@@ -95,5 +95,9 @@ std::optional<qsizetype> wrapInPlace(std::span<std::uint8_t> buffer, qsizetype p
 Result<std::vector<float>> partitionValues(const TaskFrame& frame);
 // fp32 values as a Partition payload (a view of their memory: little-endian hosts only).
 QByteArrayView partitionPayload(std::span<const float> values);
+// A gradient share's or result's values in `bits` (32, 8 or 4: gpu/base/BlockQuant) as a Partition
+// payload, and back: exactly `count` values, checked (size, scales, codes, finite).
+QByteArray gradientPayload(std::span<const float> values, int bits);
+Result<std::vector<float>> gradientValues(const TaskFrame& frame, int bits, qint64 count);
 
 } // namespace tessera::protocol

@@ -12,12 +12,13 @@ GradientCombiner::GradientCombiner(std::unique_ptr<GradientRoundCombiner> combin
 GradientCombiner::~GradientCombiner() = default;
 
 Result<std::unique_ptr<GradientCombiner>>
-GradientCombiner::create(const std::vector<std::vector<std::int64_t>>& shapes, int rank, std::uint64_t seed) {
+GradientCombiner::create(const std::vector<std::vector<std::int64_t>>& shapes, int rank, std::uint64_t seed,
+                         int bits) {
     if (rank < 0 || rank > 1024)
         return makeError("the gradient exchange's rank must be within 0..1024, got " + std::to_string(rank));
     try {
         return std::unique_ptr<GradientCombiner>(new GradientCombiner(
-            std::make_unique<GradientRoundCombiner>(GradientLayout(shapes, rank), seed)));
+            std::make_unique<GradientRoundCombiner>(GradientLayout(shapes, rank), seed, bits)));
     } catch (const std::exception& e) {
         return makeError(std::string("the gradient combiner: ") + e.what());
     }
@@ -25,6 +26,9 @@ GradientCombiner::create(const std::vector<std::vector<std::int64_t>>& shapes, i
 
 int GradientCombiner::rank() const {
     return m_combiner->layout().rank();
+}
+int GradientCombiner::bits() const {
+    return m_combiner->bits();
 }
 std::int64_t GradientCombiner::shareSize() const {
     return m_combiner->layout().shareSize();

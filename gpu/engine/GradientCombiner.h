@@ -18,10 +18,11 @@ class GradientRoundCombiner;
 class GradientCombiner {
 public:
     static Result<std::unique_ptr<GradientCombiner>>
-    create(const std::vector<std::vector<std::int64_t>>& shapes, int rank, std::uint64_t seed);
+    create(const std::vector<std::vector<std::int64_t>>& shapes, int rank, std::uint64_t seed, int bits = 32);
     ~GradientCombiner();
 
     int rank() const;
+    int bits() const; // what results travel in (base/BlockQuant), rounded by result()
     std::int64_t shareSize() const;
     std::int64_t resultSize() const;
     std::int64_t gradientSize() const;

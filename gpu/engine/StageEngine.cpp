@@ -1,5 +1,7 @@
 #include "engine/StageEngine.h"
 
+#include "base/BlockQuant.h"
+
 #include "engine/StageEngineState.h"
 
 #include "codec/Codec.h"
@@ -257,14 +259,18 @@ Status StageEngine::step(int microbatches) {
     });
 }
 
-Result<GradientShare> StageEngine::shareGradients(int rank, std::int64_t basis, std::int64_t step) {
+Result<GradientShare> StageEngine::shareGradients(int rank, std::int64_t basis, std::int64_t step, int bits) {
     State& st = *m_state;
     if (rank < 0 || rank > 1024 || basis < 0)
         return makeError("gradient exchange: rank must be within 0..1024 and the basis round ≥ 0, got rank " +
                              str(rank) + ", basis " + str(basis),
                          ErrorKind::InvalidInput);
+    if (!validQuantBits(bits) || (bits != 32 && rank != 0))
+        return makeError("gradient exchange: a share travels in 32 bits, or in 8 or 4 at rank 0; got " +
+                             str(bits) + " bits at rank " + str(rank),
+                         ErrorKind::InvalidInput);
     return guarded("sharing the gradients", [&]() -> Result<GradientShare> {
-        st.compressorFor(rank);
+        st.compressorFor(rank, bits);
         if (basis == 0 && st.compressor->basisRound() != 0)
             st.compressor->resetBasis(); // the combiner started afresh
         // Pipelined: this step's gradients (the next step's stay apart), with what a synchronous

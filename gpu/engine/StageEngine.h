@@ -134,7 +134,9 @@ public:
     // (every replica of the stage gets the same result) and steps AdamW on it at the schedule's
     // learning rate and the run's clip scale; kept graphs end (they hold the old weights).
     // step ≥ 0: the pipelined microbatches of that step (and what synchronous ones accumulated).
-    Result<GradientShare> shareGradients(int rank, std::int64_t basis, std::int64_t step = -1);
+    // bits: what the share travels in (32; 8 or 4 at rank 0: its values are rounded as the receiver
+    // decodes them, what rounding lost stays in the memory).
+    Result<GradientShare> shareGradients(int rank, std::int64_t basis, std::int64_t step = -1, int bits = 32);
     // (rank: the round's; a replica that never shared — the coordinator's checkpoint — starts there.)
     // lookAhead > 0 (the asynchronous pipeline's staleness correction): the weights then run ahead
     // of the optimizer's by lookAhead times this update, until the next one.

@@ -101,14 +101,15 @@ struct StageEngine::State {
     std::unique_ptr<Sparta> sparta;                 // the partitioning last asked for (see spartaFor)
     std::unique_ptr<GradientCompressor> compressor; // made at the first exchange, at its rank
 
-    // The compressor at `rank` (a new one, memory empty, when there was none or another rank).
-    GradientCompressor& compressorFor(int rank) {
-        if (!compressor || compressor->layout().rank() != rank) {
+    // The compressor at `rank` and `bits` (a new one, memory empty, when there was none or another
+    // rank or bits; bits 0: whatever the current one has — applying a result needs no bits).
+    GradientCompressor& compressorFor(int rank, int bits = 0) {
+        if (!compressor || compressor->layout().rank() != rank || (bits != 0 && compressor->bits() != bits)) {
             std::vector<torch::Tensor> parameters;
             for (const auto& [name, tensor] : model->namedParameters())
                 parameters.push_back(tensor);
-            compressor =
-                std::make_unique<GradientCompressor>(std::move(parameters), rank, options.config.seed);
+            compressor = std::make_unique<GradientCompressor>(
+                std::move(parameters), rank, options.config.seed, 1.0, bits != 0 ? bits : 32);
         }
         return *compressor;
     }

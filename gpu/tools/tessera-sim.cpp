@@ -19,7 +19,7 @@ int usage(std::ostream& out, int code) {
            "                   [--codec none|int8|subspace] [--ratio K] [--steps N] [--seed X]\n"
            "                   [--data SPEC] [--csv FILE] [--microbatches M] [--batch B] [--seq T]\n"
            "                   [--lr LR] [--warmup-steps N] [--lr-decay none|cosine|linear]\n"
-           "                   [--min-lr-ratio X] [--clip-norm X] [--rank R] [--memory-decay X]\n"
+           "                   [--min-lr-ratio X] [--clip-norm X] [--rank R] [--bits B] [--memory-decay X]\n"
            "                   [--no-gradient-averaging] [--async [--look-ahead X]]\n"
            "                   [--eval-every N] [--no-averaging]\n"
            "                   [--average-every N] [--partitions P]  (SPARTA: 1/P of the weights every N "
@@ -28,7 +28,8 @@ int usage(std::ostream& out, int code) {
            "  SPEC: synthetic[:order=N,branch=M,symbols=V,tokens=K] | text:PATH | tokens16:PATH | "
            "tokens32:PATH\n"
            "  Gradients are averaged across a stage's replicas every step (rank R low-rank exchange with\n"
-           "  error feedback; default 0: dense and exact); the decay ends at --steps.\n"
+           "  error feedback; default 0: dense and exact; --bits 8 or 4: dense in that many bits a\n"
+           "  value, error feedback on both sides); the decay ends at --steps.\n"
            "  --async: each step's update lands one step late, as in the asynchronous pipeline; the\n"
            "  weights then run ahead of the master weights by X times the last update (default 0).\n"
            "  --stages 1 --replicas 1 --codec none --rank 0 is the centralized baseline.\n";
@@ -121,6 +122,8 @@ int main(int argc, char** argv) {
             options.schedule.warmupSteps = n;
         else if (arg == "--rank")
             options.gradientRank = static_cast<int>(n);
+        else if (arg == "--bits")
+            options.gradientBits = static_cast<int>(n);
         else if (arg == "--eval-every")
             evalEvery = n;
         else {

@@ -1,5 +1,7 @@
 #include "train/GradientExchange.h"
 
+#include "base/BlockQuant.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -121,11 +123,15 @@ std::vector<std::vector<std::int64_t>> shapesOf(const std::vector<torch::Tensor>
 } // namespace
 
 GradientCompressor::GradientCompressor(std::vector<torch::Tensor> parameters, int rank, std::uint64_t seed,
-                                       double memoryDecay)
+                                       double memoryDecay, int bits)
     : m_parameters(std::move(parameters))
     , m_layout(shapesOf(m_parameters), rank)
     , m_seed(seed)
-    , m_memoryDecay(memoryDecay) {
+    , m_memoryDecay(memoryDecay)
+    , m_bits(bits) {
+    if (!validQuantBits(bits) || (bits != 32 && m_layout.lowRank()))
+        throw std::invalid_argument("a gradient exchange in " + std::to_string(bits) +
+                                    " bits: 32, or 8 or 4 with rank 0");
     torch::NoGradGuard noGrad;
     for (std::size_t i = 0; i < m_parameters.size(); ++i) {
         const GradientLayout::Entry& e = m_layout.entries()[i];
@@ -158,7 +164,7 @@ void GradientCompressor::collect() {
     }
 }
 
-std::vector<float> GradientCompressor::share(int microbatches) const {
+std::vector<float> GradientCompressor::share(int microbatches) {
     torch::NoGradGuard noGrad;
     if (microbatches < 1)
         throw std::invalid_argument("a gradient share needs at least one microbatch");
@@ -174,6 +180,16 @@ std::vector<float> GradientCompressor::share(int microbatches) const {
         const torch::Tensor y = c.t().mm(m_left[i]) * inverse; // Y = cᵀ·P̂ / m_r, n × r
         append(out, c.mm(y) * inverse);                        // X = c·Y / m_r, m × r
         append(out, y);
+    }
+    if (m_bits != 32) {
+        // Rounded as the receiver will decode it; the memory keeps c − m_r·share for apply().
+        roundTrip(out, m_bits);
+        m_rounding.assign(m_parameters.size(), torch::Tensor());
+        for (std::size_t i = 0; i < m_parameters.size(); ++i) {
+            const GradientLayout::Entry& e = m_layout.entries()[i];
+            m_rounding[i] =
+                m_memory[i] - cpuFloats(out, e.shareOffset, e.m, e.n).to(m_memory[i].device()) * microbatches;
+        }
     }
     return out;
 }
@@ -194,8 +210,12 @@ Status GradientCompressor::apply(std::span<const float> result, bool included, s
         if (e.rank == 0) {
             update =
                 cpuFloats(result, e.resultOffset, e.m, e.n).to(device, /*non_blocking=*/false, /*copy=*/true);
-            if (included)
-                m_memory[i].zero_();
+            if (included) {
+                if (i < m_rounding.size() && m_rounding[i].defined())
+                    m_memory[i].copy_(m_rounding[i]); // what the share's rounding lost: the next round's
+                else
+                    m_memory[i].zero_();
+            }
         } else {
             const torch::Tensor left = cpuFloats(result, e.resultOffset, e.m, e.rank).to(device, false, true);
             const torch::Tensor right =
@@ -213,6 +233,7 @@ Status GradientCompressor::apply(std::span<const float> result, bool included, s
         p.mutable_grad() = update.reshape(p.sizes()).to(p.scalar_type()).clone();
     }
     m_basisRound = round;
+    m_rounding.clear();
     return {};
 }
 
@@ -223,9 +244,13 @@ double GradientCompressor::memorySquaredNorm() const {
     return sum;
 }
 
-GradientRoundCombiner::GradientRoundCombiner(GradientLayout layout, std::uint64_t seed)
+GradientRoundCombiner::GradientRoundCombiner(GradientLayout layout, std::uint64_t seed, int bits)
     : m_layout(std::move(layout))
-    , m_seed(seed) {
+    , m_seed(seed)
+    , m_bits(bits) {
+    if (!validQuantBits(bits) || (bits != 32 && m_layout.lowRank()))
+        throw std::invalid_argument("a gradient exchange in " + std::to_string(bits) +
+                                    " bits: 32, or 8 or 4 with rank 0");
     reset();
 }
 
@@ -246,6 +271,23 @@ std::vector<float> GradientRoundCombiner::result(std::span<const float> meanShar
     out.reserve(static_cast<std::size_t>(m_layout.resultSize()));
     double norm = 0;
     ++m_round;
+    if (m_bits != 32) {
+        // Dense: the result is the mean, plus what the last one's rounding lost, rounded as every
+        // replica will decode it.
+        out.assign(meanShare.begin(), meanShare.end());
+        if (m_rounding.size() == out.size())
+            for (std::size_t k = 0; k < out.size(); ++k)
+                out[k] += m_rounding[k];
+        m_rounding = out;
+        roundTrip(out, m_bits);
+        for (std::size_t k = 0; k < out.size(); ++k) {
+            m_rounding[k] -= out[k];
+            norm += double(out[k]) * out[k];
+        }
+        if (squaredNorm)
+            *squaredNorm = norm;
+        return out;
+    }
     for (std::size_t i = 0; i < m_layout.entries().size(); ++i) {
         const GradientLayout::Entry& e = m_layout.entries()[i];
         const float* share = meanShare.data() + e.shareOffset;

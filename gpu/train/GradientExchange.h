@@ -21,6 +21,12 @@
 // Vectors (norm gains) and matrices too small for rank r to pay travel dense (their sums divided by
 // m_r; the average is exact). Rank 0 sends everything dense: exact gradient averaging.
 //
+// Dense exchanges can travel in fewer bits (base/BlockQuant: 8 or 4 bits and a scale per 256 values,
+// 3.9× or 7.5× fewer bytes), with error feedback on both sides: a replica's share is rounded where
+// it is made and what rounding lost stays in its memory for the next round; the combiner rounds the
+// result the same way and keeps what that lost for its next result. Every replica and the
+// coordinator's checkpoint apply the rounded result, so replicas stay equal.
+//
 // A replica that was not counted in a round (it missed the deadline, held no basis for it, or
 // processed nothing) still applies the round's update — replicas stay equal — and keeps all of c_r
 // in its memory for the next round (error feedback carries it).
@@ -79,10 +85,12 @@ class GradientCompressor {
 public:
     // memoryDecay: what of the error memory carries into the next round (1: all, error feedback
     // proper; 0: none, the projection's loss is dropped).
+    // bits: what the share travels in (32, or 8 or 4 with rank 0: base/BlockQuant).
     GradientCompressor(std::vector<torch::Tensor> parameters, int rank, std::uint64_t seed,
-                       double memoryDecay = 1.0);
+                       double memoryDecay = 1.0, int bits = 32);
 
     const GradientLayout& layout() const { return m_layout; }
+    int bits() const { return m_bits; }
     // The round whose result this replica last applied (its basis comes from it); 0: the seeded one.
     std::int64_t basisRound() const { return m_basisRound; }
     // Back to the seeded basis (the combiner restarted); the memory stays.
@@ -91,8 +99,9 @@ public:
     // Moves the gradients accumulated since the last round (sums over microbatches) into the
     // memory and zeroes them, so the next step accumulates afresh while this one is exchanged.
     void collect();
-    // The share of what collect() gathered, per microbatch: `microbatches` must be ≥ 1.
-    std::vector<float> share(int microbatches) const;
+    // The share of what collect() gathered, per microbatch: `microbatches` must be ≥ 1. In fewer
+    // bits: the values the receiver decodes (what rounding lost is kept for apply()).
+    std::vector<float> share(int microbatches);
     // Writes the round's mean gradient into p.grad(), settles the memory (included: what the
     // projection left out; otherwise all of it stays) and takes the next basis from the result.
     Status apply(std::span<const float> result, bool included, std::int64_t round);
@@ -108,15 +117,20 @@ private:
     std::vector<torch::Tensor> m_memory; // per entry, m × n fp32 (sums, not means)
     std::vector<torch::Tensor> m_left;   // P̂ per low-rank entry (undefined for dense)
     std::int64_t m_basisRound = 0;
+    int m_bits = 32;
+    std::vector<torch::Tensor>
+        m_rounding; // fewer bits: per entry, what the last share's rounding lost (sums)
 };
 
 // The combiner's side (the coordinator, the simulator): from the replicas' weighted mean share, the
 // result every replica applies. Holds P̂ per low-rank entry.
 class GradientRoundCombiner {
 public:
-    GradientRoundCombiner(GradientLayout layout, std::uint64_t seed);
+    // bits: what the result travels in (32, or 8 or 4 for a dense layout).
+    GradientRoundCombiner(GradientLayout layout, std::uint64_t seed, int bits = 32);
 
     const GradientLayout& layout() const { return m_layout; }
+    int bits() const { return m_bits; }
     std::int64_t round() const { return m_round; } // results made so far (the basis round)
     // meanShare: Σ_r m_r·share_r / Σ_r m_r. Returns the result and sets *squaredNorm to ‖update‖².
     std::vector<float> result(std::span<const float> meanShare, double* squaredNorm);
@@ -128,6 +142,8 @@ private:
     std::uint64_t m_seed;
     std::vector<torch::Tensor> m_left; // P̂ per low-rank entry, fp32 CPU
     std::int64_t m_round = 0;
+    int m_bits = 32;
+    std::vector<float> m_rounding; // fewer bits: what the last result's rounding lost
 };
 
 } // namespace tessera::gpu

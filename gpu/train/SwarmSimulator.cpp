@@ -1,5 +1,6 @@
 #include "train/SwarmSimulator.h"
 
+#include "base/BlockQuant.h"
 #include "codec/Codec.h"
 #include "model/StageModel.h"
 #include "train/DataSource.h"
@@ -70,6 +71,8 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return makeError("replicas must be between 1 and 64");
     if (options.gradientRank < 0 || options.gradientRank > 1024)
         return makeError("the gradient exchange's rank must be between 0 and 1024");
+    if (!validQuantBits(options.gradientBits) || (options.gradientBits != 32 && options.gradientRank != 0))
+        return makeError("the gradient exchange travels in 32 bits, or in 8 or 4 at rank 0");
     if (options.pipelineDelay < 0 || options.pipelineDelay > 1)
         return makeError("the pipeline's delay is 0 (synchronous) or 1 step");
     if (options.pipelineDelay > 0 && !options.gradientAveraging)
@@ -108,10 +111,10 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
                                              options.partitions, options.averagingInterval);
                 replica.compressor = std::make_unique<GradientCompressor>(
                     parameterTensors(*replica.model), options.gradientRank, options.config.seed,
-                    options.memoryDecay);
+                    options.memoryDecay, options.gradientBits);
                 if (r == 0)
                     state->combiners.push_back(std::make_unique<GradientRoundCombiner>(
-                        replica.compressor->layout(), options.config.seed));
+                        replica.compressor->layout(), options.config.seed, options.gradientBits));
                 state->stages[static_cast<std::size_t>(s)].push_back(std::move(replica));
             }
     } catch (const std::exception& e) {
@@ -370,8 +373,10 @@ std::string SwarmSimulator::describe() const {
         << " tokens per step; ";
     if (o.gradientAveraging) {
         out << "gradients averaged every step ("
-            << (o.gradientRank ? "rank " + std::to_string(o.gradientRank) : std::string("dense fp32")) << ", "
-            << shareValues(0) << " of " << gradientValues(0) << " values sent by stage 0), clip "
+            << (o.gradientRank         ? "rank " + std::to_string(o.gradientRank)
+                : o.gradientBits != 32 ? "dense " + std::to_string(o.gradientBits) + "-bit"
+                                       : std::string("dense fp32"))
+            << ", " << shareValues(0) << " of " << gradientValues(0) << " values sent by stage 0), clip "
             << o.optimizer.clipNorm << ", lr " << o.schedule.peak << " warm-up " << o.schedule.warmupSteps
             << " decay " << o.schedule.decayName();
         if (o.schedule.decay != LearningRateSchedule::Decay::None)

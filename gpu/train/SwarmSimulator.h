@@ -36,6 +36,7 @@ struct SimOptions {
     LearningRateSchedule schedule; // with gradient averaging
     bool gradientAveraging = true; // off: every replica steps on its own gradients
     int gradientRank = 0;          // the exchange's rank (0: dense fp32, exact)
+    int gradientBits = 32;         // what shares and results travel in (32; 8 or 4 at rank 0)
     double memoryDecay = 1.0;      // error feedback's memory carried per round (1: all)
     int pipelineDelay = 0;         // 0: synchronous; 1: each update lands one step late
     double lookAhead = 0;          // with a delay: the weights run ahead by this times the last update

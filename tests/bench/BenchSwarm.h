@@ -39,14 +39,25 @@ constexpr DelayRelay::Link kHomeLink{std::chrono::milliseconds(50), 100e6};
 // How microbatches flow: the coordinator's --window, and --pipeline async (the next step's
 // microbatches start while a step finishes and its update is exchanged) or sync.
 struct Flow {
+    Flow(int w = 8, bool a = false, int mb = kMicrobatches, QStringList x = {}, QString t = {})
+        : window(w)
+        , async(a)
+        , microbatches(mb)
+        , extra(std::move(x))
+        , tag(std::move(t)) {}
+
     int window = 8;
     bool async = false;
     int microbatches = kMicrobatches; // per step (a bigger global batch pays the bubble less often)
+    QStringList extra;                // more coordinator options (the gradient exchange's)
+    QString tag;                      // what `extra` is, in the row's name
     QString name() const {
         QString n = QStringLiteral("w%1 %2").arg(window).arg(async ? QStringLiteral("async")
                                                                    : QStringLiteral("sync"));
         if (microbatches != kMicrobatches)
             n += QStringLiteral(" b%1").arg(microbatches);
+        if (!tag.isEmpty())
+            n += u' ' + tag;
         return n;
     }
 };
@@ -71,6 +82,7 @@ inline QStringList coordinatorArguments(Flow flow, int maxSteps) {
                   QStringLiteral("--averaging-partitions"),
                   QString::number(kPartitions)};
     a << QStringLiteral("--pipeline") << (flow.async ? QStringLiteral("async") : QStringLiteral("sync"));
+    a << flow.extra;
     if (maxSteps > 0)
         a << QStringLiteral("--max-steps") << QString::number(maxSteps);
     return a;

@@ -377,6 +377,25 @@ int main(int argc, char** argv) {
         }
         printShares(shares);
     }
+    if (parts.contains('5')) {
+        // What the step's gradient exchange costs behind the home link: without it (nodes step on
+        // their own gradients, as before issue 16), and at rank 16 (fewer bytes, slower learning).
+        const QStringList off{QStringLiteral("--gradient-averaging"), QStringLiteral("0")};
+        const QStringList rank16{QStringLiteral("--gradient-rank"), QStringLiteral("16")};
+        const std::vector<Flow> flows{{8, false, kMicrobatches, off, QStringLiteral("no-exchange")},
+                                      {8, false, kMicrobatches, rank16, QStringLiteral("rank16")},
+                                      {8, true, kMicrobatches, rank16, QStringLiteral("rank16")},
+                                      {16, true, 32, {}, {}},
+                                      {16, true, 32, rank16, QStringLiteral("rank16")}};
+        std::vector<ShareRun> exchange;
+        for (const Flow& f : flows) {
+            std::optional<ShareRun> run = shareRun(dir, QStringLiteral("home link"), f, true);
+            if (!run)
+                return 1;
+            exchange.push_back(*run);
+        }
+        printShares(exchange);
+    }
     if (parts.contains('3') && !churnTable(dir, churnS))
         return 1;
     if (parts.contains('4') && !replicaTable(dir, steps))

@@ -1,5 +1,6 @@
 #include "coordinator/training/GradientAverager.h"
 
+#include "base/BlockQuant.h"
 #include "coordinator/trust/RobustCombine.h"
 #include "engine/GradientCombiner.h"
 
@@ -47,13 +48,16 @@ Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::ve
                                                                    GradientSettings settings,
                                                                    std::uint64_t seed, SendText sendText,
                                                                    SendBinary sendBinary, Clock clock) {
+    if (!gpu::validQuantBits(settings.bits) || (settings.bits != 32 && settings.rank != 0))
+        return makeError("the gradient exchange travels in 32 bits, or in 8 or 4 at rank 0; got " +
+                         std::to_string(settings.bits) + " bits at rank " + std::to_string(settings.rank));
     const auto make = [&](int rank) -> Result<std::vector<std::unique_ptr<gpu::GradientCombiner>>> {
         std::vector<std::unique_ptr<gpu::GradientCombiner>> combiners;
         for (std::size_t s = 0; s < stageShapes.size(); ++s) {
-            auto combiner = gpu::GradientCombiner::create(stageShapes[s], rank, seed);
+            auto combiner = gpu::GradientCombiner::create(stageShapes[s], rank, seed, settings.bits);
             if (!combiner)
                 return makeError("stage " + std::to_string(s) + ": " + combiner.message());
-            const qint64 bytes = (*combiner)->resultSize() * qint64(sizeof(float));
+            const qint64 bytes = gpu::quantizedBytes((*combiner)->resultSize(), settings.bits);
             if (bytes > protocol::kTaskMessageMaxBytes - protocol::kTaskMessageMaxJsonBytes)
                 return makeError("stage " + std::to_string(s) + ": a gradient result of " +
                                  std::to_string(bytes) +
@@ -67,6 +71,7 @@ Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::ve
     // the low rank whose bytes fit, rather than no run at all.
     if (!combiners && settings.rank == 0) {
         settings.rank = kFallbackRank;
+        settings.bits = 32;
         combiners = make(settings.rank);
         if (combiners)
             qWarning("gradients: the stages' dense gradients exceed a message; they are exchanged at rank %d "
@@ -89,7 +94,8 @@ void GradientAverager::start(qint64 step, const std::vector<QStringList>& replic
     round.deadlineMs = m_clock() + m_settings.deadlineMs;
     round.stages.resize(m_combiners.size());
     for (std::size_t s = 0; s < m_combiners.size() && s < replicas.size(); ++s) {
-        const protocol::Step request{step, m_combiners[s]->round(), m_combiners[s]->rank()};
+        const protocol::Step request{step, m_combiners[s]->round(), m_combiners[s]->rank(),
+                                     m_combiners[s]->bits()};
         for (const QString& node : replicas[s])
             if (m_sendText(node, request)) {
                 round.stages[s].asked << node;
@@ -113,14 +119,17 @@ bool GradientAverager::onShare(const QString& node, const protocol::GradientShar
             stage.satOut = true;
         if (share.ok && basisOk && share.microbatches > 0) {
             const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
-            Result<std::vector<float>> values = frame ? protocol::partitionValues(*frame)
-                                                      : Result<std::vector<float>>(makeError("no values"));
+            // In the bits the node chose to send (it was asked for the run's; any valid ones decode).
+            Result<std::vector<float>> values =
+                frame ? protocol::gradientValues(*frame, share.bits, m_combiners[s]->shareSize())
+                      : Result<std::vector<float>>(makeError("no values"));
             if (!values || qint64(values->size()) != m_combiners[s]->shareSize()) {
                 Q_EMIT shareRefused(node, int(s),
-                                    QStringLiteral("its gradient share of step %1 has %2 values, %3 expected")
+                                    QStringLiteral("its gradient share of step %1 is not %2 values: %3")
                                         .arg(share.step)
-                                        .arg(values ? qint64(values->size()) : -1)
-                                        .arg(m_combiners[s]->shareSize()));
+                                        .arg(m_combiners[s]->shareSize())
+                                        .arg(values ? QStringLiteral("%1 came").arg(values->size())
+                                                    : QString::fromStdString(values.message())));
             } else {
                 // It weighs what the coordinator saw it do, at most (an empty map: its word).
                 const int weight = m_round->work.isEmpty()
@@ -283,7 +292,8 @@ void GradientAverager::close() {
     for (std::size_t s = 0; s < stages; ++s) {
         if (results[s].empty())
             continue;
-        const QByteArrayView payload = protocol::partitionPayload(results[s]);
+        // The combiner rounded the result as this encodes it: every replica decodes what it applies.
+        const QByteArray payload = protocol::gradientPayload(results[s], m_combiners[s]->bits());
         for (const QString& node : round.stages[s].asked) {
             const protocol::GradientResult header{round.step,
                                                   m_combiners[s]->round(),
@@ -291,7 +301,9 @@ void GradientAverager::close() {
                                                   int(counted[s].size()),
                                                   m_lastLearningRate,
                                                   m_lastClipScale,
-                                                  m_settings.lookAhead};
+                                                  m_settings.lookAhead,
+                                                  m_combiners[s]->bits(),
+                                                  qint64(results[s].size())};
             if (m_sendBinary(node, protocol::TaskMessageBuilder(protocol::toJson(header), payload.size())
                                        .add(protocol::TaskFrameType::Partition, payload)
                                        .take()))
@@ -306,14 +318,15 @@ void GradientAverager::close() {
 QJsonObject GradientAverager::status() const {
     QJsonArray bytes;
     for (const auto& c : m_combiners)
-        bytes.append(
-            QJsonObject{{QStringLiteral("share_bytes"), c->shareSize() * qint64(sizeof(float))},
-                        {QStringLiteral("result_bytes"), c->resultSize() * qint64(sizeof(float))},
-                        {QStringLiteral("fp32_gradient_bytes"), c->gradientSize() * qint64(sizeof(float))}});
+        bytes.append(QJsonObject{
+            {QStringLiteral("share_bytes"), qint64(gpu::quantizedBytes(c->shareSize(), c->bits()))},
+            {QStringLiteral("result_bytes"), qint64(gpu::quantizedBytes(c->resultSize(), c->bits()))},
+            {QStringLiteral("fp32_gradient_bytes"), c->gradientSize() * qint64(sizeof(float))}});
     const gpu::LearningRateSchedule& s = m_settings.schedule;
     return QJsonObject{
         {QStringLiteral("enabled"), m_settings.enabled},
         {QStringLiteral("rank"), m_settings.rank},
+        {QStringLiteral("bits"), m_combiners.empty() ? m_settings.bits : m_combiners.front()->bits()},
         {QStringLiteral("clip_norm"), m_settings.clipNorm},
         {QStringLiteral("learning_rate"), m_lastLearningRate},
         {QStringLiteral("schedule"), QJsonObject{{QStringLiteral("peak"), s.peak},

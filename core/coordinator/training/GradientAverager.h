@@ -40,6 +40,7 @@ namespace tessera::coordinator {
 struct GradientSettings {
     bool enabled = true;   // off: every node steps on its own gradients (the first wave's swarm)
     int rank = 0;          // the exchange's rank (0: dense fp32, exact)
+    int bits = 32;         // what shares and results travel in (32; 8 or 4 at rank 0, error feedback)
     double clipNorm = 1.0; // global gradient-norm clip (0: none)
     gpu::LearningRateSchedule schedule;
     qint64 deadlineMs = 30'000; // a round waits at most this long for the shares

@@ -62,6 +62,7 @@ struct EngineTask {
     // ShareGradients: the basis round and rank; ApplyGradients: the result's round (values: the result).
     std::int64_t round = 0;
     int rank = 0;
+    int bits = 32; // ShareGradients: what the share travels in (gpu/base/BlockQuant)
     bool included = false;
     double learningRate = 0;
     double clipScale = 1;

@@ -389,7 +389,8 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
             break;
         }
         case EngineTask::ShareGradients: {
-            Result<gpu::GradientShare> share = engine.shareGradients(task.rank, task.round, task.step);
+            Result<gpu::GradientShare> share =
+                engine.shareGradients(task.rank, task.round, task.step, task.bits);
             if (!share) {
                 r.error = QStringLiteral("sharing the gradients: %1").arg(text(share.message()));
                 r.errorKind = share.kind();

@@ -1,6 +1,8 @@
 // TaskRunner: data-plane messages in, engine tasks out, and the results back as messages.
 #include "node/session/TaskRunner.h"
 
+#include "base/BlockQuant.h"
+
 #include "node/engine/EngineWorker.h"
 #include "protocol/TaskMessage.h"
 
@@ -64,6 +66,7 @@ bool TaskRunner::handleText(const SessionMessage& message) {
         task.microbatches = EngineTask::kAllAccumulated;
         task.round = step->basis;
         task.rank = step->rank;
+        task.bits = step->bits;
         task.step = step->step;
         if (step->basis >= 0)
             m_gradientRank = step->rank;
@@ -71,6 +74,7 @@ bool TaskRunner::handleText(const SessionMessage& message) {
         p.message = MessageType::Step;
         p.step = step->step;
         p.round = step->basis;
+        p.bits = step->bits;
         submit(std::move(task), p);
         return true;
     }
@@ -246,8 +250,10 @@ void TaskRunner::onSync(const Sync& header, const TaskMessage& message) {
 
 void TaskRunner::onGradientResult(const GradientResult& header, const TaskMessage& message) {
     const TaskFrame* frame = message.frame(TaskFrameType::Partition);
-    Result<std::vector<float>> values =
-        frame ? partitionValues(*frame) : Result<std::vector<float>>(makeError("no Partition frame"));
+    Result<std::vector<float>> values = !frame ? Result<std::vector<float>>(makeError("no Partition frame"))
+                                        : header.bits == 32
+                                            ? partitionValues(*frame)
+                                            : gradientValues(*frame, header.bits, header.values);
     if (!values) {
         ++m_refused;
         qWarning("node: refusing the gradient result of step %lld: %s", qlonglong(header.step),
@@ -408,7 +414,7 @@ void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
 }
 
 void TaskRunner::finishShare(const Pending& p, const EngineResult& r) {
-    GradientShare share{p.step, r.microbatches, r.basisRound, r.ok && !r.values.empty(), {}};
+    GradientShare share{p.step, r.microbatches, r.basisRound, r.ok && !r.values.empty(), {}, p.bits};
     if (!r.ok)
         share.error = r.error.left(kMaxReasonChars);
     else if (!r.hasBasis)
@@ -419,7 +425,7 @@ void TaskRunner::finishShare(const Pending& p, const EngineResult& r) {
         share.error = QStringLiteral("no microbatch since the last exchange");
     if (!r.ok)
         qWarning("node: step %lld: %s", qlonglong(p.step), qPrintable(r.error));
-    const qint64 bytes = qint64(r.values.size()) * qint64(sizeof(float));
+    const qint64 bytes = gpu::quantizedBytes(qint64(r.values.size()), p.bits);
     if (!share.ok || bytes > kTaskMessageMaxBytes - kTaskMessageMaxJsonBytes - kTaskFrameHeaderBytes -
                                  kTaskMessagePrefixBytes) {
         if (share.ok) {
@@ -430,9 +436,10 @@ void TaskRunner::finishShare(const Pending& p, const EngineResult& r) {
         }
         return m_sendBinary(encode(share));
     }
-    m_sendBinary(TaskMessageBuilder(toJson(share), bytes)
-                     .add(TaskFrameType::Partition, partitionPayload(r.values))
-                     .take());
+    // In fewer bits the engine rounded the values as they are encoded here (bit for bit).
+    const QByteArray payload = gradientPayload(r.values, p.bits);
+    m_sendBinary(
+        TaskMessageBuilder(toJson(share), payload.size()).add(TaskFrameType::Partition, payload).take());
 }
 
 void TaskRunner::sendShare(const AverageShare& share, const std::vector<float>& values) {

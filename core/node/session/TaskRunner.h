@@ -85,6 +85,7 @@ private:
         int partition = -1;
         int partitions = 0;
         qint64 step = 0;
+        int bits = 32; // a gradient share's: what its values travel in
     };
     struct Snapshot {
         int partition = -1;

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <stdexcept>
 
 using namespace tessera::gpu;
 
@@ -43,8 +44,8 @@ struct Replica {
     std::vector<torch::Tensor> params = makeParameters();
     GradientCompressor compressor{params, 0, 9};
     int microbatches = 0;
-    Replica(int rank)
-        : compressor(params, rank, 9) {}
+    Replica(int rank, int bits = 32)
+        : compressor(params, rank, 9, 1.0, bits) {}
 };
 
 // One round over the replicas: the weighted mean share, the result, applied by every replica.
@@ -121,6 +122,64 @@ TESSERA_TEST(denseRoundsGiveEveryReplicaTheWeightedMeanExactly) {
             CHECK_MSG(err < 1e-5, "parameter " << i << " differs from the weighted mean by " << err);
         }
     CHECK(maxDifference(replicas[0].params, replicas[2].params) == 0);
+}
+
+TESSERA_TEST(fewerBitsKeepReplicasEqualAndLoseNothingOverRounds) {
+    for (const int bits : {8, 4}) {
+        std::vector<Replica> replicas;
+        for (int r = 0; r < 3; ++r)
+            replicas.emplace_back(0, bits);
+        GradientRoundCombiner combiner(replicas[0].compressor.layout(), 9, bits);
+        const int rounds = 30;
+        std::vector<torch::Tensor> applied, exact;
+        double firstRoundError = 0;
+        for (int k = 0; k < rounds; ++k) {
+            std::vector<torch::Tensor> mean;
+            for (int r = 0; r < 3; ++r) {
+                setGradients(replicas[r].params, 1000 * k + r, 2.0);
+                replicas[r].microbatches = 2;
+                for (std::size_t i = 0; i < replicas[r].params.size(); ++i) {
+                    const torch::Tensor g = replicas[r].params[i].grad() / 6.0;
+                    mean.size() <= i ? mean.push_back(g.clone()) : void(mean[i] += g);
+                }
+            }
+            runRound(replicas, combiner);
+            // Every replica applies the same rounded result: they stay equal, bit for bit.
+            CHECK(maxDifference(replicas[0].params, replicas[1].params) == 0);
+            CHECK(maxDifference(replicas[0].params, replicas[2].params) == 0);
+            for (std::size_t i = 0; i < mean.size(); ++i) {
+                const torch::Tensor got = replicas[0].params[i].grad().clone();
+                applied.size() <= i ? applied.push_back(got) : void(applied[i] += got);
+                exact.size() <= i ? exact.push_back(mean[i].clone()) : void(exact[i] += mean[i]);
+            }
+            if (k == 0)
+                for (std::size_t i = 0; i < mean.size(); ++i)
+                    firstRoundError = std::max(
+                        firstRoundError, ((applied[i] - exact[i]).norm() / exact[i].norm()).item<double>());
+        }
+        // Error feedback on both sides: over 30 rounds, what was applied adds up to what the exact
+        // means add up to, less at most about one round's rounding (it does not accumulate).
+        double total = 0, drift = 0;
+        for (std::size_t i = 0; i < exact.size(); ++i) {
+            total += exact[i].pow(2).sum().item<double>();
+            drift += (applied[i] - exact[i]).pow(2).sum().item<double>();
+        }
+        const double relative = std::sqrt(drift / total);
+        CHECK_MSG(firstRoundError > 0, bits << " bits: the first round was exact");
+        CHECK_MSG(firstRoundError < (bits == 8 ? 0.02 : 0.3),
+                  bits << " bits: one round off by " << firstRoundError);
+        CHECK_MSG(relative < 0.5 * firstRoundError, bits << " bits: 30 rounds off by " << relative
+                                                         << " (one round: " << firstRoundError << ")");
+    }
+    // Fewer bits need a dense layout: a low-rank basis must reach every replica exactly.
+    bool refused = false;
+    try {
+        std::vector<torch::Tensor> p = makeParameters();
+        GradientCompressor c(p, 4, 9, 1.0, 8);
+    } catch (const std::invalid_argument&) {
+        refused = true;
+    }
+    CHECK(refused);
 }
 
 TESSERA_TEST(errorFeedbackCarriesWhatTheLowRankUpdateLeftOut) {

@@ -4,6 +4,7 @@
 // follow the settings, a share of the wrong size or not finite is refused and its sender named.
 #include "coordinator/training/GradientAverager.h"
 
+#include <QJsonArray>
 #include <QTest>
 
 #include <cmath>
@@ -38,9 +39,14 @@ public:
                             : message.error();
                 if (!header)
                     qFatal("the averager sent a malformed message: %s", header.message().c_str());
+                const GradientResult& result = std::get<GradientResult>(*header);
                 Result<std::vector<float>> values =
-                    partitionValues(*message->frame(TaskFrameType::Partition));
-                results.push_back({node, std::get<GradientResult>(*header), *values});
+                    result.bits == 32 ? partitionValues(*message->frame(TaskFrameType::Partition))
+                                      : gradientValues(*message->frame(TaskFrameType::Partition), result.bits,
+                                                       result.values);
+                if (!values)
+                    qFatal("the averager sent values it cannot decode: %s", values.message().c_str());
+                results.push_back({node, result, *values});
                 return true;
             },
             [this] { return now; });
@@ -54,11 +60,11 @@ public:
     }
 
     bool share(const QString& node, qint64 step, int microbatches, std::vector<float> values,
-               qint64 basis = 0) {
-        GradientShare header{step, microbatches, basis, true, {}};
-        const QByteArray bytes = TaskMessageBuilder(toJson(header), qsizetype(values.size() * sizeof(float)))
-                                     .add(TaskFrameType::Partition, partitionPayload(values))
-                                     .take();
+               qint64 basis = 0, int bits = 32) {
+        GradientShare header{step, microbatches, basis, true, {}, bits};
+        const QByteArray payload = gradientPayload(values, bits);
+        const QByteArray bytes =
+            TaskMessageBuilder(toJson(header), payload.size()).add(TaskFrameType::Partition, payload).take();
         Result<TaskMessage> message = decodeTaskMessage(bytes);
         return averager->onShare(node, header, *message);
     }
@@ -116,6 +122,38 @@ private Q_SLOTS:
         }
         QCOMPARE(h.closedSteps, QList<qint64>{5});
         QVERIFY(!h.averager->collecting());
+    }
+
+    void fewerBitsTravelBothWays() {
+        GradientSettings s = dense();
+        s.bits = 8;
+        Harness h(s);
+        h.averager->start(3, {{u"a"_qs, u"b"_qs}});
+        QCOMPARE(h.requests[0].second.bits, 8); // the node is asked for an 8-bit share
+        std::vector<float> a(10), b(10, 0.0f);
+        for (int i = 0; i < 10; ++i)
+            a[std::size_t(i)] = 0.1f * float(i + 1);
+        QVERIFY(h.share(u"a"_qs, 3, 1, a, 0, 8));
+        QVERIFY(h.share(u"b"_qs, 3, 1, b, 0, 32)); // a node may send more bits than asked: it pays
+        QVERIFY(h.refused.isEmpty());
+        QCOMPARE(int(h.results.size()), 2);
+        for (const Sent& sent : h.results) {
+            QCOMPARE(sent.header.bits, 8);
+            QCOMPARE(sent.header.values, qint64(10));
+            QCOMPARE(sent.values, h.results[0].values); // the same rounded mean for everyone
+            for (int i = 0; i < 10; ++i) // (a + 0) / 2, to within half a step of 1/127 of the largest
+                QVERIFY(std::abs(sent.values[std::size_t(i)] - a[std::size_t(i)] / 2) <=
+                        0.5f / 127 * 0.5f + 1e-6f);
+        }
+        const QJsonObject bytes = h.averager->status().value(u"stages").toArray().at(0).toObject();
+        QCOMPARE(bytes.value(u"share_bytes").toInteger(), qint64(16)); // 1 scale + 10 codes, padded
+        // A share whose bytes are not 10 values at its bits is refused, its sender named.
+        h.averager->start(4, {{u"a"_qs, u"b"_qs}});
+        QVERIFY(h.share(u"a"_qs, 4, 1, std::vector<float>(11, 1.0f), 0, 8));
+        QCOMPARE(h.refused, QStringList{u"a"_qs});
+        // Fewer bits need the dense exchange.
+        s.rank = 4;
+        QVERIFY(!GradientAverager::create({{{64, 40}}}, s, 7, {}, {}, {}));
     }
 
     void theGlobalClipSpansEveryStage() {
