@@ -169,12 +169,13 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
          "its own gradients (replicas drift apart; SPARTA alone pulls them together).",
          0, 1, [](TrainerSettings& t, qint64 n) { t.gradients.enabled = n != 0; }},
         {"gradient-rank",
-         "Rank of the low-rank gradient exchange, with error feedback [0: dense fp32, exact but as "
-         "large as the gradients; 16 sends 165x fewer bytes at an 8b middle stage and learns slower].",
+         "Rank of the low-rank gradient exchange, with error feedback, in fp32 [0: dense, in "
+         "--gradient-bits; 16 sends 165x fewer bytes than fp32 at an 8b middle stage and learns slower].",
          0, 1024, [](TrainerSettings& t, qint64 n) { t.gradients.rank = int(n); }},
         {"gradient-bits",
-         "What the dense gradient exchange travels in: 32 (fp32, exact), 8 or 4 bits a value with a "
-         "scale per 256 (3.9x or 7.5x fewer bytes; what rounding loses is carried to the next step) [32].",
+         "What the dense gradient exchange travels in: 8 or 4 bits a value with a scale per 256 (3.9x "
+         "or 7.8x fewer bytes than fp32; what rounding loses is carried to the next step), or 32 (fp32, "
+         "exact) [8].",
          4, 32, [](TrainerSettings& t, qint64 n) { t.gradients.bits = int(n); }},
         {"gradient-deadline-ms",
          "A replica whose gradient share is later than this is left out of the step [30000].", 100, 3'600'000,

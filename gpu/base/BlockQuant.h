@@ -1,7 +1,7 @@
 #pragma once
 // BlockQuant: fp32 vectors in 8 or 4 bits per value, a scale per block of 256 — how the gradient
 // exchange sends its shares and results with --gradient-bits 8 (3.9× fewer bytes than fp32) or 4
-// (7.5×). Torch-free: the node, the coordinator and the simulator round the same way.
+// (7.8×). Torch-free: the node, the coordinator and the simulator round the same way.
 //
 // Layout of n values at b bits: ⌈n/256⌉ fp32 scales (little-endian), then the n codes (b = 8: one
 // signed byte each; b = 4: two per byte, low nibble first, offset by 8), zero-padded to a multiple

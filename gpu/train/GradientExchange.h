@@ -16,13 +16,13 @@
 //
 // Measured (BENCHMARKS.md "Replicas that learn as one"): with AdamW the low-rank exchange slows
 // learning badly at the tiny preset (rank 4: +60% loss at 400 steps, even without averaging), so the
-// default is rank 0 — dense fp32, exact — and the low rank is an option.
+// default is rank 0 — dense (in 8 bits on the coordinator: see below) — and the low rank is an option.
 //
 // Vectors (norm gains) and matrices too small for rank r to pay travel dense (their sums divided by
 // m_r; the average is exact). Rank 0 sends everything dense: exact gradient averaging.
 //
 // Dense exchanges can travel in fewer bits (base/BlockQuant: 8 or 4 bits and a scale per 256 values,
-// 3.9× or 7.5× fewer bytes), with error feedback on both sides: a replica's share is rounded where
+// 3.9× or 7.8× fewer bytes), with error feedback on both sides: a replica's share is rounded where
 // it is made and what rounding lost stays in its memory for the next round; the combiner rounds the
 // result the same way and keeps what that lost for its next result. Every replica and the
 // coordinator's checkpoint apply the rounded result, so replicas stay equal.

@@ -24,6 +24,7 @@ SimulatorCurve runSimulator(const SimulatorRequest& request,
     options.seqLen = request.seq;
     options.averagingInterval = request.averagingInterval;
     options.partitions = request.partitions;
+    options.gradientBits = request.gradientBits;
     // The coordinator seeds its data with the model's seed on a fresh run: the same here.
     options.seed = config->seed;
     curve.seed = options.seed;

@@ -16,6 +16,7 @@ struct SimulatorRequest {
     int averagingInterval = 20;
     int partitions = 20;
     int steps = 150;
+    int gradientBits = 32; // the coordinator's (GET /v1/status gradients.bits)
 };
 
 struct SimulatorCurve {

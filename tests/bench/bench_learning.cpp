@@ -1,8 +1,9 @@
 // bench_learning: does a split, compressed, averaged swarm learn as one machine does? Runs the
 // in-process simulator for the centralized baseline and S=4 × R=3 swarms with each mechanism added
-// in turn (no gradient averaging — the first wave's swarm —, gradient averaging alone, + SPARTA,
-// + the subspace codec, + the low-rank gradient exchange, + the asynchronous pipeline with and
-// without look-ahead) on the same tokens and seed, side by side
+// in turn (no gradient averaging — the first wave's swarm —, gradient averaging alone, + SPARTA
+// with the exchange in fp32, 8 bits (the coordinator's default) or 4, + the subspace codec, + the
+// low-rank gradient exchange, + the asynchronous pipeline with and without look-ahead) on the same
+// tokens and seed, side by side
 // (two at a time, one thread each), and prints final held-out losses and tokens-to-target. Writes
 // one CSV per run and, when gnuplot is installed, a PNG plot.
 //
@@ -40,6 +41,7 @@ struct Run {
     int pipelineDelay = 0; // 1: the asynchronous pipeline (updates land a step late)
     double lookAhead = 0;
     std::vector<std::pair<std::int64_t, double>> curve; // tokens, held-out loss
+    int bits = 32;                                      // the exchange's (the coordinator's default: 8)
     double finalLoss = 0;
     double seconds = 0;
     double wireBytesPerToken = 0;
@@ -64,22 +66,65 @@ int main(int argc, char** argv) {
     const std::string which = argc > 3 ? argv[3] : "all";
     std::vector<Run> runs = {{"centralized (S=1 R=1 none)", 1, 1, CodecKind::None, 8, true, false, 0, {}}};
     if (which == "long") {
-        runs.push_back({"swarm S=4 R=3 none (default)", 4, 3, CodecKind::None, 8, true, true, 0, {}});
         runs.push_back(
-            {"swarm S=4 R=3 subspace 8x (default)", 4, 3, CodecKind::Subspace, 8, true, true, 0, {}});
+            {"swarm S=4 R=3 none (default)", 4, 3, CodecKind::None, 8, true, true, 0, 0, 0.0, {}, 8});
+        runs.push_back({"swarm S=4 R=3 subspace 8x (default)",
+                        4,
+                        3,
+                        CodecKind::Subspace,
+                        8,
+                        true,
+                        true,
+                        0,
+                        0,
+                        0.0,
+                        {},
+                        8});
     } else {
         runs.push_back({"S4R3 none: SPARTA only (1st wave)", 4, 3, CodecKind::None, 8, false, true, 0, {}});
         runs.push_back({"S4R3 none: grad avg", 4, 3, CodecKind::None, 8, true, false, 0, {}});
         runs.push_back(
-            {"S4R3 none: grad avg + SPARTA (default)", 4, 3, CodecKind::None, 8, true, true, 0, {}});
+            {"S4R3 none: grad avg + SPARTA, fp32 exchange", 4, 3, CodecKind::None, 8, true, true, 0, {}});
+        runs.push_back({"S4R3 none: grad avg + SPARTA, 8-bit (default)",
+                        4,
+                        3,
+                        CodecKind::None,
+                        8,
+                        true,
+                        true,
+                        0,
+                        0,
+                        0.0,
+                        {},
+                        8});
+        runs.push_back(
+            {"S4R3 none: + 4-bit exchange", 4, 3, CodecKind::None, 8, true, true, 0, 0, 0.0, {}, 4});
         runs.push_back(
             {"S4R3 subspace 8x: grad avg + SPARTA", 4, 3, CodecKind::Subspace, 8, true, true, 0, {}});
         runs.push_back({"S4R3 none: + rank-16 exchange", 4, 3, CodecKind::None, 8, true, true, 16, {}});
         runs.push_back({"S4R3 none: + rank-4 exchange", 4, 3, CodecKind::None, 8, true, true, 4, {}});
-        runs.push_back({"S4R3 none: + async pipeline, no correction", 4, 3, CodecKind::None, 8, true, true, 0, 1,
-                        0.0, {}});
-        runs.push_back({"S4R3 none: + async pipeline, look-ahead 2", 4, 3, CodecKind::None, 8, true, true, 0, 1,
-                        2.0, {}});
+        runs.push_back({"S4R3 none: + async pipeline, no correction",
+                        4,
+                        3,
+                        CodecKind::None,
+                        8,
+                        true,
+                        true,
+                        0,
+                        1,
+                        0.0,
+                        {}});
+        runs.push_back({"S4R3 none: + async pipeline, look-ahead 2",
+                        4,
+                        3,
+                        CodecKind::None,
+                        8,
+                        true,
+                        true,
+                        0,
+                        1,
+                        2.0,
+                        {}});
     }
     // Side by side, one thread each: as many at once as there are cores.
     torch::set_num_threads(1);
@@ -100,6 +145,7 @@ int main(int argc, char** argv) {
             options.gradientAveraging = run.gradientAveraging;
             options.sparseAveraging = run.sparta;
             options.gradientRank = run.rank;
+            options.gradientBits = run.bits;
             options.pipelineDelay = run.pipelineDelay;
             options.lookAhead = run.lookAhead;
             auto sim = SwarmSimulator::create(options);

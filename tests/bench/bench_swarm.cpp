@@ -174,6 +174,8 @@ SimulatorRequest simulatorRequest(LocalSwarm& swarm, int steps, int replicas) {
     request.averagingInterval = kAveragingInterval;
     request.partitions = kPartitions;
     request.steps = steps;
+    request.gradientBits =
+        swarm.get(QStringLiteral("/v1/status")).value(u"gradients").toObject().value(u"bits").toInt(32);
     return request;
 }
 
@@ -379,14 +381,26 @@ int main(int argc, char** argv) {
     }
     if (parts.contains('5')) {
         // What the step's gradient exchange costs behind the home link: without it (nodes step on
-        // their own gradients, as before issue 16), and at rank 16 (fewer bytes, slower learning).
+        // their own gradients, as before issue 16), at rank 16, and in 8 bits (--gradient-bits 8).
         const QStringList off{QStringLiteral("--gradient-averaging"), QStringLiteral("0")};
         const QStringList rank16{QStringLiteral("--gradient-rank"), QStringLiteral("16")};
-        const std::vector<Flow> flows{{8, false, kMicrobatches, off, QStringLiteral("no-exchange")},
-                                      {8, false, kMicrobatches, rank16, QStringLiteral("rank16")},
-                                      {8, true, kMicrobatches, rank16, QStringLiteral("rank16")},
-                                      {16, true, 32, {}, {}},
-                                      {16, true, 32, rank16, QStringLiteral("rank16")}};
+        const QStringList bits8{QStringLiteral("--gradient-bits"), QStringLiteral("8")};
+        std::vector<Flow> flows{{8, false, kMicrobatches, off, QStringLiteral("no-exchange")},
+                                {8, true, kMicrobatches, rank16, QStringLiteral("rank16")},
+                                {8, false, kMicrobatches, bits8, QStringLiteral("8-bit")},
+                                {8, true, kMicrobatches, bits8, QStringLiteral("8-bit")},
+                                {16, true, kMicrobatches, bits8, QStringLiteral("8-bit")},
+                                {16, true, 32, {}, {}},
+                                {16, false, 32, bits8, QStringLiteral("8-bit")},
+                                {16, true, 32, bits8, QStringLiteral("8-bit")}};
+        // BENCH_SWARM_ROWS=a,b: only the rows whose names contain one of these.
+        if (const QByteArray only = qgetenv("BENCH_SWARM_ROWS"); !only.isEmpty())
+            std::erase_if(flows, [&](const Flow& f) {
+                for (const QByteArray& part : only.split(','))
+                    if (f.name().contains(QString::fromUtf8(part)))
+                        return false;
+                return true;
+            });
         std::vector<ShareRun> exchange;
         for (const Flow& f : flows) {
             std::optional<ShareRun> run = shareRun(dir, QStringLiteral("home link"), f, true);

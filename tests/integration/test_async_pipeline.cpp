@@ -4,6 +4,8 @@
 // microbatch is completed or counted abandoned; the gradient exchange counts the replicas' shares at
 // every step; no node ever ran a backward on weights it no longer held (the coordinator's gating
 // keeps every stash a microbatch needs); the coordinator reports the pipeline and the look-ahead asked.
+// The exchange travels in 8 bits (--gradient-bits 8, the setting for a home link): the nodes' shares
+// decode, their results apply, and the run still learns.
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "SwarmNode.h"
@@ -57,6 +59,8 @@ private Q_SLOTS:
                                         u"async"_qs,
                                         u"--look-ahead"_qs,
                                         u"1.5"_qs,
+                                        u"--gradient-bits"_qs,
+                                        u"8"_qs,
                                         u"--max-steps"_qs,
                                         QString::number(kSteps),
                                         u"--microbatches-per-step"_qs,
@@ -94,6 +98,7 @@ private Q_SLOTS:
         QVERIFY2(reached(kKillAtStep), qPrintable(describeSwarm(s)));
         QCOMPARE(integer(s, u"pipeline_depth"), 2);
         QCOMPARE(s.value(u"gradients").toObject().value(u"look_ahead").toDouble(), 1.5); // as asked
+        QCOMPARE(integer(s.value(u"gradients").toObject(), u"bits"), 8);
         qInfo("async: before the kill: %s", qPrintable(describeSwarm(s)));
         nodes.back()->kill(); // mid-step, with work in flight: its phases go to the other replica
 

@@ -48,9 +48,11 @@ Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::ve
                                                                    GradientSettings settings,
                                                                    std::uint64_t seed, SendText sendText,
                                                                    SendBinary sendBinary, Clock clock) {
-    if (!gpu::validQuantBits(settings.bits) || (settings.bits != 32 && settings.rank != 0))
-        return makeError("the gradient exchange travels in 32 bits, or in 8 or 4 at rank 0; got " +
-                         std::to_string(settings.bits) + " bits at rank " + std::to_string(settings.rank));
+    if (!gpu::validQuantBits(settings.bits))
+        return makeError("the gradient exchange travels in 32, 8 or 4 bits, not " +
+                         std::to_string(settings.bits));
+    if (settings.rank != 0)
+        settings.bits = 32; // a low-rank basis must reach every replica exactly
     const auto make = [&](int rank) -> Result<std::vector<std::unique_ptr<gpu::GradientCombiner>>> {
         std::vector<std::unique_ptr<gpu::GradientCombiner>> combiners;
         for (std::size_t s = 0; s < stageShapes.size(); ++s) {

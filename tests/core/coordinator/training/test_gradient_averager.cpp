@@ -90,6 +90,7 @@ public:
 GradientSettings dense() {
     GradientSettings s;
     s.rank = 0;
+    s.bits = 32;    // exact: the tests compare values
     s.clipNorm = 0; // no clip unless a test wants one
     s.schedule.peak = 1e-3;
     s.schedule.warmupSteps = 10;
@@ -151,8 +152,13 @@ private Q_SLOTS:
         h.averager->start(4, {{u"a"_qs, u"b"_qs}});
         QVERIFY(h.share(u"a"_qs, 4, 1, std::vector<float>(11, 1.0f), 0, 8));
         QCOMPARE(h.refused, QStringList{u"a"_qs});
-        // Fewer bits need the dense exchange.
+        // A low-rank exchange travels in fp32 whatever the bits asked (its basis must arrive exactly).
         s.rank = 4;
+        Harness low(s, {{{64, 40}}});
+        low.averager->start(1, {{u"a"_qs}});
+        QCOMPARE(low.requests[0].second.bits, 32);
+        QCOMPARE(low.averager->status().value(u"bits").toInt(), 32);
+        s.bits = 6;
         QVERIFY(!GradientAverager::create({{{64, 40}}}, s, 7, {}, {}, {}));
     }
 
