@@ -21,6 +21,7 @@
 #include <QDir>
 #include <QFile>
 #include <QHostInfo>
+#include <QLockFile>
 #include <QTimer>
 
 #include <chrono>
@@ -99,6 +100,7 @@ Result<ListenAddress> parseListenAddress(const QString& text) {
 // Everything the coordinator owns; members are destroyed in reverse order, so the server (and
 // with it every handler) goes before what the handlers use.
 struct Coordinator::Parts {
+    std::unique_ptr<QLockFile> lock; // first: released after everything else is closed
     std::unique_ptr<Database> db;
     std::optional<Identity> key;
     std::optional<CoordinatorRun> run;
@@ -165,6 +167,22 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     std::unique_ptr<Coordinator> c(new Coordinator);
     Parts& p = *c->m_parts;
     p.listen = *listen;
+    // One coordinator per data dir: two would write the same shards, checkpoints and database. A
+    // lock left by a process that died is taken over (QLockFile checks its pid); age alone never
+    // makes a lock stale (a run holds it for months).
+    p.lock = std::make_unique<QLockFile>(dataDir.filePath(QStringLiteral("coordinator.lock")));
+    p.lock->setStaleLockTime(0);
+    if (!p.lock->tryLock(0)) {
+        qint64 pid = 0;
+        QString host, app;
+        p.lock->getLockInfo(&pid, &host, &app);
+        if (p.lock->error() == QLockFile::LockFailedError)
+            return makeError("another tessera-coordinator (pid " + std::to_string(pid) + " on " + str(host) +
+                             ") is using the data dir " + str(dataDir.absolutePath()) +
+                             ": stop it first, or give this one another --data-dir");
+        return makeError("cannot lock the data dir " + str(dataDir.absolutePath()) +
+                         " (coordinator.lock): check that it is writable");
+    }
 
     Result<Identity> key = Identity::loadOrCreate(dataDir.filePath(QStringLiteral("coordinator.key")));
     if (!key)

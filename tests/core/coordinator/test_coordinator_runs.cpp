@@ -1,5 +1,7 @@
 // tessera-coordinator refusing to start a run it cannot keep: a dataset that is not there, not
-// readable or not what the run was created with, and plain HTTP anywhere but loopback.
+// readable or not what the run was created with, plain HTTP anywhere but loopback, and a data dir
+// another coordinator is using (three once ran on one, each writing the same shards and database);
+// a lock left by a coordinator that was killed does not keep the next one out.
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "base/ShardManifest.h"
@@ -32,6 +34,7 @@ class TestCoordinatorRuns final : public QObject {
 private Q_SLOTS:
     void datasetIsCheckedStoredAndNeverChanges();
     void plainHttpOffLoopbackRefused();
+    void oneCoordinatorPerDataDir();
 
 private:
     QStringList args(const QString& dataDir, const QStringList& extra = {}) const {
@@ -112,6 +115,26 @@ void TestCoordinatorRuns::plainHttpOffLoopbackRefused() {
     QCOMPARE(refused.waitExit(), 1);
     QVERIFY2(refused.err().contains("refusing plain HTTP on 0.0.0.0"), refused.err().constData());
     QVERIFY(!QFileInfo::exists(dir)); // refused before anything was written
+}
+
+void TestCoordinatorRuns::oneCoordinatorPerDataDir() {
+    const QString dir = m_dir.filePath(QStringLiteral("shared"));
+    const QStringList a = args(dir, {QStringLiteral("--insecure-loopback")});
+    auto first = std::make_unique<CoordinatorProcess>(a);
+    QVERIFY2(first->waitReady(), first->err().constData());
+    // A second one on the same dir stops at once and says who holds it; the first is untouched.
+    CoordinatorProcess second(a);
+    QCOMPARE(second.waitExit(), 1);
+    const QByteArray holder = "another tessera-coordinator (pid " + QByteArray::number(first->pid());
+    QVERIFY2(second.err().contains(holder), second.err().constData());
+    QVERIFY2(second.err().contains("--data-dir"), second.err().constData());
+    QVERIFY(first->out().count("resumed the run") == 0);
+    // Killed (no chance to release the lock): the next start takes the stale lock over and resumes.
+    first->kill();
+    QVERIFY(QFileInfo::exists(dir + QStringLiteral("/coordinator.lock")));
+    CoordinatorProcess third(a);
+    QVERIFY2(third.waitReady(), third.err().constData());
+    QVERIFY(third.out().contains("resumed the run"));
 }
 
 QTEST_GUILESS_MAIN(TestCoordinatorRuns)
