@@ -94,9 +94,9 @@ Status synthetic(const std::map<std::string, std::int64_t>& options, int vocab, 
         // conditional entropy is exactly the formula's.
         tokens[i] = static_cast<std::int32_t>((mix(context) + static_cast<std::uint64_t>(choice)) % symbols);
     }
-    description = "synthetic order-" + std::to_string(order) + " Markov corpus over " + std::to_string(symbols) +
-                  " symbols, " + std::to_string(branch) + " successors per context, " + std::to_string(count) +
-                  " tokens";
+    description = "synthetic order-" + std::to_string(order) + " Markov corpus over " +
+                  std::to_string(symbols) + " symbols, " + std::to_string(branch) +
+                  " successors per context, " + std::to_string(count) + " tokens";
     return {};
 }
 
@@ -118,7 +118,8 @@ DataSource::DataSource(std::vector<std::int32_t> tokens, double entropyFloor, st
     , m_rng{std::mt19937_64(mix(seed ^ 0xba7c4ull)), std::mt19937_64(mix(seed ^ 0xe7a1ull))} {}
 
 Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, int vocabSize,
-                                                     std::uint64_t seed) {
+                                                     std::uint64_t seed,
+                                                     std::optional<std::uint64_t> orderSeed) {
     const auto colon = spec.find(':');
     const std::string kind = spec.substr(0, colon);
     const std::string rest = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
@@ -163,7 +164,7 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
     if (tokens.size() < 2)
         return makeError("data source '" + spec + "' holds fewer than 2 tokens");
     return std::unique_ptr<DataSource>(
-        new DataSource(std::move(tokens), floor, std::move(description), seed));
+        new DataSource(std::move(tokens), floor, std::move(description), orderSeed.value_or(seed)));
 }
 
 torch::Tensor DataSource::nextBatch(int batch, int seqLen, int stream) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,9 +19,12 @@ namespace tessera::gpu {
 class DataSource {
 public:
     // SPEC: "synthetic[:order=N,branch=M,symbols=V,tokens=K]", "text:PATH", "tokens16:PATH",
-    // "tokens32:PATH". Token ids must be < vocabSize.
+    // "tokens32:PATH". Token ids must be < vocabSize. `seed` makes the synthetic corpus (and, unless
+    // `orderSeed` is given, the order windows are drawn in): a run's corpus must not change when its
+    // order is reseeded (a restarted coordinator once trained on another Markov chain).
     static Result<std::unique_ptr<DataSource>> open(const std::string& spec, int vocabSize,
-                                                    std::uint64_t seed);
+                                                    std::uint64_t seed,
+                                                    std::optional<std::uint64_t> orderSeed = std::nullopt);
 
     // A batch of `batch` windows of seqLen+1 tokens: [B, T+1] int64 (inputs = [:, :-1],
     // targets = [:, 1:]). `stream` selects an independent sequence (0 = training, 1 = held out).

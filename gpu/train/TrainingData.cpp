@@ -28,9 +28,9 @@ TrainingData::TrainingData(std::unique_ptr<DataSource> source)
 TrainingData::~TrainingData() = default;
 
 Result<std::unique_ptr<TrainingData>> TrainingData::open(const std::string& spec, int vocabSize,
-                                                         std::uint64_t seed) {
+                                                         std::uint64_t seed, std::uint64_t orderSeed) {
     try {
-        auto source = DataSource::open(spec, vocabSize, seed);
+        auto source = DataSource::open(spec, vocabSize, seed, orderSeed);
         if (!source)
             return source.error();
         return std::unique_ptr<TrainingData>(new TrainingData(std::move(*source)));

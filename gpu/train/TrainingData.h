@@ -22,9 +22,10 @@ struct TrainingMicrobatch {
 
 class TrainingData {
 public:
-    // spec: DataSource's ("synthetic", "text:PATH", "tokens16:PATH", "tokens32:PATH").
+    // spec: DataSource's ("synthetic", "text:PATH", "tokens16:PATH", "tokens32:PATH"). `seed` makes
+    // the synthetic corpus (the run's: fixed), `orderSeed` the order windows are drawn in.
     static Result<std::unique_ptr<TrainingData>> open(const std::string& spec, int vocabSize,
-                                                      std::uint64_t seed);
+                                                      std::uint64_t seed, std::uint64_t orderSeed);
     ~TrainingData();
     TrainingData(const TrainingData&) = delete;
     TrainingData& operator=(const TrainingData&) = delete;

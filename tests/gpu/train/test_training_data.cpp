@@ -1,8 +1,10 @@
 // TrainingData: microbatches as token frames stage 0 and the last stage accept — targets are the
-// inputs shifted by one, the same seed gives the same bytes — and bad requests are Errors.
+// inputs shifted by one, the same seed gives the same bytes, a new order seed (a coordinator's
+// restart) draws other windows of the same corpus — and bad requests are Errors.
 #include "GpuTest.h"
 #include "train/TrainingData.h"
 
+#include <set>
 #include <string>
 
 using namespace tessera::gpu;
@@ -12,8 +14,8 @@ namespace {
 constexpr int kVocab = 256;
 constexpr char kSpec[] = "synthetic:tokens=100000";
 
-std::unique_ptr<TrainingData> open(std::uint64_t seed) {
-    auto data = TrainingData::open(kSpec, kVocab, seed);
+std::unique_ptr<TrainingData> open(std::uint64_t seed, std::uint64_t order = 0) {
+    auto data = TrainingData::open(kSpec, kVocab, seed, order ? order : seed);
     CHECK_MSG(data.ok(), data.message());
     return std::move(data).value();
 }
@@ -54,11 +56,51 @@ TESSERA_TEST(theSameSeedGivesTheSameBytes) {
     CHECK(open(11)->next(2, 16, 1)->inputs != open(11)->next(2, 16, 0)->inputs);
 }
 
+namespace {
+
+// The order-2 transitions (a, b → c) that 200 windows of 64 tokens show.
+std::set<std::int64_t> transitions(TrainingData& data) {
+    std::set<std::int64_t> seen;
+    for (int i = 0; i < 25; ++i) {
+        auto mb = data.next(8, 64);
+        CHECK_MSG(mb.ok(), mb.message());
+        auto ids = decodeTokens(mb->inputs, kVocab, 64, 8 * 64);
+        CHECK_MSG(ids.ok(), ids.message());
+        for (int row = 0; row < 8; ++row)
+            for (int t = 0; t + 2 < 64; ++t) {
+                const auto* x = ids->ids.data() + row * 64 + t;
+                seen.insert((std::int64_t(x[0]) * kVocab + x[1]) * kVocab + x[2]);
+            }
+    }
+    return seen;
+}
+
+double shared(const std::set<std::int64_t>& a, const std::set<std::int64_t>& b) {
+    std::size_t both = 0;
+    for (const std::int64_t t : b)
+        both += a.count(t);
+    return double(both) / double(b.size());
+}
+
+} // namespace
+
+TESSERA_TEST(aNewOrderSeedDrawsOtherWindowsOfTheSameCorpus) {
+    auto first = open(11, 1), restarted = open(11, 2), other = open(12, 2);
+    CHECK(first->next(2, 16)->inputs != restarted->next(2, 16)->inputs); // not a replay of the start
+    const auto known = transitions(*first);
+    const double same = shared(known, transitions(*restarted)),
+                 different = shared(known, transitions(*other));
+    // 200 windows see most, not all, of a corpus' transitions (0.85 here); another corpus shares few (0.08).
+    CHECK_MSG(same > 0.7, "after a reseed " << same << " of the transitions are the corpus' (another: "
+                                            << different << ")");
+    CHECK_MSG(different < 0.3, "another corpus shares " << different << " of its transitions");
+}
+
 TESSERA_TEST(badSpecsAndShapesAreErrors) {
-    auto unknown = TrainingData::open("wikipedia", kVocab, 1);
+    auto unknown = TrainingData::open("wikipedia", kVocab, 1, 1);
     CHECK(!unknown.ok());
     CHECK_MSG(mentions(unknown.message(), "wikipedia"), unknown.message());
-    auto missing = TrainingData::open("text:/nonexistent/tessera.txt", kVocab, 1);
+    auto missing = TrainingData::open("text:/nonexistent/tessera.txt", kVocab, 1, 1);
     CHECK_MSG(!missing.ok() && mentions(missing.message(), "/nonexistent/tessera.txt"), missing.message());
 
     auto data = open(1);
