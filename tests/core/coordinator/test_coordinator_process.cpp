@@ -448,11 +448,15 @@ void TestCoordinatorProcess::restartResumesTheRun() {
     QCOMPARE(get(QStringLiteral("/v1/info")).json().value(u"coordinator_key").toString(), key);
     QCOMPARE(get(QStringLiteral("/v1/status")).json().value(u"nodes").toObject().value(u"total").toInt(), 2);
 
-    // The same run may be named again; another model may not.
+    // The same run may be named again; another model may not (asked once the running coordinator
+    // stopped: while it runs, the data dir's lock refuses any second one first).
+    m_server.reset();
     CoordinatorProcess other(args(m_runDir, {QStringLiteral("--model"), QStringLiteral("tiny"),
                                              QStringLiteral("--stages"), QStringLiteral("3")}));
     QCOMPARE(other.waitExit(), 1);
     QVERIFY2(other.err().contains("A run's model never changes"), other.err().constData());
+    m_server = std::make_unique<CoordinatorProcess>(args(m_runDir));
+    QVERIFY2(m_server->waitReady(), m_server->err().constData());
 }
 
 void TestCoordinatorProcess::insecureLoopbackServesPlainHttp() {
