@@ -332,10 +332,14 @@ void Trainer::onRefused(const QString& node, int stage, const QString& reason) {
     // A third strike is no accident: out of the swarm like a failed audit (alone on a stage, a node
     // whose results are refused would otherwise stall it between its short bans).
     Result<ReputationRecord> standing = ReputationStore(m_db).get(ReputationStore::nodeSubject(node));
-    if (standing && standing->strikes >= kStrikesOut)
-        m_sessions.closeNode(node, QStringLiteral("banned: %1 results refused (last: %2)")
-                                       .arg(standing->strikes)
-                                       .arg(reason.left(120)));
+    if (standing && standing->strikes >= kStrikesOut) {
+        const QString why = QStringLiteral("banned: %1 results refused (last: %2)")
+                                .arg(standing->strikes)
+                                .arg(reason.left(120));
+        if (Result<qint64> out = m_reputation->struckOut(node, why, t); !out)
+            qWarning("trust: recording a node struck out failed: %s", out.message().c_str());
+        m_sessions.closeNode(node, why);
+    }
 }
 
 void Trainer::onAudited(const AuditOutcome& outcome) {

@@ -74,6 +74,38 @@ Result<qint64> Reputation::strike(const QString& nodeId, const QString& reason, 
     return end;
 }
 
+Result<qint64> Reputation::struckOut(const QString& nodeId, const QString& reason, qint64 nowMs) {
+    const QString network = networkOfNode(nodeId);
+    qint64 end = 0;
+    Status s = m_db.writeTransaction([&]() -> Status {
+        ReputationStore store(m_db);
+        Result<ReputationRecord> r = store.get(ReputationStore::nodeSubject(nodeId));
+        if (!r)
+            return r.error();
+        // Already out (a long ban: struck out or audit-banned before): its network counted it then.
+        const bool already = r->bannedUntilMs >= nowMs + m_settings.auditBanMs / 2;
+        end = std::max(r->bannedUntilMs, nowMs + m_settings.auditBanMs);
+        r->bannedUntilMs = end;
+        r->banReason = reason;
+        if (Status put = store.put(*r, nowMs); !put)
+            return put;
+        if (network.isEmpty() || already)
+            return {};
+        Result<ReputationRecord> net = store.get(ReputationStore::networkSubject(network));
+        if (!net)
+            return net.error();
+        ++net->bannedNodes;
+        if (m_settings.networkBanNodes > 0 && net->bannedNodes >= m_settings.networkBanNodes) {
+            net->bannedUntilMs = std::max(net->bannedUntilMs, nowMs + m_settings.networkBanMs);
+            net->banReason = QStringLiteral("%1 of its nodes were caught lying").arg(net->bannedNodes);
+        }
+        return store.put(*net, nowMs);
+    });
+    if (!s)
+        return s.error();
+    return end;
+}
+
 Result<qint64> Reputation::failedAudit(const QString& nodeId, const QString& reason, qint64 nowMs) {
     const QString network = networkOfNode(nodeId);
     qint64 end = 0;

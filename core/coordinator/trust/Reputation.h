@@ -52,6 +52,10 @@ public:
     // Returns when the ban ends.
     Result<qint64> strike(const QString& nodeId, const QString& reason, qint64 nowMs);
     Result<qint64> failedAudit(const QString& nodeId, const QString& reason, qint64 nowMs);
+    // Out of the swarm for results refused again and again (the trainer's third strike): banned as
+    // long as a failed audit bans, and counted against its network the same way (a liar caught on
+    // arrival is no less a liar than one caught by an audit).
+    Result<qint64> struckOut(const QString& nodeId, const QString& reason, qint64 nowMs);
     // `coveredThroughMs`: when the oldest evidence the audit judged was accepted. It covers the kinds
     // of work it judged: forwards, backwards (backward and forward_backward results), or both.
     Status passedAudit(const QString& nodeId, qint64 coveredThroughMs, qint64 nowMs, bool forwards = true,
