@@ -75,6 +75,14 @@ Result<qint64> Reputation::strike(const QString& nodeId, const QString& reason, 
 }
 
 Result<qint64> Reputation::struckOut(const QString& nodeId, const QString& reason, qint64 nowMs) {
+    return banOut(nodeId, reason, nowMs, false);
+}
+
+Result<qint64> Reputation::failedAudit(const QString& nodeId, const QString& reason, qint64 nowMs) {
+    return banOut(nodeId, QStringLiteral("failed an audit: ") + reason, nowMs, true);
+}
+
+Result<qint64> Reputation::banOut(const QString& nodeId, const QString& reason, qint64 nowMs, bool audit) {
     const QString network = networkOfNode(nodeId);
     qint64 end = 0;
     Status s = m_db.writeTransaction([&]() -> Status {
@@ -82,6 +90,8 @@ Result<qint64> Reputation::struckOut(const QString& nodeId, const QString& reaso
         Result<ReputationRecord> r = store.get(ReputationStore::nodeSubject(nodeId));
         if (!r)
             return r.error();
+        if (audit)
+            ++r->auditsFailed;
         // Already out (a long ban: struck out or audit-banned before): its network counted it then.
         const bool already = r->bannedUntilMs >= nowMs + m_settings.auditBanMs / 2;
         end = std::max(r->bannedUntilMs, nowMs + m_settings.auditBanMs);
@@ -98,38 +108,6 @@ Result<qint64> Reputation::struckOut(const QString& nodeId, const QString& reaso
         if (m_settings.networkBanNodes > 0 && net->bannedNodes >= m_settings.networkBanNodes) {
             net->bannedUntilMs = std::max(net->bannedUntilMs, nowMs + m_settings.networkBanMs);
             net->banReason = QStringLiteral("%1 of its nodes were caught lying").arg(net->bannedNodes);
-        }
-        return store.put(*net, nowMs);
-    });
-    if (!s)
-        return s.error();
-    return end;
-}
-
-Result<qint64> Reputation::failedAudit(const QString& nodeId, const QString& reason, qint64 nowMs) {
-    const QString network = networkOfNode(nodeId);
-    qint64 end = 0;
-    Status s = m_db.writeTransaction([&]() -> Status {
-        ReputationStore store(m_db);
-        Result<ReputationRecord> r = store.get(ReputationStore::nodeSubject(nodeId));
-        if (!r)
-            return r.error();
-        ++r->auditsFailed;
-        const bool already = r->bannedUntilMs > nowMs && r->auditsFailed > 1;
-        end = std::max(r->bannedUntilMs, nowMs + m_settings.auditBanMs);
-        r->bannedUntilMs = end;
-        r->banReason = QStringLiteral("failed an audit: ") + reason;
-        if (Status put = store.put(*r, nowMs); !put)
-            return put;
-        if (network.isEmpty() || already)
-            return {};
-        Result<ReputationRecord> net = store.get(ReputationStore::networkSubject(network));
-        if (!net)
-            return net.error();
-        ++net->bannedNodes;
-        if (m_settings.networkBanNodes > 0 && net->bannedNodes >= m_settings.networkBanNodes) {
-            net->bannedUntilMs = std::max(net->bannedUntilMs, nowMs + m_settings.networkBanMs);
-            net->banReason = QStringLiteral("%1 of its nodes failed audits").arg(net->bannedNodes);
         }
         return store.put(*net, nowMs);
     });

@@ -65,6 +65,8 @@ public:
     Status cover(const QString& nodeId, qint64 throughMs, qint64 nowMs);
 
 private:
+    // Banned as long as a failed audit bans, counted once against its network (audit: a failed one).
+    Result<qint64> banOut(const QString& nodeId, const QString& reason, qint64 nowMs, bool audit);
     Status record(const QString& nodeId, qint64 coveredThroughMs, qint64 nowMs, bool audit, bool forwards,
                   bool backwards);
 
