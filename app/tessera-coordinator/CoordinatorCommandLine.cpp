@@ -392,7 +392,14 @@ int CoordinatorCommandLine::run(const QStringList& arguments) {
         m_err << kProgram << ": " << shutdownSignals.message() << std::endl;
         return 1;
     }
+    // The start can run for minutes without an event loop (creating a large run writes every stage's
+    // shard): a signal then stops the process at once. Nothing it leaves is trusted by the next start —
+    // a run's shards count once their versions are recorded, in one transaction after all are written;
+    // the data dir's lock of a dead process is taken over.
+    ShutdownSignals::setExitAtOnce(true, "tessera-coordinator: stopped while starting; a run being created "
+                                         "is created again at the next start\n");
     Result<std::unique_ptr<Coordinator>> started = Coordinator::start(*options);
+    ShutdownSignals::setExitAtOnce(false);
     if (!started) {
         m_err << kProgram << ": " << started.message() << std::endl;
         return 1;

@@ -15,10 +15,18 @@ namespace {
 
 // Written by the handler, so it must be a plain global: nothing else is async-signal-safe.
 volatile sig_atomic_t g_writeFd = -1;
+volatile sig_atomic_t g_exitAtOnce = 0;
+const char* volatile g_exitNote = nullptr;
 
 constexpr int kSignals[] = {SIGTERM, SIGINT};
 
 void onSignal(int signalNumber) {
+    if (g_exitAtOnce) {
+        // Only async-signal-safe calls here: write(2) and _exit(2).
+        if (const char* note = g_exitNote)
+            (void)::write(STDERR_FILENO, note, std::strlen(note));
+        ::_exit(128 + signalNumber);
+    }
     const int savedErrno = errno;
     const unsigned char byte = static_cast<unsigned char>(signalNumber);
     // Non-blocking: a full pipe already holds a pending shutdown, so a lost byte loses nothing.
@@ -54,6 +62,11 @@ Result<std::unique_ptr<ShutdownSignals>> ShutdownSignals::install() {
         if (Status st = setHandler(signalNumber, onSignal); !st)
             return st.error();
     return s;
+}
+
+void ShutdownSignals::setExitAtOnce(bool on, const char* note) {
+    g_exitNote = note;
+    g_exitAtOnce = on ? 1 : 0;
 }
 
 ShutdownSignals::ShutdownSignals(int readFd, int writeFd)

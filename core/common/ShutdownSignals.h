@@ -20,6 +20,11 @@ public:
     static Result<std::unique_ptr<ShutdownSignals>> install();
     ~ShutdownSignals() override;
 
+    // While set, a signal ends the process at once (exit status 128 + the signal) with `note` on
+    // stderr instead of waiting for the event loop: for a start that runs for minutes without one
+    // (creating a large run) and leaves nothing a next start would trust when cut short.
+    static void setExitAtOnce(bool on, const char* note = nullptr);
+
 Q_SIGNALS:
     void received(int signalNumber);
 

@@ -175,6 +175,8 @@ Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Data
 }
 
 Status CoordinatorRun::createShards(Database& db, const Identity& coordinatorKey, qint64 nowMs) {
+    qInfo("coordinator: creating the run: writing the initial shards of %d stages (%lld parameters) to %s",
+          m_config.stages, qlonglong(m_config.parameterCount()), qPrintable(m_shardDir));
     Result<std::vector<gpu::ShardManifest>> manifests =
         gpu::writeInitialShards(m_config, m_shardDir.toStdString(), kInitialVersion);
     if (!manifests)
@@ -219,11 +221,7 @@ Result<bool> CoordinatorRun::checkPublished(Database& db) const {
                              " holds shards of another model (config hash " +
                              m->modelConfigHash.substr(0, 12) + ", run.json's is " + hash.substr(0, 12) +
                              "): give this run its own --db");
-        const QFileInfo file(QDir(m_shardDir).filePath(v.file));
-        if (!file.isFile() || file.size() != v.fileSize)
-            return makeError("stage " + std::to_string(stage) + "'s shard " + str(file.filePath()) +
-                             " is missing or has the wrong size (expected " + std::to_string(v.fileSize) +
-                             " bytes)");
+        // Its file is checked when the checkpoints load (a damaged one is refused, the one before used).
     }
     if (found != 0 && found != m_config.stages)
         return makeError("the database has shards for " + std::to_string(found) + " of " +

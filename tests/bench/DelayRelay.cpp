@@ -175,6 +175,11 @@ void DelayRelay::run() {
         ::close(c.upstream);
     };
     while (!m_stop.load()) {
+        if (m_cut.load()) {
+            pollfd wake{m_wakeFd, POLLIN, 0};
+            (void)::poll(&wake, 1, 50);
+            continue;
+        }
         Clock::time_point now = Clock::now();
         for (auto& c : connections) {
             deliver(c->up, *c, now);

@@ -26,6 +26,11 @@ public:
     std::string start();
     std::uint16_t port() const { return m_port; }
 
+    // The link cut (true) and restored (false), from any thread: while cut nothing passes either way
+    // and new connections wait unanswered; what was sent waits too and arrives after the restore, as
+    // TCP's retransmissions would bring it (unless an end gave up and closed meanwhile).
+    void cut(bool cut) { m_cut.store(cut); }
+
     // Totals since start, readable from any thread.
     std::int64_t connections() const { return m_connections.load(); }
     std::int64_t bytesToUpstream() const { return m_bytesUp.load(); }
@@ -41,6 +46,7 @@ private:
     std::uint16_t m_port = 0;
     std::thread m_thread;
     std::atomic<bool> m_stop{false};
+    std::atomic<bool> m_cut{false};
     std::atomic<std::int64_t> m_connections{0};
     std::atomic<std::int64_t> m_bytesUp{0};
     std::atomic<std::int64_t> m_bytesDown{0};

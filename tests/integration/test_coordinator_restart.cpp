@@ -1,16 +1,22 @@
-// A coordinator restart loses no training (issue 17): a real tessera-coordinator and two real nodes
-// (two stages) train the tiny model; the coordinator is stopped cleanly (SIGTERM) at step 80 and
-// restarted on the same data dir and port, then SIGKILLed at step 100 and restarted again. The
-// nodes reconnect on their own. What a user would notice: the loss after each restart goes on from
-// where it was (the mean of the 5 steps after within 5% of the 5 steps before; a restart that
-// reseeded the synthetic corpus once sent it from 2.74 to 4.08, and one that reloaded an older
-// checkpoint from ~3.2 towards the 3.47 plateau), the step count goes on, and the run keeps learning.
+// A coordinator restart loses no training (issue 17): a real tessera-coordinator and four real nodes
+// (two stages, two replicas each) train the tiny model; the coordinator is stopped cleanly (SIGTERM)
+// at step 60 and restarted on the same data dir and port, then SIGKILLed at step 90 — 30 steps after
+// its last published checkpoint — and restarted again. The nodes reconnect on their own, and each
+// stage's current weights are taken back from them, checked (Reclaim), instead of the checkpoint:
+// the coordinator says so for both stages and publishes them at once. What a user would notice: the
+// loss after each restart goes on from where it was (the mean of the 5 steps after within 5% of the
+// 5 steps before; a restart that reseeded the synthetic corpus once sent it from 2.74 to 4.08, and one
+// that reloaded an older checkpoint from ~3.2 towards the 3.47 plateau), the step count goes on, both
+// replicas of each stage are back at work, and the run keeps learning. Last, the newest checkpoint of
+// stage 1 is damaged on disk while the coordinator is stopped: the next start refuses it in words,
+// uses the version before it, and training goes on.
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "SwarmNode.h"
 #include "SwarmStatus.h"
 #include "TestSupport.h"
 
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QNetworkAccessManager>
@@ -27,7 +33,8 @@ using namespace tessera::test;
 
 namespace {
 
-constexpr qint64 kTermAtStep = 80, kKillAtStep = 100, kLastStep = 115;
+constexpr qint64 kTermAtStep = 60, kKillAtStep = 90, kLastStep = 110;
+constexpr int kReplicas = 2;
 constexpr double kMostRise = 1.05;
 
 // The mean loss of the last `count` steps before `step` (before: true), or of the first `count`
@@ -44,6 +51,14 @@ double meanLoss(const QJsonObject& status, qint64 step, int count, bool before) 
     for (auto it = first; it != first + count; ++it)
         sum += *it;
     return sum / count;
+}
+
+// The stages' checkpoint versions and routed nodes from /v1/status' training_stages.
+QJsonObject stageOf(const QJsonObject& status, int stage) {
+    for (const QJsonValue& v : status.value(u"training_stages").toArray())
+        if (v.toObject().value(u"stage").toInt() == stage)
+            return v.toObject();
+    return {};
 }
 
 } // namespace
@@ -81,7 +96,7 @@ private Q_SLOTS:
                 300'000);
         };
         std::vector<std::unique_ptr<SwarmNode>> nodes;
-        for (int i = 1; i <= 2; ++i)
+        for (int i = 1; i <= 2 * kReplicas; ++i)
             nodes.push_back(std::make_unique<SwarmNode>(url, dir.filePath(u"node-%1"_qs.arg(i)),
                                                         runDir + u"/tls.crt"_qs,
                                                         dir.filePath(u"node-%1.log"_qs.arg(i))));
@@ -114,12 +129,48 @@ private Q_SLOTS:
                                     .arg(stopped)
                                     .arg(before)
                                     .arg(after)));
+            // Each stage's weights were taken back from its replicas and published at the step the
+            // run resumed from — not the checkpoint of up to 50 steps before.
+            for (int stage = 0; stage < 2; ++stage) {
+                QVERIFY2(coordinator->err().contains(u"reclaim: stage %1: took"_qs.arg(stage).toUtf8()),
+                         coordinator->err().right(3000).constData());
+                QVERIFY2(integer(stageOf(s, stage), u"checkpoint_step") >= stopped - 2,
+                         qPrintable(describeSwarm(s)));
+            }
+            // Both replicas of each stage are back at work.
+            QVERIFY2(QTest::qWaitFor(
+                         [&] {
+                             (void)reached(0);
+                             return integer(stageOf(s, 0), u"nodes") == kReplicas &&
+                                    integer(stageOf(s, 1), u"nodes") == kReplicas;
+                         },
+                         120'000),
+                     qPrintable(describeSwarm(s)));
         }
         // And it keeps learning.
         QVERIFY2(reached(kLastStep), qPrintable(describeSwarm(s)));
         const double last = meanLoss(s, kLastStep, 5, true);
         QVERIFY2(last > 0 && last < first,
                  qPrintable(u"loss %1 at the end, %2 before the first restart"_qs.arg(last).arg(first)));
+        // The newest checkpoint of stage 1 damaged on disk while the coordinator is down (a disk
+        // error): refused at the next start in words, the version before it used, training goes on.
+        QCOMPARE(coordinator->terminate(30'000), 0);
+        const qint64 damaged = integer(stageOf(s, 1), u"checkpoint_version");
+        QFile file(runDir + u"/shards/stage-1-v%1.safetensors"_qs.arg(damaged));
+        QVERIFY2(file.open(QIODevice::ReadWrite), qPrintable(file.fileName()));
+        QVERIFY(file.seek(file.size() / 2));
+        QVERIFY(file.write(QByteArray(64, '\x5a')) == 64);
+        file.close();
+        coordinator = std::make_unique<CoordinatorProcess>(arguments(port));
+        QVERIFY2(coordinator->waitReady(), coordinator->err().right(3000).constData());
+        const QByteArray refusal = u"stage 1's checkpoint version %1"_qs.arg(damaged).toUtf8();
+        QVERIFY2(coordinator->err().contains(refusal) && coordinator->err().contains("refused"),
+                 coordinator->err().right(3000).constData());
+        QVERIFY2(reached(kLastStep + 8), qPrintable(describeSwarm(s)));
+        QVERIFY2(integer(stageOf(s, 1), u"checkpoint_version") > damaged, qPrintable(describeSwarm(s)));
+        const double resumed = meanLoss(s, kLastStep + 8, 5, true);
+        QVERIFY2(resumed > 0 && resumed < last * kMostRise,
+                 qPrintable(u"loss %1 after the damaged checkpoint, %2 before"_qs.arg(resumed).arg(last)));
         for (auto& node : nodes)
             QCOMPARE(node->stop(20'000), 0);
         QCOMPARE(coordinator->terminate(30'000), 0);

@@ -123,6 +123,30 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::start() {
     return server;
 }
 
+Status PostgresServer::stop() {
+    Result<QByteArray> r = runTool(QStringLiteral("pg_ctl"),
+                                   {QStringLiteral("-D"), dataDir(), QStringLiteral("-m"),
+                                    QStringLiteral("fast"), QStringLiteral("-w"), QStringLiteral("stop")},
+                                   kToolTimeoutMs);
+    if (!r)
+        return r.error();
+    m_running = false;
+    return {};
+}
+
+Status PostgresServer::startAgain() {
+    const QString log = m_dir->filePath(QStringLiteral("server.log"));
+    Result<QByteArray> r =
+        runTool(QStringLiteral("pg_ctl"),
+                {QStringLiteral("-D"), dataDir(), QStringLiteral("-l"), log, QStringLiteral("-w"),
+                 QStringLiteral("-t"), QStringLiteral("30"), QStringLiteral("start")},
+                kToolTimeoutMs);
+    if (!r)
+        return makeError(r.message() + "; server log: " + text(lastLines(log, 5)));
+    m_running = true;
+    return {};
+}
+
 PostgresServer::~PostgresServer() {
     if (m_running) {
         // Immediate: nothing here is worth a clean checkpoint.

@@ -29,6 +29,10 @@ public:
 
     // A new, empty database; returns its url, e.g. postgresql://tessera@/t3?host=/tmp/tessera-pg-x
     Result<QString> createDatabase();
+    // Stops the server as an operator's restart does (fast: clients disconnected, committed data
+    // kept), and starts it again on the same data and socket.
+    Status stop();
+    Status startAgain();
 
 private:
     PostgresServer(QString binDir, std::unique_ptr<QTemporaryDir> dir);

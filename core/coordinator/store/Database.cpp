@@ -257,8 +257,20 @@ Status Database::writeTransaction(const std::function<Status()>& body) {
     }
     const QString begin =
         m_backend == Backend::Sqlite ? QStringLiteral("BEGIN IMMEDIATE") : QStringLiteral("BEGIN");
-    if (Result<QSqlQuery> q = sql::exec(m_db, begin); !q)
-        return q.error();
+    if (Result<QSqlQuery> q = sql::exec(m_db, begin); !q) {
+        // A PostgreSQL server restarted (or a connection cut) leaves this one dead for good: open it
+        // again, once, before anything of the transaction ran. Callers keep what they could not write
+        // (TrainingStore retries it at its next flush).
+        if (m_backend != Backend::Postgres)
+            return q.error();
+        m_db.close();
+        if (!m_db.open())
+            return makeError(q.message() + "; connecting again failed: " + text(m_db.lastError().text()));
+        (void)sql::exec(m_db, QStringLiteral("SET client_min_messages TO WARNING"));
+        qInfo("database: connected to %s again", qPrintable(m_displayName));
+        if (Result<QSqlQuery> again = sql::exec(m_db, begin); !again)
+            return again.error();
+    }
     ++m_transactionDepth;
     Status s = body();
     --m_transactionDepth;

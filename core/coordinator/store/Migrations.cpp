@@ -147,6 +147,13 @@ const std::vector<Migration>& migrations() {
              // where a gradient can be a lie) only through this, set by an audit that judged one.
              "ALTER TABLE reputation ADD COLUMN backward_audited_through BIGINT NOT NULL DEFAULT 0",
          }},
+        {5,
+         "faults: a damaged checkpoint is refused, not served",
+         {
+             // Why the version's file was found damaged at a start ('' : usable). A refused version is
+             // neither loaded nor offered to nodes; its number is not used again.
+             "ALTER TABLE stage_versions ADD COLUMN refused TEXT NOT NULL DEFAULT ''",
+         }},
     };
     return all;
 }

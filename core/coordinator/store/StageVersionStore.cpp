@@ -8,7 +8,7 @@ namespace tessera::coordinator {
 namespace {
 
 const QString kSelect = QStringLiteral("SELECT stage, version, step, file, file_size, sha256, manifest_json, "
-                                       "created_at FROM stage_versions WHERE stage = ? ");
+                                       "created_at FROM stage_versions WHERE stage = ? AND refused = '' ");
 
 Result<std::optional<StageVersion>> readOne(Result<QSqlQuery> q) {
     if (!q)
@@ -38,9 +38,30 @@ Status StageVersionStore::add(const StageVersion& v) {
     return q ? Status() : Status(q.error());
 }
 
-Result<std::optional<StageVersion>> StageVersionStore::latest(int stage) {
+Result<std::optional<StageVersion>> StageVersionStore::latest(int stage, std::optional<qint64> below) {
+    if (below)
+        return readOne(sql::exec(m_db.connection(),
+                                 kSelect + QStringLiteral("AND version < ? ORDER BY version DESC LIMIT 1"),
+                                 {stage, *below}));
     return readOne(
         sql::exec(m_db.connection(), kSelect + QStringLiteral("ORDER BY version DESC LIMIT 1"), {stage}));
+}
+
+Status StageVersionStore::refuse(int stage, qint64 version, const QString& reason) {
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral("UPDATE stage_versions SET refused = ? WHERE stage = ? AND version = ?"),
+                  {reason.isEmpty() ? QStringLiteral("damaged") : reason, stage, version});
+    return q ? Status() : Status(q.error());
+}
+
+Result<qint64> StageVersionStore::highestVersion(int stage) {
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral("SELECT MAX(version) FROM stage_versions WHERE stage = ?"), {stage});
+    if (!q)
+        return q.error();
+    return q->next() ? q->value(0).toLongLong() : qint64(0);
 }
 
 Result<std::optional<StageVersion>> StageVersionStore::find(int stage, qint64 version) {

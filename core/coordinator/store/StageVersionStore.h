@@ -29,8 +29,12 @@ public:
 
     // A (stage, version) is published once: adding it again fails.
     Status add(const StageVersion& v);
-    Result<std::optional<StageVersion>> latest(int stage);
-    Result<std::optional<StageVersion>> find(int stage, qint64 version);
+    // The newest version not refused; `below`: the newest older than it.
+    Result<std::optional<StageVersion>> latest(int stage, std::optional<qint64> below = std::nullopt);
+    Result<std::optional<StageVersion>> find(int stage, qint64 version); // not refused
+    // The version's file was found damaged: never loaded or offered again.
+    Status refuse(int stage, qint64 version, const QString& reason);
+    Result<qint64> highestVersion(int stage); // refused ones included: numbers are not used again
 
 private:
     Database& m_db;

@@ -9,6 +9,7 @@
 #include "coordinator/store/TrainingStore.h"
 #include "coordinator/training/Averager.h"
 #include "coordinator/training/NodeProbes.h"
+#include "coordinator/training/Reclaim.h"
 #include "coordinator/trust/Reputation.h"
 
 namespace tessera::coordinator {
@@ -40,8 +41,11 @@ Membership::Membership(Database& db, MembershipSettings settings, int stages, Tr
 void Membership::rememberOnlineNodes() {
     if (Result<std::vector<NodeRecord>> online = NodeRegistry(m_db).list(NodeState::Online); online)
         for (const NodeRecord& n : *online)
-            if (n.lastSeenMs > m_clock() - kRejoinWindowMs)
+            if (n.lastSeenMs > m_clock() - kRejoinWindowMs) {
                 m_rejoining.insert(n.nodeId);
+                if (m_reclaim && n.stage)
+                    m_reclaim->expect(n.nodeId, *n.stage);
+            }
 }
 
 void Membership::onReady(const QString& node, const protocol::Ready& ready) {
@@ -53,7 +57,7 @@ void Membership::onReady(const QString& node, const protocol::Ready& ready) {
                 QStringLiteral("ready for stage %1, but this node is not assigned to it").arg(ready.stage)});
         return;
     }
-    if (m_router.hasNode(node) || m_ghosts.contains(node))
+    if (m_router.hasNode(node) || m_ghosts.contains(node) || (m_reclaim && m_reclaim->holds(node)))
         return;
     // A ban outlives `unavailable` then `ready`, reconnects and restarts (Reputation): a node that
     // failed an audit (or whose network is banned) is refused; one sitting out a strike is routed
@@ -76,6 +80,8 @@ void Membership::onReady(const QString& node, const protocol::Ready& ready) {
     m_reassigned.remove(node);
     if (!m_rejoining.remove(node))
         ++m_state.joins;
+    if (m_reclaim && m_reclaim->onReady(node, ready.stage))
+        return; // held until the stage's current weights are taken back
     const QStringList replicas = m_router.nodesOf(ready.stage);
     if (m_settings.ghostSync && !replicas.isEmpty()) {
         // Ghost: take the weights of a live replica first.
@@ -90,13 +96,18 @@ void Membership::onReady(const QString& node, const protocol::Ready& ready) {
 
 void Membership::onUnavailable(const QString& node, const QString& reason) {
     m_ghosts.remove(node);
+    if (m_reclaim)
+        m_reclaim->nodeGone(node);
     m_router.removeNode(node, reason.isEmpty() ? QStringLiteral("unavailable") : reason);
     m_averager.nodeGone(node);
 }
 
 void Membership::onClosed(const QString& node, bool stopping) {
     m_reassigned.remove(node);
-    const bool wasIn = m_router.hasNode(node) || m_ghosts.remove(node) > 0;
+    const bool held = m_reclaim && m_reclaim->holds(node);
+    if (m_reclaim)
+        m_reclaim->nodeGone(node);
+    const bool wasIn = m_router.hasNode(node) || m_ghosts.remove(node) > 0 || held;
     if (wasIn && !stopping)
         ++m_state.leaves;
     m_router.removeNode(node, QStringLiteral("disconnected"));
@@ -120,8 +131,22 @@ void Membership::route(const QString& node, int stage) {
         m_router.ban(node, QStringLiteral("it has a strike to sit out"));
 }
 
+void Membership::onReclaimed(const ReclaimOutcome& outcome,
+                             const std::function<bool(const QString&)>& connected) {
+    for (const QString& node : outcome.held) {
+        if (!connected(node))
+            continue;
+        if (outcome.keep.contains(node)) {
+            route(node, outcome.stage);
+            continue;
+        }
+        m_ghosts.insert(node, outcome.stage);
+        m_averager.startSync(node, outcome.stage);
+    }
+}
+
 int Membership::ghosts(int stage) const {
-    int n = 0;
+    int n = m_reclaim ? m_reclaim->waiting(stage) : 0;
     for (int s : m_ghosts)
         n += s == stage ? 1 : 0;
     return n;

@@ -20,6 +20,8 @@ namespace tessera::coordinator {
 
 class Averager;
 class Database;
+class Reclaim;
+struct ReclaimOutcome;
 class NodeProbes;
 class Router;
 struct TrainingState;
@@ -40,6 +42,11 @@ public:
     // Nodes a previous coordinator process had online shortly before this one started: their
     // first `ready` is a reconnection, not a join. Read before the session sweep marks them offline.
     void rememberOnlineNodes();
+    // After a restart, nodes ready on a stage are held while its weights are taken back (Reclaim).
+    void setReclaim(Reclaim* reclaim) { m_reclaim = reclaim; }
+    // The stage's reclaim closed (the checkpoint took what it found): the nodes holding its result
+    // are routed, every other node it held is synced from the checkpoint.
+    void onReclaimed(const ReclaimOutcome& outcome, const std::function<bool(const QString&)>& connected);
 
     void onReady(const QString& node, const protocol::Ready& ready);
     void onUnavailable(const QString& node, const QString& reason);
@@ -75,6 +82,7 @@ private:
     QHash<int, qint64> m_starvedSince; // stage → when it last had no node
     QSet<QString> m_rejoining;
     QSet<QString> m_sittingOut; // routed with a strike ban to sit out
+    Reclaim* m_reclaim = nullptr;
 };
 
 } // namespace tessera::coordinator

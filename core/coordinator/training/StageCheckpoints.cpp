@@ -7,6 +7,7 @@
 #include "protocol/ManifestSignature.h"
 #include "shard/InitialShards.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 
@@ -14,7 +15,8 @@ namespace tessera::coordinator {
 
 struct StageCheckpoints::Stage {
     std::unique_ptr<gpu::StageEngine> engine;
-    qint64 version = 0;
+    qint64 version = 0; // loaded or last published
+    qint64 highest = 0; // the highest number recorded, refused versions included
     qint64 step = 0;
     bool changed = false;
 };
@@ -31,12 +33,8 @@ Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::open(Database& db, c
                                                                  const QString& shardDir) {
     std::unique_ptr<StageCheckpoints> c(new StageCheckpoints(db, key, shardDir));
     StageVersionStore store(db);
+    std::vector<int> fellBack;
     for (int s = 0; s < config.stages; ++s) {
-        Result<std::optional<StageVersion>> latest = store.latest(s);
-        if (!latest)
-            return latest.error();
-        if (!*latest)
-            return makeError("stage " + std::to_string(s) + " has no published version");
         gpu::StageEngineOptions options;
         options.config = config;
         options.stage = s;
@@ -45,20 +43,54 @@ Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::open(Database& db, c
         Result<std::unique_ptr<gpu::StageEngine>> engine = gpu::StageEngine::create(options);
         if (!engine)
             return makeError("the checkpoint of stage " + std::to_string(s) + ": " + engine.message());
-        Result<gpu::ShardManifest> manifest =
-            gpu::ShardManifest::fromJson((*latest)->manifestJson.toStdString());
-        if (!manifest)
-            return makeError("the manifest of stage " + std::to_string(s) + ": " + manifest.message());
-        const QString file = QDir(shardDir).filePath((*latest)->file);
-        if (Status loaded = (*engine)->loadShard(file.toStdString(), *manifest); !loaded)
-            return makeError("loading the checkpoint of stage " + std::to_string(s) + " (" +
-                             file.toStdString() + "): " + loaded.message());
+        // The newest version whose file checks against its manifest; a damaged one (a disk error, a
+        // file cut short or edited) is refused in words and the one before it is used.
+        std::optional<qint64> below;
+        std::string damaged;
+        std::optional<StageVersion> loaded;
+        while (!loaded) {
+            Result<std::optional<StageVersion>> latest = store.latest(s, below);
+            if (!latest)
+                return latest.error();
+            if (!*latest)
+                return makeError("stage " + std::to_string(s) + " has no usable published version" +
+                                 (damaged.empty() ? std::string() : " (" + damaged + ")"));
+            const StageVersion& v = **latest;
+            const QString file = QDir(shardDir).filePath(v.file);
+            Result<gpu::ShardManifest> manifest = gpu::ShardManifest::fromJson(v.manifestJson.toStdString());
+            Status ok =
+                manifest ? (*engine)->loadShard(file.toStdString(), *manifest) : Status(manifest.error());
+            if (ok) {
+                loaded = v;
+                break;
+            }
+            const std::string why =
+                "version " + std::to_string(v.version) + " (" + file.toStdString() + "): " + ok.message();
+            qWarning("checkpoints: stage %d's checkpoint %s — refused; using the version before it", s,
+                     why.c_str());
+            if (Status refused = store.refuse(s, v.version, QString::fromStdString(why)); !refused)
+                return makeError("refusing a damaged checkpoint: " + refused.message());
+            damaged += (damaged.empty() ? "" : "; ") + why;
+            below = v.version;
+        }
+        Result<qint64> highest = store.highestVersion(s);
+        if (!highest)
+            return highest.error();
         auto stage = std::make_unique<Stage>();
         stage->engine = std::move(*engine);
-        stage->version = (*latest)->version;
-        stage->step = (*latest)->step;
+        stage->version = loaded->version;
+        stage->highest = *highest;
+        stage->step = loaded->step;
+        if (stage->highest > stage->version)
+            fellBack.push_back(s);
         c->m_stages.push_back(std::move(stage));
     }
+    // What was used instead is published again under a new number at once: a node holding the
+    // damaged version is never offered an older one (it would refuse a rollback).
+    for (int s : fellBack)
+        if (Status published = c->publishStage(s, c->step(s), QDateTime::currentMSecsSinceEpoch(), 3);
+            !published)
+            return published.error();
     return c;
 }
 
@@ -126,46 +158,52 @@ Status StageCheckpoints::applyGradients(int stage, int rank, std::span<const flo
 Result<int> StageCheckpoints::publish(qint64 step, qint64 nowMs, int keep) {
     int published = 0;
     for (int i = 0; i < stages(); ++i) {
-        Stage& s = *m_stages[std::size_t(i)];
-        if (!s.changed)
+        if (!m_stages[std::size_t(i)]->changed)
             continue;
-        const qint64 version = s.version + 1;
-        const QString name = QString::fromStdString(gpu::stageShardFileName(i, version));
-        const QString path = QDir(m_shardDir).filePath(name);
-        Result<gpu::ShardManifest> manifest = s.engine->saveShard(path.toStdString(), version, step);
-        if (!manifest)
-            return makeError("writing the checkpoint of stage " + std::to_string(i) + ": " +
-                             manifest.message());
-        manifest->file = name.toStdString();
-        protocol::signManifest(*manifest, m_key);
-        StageVersion v;
-        v.stage = i;
-        v.version = version;
-        v.step = step;
-        v.file = name;
-        v.fileSize = qint64(manifest->fileSize);
-        v.sha256 = QString::fromStdString(manifest->sha256);
-        v.manifestJson = QString::fromStdString(manifest->toJson());
-        v.createdAtMs = nowMs;
-        if (Status added = StageVersionStore(m_db).add(v); !added) {
-            QFile::remove(path);
-            return makeError("recording the checkpoint of stage " + std::to_string(i) + ": " +
-                             added.message());
-        }
-        s.version = version;
-        s.step = step;
-        s.changed = false;
+        if (Status s = publishStage(i, step, nowMs, keep); !s)
+            return s.error();
         ++published;
-        // The newest versions stay downloadable; older files go (their rows stay, for history).
-        for (qint64 old = version - keep; old >= 1; --old) {
-            const QString oldPath =
-                QDir(m_shardDir).filePath(QString::fromStdString(gpu::stageShardFileName(i, old)));
-            if (!QFile::exists(oldPath))
-                break;
-            QFile::remove(oldPath);
-        }
     }
     return published;
+}
+
+Status StageCheckpoints::publishStage(int i, qint64 step, qint64 nowMs, int keep) {
+    Stage& s = *m_stages[std::size_t(i)];
+    // Above every number used, refused ones included.
+    const qint64 version = std::max(s.version, s.highest) + 1;
+    const QString name = QString::fromStdString(gpu::stageShardFileName(i, version));
+    const QString path = QDir(m_shardDir).filePath(name);
+    Result<gpu::ShardManifest> manifest = s.engine->saveShard(path.toStdString(), version, step);
+    if (!manifest)
+        return makeError("writing the checkpoint of stage " + std::to_string(i) + ": " + manifest.message());
+    manifest->file = name.toStdString();
+    protocol::signManifest(*manifest, m_key);
+    StageVersion v;
+    v.stage = i;
+    v.version = version;
+    v.step = step;
+    v.file = name;
+    v.fileSize = qint64(manifest->fileSize);
+    v.sha256 = QString::fromStdString(manifest->sha256);
+    v.manifestJson = QString::fromStdString(manifest->toJson());
+    v.createdAtMs = nowMs;
+    if (Status added = StageVersionStore(m_db).add(v); !added) {
+        QFile::remove(path);
+        return makeError("recording the checkpoint of stage " + std::to_string(i) + ": " + added.message());
+    }
+    s.version = version;
+    s.highest = version;
+    s.step = step;
+    s.changed = false;
+    // The newest versions stay downloadable; older files go (their rows stay, for history).
+    for (qint64 old = version - keep; old >= 1; --old) {
+        const QString oldPath =
+            QDir(m_shardDir).filePath(QString::fromStdString(gpu::stageShardFileName(i, old)));
+        if (!QFile::exists(oldPath))
+            break;
+        QFile::remove(oldPath);
+    }
+    return {};
 }
 
 } // namespace tessera::coordinator

@@ -29,7 +29,8 @@ class Database;
 
 class StageCheckpoints final {
 public:
-    // Loads each stage's latest published version (verified against its manifest).
+    // Loads each stage's latest published version (verified against its manifest); a damaged one is
+    // refused (recorded, never offered again), the version before it loaded and published anew.
     static Result<std::unique_ptr<StageCheckpoints>>
     open(Database& db, const Identity& key, const gpu::ModelConfig& config, const QString& shardDir);
     ~StageCheckpoints();
@@ -58,6 +59,7 @@ public:
 
 private:
     struct Stage;
+    Status publishStage(int stage, qint64 step, qint64 nowMs, int keep);
     StageCheckpoints(Database& db, const Identity& key, QString shardDir);
     Database& m_db;
     const Identity& m_key;

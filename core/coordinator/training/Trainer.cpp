@@ -3,6 +3,7 @@
 
 #include "coordinator/api/SessionApi.h"
 #include "coordinator/store/ReputationStore.h"
+#include "coordinator/training/Reclaim.h"
 #include "coordinator/training/StageCheckpoints.h"
 #include "protocol/TaskMessage.h"
 #include "train/TrainingData.h"
@@ -171,6 +172,37 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     t->m_membership =
         std::make_unique<Membership>(db, settings.membership, config.stages, t->m_state, *t->m_router,
                                      *t->m_averager, *t->m_probes, sendText, clock);
+    // After a restart the stages' current weights are the nodes', not the published checkpoint's.
+    ReclaimSettings reclaim;
+    reclaim.partitions = partitions;
+    reclaim.learningRate = settings.gradients.schedule.peak;
+    reclaim.lookAhead = settings.gradients.lookAhead;
+    Database* database = &db;
+    t->m_reclaim = std::make_unique<Reclaim>(
+        reclaim, [self](int stage) { return self->m_state.step - self->m_checkpoints->step(stage); },
+        [cp, partitions](int stage) {
+            Result<std::vector<float>> v = cp->values(stage, -1, partitions);
+            return v ? std::move(*v) : std::vector<float>();
+        },
+        [database](const QString& node) {
+            Result<ReputationRecord> r = ReputationStore(*database).get(ReputationStore::nodeSubject(node));
+            return r ? r->auditsFailed : 1;
+        },
+        sendText, clock);
+    connect(t->m_reclaim.get(), &Reclaim::settled, self, [self](const ReclaimOutcome& outcome) {
+        if (!outcome.values.empty()) {
+            const int parts = self->m_settings.averaging.partitions;
+            if (Status took = self->m_checkpoints->take(outcome.stage, -1, parts, outcome.values); !took)
+                qWarning("trainer: the checkpoint of stage %d did not take the reclaimed weights: %s",
+                         outcome.stage, took.message().c_str());
+            else if (Result<int> published = self->m_checkpoints->publish(self->m_state.step, self->now());
+                     !published)
+                qWarning("trainer: %s", published.message().c_str());
+        }
+        self->m_membership->onReclaimed(
+            outcome, [self](const QString& node) { return self->m_sessions.isConnected(node); });
+    });
+    t->m_membership->setReclaim(t->m_reclaim.get());
     // Read before the session sweep marks them offline: nodes a recent previous process had.
     t->m_membership->rememberOnlineNodes();
     connect(t->m_averager.get(), &Averager::synced, self, [self](const QString& ghost, int stage, bool ok) {
@@ -189,6 +221,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
         if (self->m_gradients)
             self->m_gradients->tick();
         self->m_auditor->tick();
+        self->m_reclaim->tick();
     });
     t->m_tickTimer.start();
     t->m_balanceTimer.setInterval(std::chrono::seconds(2));
@@ -247,7 +280,7 @@ void Trainer::sessionBinary(const QString& nodeId, const QByteArray& bytes) {
     if (const auto* result = std::get_if<protocol::TaskResult>(&*header))
         m_router->onResult(nodeId, *result, *message);
     else if (const auto* share = std::get_if<protocol::AverageShare>(&*header)) {
-        if (!m_auditor->onShare(nodeId, *share, *message))
+        if (!m_reclaim->onShare(nodeId, *share, *message) && !m_auditor->onShare(nodeId, *share, *message))
             m_averager->onShare(nodeId, *share, *message);
     } else if (const auto* gradient = std::get_if<protocol::GradientShare>(&*header)) {
         if (m_gradients)

@@ -106,6 +106,7 @@ private:
     std::unique_ptr<GradientAverager> m_gradients; // null when gradient averaging is off
     std::unique_ptr<TrainingLoop> m_loop;
     std::unique_ptr<Router> m_router;
+    std::unique_ptr<Reclaim> m_reclaim;
     std::unique_ptr<Membership> m_membership;
     bool m_stopped = false;
     QTimer m_flushTimer;

@@ -13,11 +13,33 @@ NodeSession::NodeSession(QUrl url, QSslConfiguration ssl, std::chrono::milliseco
     , m_url(std::move(url))
     , m_ssl(std::move(ssl)) {
     m_heartbeat.setInterval(heartbeatInterval);
-    connect(&m_heartbeat, &QTimer::timeout, this, [this] { send(protocol::Heartbeat{}); });
+    connect(&m_heartbeat, &QTimer::timeout, this, [this] {
+        // A link cut silently (a router, a NAT, a coordinator machine that vanished) brings no close:
+        // without acks for three heartbeats (10 s at least) the socket is given up and opened again.
+        if (m_open && m_sinceAck.isValid() && m_sinceAck.elapsed() > m_opening.interval()) {
+            qWarning("node: no answer from the coordinator for %lld s; connecting again",
+                     qlonglong(m_sinceAck.elapsed() / 1000));
+            m_socket.abort();
+            return;
+        }
+        send(protocol::Heartbeat{});
+    });
+    // Opening can hang as long as the link is cut (a TCP connection made, no TLS answer).
+    m_opening.setSingleShot(true);
+    m_opening.setInterval(
+        std::max<std::chrono::milliseconds>(3 * heartbeatInterval, std::chrono::seconds(10)));
+    connect(&m_opening, &QTimer::timeout, this, [this] {
+        if (m_socket.state() != QAbstractSocket::UnconnectedState && !m_open) {
+            qWarning("node: the coordinator did not answer the session's opening; trying again");
+            m_socket.abort();
+        }
+    });
     m_reconnect.setSingleShot(true);
     connect(&m_reconnect, &QTimer::timeout, this, &NodeSession::connectNow);
     connect(&m_socket, &QWebSocket::connected, this, [this] {
         m_open = true;
+        m_opening.stop();
+        m_sinceAck.start();
         m_backoff.reset();
         m_heartbeat.start();
         send(protocol::Heartbeat{});
@@ -47,6 +69,7 @@ void NodeSession::close() {
     m_wanted = false;
     m_reconnect.stop();
     m_heartbeat.stop();
+    m_opening.stop();
     if (m_socket.state() != QAbstractSocket::UnconnectedState)
         m_socket.close(QWebSocketProtocol::CloseCodeNormal, QStringLiteral("node stopping"));
 }
@@ -58,6 +81,7 @@ void NodeSession::connectNow() {
     request.setSslConfiguration(m_ssl);
     m_socket.setSslConfiguration(m_ssl);
     request.setRawHeader("Authorization", "Bearer " + m_token.toLatin1());
+    m_opening.start();
     m_socket.open(request);
 }
 
@@ -80,6 +104,7 @@ void NodeSession::onText(const QString& text) {
     }
     if (std::holds_alternative<protocol::HeartbeatAck>(*m)) {
         m_lastAckMs = QDateTime::currentMSecsSinceEpoch();
+        m_sinceAck.start();
         return;
     }
     Q_EMIT message(*m);
@@ -88,6 +113,7 @@ void NodeSession::onText(const QString& text) {
 void NodeSession::onDisconnected() {
     const bool wasOpen = std::exchange(m_open, false);
     m_heartbeat.stop();
+    m_opening.stop();
     const QString reason = m_socket.closeReason().isEmpty() ? m_socket.errorString() : m_socket.closeReason();
     if (!m_wanted)
         return;

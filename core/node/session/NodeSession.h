@@ -1,7 +1,7 @@
 #pragma once
 // NodeSession: the node's /v1/session WebSocket — opened with the bearer token, kept alive with
-// heartbeats, reopened with back-off when the connection drops. Text messages carry control,
-// binary ones tensors (TaskMessage).
+// heartbeats, reopened with back-off when the connection drops — or goes silent (no ack for three
+// heartbeats) or its opening hangs. Text messages carry control, binary ones tensors (TaskMessage).
 //
 // States: Closed → Connecting → Open → (dropped) Connecting … ; a 1008 close (token revoked or
 // expired) is final: `invalidated` tells the node to admit again.
@@ -9,6 +9,7 @@
 #include "common/Backoff.h"
 #include "protocol/SessionMessages.h"
 
+#include <QElapsedTimer>
 #include <QJsonObject>
 #include <QObject>
 #include <QSslConfiguration>
@@ -58,6 +59,8 @@ private:
     QWebSocket m_socket;
     QTimer m_heartbeat;
     QTimer m_reconnect;
+    QTimer m_opening;         // an opening that hangs is given up
+    QElapsedTimer m_sinceAck; // monotonic: a silent link is noticed whatever the wall clock does
     Backoff m_backoff{std::chrono::seconds(1), std::chrono::seconds(60)};
     bool m_wanted = false;
     bool m_open = false;

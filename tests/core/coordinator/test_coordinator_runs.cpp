@@ -1,7 +1,9 @@
 // tessera-coordinator refusing to start a run it cannot keep: a dataset that is not there, not
 // readable or not what the run was created with, plain HTTP anywhere but loopback, and a data dir
 // another coordinator is using (three once ran on one, each writing the same shards and database);
-// a lock left by a coordinator that was killed does not keep the next one out.
+// a lock left by a coordinator that was killed does not keep the next one out; SIGTERM while a large
+// run is being created (minutes of writing shards, once ignored for more than 15 s) stops it within
+// seconds, and what it left is not taken for a run by the next start.
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "base/ShardManifest.h"
@@ -9,6 +11,7 @@
 #include "protocol/AdmissionClaims.h"
 #include "protocol/ManifestSignature.h"
 #include <QCryptographicHash>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -17,6 +20,8 @@
 #include <QNetworkAccessManager>
 #include <QNetworkReply>
 #include <QProcess>
+#include <QSqlDatabase>
+#include <QSqlQuery>
 #include <QSslCertificate>
 #include <QSslConfiguration>
 #include <QStandardPaths>
@@ -35,6 +40,7 @@ private Q_SLOTS:
     void datasetIsCheckedStoredAndNeverChanges();
     void plainHttpOffLoopbackRefused();
     void oneCoordinatorPerDataDir();
+    void sigtermStopsARunBeingCreated();
 
 private:
     QStringList args(const QString& dataDir, const QStringList& extra = {}) const {
@@ -135,6 +141,34 @@ void TestCoordinatorRuns::oneCoordinatorPerDataDir() {
     CoordinatorProcess third(a);
     QVERIFY2(third.waitReady(), third.err().constData());
     QVERIFY(third.out().contains("resumed the run"));
+}
+
+void TestCoordinatorRuns::sigtermStopsARunBeingCreated() {
+    const QString dir = m_dir.filePath(QStringLiteral("creating"));
+    const QStringList a = args(dir, {QStringLiteral("--insecure-loopback"), QStringLiteral("--model"),
+                                     QStringLiteral("8b"), QStringLiteral("--stages"), QStringLiteral("7")});
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        CoordinatorProcess creating(a);
+        // In the middle of building stage 0's 1.15B weights (the whole run takes over 10 minutes here).
+        QVERIFY(QTest::qWaitFor([&] { return creating.err().contains("creating the run"); }, 60'000));
+        QTest::qWait(1'500);
+        QElapsedTimer stopping;
+        stopping.start();
+        QCOMPARE(creating.terminate(10'000), 128 + 15);
+        QVERIFY2(stopping.elapsed() < 5'000, QByteArray::number(stopping.elapsed()).constData());
+        QVERIFY2(creating.err().contains("stopped while starting"), creating.err().constData());
+        // No version of any stage was recorded: the next start creates the run again rather than
+        // serving shards half written (the second attempt shows it does, taking the dead one's lock).
+        {
+            QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("check"));
+            db.setDatabaseName(dir + QStringLiteral("/coordinator.sqlite"));
+            QVERIFY(db.open());
+            QSqlQuery q(QStringLiteral("SELECT COUNT(*) FROM stage_versions"), db);
+            QVERIFY(q.next());
+            QCOMPARE(q.value(0).toInt(), 0);
+        }
+        QSqlDatabase::removeDatabase(QStringLiteral("check"));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestCoordinatorRuns)

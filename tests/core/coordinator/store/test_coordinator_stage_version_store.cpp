@@ -1,5 +1,6 @@
 // StageVersionStore on a real SQLite file and a real PostgreSQL server: versions of a stage are
-// published once, found again intact, and the newest one is the stage's latest.
+// published once, found again intact, and the newest one is the stage's latest; a version refused
+// as damaged is neither latest nor found, the one before it is, and its number is not used again.
 #include "DatabaseBackends.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/StageVersionStore.h"
@@ -47,6 +48,8 @@ private Q_SLOTS:
     void addFindAndLatest();
     void publishedOnce_data() { test::DatabaseBackends::addRows(); }
     void publishedOnce();
+    void refusedIsNeverOffered_data() { test::DatabaseBackends::addRows(); }
+    void refusedIsNeverOffered();
 };
 
 void TestCoordinatorStageVersionStore::addFindAndLatest() {
@@ -88,6 +91,25 @@ void TestCoordinatorStageVersionStore::publishedOnce() {
     other.sha256 = QString(64, u'f');
     QVERIFY(!versions.add(other));
     QCOMPARE(versions.find(0, 1).value()->sha256, version(0, 1).sha256);
+}
+
+void TestCoordinatorStageVersionStore::refusedIsNeverOffered() {
+    std::unique_ptr<Database> db = open(freshUrl());
+    if (!db)
+        return;
+    StageVersionStore versions(*db);
+    for (qint64 v : {1, 2, 3})
+        QVERIFY(versions.add(version(0, v)));
+    QCOMPARE(versions.latest(0, 3).value().value().version, 2); // the newest below 3
+    Status refused = versions.refuse(0, 3, QStringLiteral("sha256 mismatch"));
+    QVERIFY2(refused, failure(refused));
+    QCOMPARE(versions.latest(0).value().value().version, 2);
+    QVERIFY(!versions.find(0, 3).value().has_value());
+    QCOMPARE(versions.highestVersion(0).value(), 3); // the next publish is 4, not 3 again
+    QVERIFY(versions.refuse(0, 2, QString()));
+    QVERIFY(versions.refuse(0, 1, QString()));
+    QVERIFY(!versions.latest(0).value().has_value()); // nothing usable: the start says so
+    QCOMPARE(versions.highestVersion(1).value(), 0);
 }
 
 QTEST_GUILESS_MAIN(TestCoordinatorStageVersionStore)

@@ -1,0 +1,122 @@
+#pragma once
+// Reclaim: after a coordinator restart, each stage's current weights taken back from the nodes that
+// held them — checked — instead of the last published checkpoint (up to `checkpoint-every` steps old
+// after a SIGKILL, and a clean stop's publish covers only what the checkpoint had applied).
+//
+// The nodes a previous process had online within the rejoin window are expected back. The first of
+// them ready on a stage opens the stage's reclaim: each expected node ready on it within `windowMs`
+// is asked for all its weights (`sync_request`, the message of a ghost sync and an audit) and gets no
+// task meanwhile. The reclaim closes when every expected node of the stage answered, left or the
+// deadline passed. What a node sends is a candidate only when
+//   - it is finite, of the stage's size, from a node that never failed an audit, and
+//   - every weight lies within what honest training could have moved it from the published
+//     checkpoint: |w − c| ≤ k · lr · (κ·(1 + look-ahead) + wd · (|c| + k · lr · κ)) per coordinate,
+//     k = the steps since the checkpoint plus slack, κ = 2 (AdamW moves a weight by at most ~1.17 lr
+//     a step with β₁ = 0.9, β₂ = 0.95: |m̂/√v̂| ≤ (1−β₁)/√(1−β₂) · (1 − β₁²/β₂)^−½).
+// Of the candidates: one is adopted as it is; two that agree (relative distance ≤ agreeTolerance)
+// give their mean, two that do not the one nearer the checkpoint (a liar can cost the steps since
+// the checkpoint, never move a weight further than training could); three or more give the robust
+// combination (trust/RobustCombine: the coordinate-wise median of centered-clipped shares). The
+// checkpoint takes the result and is published at once; a node whose weights are the result bit for
+// bit goes on with them, every other node of the stage (refused, outvoted, or new and held while
+// the stage was open) is synced from the checkpoint. No candidate: the published checkpoint stands
+// (nothing better is known) and the nodes sync from it.
+
+#include "protocol/SessionMessages.h"
+#include "protocol/TaskMessage.h"
+
+#include <QHash>
+#include <QObject>
+#include <QSet>
+#include <QString>
+#include <QStringList>
+
+#include <functional>
+#include <map>
+#include <vector>
+
+namespace tessera::coordinator {
+
+struct ReclaimSettings {
+    qint64 windowMs = 10'000;   // the stage's other expected nodes are asked if ready this soon
+    qint64 deadlineMs = 60'000; // for the weights asked for
+    double learningRate = 3e-3; // the peak the nodes could have applied
+    double weightDecay = 0.1;
+    double lookAhead = 0;
+    qint64 slackSteps = 10; // steps a node may have applied beyond the last one the database holds
+    double agreeTolerance = 1e-2;
+    int partitions = 20; // the order the weights travel in
+};
+
+// What a stage's reclaim found: the values to adopt (empty: none), the nodes that hold them bit for
+// bit, and every node the stage held meanwhile.
+struct ReclaimOutcome {
+    int stage = 0;
+    std::vector<float> values;
+    QStringList keep;       // their weights are `values`: routed as they are
+    QStringList candidates; // answers that passed the checks
+    QStringList refused;    // answers that did not (why: in `summary`)
+    QStringList held;       // every node held on the stage (asked or not), connected or not
+    QString summary;        // one line for the log
+};
+
+class Reclaim final : public QObject {
+    Q_OBJECT
+
+public:
+    using SendText = std::function<bool(const QString& node, const protocol::SessionMessage& message)>;
+    using Clock = std::function<qint64()>;
+    using Reference = std::function<std::vector<float>(int stage)>; // the published checkpoint's weights
+    using FailedAudits = std::function<int(const QString& node)>;
+
+    // `stepsSinceCheckpoint(stage)`: the database's step less the checkpoint's.
+    Reclaim(ReclaimSettings settings, std::function<qint64(int stage)> stepsSinceCheckpoint,
+            Reference reference, FailedAudits failedAudits, SendText sendText, Clock clock);
+
+    // A node the previous process had online on `stage`: its weights are asked for when it is ready.
+    void expect(const QString& node, int stage);
+    // The node is ready on `stage`: true when the reclaim took it (its weights are asked for, or it
+    // waits for the stage's reclaim to close); false: the usual path.
+    bool onReady(const QString& node, int stage);
+    // A node's average_share: true when it answered this reclaim's request.
+    bool onShare(const QString& node, const protocol::AverageShare& share,
+                 const protocol::TaskMessage& message);
+    void nodeGone(const QString& node);
+    void tick();
+    bool holds(const QString& node) const;
+    int waiting(int stage) const; // nodes held on the stage
+
+    // The per-coordinate bound and the choice, on their own (tests).
+    static ReclaimOutcome choose(int stage, const std::map<QString, std::vector<float>>& answers,
+                                 const std::vector<float>& reference, qint64 steps,
+                                 const ReclaimSettings& settings);
+
+Q_SIGNALS:
+    void settled(const ReclaimOutcome& outcome);
+
+private:
+    struct Stage {
+        bool open = false;
+        bool closed = false;
+        qint64 openedAtMs = 0;
+        qint64 deadlineMs = 0;
+        QHash<QString, qint64> asked; // node → round, until it answers or leaves
+        std::map<QString, std::vector<float>> answers;
+        QStringList held; // every node ready on the stage while it was open
+    };
+    void ask(int stage, Stage& s, const QString& node);
+    void maybeClose(int stage);
+    void close(int stage);
+
+    ReclaimSettings m_settings;
+    std::function<qint64(int)> m_stepsSinceCheckpoint;
+    Reference m_reference;
+    FailedAudits m_failedAudits;
+    SendText m_sendText;
+    Clock m_clock;
+    QHash<QString, int> m_expected; // node → stage
+    std::map<int, Stage> m_stages;
+    qint64 m_nextRound = qint64(1) << 40; // apart from the auditor's and averager's rounds
+};
+
+} // namespace tessera::coordinator
