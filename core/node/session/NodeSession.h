@@ -24,6 +24,10 @@ class NodeSession final : public QObject {
     Q_OBJECT
 
 public:
+    // Results and shares written but not yet taken by the coordinator; past this the session is
+    // dropped rather than the node's memory growing (a result is at most kTaskMessageMaxBytes).
+    static constexpr qint64 kMaxUnsentBytes = qint64(1) << 30;
+
     NodeSession(QUrl url, QSslConfiguration ssl, std::chrono::milliseconds heartbeatInterval,
                 QObject* parent = nullptr);
 
@@ -51,6 +55,7 @@ private:
     void connectNow();
     void onText(const QString& text);
     void onDisconnected();
+    void checkUnsent();
 
     QUrl m_url;
     QSslConfiguration m_ssl;
