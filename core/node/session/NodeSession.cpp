@@ -1,5 +1,6 @@
 #include "node/session/NodeSession.h"
 
+#include "common/MonotonicClock.h"
 #include "protocol/TaskMessage.h"
 
 #include <QDateTime>
@@ -92,7 +93,7 @@ void NodeSession::onText(const QString& text) {
         return;
     }
     if (std::holds_alternative<protocol::HeartbeatAck>(*m)) {
-        m_lastAckMs = QDateTime::currentMSecsSinceEpoch();
+        m_lastAckMs = MonotonicClock::nowMs();
         return;
     }
     Q_EMIT message(*m);

@@ -38,7 +38,7 @@ public:
     // A binary message (a TaskMessage: a task's result, an averaging share); dropped when closed.
     // Written to the socket before it returns: `message` may be a view of a buffer about to go.
     void sendBinary(const QByteArray& message);
-    qint64 lastAckMs() const { return m_lastAckMs; }
+    qint64 lastAckMs() const { return m_lastAckMs; } // MonotonicClock::nowMs() of the last heartbeat ack
 
 Q_SIGNALS:
     void opened();
