@@ -48,7 +48,8 @@ SingleInstance::Claim SingleInstance::claim() {
         } else {
             Result<QString> dir = PrivateSocketDir::path();
             if (!dir)
-                return blocked(PrivateSocketDir::candidate(), std::nullopt, QString::fromStdString(dir.message()));
+                return blocked(PrivateSocketDir::candidate(), std::nullopt,
+                               QString::fromStdString(dir.message()));
             m_path = *dir + u'/' + m_name;
         }
     }
@@ -121,8 +122,9 @@ SingleInstance::Asked SingleInstance::askToShow() {
     const std::optional<unsigned> peer = PrivateSocketDir::peerUid(socket.socketDescriptor());
     if (peer && *peer != PrivateSocketDir::ownUid()) {
         socket.abort();
-        blocked(m_path, peer,
-                QStringLiteral("the local socket %1 is held by another user (uid %2)").arg(m_path).arg(*peer));
+        blocked(
+            m_path, peer,
+            QStringLiteral("the local socket %1 is held by another user (uid %2)").arg(m_path).arg(*peer));
         return Asked::Blocked;
     }
     socket.write(QByteArray(kShow) + '\n');

@@ -60,7 +60,8 @@ Status SmallFilesystem::mount(qint64 bytes) {
 
 Status SmallFilesystem::resize(qint64 bytes) {
     const QByteArray options = "size=" + QByteArray::number(bytes);
-    if (::mount("tmpfs", QFile::encodeName(m_path).constData(), "tmpfs", MS_REMOUNT, options.constData()) != 0)
+    if (::mount("tmpfs", QFile::encodeName(m_path).constData(), "tmpfs", MS_REMOUNT, options.constData()) !=
+        0)
         return makeError(std::string("cannot resize the tmpfs: ") + std::strerror(errno));
     return {};
 }
@@ -73,7 +74,8 @@ qint64 SmallFilesystem::freeBytes() const {
 }
 
 Result<qint64> SmallFilesystem::fill() {
-    const int fd = ::open(QFile::encodeName(fillerPath(m_path)).constData(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    const int fd =
+        ::open(QFile::encodeName(fillerPath(m_path)).constData(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd < 0)
         return makeError(std::string("cannot create the filler: ") + std::strerror(errno));
     const std::vector<char> block(64 * 1024, 'f');

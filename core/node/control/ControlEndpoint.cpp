@@ -76,8 +76,8 @@ QString ControlEndpoint::socketPath() const {
     const QByteArray hash =
         QCryptographicHash::hash(QFile::encodeName(m_canonicalDir), QCryptographicHash::Sha256).toHex();
     // Not the shared temp dir itself: another local user could take the name there first.
-    return PrivateSocketDir::candidate() + QStringLiteral("/tessera-node-") + QString::fromLatin1(hash.left(16)) +
-           QStringLiteral(".sock");
+    return PrivateSocketDir::candidate() + QStringLiteral("/tessera-node-") +
+           QString::fromLatin1(hash.left(16)) + QStringLiteral(".sock");
 }
 
 qsizetype ControlEndpoint::maxSocketPathBytes() {

@@ -4,9 +4,9 @@
 #include "common/Identity.h"
 #include "common/Version.h"
 #include "node/session/CoordinatorClient.h"
+#include "node/shard/ManifestVersions.h"
 #include "node/shard/ShardDownload.h"
 #include "protocol/AdmissionClaims.h"
-#include "node/shard/ManifestVersions.h"
 #include "protocol/ManifestSignature.h"
 
 #include <QDateTime>

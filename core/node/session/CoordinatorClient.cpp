@@ -92,24 +92,25 @@ void CoordinatorClient::watch(QNetworkReply* reply, Callback done) {
         body->append(reply->readAll());
     };
     connect(reply, &QNetworkReply::readyRead, this, take);
-    connect(reply, &QNetworkReply::finished, this, [reply, body, tooLarge, limit, take, done = std::move(done)] {
-        take();
-        HttpReply r;
-        r.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-        r.body = std::move(*body);
-        r.retryAfter = reply->rawHeader("Retry-After");
-        if (*tooLarge) {
-            r.status = 0;
-            r.body.clear();
-            r.networkError = QStringLiteral("the coordinator's answer to %1 is over %2 MiB; refused")
-                                 .arg(reply->url().path())
-                                 .arg(limit >> 20);
-        } else if (r.status == 0) {
-            r.networkError = reply->errorString();
-        }
-        reply->deleteLater();
-        done(r);
-    });
+    connect(reply, &QNetworkReply::finished, this,
+            [reply, body, tooLarge, limit, take, done = std::move(done)] {
+                take();
+                HttpReply r;
+                r.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+                r.body = std::move(*body);
+                r.retryAfter = reply->rawHeader("Retry-After");
+                if (*tooLarge) {
+                    r.status = 0;
+                    r.body.clear();
+                    r.networkError = QStringLiteral("the coordinator's answer to %1 is over %2 MiB; refused")
+                                         .arg(reply->url().path())
+                                         .arg(limit >> 20);
+                } else if (r.status == 0) {
+                    r.networkError = reply->errorString();
+                }
+                reply->deleteLater();
+                done(r);
+            });
 }
 
 void CoordinatorClient::get(const QString& path, Callback done, int timeoutMs) {

@@ -30,21 +30,24 @@ Status ManifestVersions::accept(const gpu::ShardManifest& manifest, const QByteA
     if (!stored.isEmpty()) {
         const qint64 version = stored.value(u"version").toInteger(-1);
         if (manifest.version < version)
-            return makeError("the coordinator offered version " + std::to_string(manifest.version) + " of stage " +
-                             std::to_string(manifest.stage) + ", older than version " + std::to_string(version) +
+            return makeError("the coordinator offered version " + std::to_string(manifest.version) +
+                             " of stage " + std::to_string(manifest.stage) + ", older than version " +
+                             std::to_string(version) +
                              " this node already accepted for this run; refusing to roll the weights back "
                              "(if the operator restored an older checkpoint on purpose, remove " +
                              m_files.path(fileName()).toStdString() + ")");
         if (manifest.version == version && stored.value(u"sha256").toString() != sha256)
             return makeError("the coordinator signed two different shards as version " +
-                             std::to_string(manifest.version) + " of stage " + std::to_string(manifest.stage) +
-                             "; refusing the second (sha256 " + manifest.sha256 + ")");
+                             std::to_string(manifest.version) + " of stage " +
+                             std::to_string(manifest.stage) + "; refusing the second (sha256 " +
+                             manifest.sha256 + ")");
         if (manifest.version == version)
             return {};
     }
     stages.insert(stage, QJsonObject{{QStringLiteral("version"), qint64(manifest.version)},
                                      {QStringLiteral("sha256"), sha256}});
-    if (Status saved = m_files.write(fileName(), {{QStringLiteral("run"), run}, {QStringLiteral("stages"), stages}});
+    if (Status saved =
+            m_files.write(fileName(), {{QStringLiteral("run"), run}, {QStringLiteral("stages"), stages}});
         !saved)
         qWarning("node: cannot record shard version %lld of stage %lld: %s", qlonglong(manifest.version),
                  qlonglong(manifest.stage), saved.message().c_str());

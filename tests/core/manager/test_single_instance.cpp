@@ -221,7 +221,8 @@ void TestSingleInstance::anotherUsersListenerIsNamedNotObeyed() {
     QProcess other;
     other.start(QCoreApplication::applicationFilePath(),
                 {QString::fromLatin1(kListenAs), QString::number(kOtherUid), path});
-    QVERIFY(QTest::qWaitFor([&] { return other.canReadLine() || other.state() == QProcess::NotRunning; }, 30'000));
+    QVERIFY(QTest::qWaitFor([&] { return other.canReadLine() || other.state() == QProcess::NotRunning; },
+                            30'000));
     QCOMPARE(other.readLine().trimmed(), QByteArray("listening"));
 
     SingleInstance mine(path);
@@ -242,7 +243,8 @@ void TestSingleInstance::aListenerThatDoesNotAnswerIsNamed() {
     SingleInstance mine(path);
     QCOMPARE(mine.claim(), SingleInstance::Claim::Blocked);
     QCOMPARE(mine.blocker().path, path);
-    QVERIFY2(mine.blocker().detail.contains(QStringLiteral("did not answer")), qPrintable(mine.blocker().detail));
+    QVERIFY2(mine.blocker().detail.contains(QStringLiteral("did not answer")),
+             qPrintable(mine.blocker().detail));
 }
 
 void TestSingleInstance::aPrivateDirAnotherUserCreatedIsNamed() {

@@ -45,8 +45,9 @@ void TestShardDownloadDiskFull::initTestCase() {
     QVERIFY2(served, served ? "" : served.message().c_str());
     const QString file = runDir + QStringLiteral("/shards/") + QString::fromStdString(served->file);
     m_serverBytes = readAll(file);
-    Result<ShardManifest> m = ShardManifest::build(QFile::encodeName(file).toStdString(), served->modelConfigHash,
-                                                   served->stage, served->version, served->step, kSmallChunk);
+    Result<ShardManifest> m =
+        ShardManifest::build(QFile::encodeName(file).toStdString(), served->modelConfigHash, served->stage,
+                             served->version, served->step, kSmallChunk);
     QVERIFY2(m, m ? "" : m.message().c_str());
     m_manifest = *m;
     QVERIFY(m_manifest.chunks.size() >= 5);
