@@ -28,6 +28,9 @@ packages=(
     # the package: icons rendered from the SVG, the desktop entry validated, the .deb checked
     # (tests/package: lintian, and xwininfo to see the installed app's window)
     librsvg2-bin desktop-file-utils lintian x11-utils
+    # the fault tests: a process's wall clock stepped back while it runs (libfaketime), and
+    # util-linux's unshare for the disk-full tests' tmpfs where they do not run as root
+    faketime util-linux
 )
 # `install-deps.sh --bench` (make bench) adds what only the benchmarks use: gnuplot for the
 # plots, tint2 (a tray host for the idle desktop app), and the web server bench_coordinator measures shard downloads against (bench_coordinator

@@ -1,5 +1,6 @@
 // tessera: the desktop app (tray, wizard, dashboard, settings); its logic is core/manager/.
 #include "DesktopApp.h"
+#include "InstanceBlockedMessage.h"
 
 #include "common/ShutdownSignals.h"
 #include "manager/AppSettings.h"
@@ -11,6 +12,7 @@
 #include <QCryptographicHash>
 #include <QFileInfo>
 
+#include <cstdio>
 #include <memory>
 
 using namespace Qt::StringLiterals;
@@ -51,8 +53,17 @@ int main(int argc, char** argv) {
     }
 
     manager::SingleInstance single(instance);
-    if (!single.claim())
+    switch (single.claim()) {
+    case manager::SingleInstance::Claim::First:
+        break;
+    case manager::SingleInstance::Claim::Second:
         return 0; // the first instance shows its window
+    case manager::SingleInstance::Claim::Blocked:
+        // Said in words, never a silent exit at every start.
+        std::fprintf(stderr, "%s\n", qPrintable(ui::InstanceBlockedMessage::text(single.blocker())));
+        ui::InstanceBlockedMessage::show(single.blocker());
+        return 1;
+    }
 
     manager::Manager manager(*settings);
     ui::DesktopApp desktop(manager);

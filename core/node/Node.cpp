@@ -1,5 +1,6 @@
 #include "node/Node.h"
 
+#include "common/MonotonicClock.h"
 #include "common/Version.h"
 #include "node/BenchmarkRun.h"
 #include "node/control/ControlServer.h"
@@ -27,8 +28,10 @@ namespace {
 
 const QString kSettingsFile = QStringLiteral("settings.json");
 
+// The retry's due time, shown in the status: monotonic, so a wall clock stepping back does not
+// add an hour to "retry in".
 qint64 nowMs() {
-    return QDateTime::currentMSecsSinceEpoch();
+    return MonotonicClock::nowMs();
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 #include "coordinator/router/Router.h"
 
+#include "common/MonotonicClock.h"
 #include "engine/StageEngine.h"
 
 #include <QDateTime>
@@ -37,7 +38,8 @@ Router::Router(int stages, std::vector<qint64> stageParameters, RouterSettings s
     , m_settings(settings)
     , m_send(std::move(send))
     , m_feed(std::move(feed))
-    , m_clock([] { return QDateTime::currentMSecsSinceEpoch(); }) {
+    // Deadlines and bans are durations: a wall clock stepping back must not stretch them.
+    , m_clock([] { return MonotonicClock::nowMs(); }) {
     qRegisterMetaType<Microbatch>();
     m_stageParameters.resize(std::size_t(std::max(stages, 1)), 0);
     for (int s = 0; s < stages; ++s)

@@ -1,5 +1,6 @@
 #include "coordinator/training/Averager.h"
 
+#include "common/MonotonicClock.h"
 #include "coordinator/trust/RobustCombine.h"
 
 #include <QDateTime>
@@ -29,7 +30,8 @@ Averager::Averager(int stages, PartitionSize partitionSize, AveragingSettings se
     , m_settings(settings)
     , m_sendText(std::move(sendText))
     , m_sendBinary(std::move(sendBinary))
-    , m_clock([] { return QDateTime::currentMSecsSinceEpoch(); }) {}
+    // Round deadlines are durations: a wall clock stepping back must not stretch them.
+    , m_clock([] { return MonotonicClock::nowMs(); }) {}
 
 void Averager::startRound(int stage, qint64 step, const QStringList& replicas) {
     if (stage < 0 || stage >= m_stages)

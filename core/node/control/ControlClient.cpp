@@ -1,5 +1,6 @@
 #include "node/control/ControlClient.h"
 
+#include "common/PrivateSocketDir.h"
 #include "node/control/ControlEndpoint.h"
 
 #include <QDeadlineTimer>
@@ -76,6 +77,12 @@ Result<QJsonObject> ControlClient::call(const QString& dataDir, const protocol::
             return makeError("cannot connect to " + node + ": " + socket.errorString().toStdString());
         }
     }
+
+    // The file's owner was checked; the listener's own uid is what receives the token.
+    if (const std::optional<unsigned> peer = PrivateSocketDir::peerUid(socket.socketDescriptor());
+        peer && *peer != PrivateSocketDir::ownUid())
+        return makeError("the control socket of " + node + " is held by another user (uid " +
+                         std::to_string(*peer) + "); refusing to send it the token");
 
     const QByteArray requestLine = protocol::requestLine(request, *token);
     if (requestLine.size() > kMaxMessageBytes)

@@ -1,5 +1,6 @@
 #include "node/control/ControlConnection.h"
 
+#include "common/PrivateSocketDir.h"
 #include "node/control/ControlEndpoint.h"
 
 #include <QDir>
@@ -95,6 +96,16 @@ void ControlConnection::sendNext() {
     connect(socket, &QLocalSocket::connected, this, [this, socket, line] {
         if (socket != m_socket.get())
             return;
+        // The listener's own uid is what would receive the token.
+        if (const std::optional<unsigned> peer = PrivateSocketDir::peerUid(socket->socketDescriptor());
+            peer && *peer != PrivateSocketDir::ownUid()) {
+            dropSocket();
+            finish(makeError("the control socket of tessera-node on " +
+                             QDir::toNativeSeparators(m_dataDir).toStdString() +
+                             " is held by another user (uid " + std::to_string(*peer) +
+                             "); refusing to send it the token"));
+            return;
+        }
         socket->write(line);
         m_sent = true;
     });

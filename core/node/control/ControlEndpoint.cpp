@@ -1,6 +1,7 @@
 #include "node/control/ControlEndpoint.h"
 
 #include "common/KeyFile.h"
+#include "common/PrivateSocketDir.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -74,8 +75,9 @@ QString ControlEndpoint::socketPath() const {
         return inDataDir;
     const QByteArray hash =
         QCryptographicHash::hash(QFile::encodeName(m_canonicalDir), QCryptographicHash::Sha256).toHex();
-    return QDir::tempPath() + QStringLiteral("/tessera-node-") + QString::fromLatin1(hash.left(16)) +
-           QStringLiteral(".sock");
+    // Not the shared temp dir itself: another local user could take the name there first.
+    return PrivateSocketDir::candidate() + QStringLiteral("/tessera-node-") +
+           QString::fromLatin1(hash.left(16)) + QStringLiteral(".sock");
 }
 
 qsizetype ControlEndpoint::maxSocketPathBytes() {
@@ -144,6 +146,11 @@ void ControlEndpoint::removeToken(const QByteArray& token) const {
 Status ControlEndpoint::checkSocketFile() const {
 #ifdef Q_OS_UNIX
     const QString path = socketPath();
+    if (QFileInfo(path).absolutePath() != m_canonicalDir) {
+        // The fallback directory: created private, or refused with who owns it.
+        if (Result<QString> dir = PrivateSocketDir::path(); !dir)
+            return makeError("cannot place the control socket for " + str(m_dataDir) + ": " + dir.message());
+    }
     struct stat st {};
     if (::lstat(QFile::encodeName(path).constData(), &st) != 0)
         return {}; // nothing there yet

@@ -23,7 +23,8 @@ public:
     QString canonicalDataDir() const { return m_canonicalDir; }
 
     // <dataDir>/control.sock, or, when that path does not fit a unix socket address,
-    // <tempdir>/tessera-node-<16 hex of SHA-256 of the canonical data dir>.sock.
+    // <private socket dir>/tessera-node-<16 hex of SHA-256 of the canonical data dir>.sock, in
+    // PrivateSocketDir ($XDG_RUNTIME_DIR/tessera, else <tempdir>/tessera-<uid>, 0700).
     QString socketPath() const;
     // The longest socket path QLocalServer accepts: sockaddr_un::sun_path less its NUL, and on
     // Linux less one more byte Qt keeps for abstract names (106 bytes there, not 107).
@@ -40,7 +41,8 @@ public:
     void removeToken(const QByteArray& token) const;
 
     // Ok when the socket path is free or holds a socket this user owns: a socket another user
-    // planted (the temp-dir fallback is shared) must never receive the token.
+    // planted must never receive the token. For the fallback path, also creates its private
+    // directory, or says who owns the one that is there.
     Status checkSocketFile() const;
 
 private:

@@ -104,9 +104,7 @@ void EngineWorker::doLoad(const EngineLoadOptions& options) {
     m_engine.reset(); // the old stage's memory goes before the new one is allocated
     const auto fail = [this](const QString& error) {
         // What was queued for the old stage cannot run on none: each gets its answer.
-        std::deque<EngineTask> queued;
-        queued.swap(m_queue);
-        for (const EngineTask& task : queued)
+        for (const EngineTask& task : m_queue.takeAll())
             refuse(task, QStringLiteral("no stage is loaded: %1").arg(error));
         Q_EMIT loaded(error, 0);
         emitStats();
@@ -153,10 +151,10 @@ void EngineWorker::doSubmit(const EngineTask& task) {
     // Loading runs on this thread: a load requested before this task has already ended.
     if (!m_engine)
         return refuse(task, QStringLiteral("no stage is loaded"));
-    // Bounded: a coordinator that sends faster than this node computes cannot fill its memory.
-    if (m_queue.size() >= kMaxQueued)
-        return refuse(task, QStringLiteral("the engine's queue is full (%1 tasks)").arg(kMaxQueued));
-    m_queue.push_back(task);
+    // Bounded in tasks and bytes: a coordinator that sends faster than this node computes cannot
+    // fill its memory.
+    if (const QString full = m_queue.push(task); !full.isEmpty())
+        return refuse(task, full);
     schedule();
 }
 
@@ -181,7 +179,7 @@ void EngineWorker::doSetLimit(double limit) {
 
 void EngineWorker::doDiscardQueuedWork() {
     // Posted after every submit the caller made before it, so all of those are in the queue now.
-    std::erase_if(m_queue, [](const EngineTask& task) { return task.kind != EngineTask::Probe; });
+    m_queue.eraseIf([](const EngineTask& task) { return task.kind != EngineTask::Probe; });
     emitStats();
 }
 
@@ -223,8 +221,7 @@ void EngineWorker::runNext() {
         schedule();
         return;
     }
-    const EngineTask task = std::move(m_queue.front());
-    m_queue.pop_front();
+    const EngineTask task = *m_queue.take();
 
     const Clock::time_point start = Clock::now();
     EngineResult result = execute(task);

@@ -19,13 +19,13 @@
 // request. A Step is a task like the others: while paused it waits with the queue.
 
 #include "node/engine/ComputeThrottle.h"
+#include "node/engine/EngineQueue.h"
 #include "node/engine/EngineTask.h"
 
 #include <QObject>
 #include <QTimer>
 
 #include <atomic>
-#include <deque>
 #include <memory>
 
 namespace tessera::gpu {
@@ -88,8 +88,7 @@ private:
     std::unique_ptr<gpu::StageEngine> m_engine;
     // TESSERA_TEST_MISBEHAVE: a lying node for the coordinator's tests (gpu/engine/Misbehaviour.h).
     std::unique_ptr<gpu::Misbehaviour> m_misbehaviour;
-    static constexpr std::size_t kMaxQueued = 4096;
-    std::deque<EngineTask> m_queue;
+    EngineQueue m_queue;
     ComputeThrottle m_throttle;
     QTimer m_restTimer;
     // Stats are sent after each task and, while idle, every second: an idle node's compute share

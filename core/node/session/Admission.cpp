@@ -4,6 +4,7 @@
 #include "common/Identity.h"
 #include "common/Version.h"
 #include "node/session/CoordinatorClient.h"
+#include "node/shard/ManifestVersions.h"
 #include "node/shard/ShardDownload.h"
 #include "protocol/AdmissionClaims.h"
 #include "protocol/ManifestSignature.h"
@@ -197,6 +198,10 @@ void Admission::useManifest(const QByteArray& manifestJson) {
             QStringLiteral("the coordinator's manifest is for stage %1, not this node's stage %2")
                 .arg(manifest->stage)
                 .arg(m_stage));
+    // Signed is not enough: an older version of this run is a rollback. The node keeps asking
+    // (with back-off) until the coordinator serves its current version again.
+    if (Status current = ManifestVersions(m_files).accept(*manifest, m_coordinatorKey); !current)
+        return Q_EMIT retry(QString::fromStdString(current.message()));
     Q_EMIT granted(*manifest);
 }
 

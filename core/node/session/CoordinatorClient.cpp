@@ -5,6 +5,8 @@
 #include <QNetworkReply>
 #include <QSslCertificate>
 
+#include <memory>
+
 namespace tessera::node {
 
 QJsonObject HttpReply::json() const {
@@ -73,16 +75,42 @@ QNetworkRequest CoordinatorClient::request(const QString& path, int timeoutMs) c
 }
 
 void CoordinatorClient::watch(QNetworkReply* reply, Callback done) {
-    connect(reply, &QNetworkReply::finished, this, [reply, done = std::move(done)] {
-        HttpReply r;
-        r.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-        r.body = reply->readAll();
-        r.retryAfter = reply->rawHeader("Retry-After");
-        if (r.status == 0)
-            r.networkError = reply->errorString();
-        reply->deleteLater();
-        done(r);
-    });
+    // The body is read as it comes and capped: a coordinator that answers without end must not
+    // fill the node's memory (Qt would otherwise buffer all of it until the reply finishes).
+    auto body = std::make_shared<QByteArray>();
+    auto tooLarge = std::make_shared<bool>(false);
+    const qint64 limit = m_maxReplyBytes;
+    reply->setReadBufferSize(kReadChunkBytes);
+    const auto take = [reply, body, tooLarge, limit] {
+        if (*tooLarge)
+            return;
+        if (body->size() + reply->bytesAvailable() > limit) {
+            *tooLarge = true;
+            reply->abort();
+            return;
+        }
+        body->append(reply->readAll());
+    };
+    connect(reply, &QNetworkReply::readyRead, this, take);
+    connect(reply, &QNetworkReply::finished, this,
+            [reply, body, tooLarge, limit, take, done = std::move(done)] {
+                take();
+                HttpReply r;
+                r.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+                r.body = std::move(*body);
+                r.retryAfter = reply->rawHeader("Retry-After");
+                if (*tooLarge) {
+                    r.status = 0;
+                    r.body.clear();
+                    r.networkError = QStringLiteral("the coordinator's answer to %1 is over %2 MiB; refused")
+                                         .arg(reply->url().path())
+                                         .arg(limit >> 20);
+                } else if (r.status == 0) {
+                    r.networkError = reply->errorString();
+                }
+                reply->deleteLater();
+                done(r);
+            });
 }
 
 void CoordinatorClient::get(const QString& path, Callback done, int timeoutMs) {

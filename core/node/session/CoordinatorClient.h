@@ -33,6 +33,11 @@ class CoordinatorClient final : public QObject {
 public:
     using Callback = std::function<void(const HttpReply&)>;
 
+    // The largest answer the node reads (a credits page of 1,000 receipts is about 1 MiB, an 8B
+    // stage's manifest a few KiB); a longer one is cut off and reads as a network error.
+    static constexpr qint64 kMaxReplyBytes = qint64(16) << 20;
+    static constexpr qint64 kReadChunkBytes = qint64(256) << 10;
+
     // base: https://host:port, or http:// to a loopback host only (checked by checkUrl).
     // extraCaCertificates: trusted in addition to the system's (a self-hosted coordinator).
     CoordinatorClient(QUrl base, const QString& caFile, QObject* parent = nullptr);
@@ -44,6 +49,9 @@ public:
 
     void get(const QString& path, Callback done, int timeoutMs = 30'000);
     void postJson(const QString& path, const QJsonObject& body, Callback done, int timeoutMs = 30'000);
+
+    // Tests lower it to see a long answer refused.
+    void setMaxReplyBytes(qint64 bytes) { m_maxReplyBytes = bytes; }
 
     const QUrl& base() const { return m_base; }
     QNetworkAccessManager* network() { return &m_network; }
@@ -59,6 +67,7 @@ private:
     QString m_caFile;
     QNetworkAccessManager m_network;
     QSslConfiguration m_ssl;
+    qint64 m_maxReplyBytes = kMaxReplyBytes;
 };
 
 } // namespace tessera::node

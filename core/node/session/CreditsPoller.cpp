@@ -33,10 +33,16 @@ void CreditsPoller::poll() {
     LocalLedger* ledger = m_ledger();
     if (!ledger)
         return;
+    // One request at a time: a coordinator that answers slowly must not have a minute's poll
+    // pile up on the last one's (each holds a page in memory).
+    if (m_inFlight)
+        return;
     Result<LedgerTotals> totals = ledger->totals();
     const qint64 after = totals ? totals->lastSeq : 0;
+    m_inFlight = true;
     m_client.get(QStringLiteral("/v1/nodes/%1/credits?after=%2").arg(m_nodeId).arg(after),
                  [this](const HttpReply& reply) {
+                     m_inFlight = false;
                      LocalLedger* ledger = m_ledger();
                      if (!ledger)
                          return;

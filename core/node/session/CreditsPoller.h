@@ -42,6 +42,7 @@ private:
     std::function<LocalLedger*()> m_ledger;
     const NodeFiles& m_files;
     protocol::CreditsPageInfo m_escrow;
+    bool m_inFlight = false; // a credits request is out
 };
 
 } // namespace tessera::node

@@ -1,5 +1,6 @@
 #include "node/session/NodeSession.h"
 
+#include "common/MonotonicClock.h"
 #include "protocol/TaskMessage.h"
 
 #include <QDateTime>
@@ -88,11 +89,24 @@ void NodeSession::connectNow() {
 void NodeSession::send(const protocol::SessionMessage& message) {
     if (m_socket.state() == QAbstractSocket::ConnectedState)
         m_socket.sendTextMessage(protocol::toText(message));
+    checkUnsent();
 }
 
 void NodeSession::sendBinary(const QByteArray& message) {
     if (m_socket.state() == QAbstractSocket::ConnectedState)
         m_socket.sendBinaryMessage(message);
+    checkUnsent();
+}
+
+void NodeSession::checkUnsent() {
+    // A coordinator that stops reading would otherwise have the node hold every result it
+    // computes from then on: the session is dropped (and reopened with back-off) instead.
+    const qint64 unsent = m_socket.bytesToWrite();
+    if (unsent <= kMaxUnsentBytes)
+        return;
+    qWarning("node: the coordinator has not read %lld MiB this node sent; dropping the session",
+             qlonglong(unsent >> 20));
+    m_socket.abort();
 }
 
 void NodeSession::onText(const QString& text) {
@@ -103,7 +117,7 @@ void NodeSession::onText(const QString& text) {
         return;
     }
     if (std::holds_alternative<protocol::HeartbeatAck>(*m)) {
-        m_lastAckMs = QDateTime::currentMSecsSinceEpoch();
+        m_lastAckMs = MonotonicClock::nowMs();
         m_sinceAck.start();
         return;
     }

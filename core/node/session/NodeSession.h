@@ -25,6 +25,10 @@ class NodeSession final : public QObject {
     Q_OBJECT
 
 public:
+    // Results and shares written but not yet taken by the coordinator; past this the session is
+    // dropped rather than the node's memory growing (a result is at most kTaskMessageMaxBytes).
+    static constexpr qint64 kMaxUnsentBytes = qint64(1) << 30;
+
     NodeSession(QUrl url, QSslConfiguration ssl, std::chrono::milliseconds heartbeatInterval,
                 QObject* parent = nullptr);
 
@@ -35,7 +39,7 @@ public:
     // A binary message (a TaskMessage: a task's result, an averaging share); dropped when closed.
     // Written to the socket before it returns: `message` may be a view of a buffer about to go.
     void sendBinary(const QByteArray& message);
-    qint64 lastAckMs() const { return m_lastAckMs; }
+    qint64 lastAckMs() const { return m_lastAckMs; } // MonotonicClock::nowMs() of the last heartbeat ack
 
 Q_SIGNALS:
     void opened();
@@ -52,6 +56,7 @@ private:
     void connectNow();
     void onText(const QString& text);
     void onDisconnected();
+    void checkUnsent();
 
     QUrl m_url;
     QSslConfiguration m_ssl;

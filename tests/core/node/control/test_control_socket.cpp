@@ -1,6 +1,7 @@
 // ControlServer and ControlClient: the node's local control socket on real QLocalSockets, with
 // its token file, its refusals and its data-directory rules.
 #include "ControlSocketTestSupport.h"
+#include "common/PrivateSocketDir.h"
 
 using namespace tessera;
 using namespace tessera::node;
@@ -278,8 +279,11 @@ private Q_SLOTS:
         QVERIFY2(listening, listening ? "" : listening.message().c_str());
         const QByteArray hash =
             QCryptographicHash::hash(QFile::encodeName(tooLong), QCryptographicHash::Sha256).toHex().left(16);
-        const QString expected = QDir::tempPath() + QStringLiteral("/tessera-node-") +
+        // In this user's private socket dir ($XDG_RUNTIME_DIR/tessera or <temp>/tessera-<uid>, 0700),
+        // never in the shared temp dir where another user could take the name first.
+        const QString expected = *PrivateSocketDir::path() + QStringLiteral("/tessera-node-") +
                                  QString::fromLatin1(hash) + QStringLiteral(".sock");
+        QVERIFY(!expected.startsWith(QDir::tempPath() + QStringLiteral("/tessera-node-")));
         QCOMPARE(server.socketPath(), expected);
         QCOMPARE(ControlEndpoint(tooLong).socketPath(), expected);
         // A relative spelling of the same directory finds the same socket.
@@ -292,6 +296,37 @@ private Q_SLOTS:
         QCOMPARE(client.reply().value(u"ok").toBool(), true);
         server.close();
         QVERIFY(!QFile::exists(expected));
+    }
+
+    void longDataDirFallbackTakenByAnotherUserIsNamed() {
+        // Tried: no XDG_RUNTIME_DIR, and another local user created <temp>/tessera-<uid> first (a
+        // planted directory). The node refuses to start in words that name it and its owner; it
+        // never listens there and the user is not left with a node that silently fails.
+        if (::geteuid() != 0)
+            QSKIP("needs root to give a folder to another user (CI runs as root)");
+        const QByteArray savedTmp = qgetenv("TMPDIR");
+        const QByteArray savedRuntime = qgetenv("XDG_RUNTIME_DIR");
+        qputenv("TMPDIR", QFile::encodeName(m_dir->path()));
+        qunsetenv("XDG_RUNTIME_DIR");
+        const QString taken = m_dir->path() + QStringLiteral("/tessera-") + QString::number(::geteuid());
+        QVERIFY(QDir().mkpath(taken));
+        QVERIFY(::chown(QFile::encodeName(taken).constData(), 65534, 65534) == 0);
+
+        const QString tooLong = m_dir->filePath(QString(120, u'd'));
+        ControlServer server(tooLong, handlerFor(m_calls));
+        const Status listening = server.listen();
+        const Result<QJsonObject> reply = ControlClient::call(tooLong, {ControlCommand::Status});
+        qputenv("TMPDIR", savedTmp);
+        if (savedRuntime.isNull())
+            qunsetenv("XDG_RUNTIME_DIR");
+        else
+            qputenv("XDG_RUNTIME_DIR", savedRuntime);
+        QVERIFY(!listening);
+        QVERIFY2(listening.message().find(taken.toStdString() + " belongs to another user (uid 65534)") !=
+                     std::string::npos,
+                 listening.message().c_str());
+        QVERIFY(!server.isListening());
+        QVERIFY(!reply);
     }
 
     void longDataDirWorksWithTheClient() {

@@ -358,6 +358,50 @@ private Q_SLOTS:
             QVERIFY2(r.ok, qPrintable(r.error));
     }
 
+    void aFloodOfTasksIsRefusedPastTheQueuesBounds() {
+        // Tried: a hostile coordinator floods a paused node with 4,200 forward tasks, then with
+        // syncs of the largest size a message may have (256 MiB of weights each). What a user would
+        // notice otherwise: the node's memory growing until the machine swaps or the node is killed.
+        Stage s0;
+        QVERIFY(s0.load(0));
+        s0.worker->setPaused(true);
+        QVERIFY(s0.waitPaused(1));
+        const QByteArray tokens = tokenFrame(1);
+        const int flood = int(EngineQueue::kMaxTasks) + 104;
+        for (int i = 0; i < flood; ++i) {
+            EngineTask t;
+            t.taskId = s0.nextTaskId++;
+            t.kind = EngineTask::Forward;
+            t.microbatch = i;
+            t.input = tokens;
+            s0.worker->submit(t);
+        }
+        // The 104 past the bound are answered at once (the coordinator retries them elsewhere);
+        // the 4,096 wait.
+        QTRY_COMPARE_WITH_TIMEOUT(s0.finished.size(), std::size_t(104), 30'000);
+        for (const EngineResult& r : s0.finished) {
+            QVERIFY(!r.ok);
+            QCOMPARE(r.error, QStringLiteral("the engine's queue is full (4096 tasks)"));
+        }
+        s0.worker->discardQueuedWork();
+        s0.finished.clear();
+
+        // Five syncs of 256 MiB: the first four fill the 1 GiB, the fifth is refused. The values
+        // are shared by copy-on-write here, so the test itself holds one message.
+        const QByteArray weights(qsizetype(256) << 20, '\0');
+        for (int i = 0; i < 5; ++i) {
+            EngineTask t;
+            t.taskId = s0.nextTaskId++;
+            t.kind = EngineTask::SetWeights;
+            t.message = weights;
+            s0.worker->submit(t);
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(s0.finished.size(), std::size_t(1), 30'000);
+        QVERIFY2(s0.finished.at(0).error.contains(QStringLiteral("1024 MiB waiting, at most 1024 MiB")),
+                 qPrintable(s0.finished.at(0).error));
+        s0.worker->discardQueuedWork();
+    }
+
     void aStepWhilePausedWaitsForTheResume() {
         Stage s0;
         QVERIFY(s0.load(0));
