@@ -8,6 +8,7 @@
 #include "coordinator/api/AdmissionApi.h"
 #include "coordinator/api/CreditsApi.h"
 #include "coordinator/api/Metrics.h"
+#include "coordinator/api/NodeMessageCap.h"
 #include "coordinator/api/SessionApi.h"
 #include "coordinator/api/ShardApi.h"
 #include "coordinator/api/StatusApi.h"
@@ -238,8 +239,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     p.creditsApi = std::make_unique<CreditsApi>(*p.db, p.key->publicKeyBase64());
     SessionSettings session;
     session.heartbeatTimeout = options.heartbeatTimeout;
-    session.maxBinaryBytes = SessionApi::largestNodeMessage(model, qint64(options.training.loop.batch) *
-                                                                       options.training.loop.seq);
+    session.maxBinaryBytes =
+        largestNodeMessage(model, qint64(options.training.loop.batch) * options.training.loop.seq);
     p.sessionApi = std::make_unique<SessionApi>(*p.db, p.metrics, session);
     // Before the sweep below: the trainer reads which nodes the previous process left online.
     Result<std::unique_ptr<Trainer>> trainer = Trainer::create(

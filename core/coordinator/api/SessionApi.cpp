@@ -6,7 +6,6 @@
 #include "coordinator/store/NodeRegistry.h"
 #include "coordinator/store/SessionStore.h"
 #include "protocol/ClientVersion.h"
-#include "protocol/TaskMessage.h"
 
 #include <QDateTime>
 #include <QJsonObject>
@@ -106,15 +105,6 @@ SessionApi::~SessionApi() {
         it.key()->abort();
         delete it.key();
     }
-}
-
-qint64 SessionApi::largestNodeMessage(const gpu::ModelConfig& model, qint64 tokens) {
-    qint64 parameters = 0;
-    for (int stage = 0; stage < model.stages; ++stage)
-        parameters = std::max<qint64>(parameters, model.stageParameterCount(stage));
-    const qint64 payload = std::max(parameters, tokens * model.dModel) * qint64(sizeof(float));
-    const qint64 envelope = protocol::kTaskMessageMaxJsonBytes + 64 * 1024; // header, frame headers
-    return std::min<qint64>(payload + payload / 4 + envelope, protocol::kTaskMessageMaxBytes);
 }
 
 http::HttpServer::UpgradeHandler SessionApi::upgradeHandler() {

@@ -14,7 +14,6 @@
 // row writes. The database's last_seen lags by at most the flush interval, and a session revoked
 // meanwhile (the node was admitted again elsewhere) is closed at that flush.
 
-#include "base/ModelConfig.h"
 #include "coordinator/api/SessionListener.h"
 #include "coordinator/http/HttpServer.h"
 
@@ -42,7 +41,7 @@ struct SessionSettings {
     // Text messages (heartbeats, control) are tiny: one passing maxMessageBytes is closed with
     // 1009 as its frames arrive. Binary messages (task results, averaging and gradient shares,
     // sync answers) may be up to maxBinaryBytes: the Coordinator sets it from the run (the largest
-    // a node of this run legitimately sends, see largestNodeMessage), checked frame by frame too.
+    // a node of this run legitimately sends, see NodeMessageCap), checked frame by frame too.
     qint64 maxMessageBytes = protocol::kSessionTextMaxBytes;
     qint64 maxBinaryBytes = qint64(256) << 20;
     // The largest frame read: what QWebSocket fragments into when it sends (512 KiB by default,
@@ -65,12 +64,6 @@ class SessionApi final : public QObject {
 public:
     SessionApi(Database& db, Metrics& metrics, SessionSettings settings, QObject* parent = nullptr);
     ~SessionApi() override;
-
-    // The largest binary message a node of this run may send, with headroom: a sync answer or a
-    // gradient share of the largest stage's weights in f32, or a result of a microbatch of
-    // `tokens` tokens (activations or their gradient, f32 before any codec), whichever is larger,
-    // plus the header's bound and a quarter; at most protocol::kTaskMessageMaxBytes.
-    static qint64 largestNodeMessage(const gpu::ModelConfig& model, qint64 tokens);
 
     // For HttpServer::setUpgradeHandler: takes over a socket that still holds the upgrade.
     http::HttpServer::UpgradeHandler upgradeHandler();

@@ -21,6 +21,7 @@ private Q_SLOTS:
     void admissionRequestsPerAddressAreLimited();
     void bodiesInFlightShareOneBudget();
     void upgradedSessionsStillCountAsConnections();
+    void oversizeBinaryRefusedAsItArrives();
 };
 
 // Tried: each new option with a value out of range or misspelt. Each is refused before anything
@@ -417,6 +418,48 @@ void TestCoordinatorLimits::upgradedSessionsStillCountAsConnections() {
             return statusOf(served) == 200;
         },
         5'000));
+}
+
+namespace {
+
+// A process's peak resident memory so far (VmHWM), in bytes; 0 when it cannot be read.
+qint64 peakRss(qint64 pid) {
+    QFile status(QStringLiteral("/proc/%1/status").arg(pid));
+    if (!status.open(QIODevice::ReadOnly))
+        return 0;
+    for (const QByteArray& line : status.readAll().split('\n'))
+        if (line.startsWith("VmHWM:"))
+            return line.mid(6).trimmed().split(' ').first().toLongLong() * 1024;
+    return 0;
+}
+
+} // namespace
+
+// Tried: a node sends one 96 MiB binary message (a "result" far larger than any this tiny run's
+// tasks make: the largest legitimate one is a stage's weights, about 2 MiB). The socket is closed
+// with 1009 naming the limit before the message is through, and the coordinator's peak memory does
+// not grow by the message's size.
+void TestCoordinatorLimits::oversizeBinaryRefusedAsItArrives() {
+    std::unique_ptr<CoordinatorProcess> server =
+        start(QStringLiteral("oversize-binary"), {QStringLiteral("--insecure-loopback")});
+    QVERIFY2(server->waitReady(), server->err().constData());
+    const Reply r = admit(server->url(), newIdentity());
+    QVERIFY2(r.status == 200, r.body.constData());
+    QWebSocket node;
+    QNetworkRequest request(QUrl(QStringLiteral("ws://127.0.0.1:%1/v1/session").arg(portOf(*server))));
+    request.setRawHeader("Authorization", "Bearer " + r.json().value(u"session_token").toString().toLatin1());
+    node.open(request);
+    QVERIFY(QTest::qWaitFor([&] { return node.state() == QAbstractSocket::ConnectedState; }, 10'000));
+    const qint64 before = peakRss(server->pid());
+    QVERIFY(before > 0);
+    constexpr qint64 kMessage = qint64(96) << 20;
+    node.sendBinaryMessage(QByteArray(kMessage, '\x5a'));
+    QVERIFY(QTest::qWaitFor([&] { return node.state() == QAbstractSocket::UnconnectedState; }, 30'000));
+    QCOMPARE(node.closeCode(), QWebSocketProtocol::CloseCodeTooMuchData);
+    QVERIFY2(node.closeReason().contains(u"binary messages are limited"), qPrintable(node.closeReason()));
+    const qint64 grown = peakRss(server->pid()) - before;
+    QVERIFY2(grown < kMessage / 3, qPrintable(QStringLiteral("peak RSS grew by %1 MiB").arg(grown >> 20)));
+    QCOMPARE(rawExchange(portOf(*server), getStatusRequest()).left(12), QByteArray("HTTP/1.1 200"));
 }
 
 QTEST_GUILESS_MAIN(TestCoordinatorLimits)
