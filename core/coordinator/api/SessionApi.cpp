@@ -108,17 +108,21 @@ SessionApi::~SessionApi() {
 }
 
 http::HttpServer::UpgradeHandler SessionApi::upgradeHandler() {
-    return [this](QTcpSocket* socket) { m_server->handleConnection(socket); };
+    return [this](QTcpSocket* socket) {
+        // Ours now (QWebSocket does not own it): gone with its connection.
+        connect(socket, &QAbstractSocket::disconnected, socket, &QObject::deleteLater);
+        m_server->handleConnection(socket);
+    };
 }
 
 void SessionApi::accept(QWebSocket* socket) {
     connect(socket, &QWebSocket::disconnected, socket, &QObject::deleteLater);
-    // Each kind is held to its own limit frame by frame in onFrame; these are QWebSocket's own
+    // Each kind is held to its own limit frame by frame in onFrame; QWebSocket's own limits are
     // backstops. The socket's buffer holds at most one frame being read.
     const qint64 maxBytes = std::max(m_settings.maxMessageBytes, m_settings.maxBinaryBytes);
     const qint64 frameBytes = std::min(m_settings.maxFrameBytes, maxBytes);
     socket->setMaxAllowedIncomingFrameSize(quint64(frameBytes));
-    socket->setMaxAllowedIncomingMessageSize(quint64(maxBytes));
+    socket->setMaxAllowedIncomingMessageSize(quint64(maxBytes + frameBytes)); // after onFrame's
     socket->setReadBufferSize(frameBytes + 64 * 1024);
 
     const QString token = bearerToken(socket->request().rawHeader("Authorization"));
@@ -226,8 +230,7 @@ void SessionApi::onFrame(QWebSocket* socket, qint64 bytes, bool binary, bool las
                       : QStringLiteral("text messages are limited to %1 bytes").arg(limit));
         return;
     }
-    // A message in one frame is delivered at once and never held: only the frames of a longer
-    // one wait, and those count against the budget.
+    // A message in one frame is delivered at once; only the frames of a longer one are held.
     if (last && sofar == bytes)
         return;
     if (m_budget != nullptr) {

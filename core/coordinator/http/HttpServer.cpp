@@ -8,6 +8,9 @@
 #include <QTcpSocket>
 
 #include <functional>
+#include <memory>
+#include <type_traits>
+#include <utility>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -44,8 +47,20 @@ protected:
             ::close(int(descriptor));
             return;
         }
+        if constexpr (std::is_same_v<Listener, QTcpServer>) {
+            // What QTcpServer does, with the socket adopted before it is announced (and taken).
+            auto* socket = new QTcpSocket(this);
+            if (!socket->setSocketDescriptor(descriptor)) {
+                delete socket;
+                m_adopt(nullptr, peer);
+                return;
+            }
+            m_adopt(socket, peer);
+            this->addPendingConnection(socket);
+            return;
+        }
         Listener::incomingConnection(descriptor);
-        // The base class made the socket as its child; it is the one on this descriptor.
+        // QSslServer made the socket as its child and keeps it until its handshake is done.
         const QList<QTcpSocket*> sockets =
             this->template findChildren<QTcpSocket*>(Qt::FindDirectChildrenOnly);
         for (auto it = sockets.crbegin(); it != sockets.crend(); ++it) {
@@ -127,6 +142,16 @@ const HttpServer::UpgradeHandler* HttpServer::upgradeHandler(const QString& path
     return it == m_upgrades.cend() ? nullptr : &it.value();
 }
 
+void HttpServer::onceGone(QTcpSocket* socket, std::function<void()> release) {
+    auto done = std::make_shared<bool>(false);
+    auto once = [done, release = std::move(release)] {
+        if (!std::exchange(*done, true))
+            release();
+    };
+    connect(socket, &QAbstractSocket::disconnected, this, once);
+    connect(socket, &QObject::destroyed, this, once);
+}
+
 bool HttpServer::admitAddress(const QHostAddress& peer) {
     const QString key = AddressCounter::keyOf(peer);
     if (m_addresses.acquire(key))
@@ -141,9 +166,9 @@ void HttpServer::adoptSocket(QTcpSocket* socket, const QHostAddress& peer) {
     if (socket == nullptr)
         return m_addresses.release(key);
     socket->setProperty(kCountedAddress, key);
-    // Whoever owns the socket by then (HttpConnection, or QWebSocketServer after an upgrade)
-    // deletes it once it is closed: that is when the address has one connection fewer.
-    connect(socket, &QObject::destroyed, this, [this, key] { m_addresses.release(key); });
+    // Closed or destroyed, whichever comes first (a socket handed over as a WebSocket is deleted
+    // only later, by its new owner): the address has one connection fewer.
+    onceGone(socket, [this, key] { m_addresses.release(key); });
 }
 
 void HttpServer::acceptPending() {
@@ -154,7 +179,7 @@ void HttpServer::acceptPending() {
             ++m_connections;
             // Counted until the socket goes, not the HttpConnection: an upgraded WebSocket keeps
             // its place.
-            connect(socket, &QObject::destroyed, this, [this] { --m_connections; });
+            onceGone(socket, [this] { --m_connections; });
             connection->start();
         } else {
             connection->reject(503, QStringLiteral("the server is at its connection limit; retry shortly"));

@@ -73,6 +73,8 @@ private:
     bool admitAddress(const QHostAddress& peer);
     // The socket made for it: the count is given back when it is destroyed.
     void adoptSocket(QTcpSocket* socket, const QHostAddress& peer);
+    // Calls `release` once, when the socket is closed or destroyed, whichever comes first.
+    void onceGone(QTcpSocket* socket, std::function<void()> release);
 
     HttpServerConfig m_config;
     HttpRouter m_router;
