@@ -18,6 +18,7 @@
 #include "common/Identity.h"
 #include "protocol/AdmissionClaims.h"
 
+#include <QPointer>
 #include <QSslCertificate>
 #include <QSslSocket>
 #include <QTcpSocket>
