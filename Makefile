@@ -42,6 +42,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_node
 	$(BUILD_DIR)/bin/bench_swarm 150 60 "" 1234
 	$(BUILD_DIR)/bin/bench_trust
+	$(BUILD_DIR)/bin/bench_abuse 6 60
 	xvfb-run -a -s "-screen 0 1280x720x24 -noreset" $(BUILD_DIR)/bin/bench_app
 	$(BUILD_DIR)/bin/bench_gradient_exchange
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning

@@ -81,6 +81,21 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         "X.Y.Z");
     const auto maxConnections = valueOption(
         "max-connections", "HTTP connections served at once; one more is told 503 and closed [512].", "N");
+    const auto perAddress =
+        valueOption("max-connections-per-address",
+                    "Connections open at once from one IPv4 address or IPv6 /64 (TLS handshakes and sessions "
+                    "included); one more is closed unanswered [32; 0: no limit].",
+                    "N");
+    const auto admissionsPerAddress =
+        valueOption("max-admissions-per-address",
+                    "Admission challenges, and admissions, each, per address per minute; one more gets 429 "
+                    "[60; 0: no limit].",
+                    "N");
+    const auto inFlight =
+        valueOption("max-inflight-mib",
+                    "MiB of partly received request bodies and session messages held at once across all "
+                    "connections; the one that would pass it is refused or closed [512; 0: no limit].",
+                    "MIB");
     const auto requestTimeout =
         valueOption("request-timeout-ms",
                     "Deadline for a request's header block and for its body, each from its first byte; a "
@@ -106,11 +121,34 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         "KIND");
     const auto minLrRatio = valueOption(
         "min-lr-ratio", "The learning rate at the decay's end, as a fraction of the peak [0.1].", "X");
-    parser.addOptions(
-        {help,       version,   dataDir,        listen,         tlsCert,   tlsKey,   insecure,
-         db,         model,     stages,         dataset,        heartbeat, maxNodes, maxNodesPerStage,
-         retryAfter, minClient, maxConnections, requestTimeout, codec,     pipeline, learningRate,
-         lookAhead,  clipNorm,  lrDecay,        minLrRatio});
+    parser.addOptions({help,
+                       version,
+                       dataDir,
+                       listen,
+                       tlsCert,
+                       tlsKey,
+                       insecure,
+                       db,
+                       model,
+                       stages,
+                       dataset,
+                       heartbeat,
+                       maxNodes,
+                       maxNodesPerStage,
+                       retryAfter,
+                       minClient,
+                       maxConnections,
+                       requestTimeout,
+                       codec,
+                       pipeline,
+                       learningRate,
+                       lookAhead,
+                       clipNorm,
+                       lrDecay,
+                       minLrRatio,
+                       perAddress,
+                       admissionsPerAddress,
+                       inFlight});
 
     // The data plane's settings: each a whole number in a range, written into TrainerSettings.
     struct TrainingOption {
@@ -294,6 +332,24 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
         if (!n)
             return std::nullopt;
         o.maxConnections = int(*n);
+    }
+    if (parser.isSet(perAddress)) {
+        const std::optional<qint64> n = number(perAddress, 0, 100'000, "from 0 to 100000");
+        if (!n)
+            return std::nullopt;
+        o.maxConnectionsPerAddress = int(*n);
+    }
+    if (parser.isSet(admissionsPerAddress)) {
+        const std::optional<qint64> n = number(admissionsPerAddress, 0, 1'000'000, "from 0 to 1000000");
+        if (!n)
+            return std::nullopt;
+        o.maxAdmissionsPerAddress = int(*n);
+    }
+    if (parser.isSet(inFlight)) {
+        const std::optional<qint64> n = number(inFlight, 0, 1'048'576, "from 0 to 1048576");
+        if (!n)
+            return std::nullopt;
+        o.maxBytesInFlight = *n << 20;
     }
     if (parser.isSet(requestTimeout)) {
         const std::optional<qint64> n = number(requestTimeout, 100, 3'600'000, "from 100 to 3600000");

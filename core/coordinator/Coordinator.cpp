@@ -8,6 +8,7 @@
 #include "coordinator/api/AdmissionApi.h"
 #include "coordinator/api/CreditsApi.h"
 #include "coordinator/api/Metrics.h"
+#include "coordinator/api/NodeMessageCap.h"
 #include "coordinator/api/SessionApi.h"
 #include "coordinator/api/ShardApi.h"
 #include "coordinator/api/StatusApi.h"
@@ -221,12 +222,14 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     AdmissionSettings admission;
     admission.minimumClientVersion = std::max(options.minClientVersion, protocol::kOldestCompatibleClient);
     admission.reputation = options.training.reputation;
+    admission.nonceSecret = ChallengeNonce::secretFrom(*p.key);
     AssignmentSettings assignment;
     assignment.maxNodesTotal = options.maxNodes;
     assignment.maxNodesPerStage = options.maxNodesPerStage;
     assignment.waitlistRetryAfter = options.waitlistRetryAfter;
     p.admission = std::make_unique<AdmissionService>(*p.db, AssignmentPolicy(model, assignment), admission);
-    p.admissionApi = std::make_unique<AdmissionApi>(*p.admission, *p.db, p.metrics);
+    p.admissionApi =
+        std::make_unique<AdmissionApi>(*p.admission, *p.db, p.metrics, options.maxAdmissionsPerAddress);
     p.shardApi = std::make_unique<ShardApi>(*p.db, p.run->shardDir(), model.stages);
     p.statusApi =
         std::make_unique<StatusApi>(*p.db, p.metrics,
@@ -236,6 +239,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     p.creditsApi = std::make_unique<CreditsApi>(*p.db, p.key->publicKeyBase64());
     SessionSettings session;
     session.heartbeatTimeout = options.heartbeatTimeout;
+    session.maxBinaryBytes =
+        largestNodeMessage(model, qint64(options.training.loop.batch) * options.training.loop.seq);
     p.sessionApi = std::make_unique<SessionApi>(*p.db, p.metrics, session);
     // Before the sweep below: the trainer reads which nodes the previous process left online.
     Result<std::unique_ptr<Trainer>> trainer = Trainer::create(
@@ -255,7 +260,12 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
         serverConfig.headerTimeout = *options.requestTimeout;
         serverConfig.bodyTimeout = *options.requestTimeout;
     }
+    if (options.maxConnectionsPerAddress)
+        serverConfig.maxConnectionsPerAddress = *options.maxConnectionsPerAddress;
+    if (options.maxBytesInFlight)
+        serverConfig.maxBytesInFlight = *options.maxBytesInFlight;
     p.server = std::make_unique<http::HttpServer>(serverConfig);
+    p.sessionApi->setByteBudget(&p.server->byteBudget());
     if (tls)
         p.server->useTls(*tls);
     p.scheme = tls ? QStringLiteral("https") : QStringLiteral("http");

@@ -34,6 +34,10 @@ struct CoordinatorOptions {
     // HTTP limits (HttpServerConfig); unset: the server's own defaults.
     std::optional<int> maxConnections;
     std::optional<std::chrono::milliseconds> requestTimeout; // header block and body deadlines
+    std::optional<int> maxConnectionsPerAddress;             // 0: no limit
+    std::optional<qint64> maxBytesInFlight;                  // 0: no limit
+    // POST /v1/admission/challenge and POST /v1/admission, each, per address per minute; 0: no limit.
+    int maxAdmissionsPerAddress = 60;
 
     // The data plane: microbatch shape, global batch, window, averaging, checkpoints, credits.
     TrainerSettings training;

@@ -34,7 +34,8 @@ QString compact(const QJsonObject& o) {
 AdmissionService::AdmissionService(Database& db, AssignmentPolicy policy, AdmissionSettings settings)
     : m_db(db)
     , m_policy(std::move(policy))
-    , m_settings(settings) {}
+    , m_settings(settings)
+    , m_nonces(settings.nonceSecret) {}
 
 QString AdmissionService::sessionTokenHash(const QString& token) {
     return QString::fromLatin1(QCryptographicHash::hash(token.toUtf8(), QCryptographicHash::Sha256).toHex());
@@ -44,10 +45,7 @@ Result<QString> AdmissionService::challenge(const QString& nodeKey, qint64 nowMs
     if (!Identity::fromBase64Url(nodeKey, Identity::kPublicKeySize))
         return makeError("node_key: must be base64url (unpadded) of " +
                          std::to_string(Identity::kPublicKeySize) + " bytes");
-    const QString nonce = randomToken();
-    if (Status s = NonceStore(m_db).issue(nonce, nodeKey, nowMs, m_settings.nonceTtl); !s)
-        return s.error();
-    return nonce;
+    return m_nonces.issue(nodeKey, nowMs + qint64(m_settings.nonceTtl.count()));
 }
 
 Result<std::vector<StageLoad>> AdmissionService::stageLoads(const QString& except) {
@@ -66,16 +64,20 @@ Result<AdmissionOutcome> AdmissionService::admit(const protocol::AdmissionClaims
     if (!claims.signatureValid())
         return AdmissionOutcome(
             Unauthorized{"signature: does not verify with node_key over the admission payload"});
+    const ChallengeNonce::Checked nonce = m_nonces.check(claims.nonce, claims.nodeKey, nowMs);
+    if (nonce.verdict != NonceVerdict::Spent)
+        return AdmissionOutcome(Unauthorized{"nonce: " + nonceRefusalText(nonce.verdict)});
     AdmissionOutcome outcome;
-    Status s = m_db.writeTransaction([&] { return decide(claims, nowMs, network, outcome); });
+    Status s =
+        m_db.writeTransaction([&] { return decide(claims, nowMs, nonce.expiresAtMs, network, outcome); });
     if (!s)
         return s.error();
     return outcome;
 }
 
-Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 nowMs, const QString& network,
-                                AdmissionOutcome& outcome) {
-    Result<NonceVerdict> nonce = NonceStore(m_db).consume(claims.nonce, claims.nodeKey, nowMs);
+Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 nowMs,
+                                qint64 nonceExpiresAtMs, const QString& network, AdmissionOutcome& outcome) {
+    Result<NonceVerdict> nonce = NonceStore(m_db).spend(claims.nonce, claims.nodeKey, nonceExpiresAtMs);
     if (!nonce)
         return nonce.error(); // the database failed, not the client: 500, not 401
     if (*nonce != NonceVerdict::Spent) {

@@ -5,9 +5,11 @@
 // admit() in order, so that what costs nothing to check is checked before state changes:
 //   1. signature over the claims (AdmissionClaims::signingPayload) → else Unauthorized; the nonce
 //      is left alone, so a forged request cannot burn a genuine node's challenge;
-//   2. inside one write transaction: spend the nonce (one conditional UPDATE: unknown, expired,
-//      foreign or already spent → Unauthorized; of two replays exactly one gets past here; a
-//      failing database is an error, never Unauthorized);
+//   2. the nonce checked without the database (ChallengeNonce: its MAC for this node key, its
+//      expiry) → else Unauthorized, and nothing was read or written;
+//   2b. inside one write transaction: spend the nonce (one INSERT: already spent → Unauthorized;
+//      of two replays exactly one gets past here; a failing database is an error, never
+//      Unauthorized);
 //   3. client version >= minimum → else Denied; the node or its network banned (Reputation) →
 //      Denied (banned); as many nodes online from its network as allowed → Waitlisted;
 //   4. AssignmentPolicy on the online nodes' loads → Denied (fits no stage) or Waitlisted;
@@ -20,6 +22,7 @@
 #include "base/Result.h"
 #include "coordinator/admission/AdmissionOutcome.h"
 #include "coordinator/admission/AssignmentPolicy.h"
+#include "coordinator/admission/ChallengeNonce.h"
 #include "coordinator/trust/Reputation.h"
 #include "protocol/AdmissionClaims.h"
 #include "protocol/ClientVersion.h"
@@ -37,6 +40,9 @@ struct AdmissionSettings {
     // Raised to protocol::kOldestCompatibleClient when lower.
     protocol::ClientVersion minimumClientVersion = protocol::kOldestCompatibleClient;
     std::chrono::milliseconds nonceTtl{std::chrono::seconds(120)};
+    // The nonces' MAC key (ChallengeNonce::secretFrom the coordinator's key); empty: a random one,
+    // so nonces do not outlive the process.
+    QByteArray nonceSecret;
     std::chrono::milliseconds sessionTtl{std::chrono::hours(24)};
     ReputationSettings reputation; // bans by node and network, the limit per network
 };
@@ -45,8 +51,8 @@ class AdmissionService final {
 public:
     AdmissionService(Database& db, AssignmentPolicy policy, AdmissionSettings settings = {});
 
-    // A fresh nonce (base64url of 32 random bytes) bound to nodeKey, valid for nonceTtl. An
-    // error names node_key when it is not a base64url Ed25519 key.
+    // A fresh nonce (base64url of 32 bytes, ChallengeNonce) bound to nodeKey, valid for nonceTtl;
+    // nothing is written. An error names node_key when it is not a base64url Ed25519 key.
     Result<QString> challenge(const QString& nodeKey, qint64 nowMs);
     // An error is the coordinator's own failure (SQL): the HTTP layer answers 500.
     // `network`: what the request came from (Reputation::networkOf), "" when unknown.
@@ -61,12 +67,13 @@ public:
     static QString sessionTokenHash(const QString& token);
 
 private:
-    Status decide(const protocol::AdmissionClaims& claims, qint64 nowMs, const QString& network,
-                  AdmissionOutcome& outcome);
+    Status decide(const protocol::AdmissionClaims& claims, qint64 nowMs, qint64 nonceExpiresAtMs,
+                  const QString& network, AdmissionOutcome& outcome);
 
     Database& m_db;
     AssignmentPolicy m_policy;
     AdmissionSettings m_settings;
+    ChallengeNonce m_nonces;
 };
 
 } // namespace tessera::coordinator

@@ -27,9 +27,23 @@ HttpResponse internalError(const char* what, const std::string& message) {
         500, QStringLiteral("the coordinator failed to %1; try again later").arg(QString::fromLatin1(what)));
 }
 
+// 429: the address asked too often; the limit and the wait in words.
+HttpResponse tooOften(const AddressRateLimiter& limiter, int retryAfter) {
+    HttpResponse r = HttpResponse::error(
+        429, QStringLiteral("more than %1 admission requests a minute from your address; retry in %2 s")
+                 .arg(limiter.perMinute())
+                 .arg(retryAfter));
+    r.headers.set("Retry-After", QByteArray::number(retryAfter));
+    return r;
+}
+
 } // namespace
 
 HttpResponse AdmissionApi::challenge(const HttpRequest& request) {
+    if (int wait = 0; !m_challenges.allow(request.peerAddress, QDateTime::currentMSecsSinceEpoch(), &wait)) {
+        m_metrics.countAdmission(QStringLiteral("rate_limited"));
+        return tooOften(m_challenges, wait);
+    }
     Result<QJsonObject> body = parseJsonObject(request.body);
     if (!body)
         return HttpResponse::error(400, qs(body.message()));
@@ -50,6 +64,10 @@ HttpResponse AdmissionApi::challenge(const HttpRequest& request) {
 }
 
 HttpResponse AdmissionApi::admit(const HttpRequest& request) {
+    if (int wait = 0; !m_admissions.allow(request.peerAddress, QDateTime::currentMSecsSinceEpoch(), &wait)) {
+        m_metrics.countAdmission(QStringLiteral("rate_limited"));
+        return tooOften(m_admissions, wait);
+    }
     Result<QJsonObject> body = parseJsonObject(request.body);
     Result<protocol::AdmissionClaims> claims =
         body ? protocol::parseAdmissionRequest(*body) : Result<protocol::AdmissionClaims>(body.error());

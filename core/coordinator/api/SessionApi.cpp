@@ -39,6 +39,24 @@ void closeSocket(QWebSocket* socket, QWebSocketProtocol::CloseCode code, const Q
     QTimer::singleShot(kCloseGrace, socket, [socket] { socket->abort(); });
 }
 
+// A socket over a limit on what it sends: the close frame is pushed out and the socket dropped at
+// once, so that nothing more it sends is read (and held).
+void cutOff(QWebSocket* socket, QWebSocketProtocol::CloseCode code, const QString& reason) {
+    socket->close(code, reason);
+    socket->flush();
+    socket->abort();
+}
+
+// UTF-8 bytes of UTF-16 text, without encoding it.
+qint64 utf8Bytes(QStringView text) {
+    qint64 n = 0;
+    for (const QChar c : text) {
+        const char16_t u = c.unicode();
+        n += u < 0x80 ? 1 : u < 0x800 ? 2 : c.isSurrogate() ? 2 : 3; // a surrogate pair: 4
+    }
+    return n;
+}
+
 void replyError(QWebSocket* socket, const QString& error) {
     reply(socket, protocol::ErrorNotice{error.left(protocol::kMaxReasonChars)});
 }
@@ -90,15 +108,22 @@ SessionApi::~SessionApi() {
 }
 
 http::HttpServer::UpgradeHandler SessionApi::upgradeHandler() {
-    return [this](QTcpSocket* socket) { m_server->handleConnection(socket); };
+    return [this](QTcpSocket* socket) {
+        // Ours now (QWebSocket does not own it): gone with its connection.
+        connect(socket, &QAbstractSocket::disconnected, socket, &QObject::deleteLater);
+        m_server->handleConnection(socket);
+    };
 }
 
 void SessionApi::accept(QWebSocket* socket) {
     connect(socket, &QWebSocket::disconnected, socket, &QObject::deleteLater);
-    // Text messages are held to maxMessageBytes in onText; binary ones may be larger.
+    // Each kind is held to its own limit frame by frame in onFrame; QWebSocket's own limits are
+    // backstops. The socket's buffer holds at most one frame being read.
     const qint64 maxBytes = std::max(m_settings.maxMessageBytes, m_settings.maxBinaryBytes);
-    socket->setMaxAllowedIncomingFrameSize(quint64(maxBytes));
-    socket->setMaxAllowedIncomingMessageSize(quint64(maxBytes));
+    const qint64 frameBytes = std::min(m_settings.maxFrameBytes, maxBytes);
+    socket->setMaxAllowedIncomingFrameSize(quint64(frameBytes));
+    socket->setMaxAllowedIncomingMessageSize(quint64(maxBytes + frameBytes)); // after onFrame's
+    socket->setReadBufferSize(frameBytes + 64 * 1024);
 
     const QString token = bearerToken(socket->request().rawHeader("Authorization"));
     const QString tokenHash = token.isEmpty() ? QString() : AdmissionService::sessionTokenHash(token);
@@ -144,6 +169,8 @@ void SessionApi::accept(QWebSocket* socket) {
             return;
         }
     }
+    // Before the node is marked online: closing the old session marks it offline.
+    replaceSessions(nodeId, socket);
     SessionStore sessions(m_db);
     if (Status s = nodes.setState(nodeId, NodeState::Online, now); !s)
         qWarning("coordinator: marking node %s online failed: %s", qPrintable(nodeId), s.message().c_str());
@@ -160,6 +187,12 @@ void SessionApi::accept(QWebSocket* socket) {
     m_metrics.countSession(QStringLiteral("opened"));
     publishCount();
 
+    connect(socket, &QWebSocket::textFrameReceived, this, [this, socket](const QString& frame, bool last) {
+        onFrame(socket, utf8Bytes(frame), false, last);
+    });
+    connect(
+        socket, &QWebSocket::binaryFrameReceived, this,
+        [this, socket](const QByteArray& frame, bool last) { onFrame(socket, frame.size(), true, last); });
     connect(socket, &QWebSocket::textMessageReceived, this,
             [this, socket](const QString& message) { onText(socket, message); });
     connect(socket, &QWebSocket::binaryMessageReceived, this,
@@ -167,6 +200,60 @@ void SessionApi::accept(QWebSocket* socket) {
     connect(socket, &QWebSocket::disconnected, this, [this, socket] { drop(socket); });
     if (m_listener != nullptr)
         m_listener->sessionOpened(nodeId);
+}
+
+void SessionApi::replaceSessions(const QString& nodeId, const QWebSocket* except) {
+    QList<QWebSocket*> older;
+    for (auto it = m_live.cbegin(); it != m_live.cend(); ++it)
+        if (it.key() != except && it->nodeId == nodeId)
+            older << it.key();
+    for (QWebSocket* old : older) {
+        m_metrics.countSession(QStringLiteral("replaced"));
+        drop(old);
+        closeSocket(old, QWebSocketProtocol::CloseCodePolicyViolated,
+                    QStringLiteral("replaced by a newer session of this node (one session per node)"));
+    }
+}
+
+void SessionApi::onFrame(QWebSocket* socket, qint64 bytes, bool binary, bool last) {
+    const auto live = m_live.find(socket);
+    if (live == m_live.end())
+        return;
+    qint64& sofar = binary ? live->binaryBytes : live->textBytes;
+    sofar += bytes;
+    const qint64 limit = binary ? m_settings.maxBinaryBytes : m_settings.maxMessageBytes;
+    if (sofar > limit) {
+        m_metrics.countSession(QStringLiteral("too_big"));
+        drop(socket);
+        cutOff(socket, QWebSocketProtocol::CloseCodeTooMuchData,
+               binary ? QStringLiteral("binary messages are limited to %1 bytes in this run").arg(limit)
+                      : QStringLiteral("text messages are limited to %1 bytes").arg(limit));
+        return;
+    }
+    // A message in one frame is delivered at once; only the frames of a longer one are held.
+    if (last && sofar == bytes)
+        return;
+    if (m_budget != nullptr) {
+        if (!m_budget->take(bytes)) {
+            m_metrics.countSession(QStringLiteral("over_budget"));
+            drop(socket);
+            cutOff(socket, QWebSocketProtocol::CloseCodeBadOperation,
+                   QStringLiteral("the coordinator is receiving as much as it can hold at once; "
+                                  "reconnect shortly"));
+            return;
+        }
+        live->budgetHeld += bytes;
+    }
+}
+
+void SessionApi::messageDone(QWebSocket* socket) {
+    const auto live = m_live.find(socket);
+    if (live == m_live.end())
+        return;
+    live->textBytes = 0;
+    live->binaryBytes = 0;
+    if (m_budget != nullptr)
+        m_budget->give(std::exchange(live->budgetHeld, 0));
 }
 
 namespace {
@@ -195,6 +282,7 @@ bool SessionApi::allowBinary(Live& live, qint64 nowMs) const {
 }
 
 void SessionApi::onBinary(QWebSocket* socket, const QByteArray& message) {
+    messageDone(socket);
     const auto live = m_live.find(socket);
     if (live == m_live.end())
         return;
@@ -230,6 +318,7 @@ bool SessionApi::sendBinary(const QString& nodeId, const QByteArray& message) {
 }
 
 void SessionApi::onText(QWebSocket* socket, const QString& text) {
+    messageDone(socket);
     const auto live = m_live.find(socket);
     if (live == m_live.end())
         return;
@@ -285,6 +374,8 @@ void SessionApi::drop(QWebSocket* socket) {
     if (live == m_live.end())
         return;
     const QString nodeId = live->nodeId;
+    if (m_budget != nullptr)
+        m_budget->give(live->budgetHeld);
     m_live.erase(live);
     publishCount();
     if (m_newest.value(nodeId) == socket) {

@@ -3,8 +3,10 @@
 // node online, and a missed heartbeat or a closed socket marks it offline.
 //
 // A connection's states: Handshake (QWebSocketServer reads the upgrade) → Authenticated (token
-// valid: node online, heartbeats accepted) → Closed (node offline unless another of its sessions
-// is still connected). A bad token goes Handshake → Closed with 1008 and changes nothing.
+// valid: node online, heartbeats accepted) → Closed (node offline). A bad token goes Handshake →
+// Closed with 1008 and changes nothing. One live session per node: a node's new session (its token
+// again, or a newer one) closes the one it had with 1008, "replaced", so a token opens one socket
+// however many times it is used.
 //
 // Heartbeats are answered at once but written in batches: every second (and before each sweep)
 // the sessions heard since the last flush are stored in one transaction of a few IN-list
@@ -36,10 +38,16 @@ class Metrics;
 struct SessionSettings {
     // A node silent for longer is offline and its socket is closed.
     std::chrono::milliseconds heartbeatTimeout{std::chrono::seconds(30)};
-    // Text messages (heartbeats, control) are tiny; a bigger one is closed with 1009. Binary
-    // messages (task results, averaging shares) may be up to maxBinaryBytes.
+    // Text messages (heartbeats, control) are tiny: one passing maxMessageBytes is closed with
+    // 1009 as its frames arrive. Binary messages (task results, averaging and gradient shares,
+    // sync answers) may be up to maxBinaryBytes: the Coordinator sets it from the run (the largest
+    // a node of this run legitimately sends, see NodeMessageCap), checked frame by frame too.
     qint64 maxMessageBytes = protocol::kSessionTextMaxBytes;
     qint64 maxBinaryBytes = qint64(256) << 20;
+    // The largest frame read: what QWebSocket fragments into when it sends (512 KiB by default,
+    // what the nodes send). A longer frame is refused from its header, before its payload is
+    // read, so a socket never holds more than one frame that has not been checked.
+    qint64 maxFrameBytes = 512 * 1024;
     // Messages per second a session may send, on average, with bursts up to messageBurst; a
     // flood is closed with 1008 rather than allowed to occupy the coordinator's thread.
     double messagesPerSecond = 5;
@@ -59,6 +67,9 @@ public:
 
     // For HttpServer::setUpgradeHandler: takes over a socket that still holds the upgrade.
     http::HttpServer::UpgradeHandler upgradeHandler();
+    // Messages still arriving take their bytes from `budget` (the HTTP server's, shared with
+    // request bodies); a socket whose next frame does not fit is closed (1011). Not owned.
+    void setByteBudget(http::ByteBudget* budget) { m_budget = budget; }
     int connectedCount() const { return int(m_live.size()); }
     // The data plane: hears data-plane messages and closes (not owned; may be null).
     void setListener(SessionListener* listener) { m_listener = listener; }
@@ -87,6 +98,10 @@ private:
         qint64 allowanceAtMs = 0;
         double binaryAllowance = 0;
         qint64 binaryAllowanceAtMs = 0;
+        // The message arriving, frame by frame: its bytes so far, and what it holds of the budget.
+        qint64 textBytes = 0;
+        qint64 binaryBytes = 0;
+        qint64 budgetHeld = 0;
     };
 
     void accept(QWebSocket* socket);
@@ -95,6 +110,13 @@ private:
     bool allowMessage(Live& live, qint64 nowMs) const;
     bool allowBinary(Live& live, qint64 nowMs) const;
     void onBinary(QWebSocket* socket, const QByteArray& message);
+    // A data frame arrived: counts it against the message's limit and the budget, and cuts the
+    // socket off (1009, 1011) the moment either is passed.
+    void onFrame(QWebSocket* socket, qint64 bytes, bool binary, bool last);
+    // The message is delivered: its bytes go back to the budget.
+    void messageDone(QWebSocket* socket);
+    // Sessions of `nodeId` other than `except` (one live session per node) are closed.
+    void replaceSessions(const QString& nodeId, const QWebSocket* except);
     // Writes the heartbeats heard since the last flush in one transaction; closes sessions that
     // turned out revoked or expired.
     void flushHeartbeats();
@@ -110,6 +132,7 @@ private:
     QHash<QWebSocket*, Live> m_live;
     QHash<QString, QWebSocket*> m_newest; // node id → its newest live session
     SessionListener* m_listener = nullptr;
+    http::ByteBudget* m_budget = nullptr;
     QList<QPointer<QWebSocket>> m_closing;
     QTimer m_sweepTimer;
     QTimer m_flushTimer;

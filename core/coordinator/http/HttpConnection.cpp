@@ -10,6 +10,7 @@
 #include <QTcpSocket>
 
 #include <exception>
+#include <utility>
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -222,6 +223,12 @@ void HttpConnection::beginBody() {
     }
     if (m_bodyLength == 0)
         return dispatch();
+    // The whole body is reserved at once below, so it is taken from the budget whole, first.
+    if (!m_server.byteBudget().take(m_bodyLength)) {
+        return fail(503, QStringLiteral("the coordinator is receiving as much as it can hold at once; "
+                                        "retry shortly"));
+    }
+    m_bodyBudget = m_bodyLength;
     m_state = State::ReadingBody;
     m_request.body.reserve(m_bodyLength);
     arm(Deadline::Body);
@@ -260,7 +267,13 @@ HttpResponse HttpConnection::callHandler() {
 
 void HttpConnection::dispatch() {
     m_state = State::Sending;
-    send(callHandler());
+    HttpResponse response = callHandler();
+    giveBackBody();
+    send(std::move(response));
+}
+
+void HttpConnection::giveBackBody() {
+    m_server.byteBudget().give(std::exchange(m_bodyBudget, 0));
 }
 
 void HttpConnection::writeHead(const HttpResponse& response, qint64 contentLength) {
@@ -404,6 +417,8 @@ void HttpConnection::afterResponse() {
 }
 
 void HttpConnection::fail(int status, const QString& message) {
+    giveBackBody();
+    m_request.body = QByteArray();
     m_closeAfter = true;
     m_state = State::Sending;
     send(HttpResponse::error(status, message));
@@ -425,6 +440,7 @@ void HttpConnection::closeNow() {
     m_state = State::Closed;
     m_timer.stop();
     m_file.reset();
+    giveBackBody();
     Q_EMIT finished();
     deleteLater();
 }

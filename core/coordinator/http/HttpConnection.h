@@ -57,6 +57,7 @@ private:
     void onTimeout();
     void arm(Deadline deadline);
     void closeNow();
+    void giveBackBody();
     qint64 queuedBytes() const;
 
     HttpServer& m_server;
@@ -67,6 +68,7 @@ private:
     State m_state = State::ReadingHead;
     HttpRequest m_request;
     qint64 m_bodyLength = 0;
+    qint64 m_bodyBudget = 0;       // bytes of the server's ByteBudget this body holds
     bool m_closeAfter = false;     // this response ends the connection
     bool m_keepAlive10 = false;    // an HTTP/1.0 client asked for keep-alive
     std::unique_ptr<QFile> m_file; // the file being streamed

@@ -8,8 +8,17 @@
 namespace tessera::coordinator::http {
 
 struct HttpServerConfig {
-    // Connections served at once; one more is accepted only to be told 503 and closed.
+    // Connections served at once, upgraded WebSockets included; one more is accepted only to be
+    // told 503 and closed.
     int maxConnections = 512;
+    // Connections open at once from one address (AddressCounter: an IPv4 address or an IPv6 /64),
+    // counted from the TCP accept, so TLS handshakes not yet finished count too; one more is
+    // closed at once, unanswered. 0: no limit.
+    int maxConnectionsPerAddress = 32;
+    // Bytes of partially received messages (HTTP bodies, WebSocket messages) held across all
+    // connections (ByteBudget); the connection whose bytes would pass it is refused (503) or
+    // closed. 0: no limit.
+    qint64 maxBytesInFlight = qint64(512) << 20;
     // The request line and all header fields, up to and including the blank line (else 431).
     qsizetype maxHeaderBytes = 16 * 1024;
     // A larger Content-Length gets 413 before any of the body is read.

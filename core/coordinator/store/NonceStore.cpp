@@ -10,59 +10,32 @@ std::string nonceRefusalText(NonceVerdict verdict) {
     case NonceVerdict::Spent:
         return {};
     case NonceVerdict::Unknown:
-        return "unknown admission nonce; ask for a new challenge";
+        return "unknown admission nonce (not one this coordinator issues); ask for a new challenge";
     case NonceVerdict::Replayed:
         return "admission nonce already used (replay refused); ask for a new challenge";
     case NonceVerdict::ForeignKey:
-        return "admission nonce was issued to another node key";
+        return "admission nonce was not issued to this node key; ask for a new challenge";
     case NonceVerdict::Expired:
         return "admission nonce expired; ask for a new challenge";
     }
     return "admission nonce refused";
 }
 
-Status NonceStore::issue(const QString& nonce, const QString& nodeKey, qint64 nowMs,
-                         std::chrono::milliseconds ttl) {
-    if (ttl.count() <= 0)
-        return makeError("a nonce needs a positive lifetime");
+Result<NonceVerdict> NonceStore::spend(const QString& nonce, const QString& nodeKey, qint64 expiresAtMs) {
+    // ON CONFLICT DO NOTHING: SQLite 3.24+ and PostgreSQL 9.5+ alike.
     Result<QSqlQuery> q =
         sql::exec(m_db.connection(),
-                  QStringLiteral(
-                      "INSERT INTO admission_nonces (nonce, node_key, expires_at, used) VALUES (?, ?, ?, 0)"),
-                  {nonce, nodeKey, nowMs + qint64(ttl.count())});
-    return q ? Status() : Status(q.error());
-}
-
-Result<NonceVerdict> NonceStore::consume(const QString& nonce, const QString& nodeKey, qint64 nowMs) {
-    Result<QSqlQuery> q =
-        sql::exec(m_db.connection(),
-                  QStringLiteral("UPDATE admission_nonces SET used = 1 "
-                                 "WHERE nonce = ? AND node_key = ? AND used = 0 AND expires_at > ?"),
-                  {nonce, nodeKey, nowMs});
+                  QStringLiteral("INSERT INTO admission_nonces (nonce, node_key, expires_at, used) "
+                                 "VALUES (?, ?, ?, 1) ON CONFLICT (nonce) DO NOTHING"),
+                  {nonce, nodeKey, expiresAtMs});
     if (!q)
         return q.error();
-    if (q->numRowsAffected() == 1)
-        return NonceVerdict::Spent;
-
-    // Refused. Look again only to say why: the decision above is already final.
-    Result<QSqlQuery> why = sql::exec(
-        m_db.connection(),
-        QStringLiteral("SELECT node_key, expires_at, used FROM admission_nonces WHERE nonce = ?"), {nonce});
-    if (!why)
-        return why.error();
-    if (!why->next())
-        return NonceVerdict::Unknown;
-    if (why->value(2).toInt() != 0)
-        return NonceVerdict::Replayed;
-    if (why->value(0).toString() != nodeKey)
-        return NonceVerdict::ForeignKey;
-    return NonceVerdict::Expired;
+    return q->numRowsAffected() == 1 ? NonceVerdict::Spent : NonceVerdict::Replayed;
 }
 
 Result<int> NonceStore::purge(qint64 nowMs) {
-    Result<QSqlQuery> q =
-        sql::exec(m_db.connection(),
-                  QStringLiteral("DELETE FROM admission_nonces WHERE used = 1 OR expires_at <= ?"), {nowMs});
+    Result<QSqlQuery> q = sql::exec(
+        m_db.connection(), QStringLiteral("DELETE FROM admission_nonces WHERE expires_at <= ?"), {nowMs});
     if (!q)
         return q.error();
     return q->numRowsAffected();

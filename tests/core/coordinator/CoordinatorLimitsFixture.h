@@ -66,6 +66,35 @@ inline QByteArray rawExchange(quint16 port, const QByteArray& request, int timeo
     return response;
 }
 
+// A plain TCP connection from `from` (another loopback address, 127.0.0.2, is another host to the
+// coordinator); connected, or null.
+inline std::unique_ptr<QTcpSocket> connectFrom(const QHostAddress& from, quint16 port) {
+    auto socket = std::make_unique<QTcpSocket>();
+    if (!socket->bind(from, 0))
+        return nullptr;
+    socket->connectToHost(QStringLiteral("127.0.0.1"), port);
+    if (!socket->waitForConnected(5'000))
+        return nullptr;
+    return socket;
+}
+
+// One request from `from` on a new connection; the response until the server closed it.
+inline QByteArray rawExchangeFrom(const QHostAddress& from, quint16 port, const QByteArray& request,
+                                  int timeoutMs = 5'000) {
+    std::unique_ptr<QTcpSocket> socket = connectFrom(from, port);
+    if (!socket)
+        return {};
+    QByteArray response;
+    socket->write(request);
+    (void)QTest::qWaitFor(
+        [&] {
+            response += socket->readAll();
+            return socket->state() == QAbstractSocket::UnconnectedState;
+        },
+        timeoutMs);
+    return response + socket->readAll();
+}
+
 inline QByteArray getStatusRequest() {
     return QByteArrayLiteral("GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
 }

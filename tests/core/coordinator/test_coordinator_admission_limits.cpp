@@ -16,8 +16,32 @@ private Q_SLOTS:
     void nodesSpreadOverBothStages();
     void oldClientIsDenied();
     void badSignatureAndReplayAre401();
+    void challengesWriteNothingAndOutliveARestart();
     void stillServingAndDatabaseIntact();
 };
+
+namespace {
+
+// Rows in a run's admission_nonces (its SQLite opened read-only beside the process); -1 on failure.
+int nonceRows(const QString& runDir) {
+    const QString connection = QStringLiteral("nonce-rows");
+    int rows = -1;
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), connection);
+        db.setDatabaseName(runDir + QStringLiteral("/coordinator.sqlite"));
+        db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY;QSQLITE_BUSY_TIMEOUT=5000"));
+        if (db.open()) {
+            QSqlQuery q(db);
+            if (q.exec(QStringLiteral("SELECT COUNT(*) FROM admission_nonces")) && q.next())
+                rows = q.value(0).toInt();
+        }
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(connection);
+    return rows;
+}
+
+} // namespace
 
 // Tried: a model whose stages need ~4.4 GiB each (tiny's shape with an 8192-token context, so
 // its shards stay small) and a node claiming 256 MiB, the least AdmissionClaims takes as sane.
@@ -193,6 +217,39 @@ void TestCoordinatorAdmissionLimits::badSignatureAndReplayAre401() {
     r = send(m_server->url(), "POST", QStringLiteral("/v1/admission"), QJsonDocument(genuine).toJson());
     QVERIFY2(r.status == 401, r.body.constData());
     QVERIFY2(r.error().startsWith(u"nonce:"), qPrintable(r.error()));
+}
+
+// Tried: 30 challenges on a run of its own: the nonces table gets no row (a challenge costs no
+// write). The coordinator is then stopped and started again on the same data dir; the node signs
+// with a nonce it was given before the restart and is admitted (one row now: the nonce spent), and
+// the same request again is refused as a replay.
+void TestCoordinatorAdmissionLimits::challengesWriteNothingAndOutliveARestart() {
+    const QString name = QStringLiteral("stateless-nonces");
+    const QStringList options{QStringLiteral("--insecure-loopback")};
+    std::unique_ptr<CoordinatorProcess> server = start(name, options);
+    QVERIFY2(server->waitReady(), server->err().constData());
+    const QString runDir = m_dir.filePath(name);
+    const Identity id = newIdentity();
+    const QByteArray body =
+        QJsonDocument(QJsonObject{{QStringLiteral("node_key"), id.publicKeyBase64()}}).toJson();
+    QString nonce;
+    for (int i = 0; i < 30; ++i) {
+        const Reply r = send(server->url(), "POST", QStringLiteral("/v1/admission/challenge"), body);
+        QVERIFY2(r.status == 200, r.body.constData());
+        nonce = r.json().value(u"nonce").toString();
+    }
+    QCOMPARE(nonceRows(runDir), 0);
+
+    server->stop();
+    server = start(name, options);
+    QVERIFY2(server->waitReady(), server->err().constData());
+    const QJsonObject request = protocol::makeAdmissionRequest(id, nonce, test::testHardware(),
+                                                               test::testBench(), QStringLiteral("0.2.0"));
+    Reply r = send(server->url(), "POST", QStringLiteral("/v1/admission"), QJsonDocument(request).toJson());
+    QVERIFY2(r.status == 200, r.body.constData());
+    QCOMPARE(nonceRows(runDir), 1);
+    r = send(server->url(), "POST", QStringLiteral("/v1/admission"), QJsonDocument(request).toJson());
+    QVERIFY2(r.status == 401 && r.error().contains(u"already used"), r.body.constData());
 }
 
 // Tried: after everything above, the shared process still answers /v1/status, and its live

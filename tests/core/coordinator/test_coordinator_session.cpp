@@ -90,6 +90,7 @@ private Q_SLOTS:
     void heartbeatsKeepNodeOnlineUntilItFallsSilent();
     void badFramesAreAnsweredAndTheSessionStays();
     void oversizeFrameClosedWith1009();
+    void aSecondSessionReplacesTheFirst();
     void closedSocketIsOfflineAtOnce();
     void badTokensClosedWith1008();
     void floodClosedWith1008();
@@ -228,14 +229,61 @@ void TestCoordinatorSession::aNodeOlderThanTheProtocolIsToldToUpdate() {
     QTRY_COMPARE_WITH_TIMEOUT(nodesOnline(), online, 3 * kHeartbeatTimeoutMs);
 }
 
+// Tried: a text message of 17 KiB (the limit is 16 KiB), then one of 64 KiB sent as many small
+// frames: each is closed with 1009 naming the limit as its frames arrive, and the node is offline.
 void TestCoordinatorSession::oversizeFrameClosedWith1009() {
+    for (const int frameBytes : {0, 1024}) {
+        Result<Identity> id = Identity::generate();
+        QVERIFY(id);
+        SessionClient* node = open("Bearer " + admit(*id).value(u"session_token").toString().toLatin1());
+        QVERIFY(node->waitConnected());
+        if (frameBytes > 0)
+            node->socket().setOutgoingFrameSize(quint64(frameBytes));
+        node->socket().sendTextMessage(QString(frameBytes > 0 ? 64 * 1024 : 17 * 1024, u'x'));
+        QVERIFY(node->waitClosed());
+        QCOMPARE(node->socket().closeCode(), QWebSocketProtocol::CloseCodeTooMuchData);
+        QVERIFY2(node->socket().closeReason().contains(u"16384 bytes"),
+                 qPrintable(node->socket().closeReason()));
+        QTRY_COMPARE(nodesOnline(), 0);
+    }
+}
+
+// Tried: one node opens a session, then the same token again, then ten more at once. Each new
+// session replaces the one before: the replaced ones are closed with 1008 saying so, one socket is
+// left live, the node stays online and the coordinator counts one session.
+void TestCoordinatorSession::aSecondSessionReplacesTheFirst() {
     Result<Identity> id = Identity::generate();
     QVERIFY(id);
-    SessionClient* node = open("Bearer " + admit(*id).value(u"session_token").toString().toLatin1());
-    QVERIFY(node->waitConnected());
-    node->socket().sendTextMessage(QString(64 * 1024, u'x'));
-    QVERIFY(node->waitClosed());
-    QCOMPARE(node->socket().closeCode(), QWebSocketProtocol::CloseCodeTooMuchData);
+    const QByteArray authorization = "Bearer " + admit(*id).value(u"session_token").toString().toLatin1();
+    SessionClient* first = open(authorization);
+    QVERIFY(first->waitConnected());
+    QCOMPARE(first->heartbeat().value(u"type").toString(), u"heartbeat_ack"_qs);
+    SessionClient* second = open(authorization);
+    QVERIFY(second->waitConnected());
+    QVERIFY(first->waitClosed());
+    QCOMPARE(first->socket().closeCode(), QWebSocketProtocol::CloseCodePolicyViolated);
+    QVERIFY2(first->socket().closeReason().contains(u"replaced"), qPrintable(first->socket().closeReason()));
+    QCOMPARE(second->heartbeat().value(u"type").toString(), u"heartbeat_ack"_qs);
+
+    std::vector<SessionClient*> more;
+    for (int i = 0; i < 10; ++i)
+        more.push_back(open(authorization));
+    QVERIFY(QTest::qWaitFor(
+        [&] {
+            int live = second->socket().state() == QAbstractSocket::ConnectedState ? 1 : 0;
+            int settled = second->socket().state() == QAbstractSocket::UnconnectedState ? 1 : 0;
+            for (SessionClient* c : more) {
+                live += c->socket().state() == QAbstractSocket::ConnectedState;
+                settled += c->socket().state() == QAbstractSocket::UnconnectedState;
+            }
+            return live == 1 && settled == 10;
+        },
+        15'000));
+    QVERIFY(metrics().contains("\ntessera_sessions_connected 1\n"));
+    QCOMPARE(nodesOnline(), 1);
+    for (SessionClient* c : more)
+        if (c->socket().state() == QAbstractSocket::ConnectedState)
+            c->socket().close();
     QTRY_COMPARE(nodesOnline(), 0);
 }
 
@@ -294,8 +342,8 @@ void TestCoordinatorSession::floodClosedWith1008() {
 }
 
 // The same node admitted again (say, after a restart) gets a new token and the old one is
-// revoked: the old socket's next heartbeat is acknowledged, but the batch that stores it finds
-// the session revoked and closes it with 1008, while the new session keeps the node online.
+// revoked: when the new session opens, the old socket is closed with 1008 (replaced), while the new
+// session keeps the node online.
 void TestCoordinatorSession::sessionRevokedByReadmissionIsClosed() {
     Result<Identity> id = Identity::generate();
     QVERIFY(id);
@@ -306,10 +354,11 @@ void TestCoordinatorSession::sessionRevokedByReadmissionIsClosed() {
     QVERIFY(renewed->waitConnected());
     QCOMPARE(renewed->heartbeat().value(u"type").toString(), u"heartbeat_ack"_qs);
 
-    old->socket().sendTextMessage(u"{\"type\":\"heartbeat\"}"_qs);
+    // The new session replaces the old one at once (one session per node), before any heartbeat
+    // would find the old token revoked.
     QVERIFY(old->waitClosed(kHeartbeatTimeoutMs));
     QCOMPARE(old->socket().closeCode(), QWebSocketProtocol::CloseCodePolicyViolated);
-    QVERIFY2(old->socket().closeReason().contains(u"revoked"), qPrintable(old->socket().closeReason()));
+    QVERIFY2(old->socket().closeReason().contains(u"replaced"), qPrintable(old->socket().closeReason()));
     QCOMPARE(renewed->heartbeat().value(u"type").toString(), u"heartbeat_ack"_qs);
     QCOMPARE(nodesOnline(), 1);
     renewed->socket().close();

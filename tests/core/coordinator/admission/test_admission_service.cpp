@@ -66,6 +66,8 @@ private Q_SLOTS:
     void fullSwarmWaitlists();
     void challengeNeedsAKey();
     void failingNonceTableIsAnErrorNot401();
+    void madeUpOrForeignNoncesCostNoWrite();
+    void noncesOutliveTheServiceWithTheSameSecret();
 
 private:
     Identity newIdentity();
@@ -322,6 +324,80 @@ void TestAdmissionService::failingNonceTableIsAnErrorNot401() {
     Result<AdmissionOutcome> outcome = service.admit(claims, kNow + 1);
     QVERIFY(!outcome); // an error: AdmissionApi answers 500
     QVERIFY2(outcome.message().find("admission_nonces") != std::string::npos, outcome.message().c_str());
+}
+
+namespace {
+
+int nonceRows(Database& db) {
+    QSqlQuery q(db.connection());
+    return q.exec(QStringLiteral("SELECT COUNT(*) FROM admission_nonces")) && q.next() ? q.value(0).toInt()
+                                                                                       : -1;
+}
+
+} // namespace
+
+// Tried: challenges (nothing written), then correctly signed admissions with a made-up nonce, a
+// nonce issued to another key, a nonce with one byte of its MAC changed, and one whose expiry was
+// moved later: each is 401 naming the nonce, and the nonce table stays empty: only the genuine one,
+// spent, is written.
+void TestAdmissionService::madeUpOrForeignNoncesCostNoWrite() {
+    AdmissionService service(*m_db, AssignmentPolicy(preset("small"), {}));
+    const Identity id = newIdentity();
+    const Identity other = newIdentity();
+    for (int i = 0; i < 10; ++i)
+        QVERIFY(service.challenge(id.publicKeyBase64(), kNow));
+    QCOMPARE(nonceRows(*m_db), 0);
+
+    const QString genuine = *service.challenge(id.publicKeyBase64(), kNow);
+    QByteArray bytes = *Identity::fromBase64Url(genuine, 32);
+    QByteArray macFlipped = bytes;
+    macFlipped[31] = char(macFlipped[31] ^ 1);
+    QByteArray later = bytes;
+    later[14] = char(later[14] + 1); // the expiry's low bytes: 256 ms later
+    const QStringList refused{Identity::toBase64Url(QByteArray(32, 'x')),
+                              *service.challenge(other.publicKeyBase64(), kNow),
+                              Identity::toBase64Url(macFlipped), Identity::toBase64Url(later)};
+    for (const QString& nonce : refused) {
+        Result<protocol::AdmissionClaims> claims = protocol::parseAdmissionRequest(
+            protocol::makeAdmissionRequest(id, nonce, gpuHardware(24), bench(), QStringLiteral("0.2.0")));
+        QVERIFY2(claims, failure(claims));
+        Result<AdmissionOutcome> out = service.admit(*claims, kNow + 1);
+        QVERIFY2(out, failure(out));
+        QVERIFY2(std::holds_alternative<Unauthorized>(*out), qPrintable(nonce));
+        QVERIFY2(std::get<Unauthorized>(*out).reason.starts_with("nonce:"),
+                 std::get<Unauthorized>(*out).reason.c_str());
+    }
+    QCOMPARE(nonceRows(*m_db), 0);
+    Result<protocol::AdmissionClaims> claims = protocol::parseAdmissionRequest(
+        protocol::makeAdmissionRequest(id, genuine, gpuHardware(24), bench(), QStringLiteral("0.2.0")));
+    QVERIFY(claims);
+    Result<AdmissionOutcome> out = service.admit(*claims, kNow + 1);
+    QVERIFY2(out && std::holds_alternative<Admitted>(*out), "the genuine nonce was refused");
+    QCOMPARE(nonceRows(*m_db), 1);
+}
+
+// Tried: a nonce issued by one service, spent through another made with the same secret (what a
+// restarted coordinator is: the secret comes from its key), and through one with another secret.
+void TestAdmissionService::noncesOutliveTheServiceWithTheSameSecret() {
+    AdmissionSettings settings;
+    settings.nonceSecret = QByteArray(32, '\x07');
+    const Identity id = newIdentity();
+    QString nonce;
+    {
+        AdmissionService before(*m_db, AssignmentPolicy(preset("small"), {}), settings);
+        nonce = *before.challenge(id.publicKeyBase64(), kNow);
+    }
+    Result<protocol::AdmissionClaims> claims = protocol::parseAdmissionRequest(
+        protocol::makeAdmissionRequest(id, nonce, gpuHardware(24), bench(), QStringLiteral("0.2.0")));
+    QVERIFY(claims);
+    AdmissionSettings otherSecret = settings;
+    otherSecret.nonceSecret = QByteArray(32, '\x08');
+    AdmissionService stranger(*m_db, AssignmentPolicy(preset("small"), {}), otherSecret);
+    Result<AdmissionOutcome> out = stranger.admit(*claims, kNow + 1);
+    QVERIFY(out && std::holds_alternative<Unauthorized>(*out));
+    AdmissionService after(*m_db, AssignmentPolicy(preset("small"), {}), settings);
+    out = after.admit(*claims, kNow + 1);
+    QVERIFY2(out && std::holds_alternative<Admitted>(*out), "a nonce from before the restart was refused");
 }
 
 QTEST_GUILESS_MAIN(TestAdmissionService)

@@ -410,13 +410,18 @@ private Q_SLOTS:
         const QStringList received =
             hello(client, QUrl(QStringLiteral("ws://127.0.0.1:%1/v1/session").arg(m_server->port())));
         QCOMPARE(received, QStringList{QStringLiteral("echo: hi")});
-        QTRY_COMPARE(m_server->connectionCount(), 0); // the socket is no longer ours
+        // Handed over, but still a connection of this server's (issue 17): it counts against the
+        // limits until it closes.
+        QCOMPARE(m_server->connectionCount(), 1);
 
         // A plain GET to the same path still goes through routing.
-        RawClient c(m_server->port());
-        c.send(get("/v1/session"));
-        QCOMPARE(c.next()->status, 404);
+        {
+            RawClient c(m_server->port());
+            c.send(get("/v1/session"));
+            QCOMPARE(c.next()->status, 404);
+        }
         client.close();
+        QTRY_COMPARE(m_server->connectionCount(), 0);
     }
 
     void webSocketUpgradeOverTls() {

@@ -1,5 +1,5 @@
-// NonceStore on a real SQLite file and a real PostgreSQL server: a nonce is spent once, by the
-// key it was issued to, before it expires; two connections racing for it never both win.
+// NonceStore on a real SQLite file and a real PostgreSQL server: a nonce is spent once, its record
+// kept until it expires; two connections racing for it never both win.
 #include "DatabaseBackends.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/NonceStore.h"
@@ -22,7 +22,7 @@ namespace {
 // The verdict; nothing when the database failed.
 std::optional<NonceVerdict> verdict(const Result<NonceVerdict>& r) {
     if (!r)
-        qWarning("consume failed: %s", r.message().c_str());
+        qWarning("spend failed: %s", r.message().c_str());
     return r ? std::optional<NonceVerdict>(*r) : std::nullopt;
 }
 
@@ -36,12 +36,8 @@ class TestCoordinatorNonceStore final : public test::StoreTest {
 private Q_SLOTS:
     void spentOnce_data() { test::DatabaseBackends::addRows(); }
     void spentOnce();
-    void expiredNonceFails_data() { test::DatabaseBackends::addRows(); }
-    void expiredNonceFails();
-    void boundToItsKey_data() { test::DatabaseBackends::addRows(); }
-    void boundToItsKey();
-    void purgeDropsSpentAndExpired_data() { test::DatabaseBackends::addRows(); }
-    void purgeDropsSpentAndExpired();
+    void purgeDropsExpired_data() { test::DatabaseBackends::addRows(); }
+    void purgeDropsExpired();
     void racingConnectionsExactlyOneWins_data() { test::DatabaseBackends::addRows(); }
     void racingConnectionsExactlyOneWins();
     void databaseFailureIsAnErrorNotARefusal_data() { test::DatabaseBackends::addRows(); }
@@ -53,63 +49,33 @@ void TestCoordinatorNonceStore::spentOnce() {
     if (!db)
         return;
     NonceStore nonces(*db);
-    Status s = nonces.issue(QStringLiteral("n-1"), QStringLiteral("key-a"), 1000, 30s);
-    QVERIFY2(s, failure(s));
-    QVERIFY(!nonces.issue(QStringLiteral("n-1"), QStringLiteral("key-a"), 1000, 30s)); // never reissued
-
-    QCOMPARE(verdict(nonces.consume(QStringLiteral("n-1"), QStringLiteral("key-a"), 2000)),
+    QCOMPARE(verdict(nonces.spend(QStringLiteral("n-1"), QStringLiteral("key-a"), 30'000)),
              V(NonceVerdict::Spent));
-    QCOMPARE(verdict(nonces.consume(QStringLiteral("n-1"), QStringLiteral("key-a"), 2001)),
+    QCOMPARE(verdict(nonces.spend(QStringLiteral("n-1"), QStringLiteral("key-a"), 30'000)),
+             V(NonceVerdict::Replayed));
+    // The nonce is the record's identity: spent by another key, it is still spent.
+    QCOMPARE(verdict(nonces.spend(QStringLiteral("n-1"), QStringLiteral("key-b"), 30'000)),
              V(NonceVerdict::Replayed));
     QVERIFY(nonceRefusalText(NonceVerdict::Replayed).find("already used") != std::string::npos);
-    QCOMPARE(verdict(nonces.consume(QStringLiteral("never-issued"), QStringLiteral("key-a"), 2000)),
-             V(NonceVerdict::Unknown));
-    QVERIFY(nonceRefusalText(NonceVerdict::Unknown).find("unknown admission nonce") != std::string::npos);
+    QCOMPARE(verdict(nonces.spend(QStringLiteral("n-2"), QStringLiteral("key-a"), 30'000)),
+             V(NonceVerdict::Spent));
 }
 
-void TestCoordinatorNonceStore::expiredNonceFails() {
+void TestCoordinatorNonceStore::purgeDropsExpired() {
     std::unique_ptr<Database> db = open(freshUrl());
     if (!db)
         return;
     NonceStore nonces(*db);
-    QVERIFY(nonces.issue(QStringLiteral("late"), QStringLiteral("key"), 0, 1000ms));
-    QVERIFY(nonces.issue(QStringLiteral("in-time"), QStringLiteral("key"), 0, 1000ms));
+    QVERIFY(nonces.spend(QStringLiteral("old"), QStringLiteral("k"), 1000));
+    QVERIFY(nonces.spend(QStringLiteral("older"), QStringLiteral("k"), 500));
+    QVERIFY(nonces.spend(QStringLiteral("fresh"), QStringLiteral("k"), 10'000));
 
-    QCOMPARE(verdict(nonces.consume(QStringLiteral("late"), QStringLiteral("key"), 1000)),
-             V(NonceVerdict::Expired));
-    QCOMPARE(verdict(nonces.consume(QStringLiteral("in-time"), QStringLiteral("key"), 999)),
-             V(NonceVerdict::Spent));
-}
-
-void TestCoordinatorNonceStore::boundToItsKey() {
-    std::unique_ptr<Database> db = open(freshUrl());
-    if (!db)
-        return;
-    NonceStore nonces(*db);
-    QVERIFY(nonces.issue(QStringLiteral("n"), QStringLiteral("key-a"), 0, 30s));
-    QCOMPARE(verdict(nonces.consume(QStringLiteral("n"), QStringLiteral("key-b"), 1)),
-             V(NonceVerdict::ForeignKey));
-    // Someone else's attempt does not burn it for its owner.
-    QCOMPARE(verdict(nonces.consume(QStringLiteral("n"), QStringLiteral("key-a"), 2)),
-             V(NonceVerdict::Spent));
-}
-
-void TestCoordinatorNonceStore::purgeDropsSpentAndExpired() {
-    std::unique_ptr<Database> db = open(freshUrl());
-    if (!db)
-        return;
-    NonceStore nonces(*db);
-    QVERIFY(nonces.issue(QStringLiteral("spent"), QStringLiteral("k"), 0, 1h));
-    QVERIFY(nonces.issue(QStringLiteral("expired"), QStringLiteral("k"), 0, 1s));
-    QVERIFY(nonces.issue(QStringLiteral("fresh"), QStringLiteral("k"), 0, 1h));
-    QCOMPARE(verdict(nonces.consume(QStringLiteral("spent"), QStringLiteral("k"), 10)),
-             V(NonceVerdict::Spent));
-
-    Result<int> purged = nonces.purge(5000);
+    Result<int> purged = nonces.purge(1000);
     QVERIFY2(purged, failure(purged));
     QCOMPARE(*purged, 2);
-    QCOMPARE(verdict(nonces.consume(QStringLiteral("fresh"), QStringLiteral("k"), 5000)),
-             V(NonceVerdict::Spent));
+    // Kept until it expires: a replay of it is still refused.
+    QCOMPARE(verdict(nonces.spend(QStringLiteral("fresh"), QStringLiteral("k"), 10'000)),
+             V(NonceVerdict::Replayed));
 }
 
 void TestCoordinatorNonceStore::racingConnectionsExactlyOneWins() {
@@ -118,9 +84,6 @@ void TestCoordinatorNonceStore::racingConnectionsExactlyOneWins() {
     if (!db)
         return;
     constexpr int kNonces = 25;
-    NonceStore nonces(*db);
-    for (int i = 0; i < kNonces; ++i)
-        QVERIFY(nonces.issue(QStringLiteral("race-%1").arg(i), QStringLiteral("key"), 0, 1h));
 
     // Each racer has its own connection on its own thread, as two coordinator processes on one
     // database would; both are released at once for every nonce.
@@ -137,7 +100,7 @@ void TestCoordinatorNonceStore::racingConnectionsExactlyOneWins() {
             if (!mine)
                 continue;
             Result<NonceVerdict> v =
-                NonceStore(**mine).consume(QStringLiteral("race-%1").arg(i), QStringLiteral("key"), 1);
+                NonceStore(**mine).spend(QStringLiteral("race-%1").arg(i), QStringLiteral("key"), 3'600'000);
             won[r].push_back(v && *v == NonceVerdict::Spent);
             if (!v)
                 errors[r] = v.message(); // a lock timeout or SQL error is not a fair loss
@@ -163,9 +126,8 @@ void TestCoordinatorNonceStore::databaseFailureIsAnErrorNotARefusal() {
     if (!db)
         return;
     NonceStore nonces(*db);
-    QVERIFY(nonces.issue(QStringLiteral("n"), QStringLiteral("k"), 0, 1h));
     db->close();
-    Result<NonceVerdict> v = nonces.consume(QStringLiteral("n"), QStringLiteral("k"), 1);
+    Result<NonceVerdict> v = nonces.spend(QStringLiteral("n"), QStringLiteral("k"), 1);
     QVERIFY(!v);
     QVERIFY(!v.message().empty());
 }
