@@ -41,11 +41,13 @@ Membership::Membership(Database& db, MembershipSettings settings, int stages, Tr
 void Membership::rememberOnlineNodes() {
     if (Result<std::vector<NodeRecord>> online = NodeRegistry(m_db).list(NodeState::Online); online)
         for (const NodeRecord& n : *online)
-            if (n.lastSeenMs > m_clock() - kRejoinWindowMs) {
+            if (n.lastSeenMs > m_clock() - kRejoinWindowMs)
                 m_rejoining.insert(n.nodeId);
-                if (m_reclaim && n.stage)
-                    m_reclaim->expect(n.nodeId, *n.stage);
-            }
+    // A clean stop marks its nodes offline; they hold the stages' weights all the same.
+    if (Result<std::vector<NodeRecord>> all = NodeRegistry(m_db).list(); all && m_reclaim)
+        for (const NodeRecord& n : *all)
+            if (n.lastSeenMs > m_clock() - kRejoinWindowMs && n.stage)
+                m_reclaim->expect(n.nodeId, *n.stage);
 }
 
 void Membership::onReady(const QString& node, const protocol::Ready& ready) {
