@@ -138,7 +138,7 @@ Status KeyFile::write(const QString& path, const QByteArray& secret, bool overwr
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly) ||
         !file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner) ||
-        file.write(secret) != secret.size() || !file.commit())
+        file.write(secret) != secret.size() || !file.flush() || !file.commit())
         return makeError("cannot write " + str(path) + ": " + str(file.errorString()));
     return {};
 #endif

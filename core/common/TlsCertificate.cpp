@@ -147,7 +147,8 @@ Status create(const QString& certPath, const QString& keyPath, const QStringList
     if (!keyWritten)
         return keyWritten;
     QSaveFile file(certPath);
-    if (!file.open(QIODevice::WriteOnly) || file.write(certPem) != certPem.size() || !file.commit()) {
+    if (!file.open(QIODevice::WriteOnly) || file.write(certPem) != certPem.size() || !file.flush() ||
+        !file.commit()) {
         // Without its certificate the new key is useless, and would block the next start.
         QFile::remove(keyPath);
         return makeError("cannot write " + str(certPath) + ": " + str(file.errorString()));

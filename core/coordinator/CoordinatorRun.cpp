@@ -34,7 +34,7 @@ Result<QByteArray> readFile(const QString& path) {
 
 Status writeFileAtomically(const QString& path, const QByteArray& bytes) {
     QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.flush() || !f.commit())
         return makeError("cannot write " + str(path) + ": " + str(f.errorString()));
     return {};
 }

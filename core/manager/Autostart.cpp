@@ -32,7 +32,8 @@ Status writeAtomically(const QString& path, const QByteArray& content) {
     if (!QDir().mkpath(QFileInfo(path).absolutePath()))
         return makeError("cannot create the folder of " + text(path) + " (check its permissions)");
     QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || file.write(content) != content.size() || !file.commit())
+    if (!file.open(QIODevice::WriteOnly) || file.write(content) != content.size() || !file.flush() ||
+        !file.commit())
         return makeError("cannot write " + text(path) + ": " + text(file.errorString()));
     return {};
 }

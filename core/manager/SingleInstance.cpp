@@ -87,6 +87,7 @@ void SingleInstance::serve() {
                     if (client->readLine(kMaxLine).trimmed() == kShow) {
                         // The answer tells the second instance that it reached this app.
                         client->write(QByteArray(kShown) + '\n');
+                        client->flush(); // out before whatever showing the window does (or exits)
                         Q_EMIT showRequested();
                     }
                 }

@@ -28,10 +28,8 @@ namespace {
 
 const QString kSettingsFile = QStringLiteral("settings.json");
 
-// The retry's due time, shown in the status: monotonic, so a wall clock stepping back does not
-// add an hour to "retry in".
 qint64 nowMs() {
-    return MonotonicClock::nowMs();
+    return MonotonicClock::nowMs(); // a wall clock stepping back must not add an hour to "retry in"
 }
 
 } // namespace

@@ -45,9 +45,10 @@ Status NodeFiles::write(const QString& name, const QJsonObject& record, bool sec
     // Before any byte is written: the temporary file is never readable by others.
     if (secret)
         f.setPermissions(QFile::ReadOwner | QFile::WriteOwner);
-    f.write(QJsonDocument(record).toJson(QJsonDocument::Indented));
-    // QSaveFile::commit flushes, fsyncs and renames over the old file.
-    if (!f.commit())
+    const QByteArray bytes = QJsonDocument(record).toJson(QJsonDocument::Indented);
+    // flush() first: Qt 6.4's commit() renames a file whose last write failed (a full disk); then
+    // commit() fsyncs and renames over the old file.
+    if (f.write(bytes) != bytes.size() || !f.flush() || !f.commit())
         return makeError("cannot write " + f.fileName().toStdString() + ": " + f.errorString().toStdString());
     return {};
 }

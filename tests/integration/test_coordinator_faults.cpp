@@ -7,15 +7,21 @@
 //   - the link between one node and the coordinator cut for 60 s and restored (a relay holds every
 //     byte, as a cut cable would, and new connections get no answer): the stage waits, the node
 //     notices the silence, connects again once the link is back, and training goes on; its ledger
-//     keeps every receipt it had, and the coordinator's accounts balance.
+//     keeps every receipt it had, and the coordinator's accounts balance;
+//   - the coordinator's disk full (its --data-dir on a real 96 MiB tmpfs, every free byte taken mid-run):
+//     a checkpoint that cannot be written leaves the previous one in use, database writes that fail are
+//     kept and written once space returns; afterwards every step's loss is stored, a checkpoint is
+//     published again, and the run resumes from its data dir.
 #include "../bench/DelayRelay.h"
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "PostgresServer.h"
+#include "SmallFilesystem.h"
 #include "SwarmNode.h"
 #include "SwarmStatus.h"
 #include "TestSupport.h"
 
+#include <QCoreApplication>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QNetworkAccessManager>
@@ -174,7 +180,67 @@ private Q_SLOTS:
             QVERIFY2(r.exitCode == 0, QByteArray(r.out + r.err).constData());
         }
     }
+
+    void aFullDiskLosesNothingAcknowledged() {
+        SmallFilesystem fs;
+        const Status mounted = fs.mount(96 << 20);
+        QVERIFY2(mounted, mounted ? "" : mounted.message().c_str());
+        QTemporaryDir dir;
+        const QString runDir = fs.path() + u"/coordinator"_qs;
+        const QStringList arguments = coordinatorArguments(runDir, 0, {u"--checkpoint-every"_qs, u"10"_qs});
+        auto coordinator = std::make_unique<CoordinatorProcess>(arguments);
+        QVERIFY2(coordinator->waitReady(), coordinator->err().right(3000).constData());
+        StatusPoll status(coordinator->url(), runDir + u"/tls.crt"_qs);
+        std::vector<std::unique_ptr<SwarmNode>> nodes;
+        for (int i = 1; i <= 2; ++i)
+            nodes.push_back(
+                std::make_unique<SwarmNode>(coordinator->url(), dir.filePath(u"node-%1"_qs.arg(i)),
+                                            runDir + u"/tls.crt"_qs, dir.filePath(u"node-%1.log"_qs.arg(i))));
+        QVERIFY2(status.reached(15), qPrintable(describeSwarm(status.s)));
+
+        const Result<qint64> taken = fs.fill();
+        QVERIFY2(taken, taken ? "" : taken.message().c_str());
+        const qint64 fullAt = status.step();
+        // At least one checkpoint (every 10 steps) falls in the full disk's time.
+        QVERIFY2(status.reached(fullAt + 15), qPrintable(describeSwarm(status.s)));
+        QVERIFY2(coordinator->err().contains("writing the checkpoint"),
+                 coordinator->err().right(3000).constData());
+        fs.unfill();
+        const qint64 freedAt = status.step();
+        QVERIFY2(status.reached(freedAt + 15), qPrintable(describeSwarm(status.s)));
+        for (int stage = 0; stage < 2; ++stage)
+            for (const QJsonValue& v : status.s.value(u"stages").toArray())
+                if (v.toObject().value(u"stage").toInt() == stage)
+                    QVERIFY2(integer(v.toObject(), u"checkpoint_step") > freedAt,
+                             qPrintable(describeSwarm(status.s)));
+        for (auto& node : nodes)
+            QCOMPARE(node->stop(20'000), 0);
+        QCOMPARE(coordinator->terminate(30'000), 0);
+        const qint64 last = status.step();
+        {
+            QSqlDatabase db = QSqlDatabase::addDatabase(u"QSQLITE"_qs, u"full"_qs);
+            db.setDatabaseName(runDir + u"/coordinator.sqlite"_qs);
+            QVERIFY(db.open());
+            QSqlQuery q(u"SELECT COUNT(DISTINCT step), MIN(step), MAX(step) FROM loss_history"_qs, db);
+            QVERIFY(q.next());
+            QVERIFY2(q.value(2).toLongLong() >= last, qPrintable(q.value(2).toString()));
+            QCOMPARE(q.value(0).toLongLong(), q.value(2).toLongLong() - q.value(1).toLongLong() + 1);
+            db.close();
+        }
+        QSqlDatabase::removeDatabase(u"full"_qs);
+        // Nothing half written is trusted: the run resumes from its data dir.
+        coordinator = std::make_unique<CoordinatorProcess>(arguments);
+        QVERIFY2(coordinator->waitReady(), coordinator->err().right(3000).constData());
+        QVERIFY(coordinator->out().contains("resumed the run"));
+        QCOMPARE(coordinator->terminate(30'000), 0);
+    }
 };
 
-QTEST_GUILESS_MAIN(TestCoordinatorFaults)
+int main(int argc, char** argv) {
+    SmallFilesystem::reexecUnsharedIfNeeded(argc, argv);
+    QCoreApplication app(argc, argv);
+    TestCoordinatorFaults test;
+    QTEST_SET_MAIN_SOURCE_PATH
+    return QTest::qExec(&test, argc, argv);
+}
 #include "test_coordinator_faults.moc"

@@ -64,8 +64,9 @@ Status ShardProgress::save(const QString& path) const {
                         {QStringLiteral("stage"), qint64(stage)},
                         {QStringLiteral("version"), qint64(version)}};
     QSaveFile f(path);
-    // commit() flushes, fsyncs and renames over the old record.
-    if (!f.open(QIODevice::WriteOnly) || f.write(QJsonDocument(o).toJson()) < 0 || !f.commit())
+    // flush() first: Qt 6.4's commit() renames a file whose last write failed (a full disk left an
+    // empty record that no longer parsed); then commit() fsyncs and renames over the old record.
+    if (!f.open(QIODevice::WriteOnly) || f.write(QJsonDocument(o).toJson()) < 0 || !f.flush() || !f.commit())
         return makeError("cannot save the download record " + path.toStdString() + ": " +
                          f.errorString().toStdString());
     return {};

@@ -175,7 +175,7 @@ Status ShardStore::verifyFile(const ShardManifest& manifest, const QString& path
 Status ShardStore::saveManifest(const ShardManifest& manifest) const {
     QSaveFile f(manifestPathFor(manifest));
     const QByteArray json = QByteArray::fromStdString(manifest.toJson());
-    if (!f.open(QIODevice::WriteOnly) || f.write(json) != json.size() || !f.commit())
+    if (!f.open(QIODevice::WriteOnly) || f.write(json) != json.size() || !f.flush() || !f.commit())
         return makeError("cannot save " + manifestPathFor(manifest).toStdString() + ": " +
                          f.errorString().toStdString());
     return {};

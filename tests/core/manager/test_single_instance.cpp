@@ -117,7 +117,7 @@ void TestSingleInstance::secondInstanceShowsTheFirst() {
     QSignalSpy shown(&first, &SingleInstance::showRequested);
     SingleInstance second(name);
     QCOMPARE(second.claim(), SingleInstance::Claim::Second);
-    QVERIFY(shown.wait(5'000));
+    QVERIFY(shown.size() == 1 || shown.wait(5'000));
     QCOMPARE(shown.size(), 1);
     QCOMPARE(first.claim(), SingleInstance::Claim::First); // still the first
 }
@@ -133,7 +133,7 @@ void TestSingleInstance::nextInstanceClaimsAfterTheFirstIsGone() {
     QSignalSpy shown(&next, &SingleInstance::showRequested);
     SingleInstance another(name);
     QCOMPARE(another.claim(), SingleInstance::Claim::Second);
-    QVERIFY(shown.wait(5'000));
+    QVERIFY(shown.size() == 1 || shown.wait(5'000));
 }
 
 void TestSingleInstance::secondProcessShowsTheFirst() {
@@ -178,7 +178,7 @@ void TestSingleInstance::firstProcessKilledLeavesNoLock() {
     QSignalSpy shown(&next, &SingleInstance::showRequested);
     SingleInstance another(name);
     QCOMPARE(another.claim(), SingleInstance::Claim::Second);
-    QVERIFY(shown.wait(5'000));
+    QVERIFY(shown.size() == 1 || shown.wait(5'000));
 }
 
 void TestSingleInstance::defaultNameIsPerUser() {

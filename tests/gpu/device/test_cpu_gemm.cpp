@@ -67,9 +67,11 @@ TESSERA_TEST(fp32MatchesNaiveReference) {
 TESSERA_TEST(bf16MatchesNaiveReferenceWithinItsPrecision) {
     CHECK(cpu::gemmSupported(Dtype::BF16));
     // Inputs are rounded to bf16 in the reference too; what remains is the bf16 output rounding
-    // (2^-8 relative) and accumulation order.
+    // (2^-8 relative) and the accumulation: in fp32 where the CPU has a bf16 dot product (≤ 1e-2
+    // measured), in bf16 on an AVX2-only CPU (LibTorch 1.13: 0.029 measured on an AMD EPYC, about
+    // √131 · 2^-8 = 0.045 expected for 131 terms). Garbage or a wrong type would be far above either.
     const double err = maxRelativeError(Dtype::BF16, 67, 45, 131);
-    CHECK_MSG(err < 1e-2, "error " << err);
+    CHECK_MSG(err < 6e-2, "error " << err);
 }
 
 TESSERA_TEST(mismatchedBuffersAreRefused) {
