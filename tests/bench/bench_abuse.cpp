@@ -3,9 +3,9 @@
 // tokens/s and the coordinator's peak resident memory over a quiet window, then over a window of
 // the same length while a host at another loopback address (127.0.0.2, so the coordinator sees a
 // second host) abuses it with the coordinator's default limits:
-//   - half-open connections: it keeps 200 TCP connections open that never start their TLS
+//   - half-open connections (from 127.0.0.2): it keeps 200 TCP connections open that never start their TLS
 //     handshake (each closed one is opened again);
-//   - sessions: admitted once, it opens a new /v1/session with its token every 100 ms (each
+//   - sessions (from 127.0.0.3): admitted once, it opens a new /v1/session with its token every 100 ms (each
 //     replaces the one before) and asks for a challenge every 100 ms;
 //   - oversized messages: each session sends a 17 KiB text message or a 64 MiB binary one, in
 //     512 KiB frames, as fast as the socket takes them, until it is cut off.
@@ -32,6 +32,9 @@ using namespace tessera::bench;
 namespace {
 
 const QHostAddress kAbuser(QStringLiteral("127.0.0.2"));
+// Its sessions and oversized messages come from a second address: from the first, the half-open
+// connections hold every connection the per-address limit allows, and nothing else gets in.
+const QHostAddress kSessionAbuser(QStringLiteral("127.0.0.3"));
 
 double selfCpuSeconds() {
     rusage u{};
@@ -41,12 +44,13 @@ double selfCpuSeconds() {
 }
 
 // A TLS connection from the abuser's address, trusting the coordinator's certificate.
-QSslSocket* tlsFrom(quint16 port, const QString& caFile, QObject* parent) {
+QSslSocket* tlsFrom(quint16 port, const QString& caFile, QObject* parent,
+                    const QHostAddress& from = kAbuser) {
     auto* s = new QSslSocket(parent);
     QSslConfiguration ssl = QSslConfiguration::defaultConfiguration();
     ssl.setCaCertificates(QSslCertificate::fromPath(caFile, QSsl::Pem));
     s->setSslConfiguration(ssl);
-    s->bind(kAbuser, 0);
+    s->bind(from, 0);
     s->connectToHostEncrypted(QStringLiteral("127.0.0.1"), port);
     return s;
 }
@@ -163,7 +167,7 @@ private:
         });
     }
     void openSession() {
-        QSslSocket* s = tlsFrom(m_port, m_ca, m_root.get());
+        QSslSocket* s = tlsFrom(m_port, m_ca, m_root.get(), kSessionAbuser);
         const bool text = (m_result.sessionsOpened % 2) == 0;
         ++m_result.sessionsOpened;
         auto upgraded = std::make_shared<bool>(false);
