@@ -251,10 +251,15 @@ void ShardDownload::pump() {
             return;
         }
         const QByteArray data = m_reply->read(n);
-        if (m_part.write(data) != data.size()) {
-            failAttempt("writing " + str(m_part.fileName()) + " failed: " + str(m_part.errorString()),
-                        Failure::Fatal);
-            return;
+        // A disk filling up first takes part of a write without an error: the rest then says why.
+        for (qint64 written = 0; written < data.size();) {
+            const qint64 w = m_part.write(data.constData() + written, data.size() - written);
+            if (w <= 0) {
+                failAttempt("writing " + str(m_part.fileName()) + " failed: " + str(m_part.errorString()),
+                            Failure::Fatal);
+                return;
+            }
+            written += w;
         }
         m_chunkHash.update(data);
         m_bytes += data.size();
