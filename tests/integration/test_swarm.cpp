@@ -300,7 +300,7 @@ void TestSwarm::swarmLearnsThroughChurn() {
                 s = now;
             return integer(s, u"step") >= kTargetStep;
         },
-        240'000);
+        480'000); // no speed is asserted: a loaded CI machine once needed more than 240 s
     QVERIFY2(reached, qPrintable(u"step %1 not reached: "_qs.arg(kTargetStep) + describeSwarm(s)));
     const double trainedFor = double(clock.elapsed()) / 1000.0;
     const double loss = s.value(u"loss").toDouble(-1);
