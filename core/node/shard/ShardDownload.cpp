@@ -252,15 +252,11 @@ void ShardDownload::pump() {
         }
         const QByteArray data = m_reply->read(n);
         // A disk filling up first takes part of a write without an error: the rest then says why.
-        for (qint64 written = 0; written < data.size();) {
-            const qint64 w = m_part.write(data.constData() + written, data.size() - written);
-            if (w <= 0) {
-                failAttempt("writing " + str(m_part.fileName()) + " failed: " + str(m_part.errorString()),
-                            Failure::Fatal);
-                return;
-            }
-            written += w;
-        }
+        for (qint64 written = 0, w = 0; written < data.size(); written += w)
+            if ((w = m_part.write(data.constData() + written, data.size() - written)) <= 0)
+                return failAttempt("writing " + str(m_part.fileName()) +
+                                       " failed: " + str(m_part.errorString()),
+                                   Failure::Fatal);
         m_chunkHash.update(data);
         m_bytes += data.size();
         m_rate.record(m_clock.elapsed(), data.size());
