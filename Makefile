@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test demo bench format format-check clean package
+.PHONY: all deps configure build test demo bench format format-check clean package sanitize tsan fuzz
 
 all: build
 
@@ -48,6 +48,45 @@ bench: build
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 	$(BUILD_DIR)/bin/bench_learning 2000 $(BUILD_DIR)/bench-learning-long long
 
+# Instrumented builds, each in its own folder, of chosen targets only (cmake/TesseraSanitize.cmake,
+# tests/sanitize/selection.cmake), -O1 -g. CI runs `make sanitize` after `make test`.
+#   make sanitize  ASan + UBSan (clang): the fuzz corpora's replays and the tests of the parsers,
+#                  protocol, HTTP server and gpu/base (label asan)
+#   make tsan      ThreadSanitizer (gcc): the node's engine and control threads, the app's supervision
+#                  of a real node (label tsan; not in CI: it builds gpu/ and the node under TSan)
+#   make fuzz      libFuzzer (clang): every tests/fuzz target for FUZZ_SECONDS each (FUZZ_JOBS at a
+#                  time), growing a working corpus in build-fuzz/corpus/<target>, outside the tree;
+#                  fuzz_codec_decode, which clang cannot build, is mutated by its gcc ASan build
+# Debian's clang 14 cannot compile LibTorch's headers as C++20: what needs them is built with gcc
+# (twice slower than clang under ASan, hence clang wherever it can).
+# (-O1 -g come from cmake/TesseraSanitize.cmake, after Release's -O3.)
+SANITIZE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=Release
+CLANG = -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+GCC = -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
+FUZZ_TARGETS ?= $(notdir $(basename $(wildcard tests/fuzz/corpus/*)))
+
+sanitize:
+	@scripts/install-deps.sh --sanitize
+	cmake -S . -B build-asan $(SANITIZE_FLAGS) $(CLANG) -DTESSERA_SANITIZE=address
+	cmake --build build-asan -j $(JOBS) --target sanitize-tests
+	ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L asan $(CTEST_ARGS)
+
+tsan:
+	@scripts/install-deps.sh --sanitize
+	cmake -S . -B build-tsan $(SANITIZE_FLAGS) $(GCC) -DTESSERA_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS) --target sanitize-tests
+	ctest --test-dir build-tsan --output-on-failure -L tsan $(CTEST_ARGS)
+
+fuzz:
+	@scripts/install-deps.sh --sanitize
+	cmake -S . -B build-fuzz $(SANITIZE_FLAGS) $(CLANG) -DTESSERA_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS) --target fuzz-targets
+	cmake -S . -B build-fuzz-gcc $(SANITIZE_FLAGS) $(GCC) -DTESSERA_SANITIZE=address
+	cmake --build build-fuzz-gcc -j $(JOBS) --target fuzz_codec_decode
+	FUZZ_JOBS=$(FUZZ_JOBS) scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 # The installable package, from a full build: $(BUILD_DIR)/tessera_<version>_<arch>.deb on Debian
 # (NSIS on Windows, a disk image on macOS; those two are configured but untested).
 package: build
@@ -60,4 +99,4 @@ format-check: configure
 	cmake --build $(BUILD_DIR) --target format-check
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz build-fuzz-gcc

@@ -38,6 +38,8 @@ packages=(
 bench=0
 [ "${1:-}" = "--bench" ] && bench=1
 ((bench)) && packages+=(gnuplot-nox nginx-light tint2)
+# `install-deps.sh --sanitize` (make sanitize, tsan, fuzz): clang and its sanitizer and libFuzzer runtimes.
+[ "${1:-}" = "--sanitize" ] && packages+=(clang libclang-rt-dev)
 
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
     echo "install-deps: this is not a Debian-like system; install the equivalents of: ${packages[*]}" >&2

@@ -19,6 +19,9 @@ namespace {
 
 constexpr qint64 kMaxCertificateFileBytes = 1024 * 1024;
 constexpr long kValidityDays = 3650;
+// Valid from a day before it was made: a node whose clock is behind the coordinator's (stepped back an
+// hour, a wrong time zone setting) must not find the certificate "not yet valid".
+constexpr long kValidBeforeSeconds = -86400;
 
 std::string str(const QString& s) {
     return s.toStdString();
@@ -112,7 +115,7 @@ Result<std::pair<QByteArray, QByteArray>> issue(const QStringList& hostNames) {
         X509_set_version(cert.get(), X509_VERSION_3) == 1 &&
         BN_rand(serial.get(), 159, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) == 1 &&
         BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get())) != nullptr &&
-        X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600) != nullptr &&
+        X509_gmtime_adj(X509_getm_notBefore(cert.get()), kValidBeforeSeconds) != nullptr &&
         X509_time_adj_ex(X509_getm_notAfter(cert.get()), kValidityDays, 0, nullptr) != nullptr &&
         X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_UTF8,
                                    reinterpret_cast<const unsigned char*>("Tessera"), -1, -1, 0) == 1 &&

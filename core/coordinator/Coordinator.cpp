@@ -2,6 +2,7 @@
 
 #include "common/Identity.h"
 #include "common/TlsCertificate.h"
+#include "common/WallClock.h"
 #include "coordinator/CoordinatorRun.h"
 #include "coordinator/DatasetSpec.h"
 #include "coordinator/admission/AdmissionService.h"
@@ -40,7 +41,7 @@ std::string str(const QString& s) {
 }
 
 qint64 nowMs() {
-    return QDateTime::currentMSecsSinceEpoch();
+    return WallClock::nowMs();
 }
 
 // How long a clean stop waits for sessions to take their close frames.
@@ -210,6 +211,16 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     p.db = std::move(*db);
     if (Result<int> migrated = p.db->migrate(); !migrated)
         return makeError(str(p.db->displayName()) + ": " + migrated.message());
+    // Times stored by an earlier process stay in the past, even if the system clock has stepped back.
+    if (Result<qint64> stored = p.db->latestStoredTimeMs(); !stored) {
+        return makeError(str(p.db->displayName()) + ": " + stored.message());
+    } else if (const qint64 behind = *stored - QDateTime::currentMSecsSinceEpoch(); behind > 1000) {
+        qWarning(
+            "coordinator: the system clock reads %lld s before the latest time stored; the coordinator's "
+            "clock goes on from the stored time",
+            static_cast<long long>(behind / 1000));
+        WallClock::holdAtLeast(*stored);
+    }
 
     Result<CoordinatorRun> run =
         CoordinatorRun::openOrCreate(options.dataDir, *p.db, *p.key, options.model,

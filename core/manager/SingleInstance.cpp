@@ -149,7 +149,8 @@ QString defaultInstanceName() {
     QString user = qEnvironmentVariable("USER");
     if (user.isEmpty())
         user = qEnvironmentVariable("USERNAME");
-    static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9._-]{1,64}$"));
+    static const QRegularExpression plain(
+        QRegularExpression::anchoredPattern(QStringLiteral("[A-Za-z0-9._-]{1,64}")));
     if (plain.match(user).hasMatch())
         return QStringLiteral("tessera-") + user;
     const QByteArray home = QDir::homePath().toUtf8();

@@ -81,7 +81,9 @@ Status parseHardware(AdmissionClaims& c) {
     Result<QString> device = requireString(c.hardware, "hardware.device", QStringLiteral("device"));
     if (!device)
         return device.error();
-    static const QRegularExpression cuda(QStringLiteral("^cuda:(0|[1-9][0-9]{0,2})$"));
+    // anchoredPattern, not ^...$: "$" also matches before a final newline ("cuda:0\n").
+    static const QRegularExpression cuda(
+        QRegularExpression::anchoredPattern(QStringLiteral("cuda:(0|[1-9][0-9]{0,2})")));
     const QRegularExpressionMatch m = cuda.match(*device);
     if (*device == u"cpu") {
         c.deviceKind = DeviceKind::Cpu;

@@ -47,7 +47,8 @@ Result<QString> stringField(const QJsonObject& o, const QString& key, const QStr
 }
 
 Result<QString> hashField(const QJsonObject& o, const QString& key, const QString& field) {
-    static const QRegularExpression hex(QStringLiteral("^[0-9a-f]{64}$"));
+    // anchoredPattern, not ^...$: "$" also matches before a final newline (65 characters).
+    static const QRegularExpression hex(QRegularExpression::anchoredPattern(QStringLiteral("[0-9a-f]{64}")));
     Result<QString> s = stringField(o, key, field);
     if (s && !hex.match(*s).hasMatch())
         return fieldError(field, "must be 64 lowercase hex digits (a SHA-256)");

@@ -26,7 +26,11 @@ float scaleOf(std::span<const float> block, int bits) {
     float most = 0;
     for (const float v : block)
         most = std::max(most, std::fabs(v));
-    return most / float(levels(bits));
+    const float l = float(levels(bits));
+    const float scale = most / l;
+    // Rounded up, the scale of a block whose largest value lies within a rounding of FLT_MAX makes
+    // L × scale infinite: the receiver would refuse the share. Round it down then (codes stay ≤ L).
+    return std::isfinite(scale * l) ? scale : std::nextafter(scale, 0.0f);
 }
 
 int codeOf(float v, float scale, int bits) {

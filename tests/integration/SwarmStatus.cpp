@@ -1,7 +1,11 @@
 #include "SwarmStatus.h"
 
+#include "CoordinatorHttp.h"
+
 #include <QJsonArray>
+#include <QSslCertificate>
 #include <QStringList>
+#include <QTest>
 
 qint64 integer(const QJsonObject& o, QStringView key) {
     return o.value(key).toInteger(-1);
@@ -24,4 +28,28 @@ QString describeSwarm(const QJsonObject& s) {
                .arg(integer(mb, u"completed"))
                .arg(integer(mb, u"abandoned"))
                .arg(integer(mb, u"in_flight"));
+}
+
+StatusPoll::StatusPoll(const QString& coordinatorUrl, const QString& caFile)
+    : ssl(QSslConfiguration::defaultConfiguration())
+    , url(coordinatorUrl) {
+    ssl.setCaCertificates(QSslCertificate::fromPath(caFile, QSsl::Pem));
+}
+
+using tessera::test::HttpReply;
+using tessera::test::httpRequest;
+
+bool StatusPoll::until(const std::function<bool(const QJsonObject&)>& done, int ms) {
+    return QTest::qWaitFor(
+        [&] {
+            const HttpReply r = httpRequest(net, ssl, url + u"/v1/status"_qs, "GET", QByteArray(), 10'000);
+            if (r.status == 200)
+                s = r.json();
+            return r.status == 200 && done(s);
+        },
+        ms);
+}
+
+bool StatusPoll::reached(qint64 step, int ms) {
+    return until([step](const QJsonObject& status) { return integer(status, u"step") >= step; }, ms);
 }

@@ -24,12 +24,9 @@
 #include <QCoreApplication>
 #include <QJsonArray>
 #include <QJsonObject>
-#include <QNetworkAccessManager>
 #include <QSqlDatabase>
 #include <QSqlError>
 #include <QSqlQuery>
-#include <QSslCertificate>
-#include <QSslConfiguration>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUrl>
@@ -42,32 +39,6 @@ using namespace tessera;
 using namespace tessera::test;
 
 namespace {
-
-// Polls /v1/status until `done` holds (or the time is up); `s` keeps the last answer.
-struct StatusPoll {
-    QNetworkAccessManager net;
-    QSslConfiguration ssl;
-    QString url;
-    QJsonObject s;
-
-    StatusPoll(const QString& coordinatorUrl, const QString& caFile)
-        : ssl(QSslConfiguration::defaultConfiguration())
-        , url(coordinatorUrl) {
-        ssl.setCaCertificates(QSslCertificate::fromPath(caFile, QSsl::Pem));
-    }
-    bool reached(qint64 step, int ms = 300'000) {
-        return QTest::qWaitFor(
-            [&] {
-                const HttpReply r =
-                    httpRequest(net, ssl, url + u"/v1/status"_qs, "GET", QByteArray(), 10'000);
-                if (r.status == 200)
-                    s = r.json();
-                return r.status == 200 && integer(s, u"step") >= step;
-            },
-            ms);
-    }
-    qint64 step() const { return integer(s, u"step"); }
-};
 
 QStringList coordinatorArguments(const QString& runDir, int port, const QStringList& extra = {}) {
     return QStringList{u"--data-dir"_qs, runDir,  u"--model"_qs,  u"tiny"_qs,

@@ -1,5 +1,6 @@
 #include "coordinator/api/AdmissionApi.h"
 
+#include "common/WallClock.h"
 #include "coordinator/admission/AdmissionService.h"
 #include "coordinator/api/JsonBody.h"
 #include "coordinator/api/Metrics.h"
@@ -40,7 +41,7 @@ HttpResponse tooOften(const AddressRateLimiter& limiter, int retryAfter) {
 } // namespace
 
 HttpResponse AdmissionApi::challenge(const HttpRequest& request) {
-    if (int wait = 0; !m_challenges.allow(request.peerAddress, QDateTime::currentMSecsSinceEpoch(), &wait)) {
+    if (int wait = 0; !m_challenges.allow(request.peerAddress, WallClock::nowMs(), &wait)) {
         m_metrics.countAdmission(QStringLiteral("rate_limited"));
         return tooOften(m_challenges, wait);
     }
@@ -54,7 +55,7 @@ HttpResponse AdmissionApi::challenge(const HttpRequest& request) {
         return HttpResponse::error(400, QStringLiteral("node_key: must be a string"));
     if (body->size() != 1)
         return HttpResponse::error(400, QStringLiteral("body: only node_key is expected"));
-    Result<QString> nonce = m_service.challenge(key.toString(), QDateTime::currentMSecsSinceEpoch());
+    Result<QString> nonce = m_service.challenge(key.toString(), WallClock::nowMs());
     if (!nonce) {
         if (nonce.message().starts_with("node_key:"))
             return HttpResponse::error(400, qs(nonce.message()));
@@ -64,7 +65,7 @@ HttpResponse AdmissionApi::challenge(const HttpRequest& request) {
 }
 
 HttpResponse AdmissionApi::admit(const HttpRequest& request) {
-    if (int wait = 0; !m_admissions.allow(request.peerAddress, QDateTime::currentMSecsSinceEpoch(), &wait)) {
+    if (int wait = 0; !m_admissions.allow(request.peerAddress, WallClock::nowMs(), &wait)) {
         m_metrics.countAdmission(QStringLiteral("rate_limited"));
         return tooOften(m_admissions, wait);
     }
@@ -75,8 +76,8 @@ HttpResponse AdmissionApi::admit(const HttpRequest& request) {
         m_metrics.countAdmission(QStringLiteral("bad_request"));
         return HttpResponse::error(400, qs(claims.message()));
     }
-    Result<AdmissionOutcome> outcome = m_service.admit(*claims, QDateTime::currentMSecsSinceEpoch(),
-                                                       Reputation::networkOf(request.peerAddress));
+    Result<AdmissionOutcome> outcome =
+        m_service.admit(*claims, WallClock::nowMs(), Reputation::networkOf(request.peerAddress));
     if (!outcome) {
         m_metrics.countAdmission(QStringLiteral("error"));
         return internalError("decide the admission", outcome.message());

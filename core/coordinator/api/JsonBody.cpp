@@ -20,7 +20,9 @@ Result<QJsonObject> parseJsonObject(const QByteArray& body) {
 }
 
 qint64 parseIdSegment(const QString& text) {
-    static const QRegularExpression id(QStringLiteral("^(0|[1-9][0-9]{0,8})$"));
+    // anchoredPattern, not ^...$: "$" also matches before a final newline ("17\n").
+    static const QRegularExpression id(
+        QRegularExpression::anchoredPattern(QStringLiteral("0|[1-9][0-9]{0,8}")));
     return id.match(text).hasMatch() ? text.toLongLong() : -1;
 }
 

@@ -1,5 +1,6 @@
 #include "coordinator/api/SessionApi.h"
 
+#include "common/WallClock.h"
 #include "coordinator/admission/AdmissionService.h"
 #include "coordinator/api/Metrics.h"
 #include "coordinator/store/Database.h"
@@ -22,7 +23,7 @@ namespace tessera::coordinator {
 namespace {
 
 qint64 nowMs() {
-    return QDateTime::currentMSecsSinceEpoch();
+    return WallClock::nowMs();
 }
 
 void reply(QWebSocket* socket, const protocol::SessionMessage& message) {

@@ -1,6 +1,7 @@
 #include "coordinator/api/StatusApi.h"
 
 #include "common/Version.h"
+#include "common/WallClock.h"
 #include "coordinator/api/Metrics.h"
 #include "coordinator/store/NodeRegistry.h"
 #include "coordinator/store/StageVersionStore.h"
@@ -114,7 +115,7 @@ QJsonObject StatusApi::statusJson(const Snapshot& s) const {
         {QStringLiteral("nodes"),
          QJsonObject{{QStringLiteral("online"), s.nodesOnline}, {QStringLiteral("total"), s.nodesTotal}}},
         {QStringLiteral("stages"), stages},
-        {QStringLiteral("uptime_s"), (QDateTime::currentMSecsSinceEpoch() - m_settings.startedAtMs) / 1000},
+        {QStringLiteral("uptime_s"), (WallClock::nowMs() - m_settings.startedAtMs) / 1000},
     };
     for (auto it = training.begin(); it != training.end(); ++it)
         if (it.key() != u"training_stages")

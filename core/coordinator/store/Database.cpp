@@ -12,6 +12,7 @@
 #include <QUrl>
 #include <QUrlQuery>
 
+#include <algorithm>
 #include <atomic>
 
 namespace tessera::coordinator {
@@ -66,7 +67,8 @@ Result<PostgresTarget> parsePostgresUrl(const QString& urlText) {
 
     // Values go into a libpq connection string that Qt assembles without quoting options, so
     // they are held to a plain alphabet.
-    static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_.-]+$"));
+    static const QRegularExpression plain(
+        QRegularExpression::anchoredPattern(QStringLiteral("[A-Za-z0-9_.-]+")));
     const QUrlQuery query(url);
     for (const auto& [key, value] : query.queryItems(QUrl::FullyDecoded)) {
         if (key == u"host") {
@@ -190,6 +192,30 @@ Result<int> Database::schemaVersion() {
     if (!v)
         return v.error();
     return *v ? (*v)->toInt() : 0;
+}
+
+Result<qint64> Database::latestStoredTimeMs() {
+    // Every table where a time decides something later: leases, heartbeats, audits' coverage of
+    // escrow, bans, receipts, steps. (0 for a new database.)
+    static const char* const kTimes[] = {"SELECT MAX(last_seen) FROM nodes",
+                                         "SELECT MAX(last_heartbeat) FROM sessions",
+                                         "SELECT MAX(created_at) FROM sessions",
+                                         "SELECT MAX(issued_at) FROM microbatches",
+                                         "SELECT MAX(accepted_at) FROM accepted_tasks",
+                                         "SELECT MAX(audited_through) FROM reputation",
+                                         "SELECT MAX(backward_audited_through) FROM reputation",
+                                         "SELECT MAX(updated_at) FROM reputation",
+                                         "SELECT MAX(issued_at) FROM credit_receipts",
+                                         "SELECT MAX(updated_at) FROM training_state"};
+    qint64 latest = 0;
+    for (const char* query : kTimes) {
+        Result<std::optional<QVariant>> v = sql::scalar(m_db, QLatin1String(query));
+        if (!v)
+            return v.error();
+        if (*v && !(*v)->isNull())
+            latest = std::max(latest, (*v)->toLongLong());
+    }
+    return latest;
 }
 
 Result<int> Database::migrate() {

@@ -42,6 +42,9 @@ public:
     // 0 for an empty database.
     Result<int> schemaVersion();
     static int latestSchemaVersion();
+    // The latest time stored in any table (ms since the epoch; 0 when none): a restarted coordinator's
+    // clock starts no earlier (common/WallClock), whatever the system clock reads. Needs the schema.
+    Result<qint64> latestStoredTimeMs();
 
     // Runs body inside a write transaction: committed when it returns ok, else rolled back.
     // SQLite takes the write lock up front (BEGIN IMMEDIATE) so that two connections reading

@@ -1,7 +1,7 @@
 // NodeProbes: probe tasks out, seconds per token in.
 #include "coordinator/training/NodeProbes.h"
 
-#include <QDateTime>
+#include "common/MonotonicClock.h"
 
 namespace tessera::coordinator {
 
@@ -13,7 +13,7 @@ void NodeProbes::start(const QString& node) {
     probe.seq = kSeq;
     probe.seed = probe.taskId;
     if (m_sendText(node, probe))
-        m_pending.insert(node, Pending{probe.taskId, QDateTime::currentMSecsSinceEpoch()});
+        m_pending.insert(node, Pending{probe.taskId, MonotonicClock::nowMs()});
 }
 
 bool NodeProbes::onResult(const QString& node, const protocol::TaskResult& result) {
@@ -22,7 +22,7 @@ bool NodeProbes::onResult(const QString& node, const protocol::TaskResult& resul
         return false;
     // The coordinator's own clock, from sending to the answer: a node cannot claim to be faster
     // than it answers (its compute_seconds is its word, not a measurement).
-    const qint64 elapsedMs = std::max<qint64>(1, QDateTime::currentMSecsSinceEpoch() - it->sentAtMs);
+    const qint64 elapsedMs = std::max<qint64>(1, MonotonicClock::nowMs() - it->sentAtMs);
     m_pending.remove(node);
     if (result.ok) {
         const double secondsPerToken = double(elapsedMs) / 1000.0 / double(kBatch * kSeq);

@@ -1,6 +1,7 @@
 #include "coordinator/training/StageCheckpoints.h"
 
 #include "common/Identity.h"
+#include "common/WallClock.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/StageVersionStore.h"
 #include "engine/StageEngine.h"
@@ -88,8 +89,7 @@ Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::open(Database& db, c
     // What was used instead is published again under a new number at once: a node holding the
     // damaged version is never offered an older one (it would refuse a rollback).
     for (int s : fellBack)
-        if (Status published = c->publishStage(s, c->step(s), QDateTime::currentMSecsSinceEpoch(), 3);
-            !published)
+        if (Status published = c->publishStage(s, c->step(s), WallClock::nowMs(), 3); !published)
             return published.error();
     return c;
 }

@@ -1,6 +1,7 @@
 // Trainer: the training parts made, wired to each other and to the sessions.
 #include "coordinator/training/Trainer.h"
 
+#include "common/WallClock.h"
 #include "coordinator/api/SessionApi.h"
 #include "coordinator/store/ReputationStore.h"
 #include "coordinator/training/Reclaim.h"
@@ -29,7 +30,7 @@ Trainer::~Trainer() {
 }
 
 qint64 Trainer::now() const {
-    return QDateTime::currentMSecsSinceEpoch();
+    return WallClock::nowMs();
 }
 
 Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& key,

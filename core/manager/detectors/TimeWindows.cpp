@@ -24,7 +24,8 @@ std::optional<int> parseDay(const QString& word) {
 
 // "18:00" → 1080; 24:00 only where allowed (a window's end).
 std::optional<int> parseClock(const QString& text, bool allow24) {
-    static const QRegularExpression kClock(QStringLiteral("^(\\d{1,2}):(\\d{2})$"));
+    static const QRegularExpression kClock(
+        QRegularExpression::anchoredPattern(QStringLiteral("(\\d{1,2}):(\\d{2})")));
     const auto match = kClock.match(text);
     if (!match.hasMatch())
         return std::nullopt;

@@ -12,6 +12,7 @@ tessera_manager_test(test_node_supervisor test_node_supervisor.cpp)
 target_link_libraries(test_node_supervisor PRIVATE tessera_test_processes)
 add_test(NAME manager.test_node_supervisor COMMAND test_node_supervisor)
 set_tests_properties(manager.test_node_supervisor PROPERTIES LABELS manager TIMEOUT 300)
+tessera_sanitizer_test(manager.test_node_supervisor test_node_supervisor)
 
 # Pausing while gaming end to end: the Manager, the real detectors and a real node, under Xvfb with
 # a real full-screen X11 window (fake_game, from detectors.cmake; X11 only). -noreset: Xvfb would
