@@ -133,6 +133,9 @@ QWidget* DashboardWindow::makeHeader() {
     auto* settings = new QPushButton(tr("Settings…"));
     settings->setObjectName(u"settings"_s);
     connect(settings, &QPushButton::clicked, this, &DashboardWindow::settingsRequested);
+    auto* about = new QPushButton(tr("&About"));
+    about->setObjectName(u"about"_s);
+    connect(about, &QPushButton::clicked, this, &DashboardWindow::aboutRequested);
 
     auto* text = new QVBoxLayout;
     text->addWidget(m_state);
@@ -142,6 +145,7 @@ QWidget* DashboardWindow::makeHeader() {
     buttons->addWidget(m_pause);
     buttons->addWidget(m_resume);
     buttons->addWidget(settings);
+    buttons->addWidget(about);
     auto* layout = new QHBoxLayout(header);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_icon, 0, Qt::AlignTop);

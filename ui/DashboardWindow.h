@@ -54,6 +54,7 @@ public:
 
 Q_SIGNALS:
     void settingsRequested();
+    void aboutRequested();
     void quitRequested();
 
 protected:

@@ -1,5 +1,6 @@
 #include "DesktopApp.h"
 
+#include "AboutBox.h"
 #include "ContributionActions.h"
 #include "DashboardWindow.h"
 #include "FirstRunWizard.h"
@@ -73,6 +74,7 @@ void DesktopApp::adoptTray() {
     m_tray = std::make_unique<TrayController>(m_manager, *m_actions);
     connect(m_tray.get(), &TrayController::dashboardRequested, this, &DesktopApp::showMain);
     connect(m_tray.get(), &TrayController::settingsRequested, this, &DesktopApp::showSettings);
+    connect(m_tray.get(), &TrayController::aboutRequested, this, &DesktopApp::showAbout);
     connect(m_tray.get(), &TrayController::quitRequested, this, &DesktopApp::quit);
     m_tray->show();
     // The dashboard is no longer the app's only presence: closing it just closes it.
@@ -128,9 +130,22 @@ void DesktopApp::showDashboard() {
         m_dashboard->setAttribute(Qt::WA_DeleteOnClose, m_tray != nullptr);
         m_dashboard->setAskOnClose(!m_tray);
         connect(m_dashboard, &DashboardWindow::settingsRequested, this, &DesktopApp::showSettings);
+        connect(m_dashboard, &DashboardWindow::aboutRequested, this, &DesktopApp::showAbout);
         connect(m_dashboard, &DashboardWindow::quitRequested, this, &DesktopApp::quit);
     }
     raise(m_dashboard);
+}
+
+AboutBox* DesktopApp::about() const {
+    return m_about;
+}
+
+void DesktopApp::showAbout() {
+    if (!m_about) {
+        m_about = new AboutBox;
+        m_about->setAttribute(Qt::WA_DeleteOnClose);
+    }
+    raise(m_about);
 }
 
 void DesktopApp::showSettings() {

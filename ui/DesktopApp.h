@@ -16,6 +16,7 @@ class Manager;
 
 namespace tessera::ui {
 
+class AboutBox;
 class ContributionActions;
 class DashboardWindow;
 class FirstRunWizard;
@@ -41,11 +42,13 @@ public:
     void showMain();
     void showDashboard();
     void showSettings();
+    void showAbout();
     void showWizard();
     // Stops the node, then quits the event loop (at the latest after kQuitTimeoutMs).
     void quit();
 
     bool hasTray() const { return m_tray != nullptr; }
+    AboutBox* about() const;
     // How long a start without a tray watches for one to appear (the panel may start after the
     // app at login) before a --minimized start falls back to a minimised dashboard.
     void setTrayWait(std::chrono::milliseconds wait) { m_trayWait = wait; }
@@ -72,6 +75,7 @@ private:
     QPointer<DashboardWindow> m_dashboard;
     QPointer<FirstRunWizard> m_wizard;
     QPointer<SettingsDialog> m_settings;
+    QPointer<AboutBox> m_about;
     std::chrono::milliseconds m_trayWait{60'000};
     bool m_quitting = false;
 };

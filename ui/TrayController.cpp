@@ -31,6 +31,8 @@ TrayController::TrayController(manager::Manager& manager, ContributionActions& a
     dashboard->setObjectName(u"dashboard"_s);
     QAction* settings = m_menu->addAction(tr("Settings…"), this, &TrayController::settingsRequested);
     settings->setObjectName(u"settings"_s);
+    QAction* about = m_menu->addAction(tr("About Tessera…"), this, &TrayController::aboutRequested);
+    about->setObjectName(u"about"_s);
     m_menu->addSeparator();
     QAction* quit = m_menu->addAction(tr("Quit Tessera"), this, &TrayController::quitRequested);
     quit->setObjectName(u"quit"_s);

@@ -1,6 +1,6 @@
 #pragma once
 // TrayController: Tessera's presence in the system tray — the state's icon, a tooltip with the
-// state and today's credits, the menu (Contribute, pauses, Resume, Dashboard, Settings, Quit) and
+// state and today's credits, the menu (Contribute, pauses, Resume, Dashboard, Settings, About, Quit) and
 // the Manager's notifications as balloon messages.
 
 #include <QObject>
@@ -37,6 +37,7 @@ public:
 Q_SIGNALS:
     void dashboardRequested();
     void settingsRequested();
+    void aboutRequested();
     void quitRequested();
 
 private:

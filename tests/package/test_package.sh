@@ -106,6 +106,15 @@ sed 's/^/  /' "$work/lintian.log"
 if grep -q '^E:' "$work/lintian.log"; then
     fail "lintian found errors"
 fi
+# Each program has its manual page, and the copyright file names the licence (Apache-2.0).
+if grep -q 'no-manual-page' "$work/lintian.log"; then
+    fail "a program has no manual page"
+fi
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/tessera/copyright | grep -q '^License: Apache-2.0$' ||
+    fail "the package's copyright file does not name the Apache-2.0 licence"
+for program in tessera tessera-node tessera-coordinator; do
+    dpkg-deb -c "$deb" | grep -q "usr/share/man/man1/$program.1.gz" || fail "no manual page for $program"
+done
 log "lintian: no errors ($(grep -c '^W:' "$work/lintian.log" || true) warnings)"
 
 # ---- 3. install --------------------------------------------------------------------------

@@ -2,15 +2,18 @@
 // tray (offscreen has none) gets the dashboard instead, and closing it asks before quitting.
 #include "UiTestSupport.h"
 
+#include "AboutBox.h"
 #include "ContributionActions.h"
 #include "DashboardWindow.h"
 #include "DesktopApp.h"
 #include "FirstRunWizard.h"
 #include "QuestionBox.h"
 #include "TrayController.h"
+#include "common/Version.h"
 
 #include <QDateTime>
 #include <QMenu>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTest>
 
@@ -29,6 +32,7 @@ private Q_SLOTS:
     void menuDrivesTheManager();
     void closingTheOnlyWindowAsks();
     void minimizedWithoutTrayStaysFindable();
+    void aboutSaysTheVersionAndTheLicence();
 };
 
 void TestTray::withoutTrayTheDashboardOpens() {
@@ -148,6 +152,31 @@ void TestTray::minimizedWithoutTrayStaysFindable() {
     QVERIFY(!desktop.dashboard());
     QTRY_VERIFY(desktop.dashboard());
     QVERIFY(desktop.dashboard()->isMinimized());
+}
+
+// The About box, from the dashboard's button and the tray menu's entry: the version, the licence
+// (Apache-2.0), closed by Escape.
+void TestTray::aboutSaysTheVersionAndTheLicence() {
+    test::UiFixture app;
+    app.settings().setValue(AppSettings::Key::FirstRunDone, true);
+    ui::DesktopApp desktop(app.manager());
+    desktop.start({});
+    QVERIFY(desktop.dashboard());
+    QVERIFY(!desktop.about());
+    QTest::mouseClick(test::child<QPushButton>(*desktop.dashboard(), u"about"_s), Qt::LeftButton);
+    QTRY_VERIFY(desktop.about() && desktop.about()->isVisible());
+    ui::AboutBox* about = desktop.about();
+    QVERIFY2(about->text().contains(tesseraVersion()), qPrintable(about->text()));
+    QVERIFY2(about->informativeText().contains(u"Apache License, Version 2.0"),
+             qPrintable(about->informativeText()));
+    QTest::keyClick(about, Qt::Key_Escape);
+    QTRY_VERIFY(!desktop.about());
+
+    ui::ContributionActions actions(app.manager());
+    ui::TrayController tray(app.manager(), actions);
+    QSignalSpy asked(&tray, &ui::TrayController::aboutRequested);
+    menuAction(tray.menu(), u"about"_s)->trigger();
+    QCOMPARE(asked.size(), 1);
 }
 
 QTEST_MAIN(TestTray)
