@@ -6,7 +6,6 @@
 #include "coordinator/api/Metrics.h"
 #include "coordinator/store/StageVersionStore.h"
 
-#include <QDateTime>
 #include <QDebug>
 #include <QJsonDocument>
 

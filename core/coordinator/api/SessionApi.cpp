@@ -8,7 +8,6 @@
 #include "coordinator/store/SessionStore.h"
 #include "protocol/ClientVersion.h"
 
-#include <QDateTime>
 #include <QJsonObject>
 #include <QSet>
 #include <QTcpSocket>

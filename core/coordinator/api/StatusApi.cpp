@@ -6,7 +6,6 @@
 #include "coordinator/store/NodeRegistry.h"
 #include "coordinator/store/StageVersionStore.h"
 
-#include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <algorithm>

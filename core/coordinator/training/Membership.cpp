@@ -196,6 +196,8 @@ void Membership::rebalance() {
               qlonglong((t - since) / 1000), qPrintable(shortId(node)), donor);
         m_router.removeNode(node, QStringLiteral("moved to stage %1").arg(s));
         m_averager.nodeGone(node);
+        if (m_onMoved)
+            m_onMoved(node);
         m_reassigned.insert(node, Move{s, t});
         m_starvedSince.remove(s);
         m_sendText(node, protocol::Reassign{s, QStringLiteral("stage %1 has no node").arg(s)});

@@ -44,6 +44,9 @@ public:
     void rememberOnlineNodes();
     // After a restart, nodes ready on a stage are held while its weights are taken back (Reclaim).
     void setReclaim(Reclaim* reclaim) { m_reclaim = reclaim; }
+    // Called when rebalance() moves a node: what it was asked for on its old stage (an audit's
+    // weights, a gradient share) can no longer be answered with that stage's weights.
+    void setOnMoved(std::function<void(const QString& node)> onMoved) { m_onMoved = std::move(onMoved); }
     // The stage's reclaim closed (the checkpoint took what it found): the nodes holding its result
     // are routed, every other node it held is synced from the checkpoint.
     void onReclaimed(const ReclaimOutcome& outcome, const std::function<bool(const QString&)>& connected);
@@ -71,6 +74,7 @@ private:
     NodeProbes& m_probes;
     SendText m_sendText;
     Clock m_clock;
+    std::function<void(const QString& node)> m_onMoved;
     QHash<QString, int> m_ghosts; // syncing, by node → stage
     struct Move {
         int stage = 0;

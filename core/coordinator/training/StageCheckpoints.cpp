@@ -8,7 +8,6 @@
 #include "protocol/ManifestSignature.h"
 #include "shard/InitialShards.h"
 
-#include <QDateTime>
 #include <QDir>
 #include <QFile>
 

@@ -9,7 +9,6 @@
 #include "protocol/TaskMessage.h"
 #include "train/TrainingData.h"
 
-#include <QDateTime>
 #include <QJsonArray>
 
 namespace tessera::coordinator {
@@ -204,6 +203,13 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
             outcome, [self](const QString& node) { return self->m_sessions.isConnected(node); });
     });
     t->m_membership->setReclaim(t->m_reclaim.get());
+    // A moved node's pending audit would be answered with its new stage's weights: an honest node
+    // failed the audit of its old stage that way. Its evidence there stays unjudged instead.
+    t->m_membership->setOnMoved([self](const QString& node) {
+        self->m_auditor->nodeGone(node);
+        if (self->m_gradients)
+            self->m_gradients->nodeGone(node);
+    });
     // Read before the session sweep marks them offline: nodes a recent previous process had.
     t->m_membership->rememberOnlineNodes();
     connect(t->m_averager.get(), &Averager::synced, self, [self](const QString& ghost, int stage, bool ok) {
