@@ -110,10 +110,13 @@ fi
 if grep -q 'no-manual-page' "$work/lintian.log"; then
     fail "a program has no manual page"
 fi
-dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/tessera/copyright | grep -q '^License: Apache-2.0$' ||
+# (Read whole before grep: grep -q closing the pipe early would kill dpkg-deb under pipefail.)
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/tessera/copyright >"$work/copyright"
+grep -q '^License: Apache-2.0$' "$work/copyright" ||
     fail "the package's copyright file does not name the Apache-2.0 licence"
-for program in tessera tessera-node tessera-coordinator; do
-    dpkg-deb -c "$deb" | grep -q "usr/share/man/man1/$program.1.gz" || fail "no manual page for $program"
+dpkg-deb -c "$deb" >"$work/contents"
+for program in tessera tessera-node tessera-coordinator tessera-sim; do
+    grep -q "usr/share/man/man1/$program.1.gz" "$work/contents" || fail "no manual page for $program"
 done
 log "lintian: no errors ($(grep -c '^W:' "$work/lintian.log" || true) warnings)"
 
