@@ -212,15 +212,15 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     if (Result<int> migrated = p.db->migrate(); !migrated)
         return makeError(str(p.db->displayName()) + ": " + migrated.message());
     // Times stored by an earlier process stay in the past, even if the system clock has stepped back.
-    if (Result<qint64> stored = p.db->latestStoredTimeMs(); !stored) {
+    Result<qint64> stored = p.db->latestStoredTimeMs();
+    if (!stored)
         return makeError(str(p.db->displayName()) + ": " + stored.message());
-    } else if (const qint64 behind = *stored - QDateTime::currentMSecsSinceEpoch(); behind > 1000) {
+    WallClock::holdAtLeast(*stored);
+    if (const qint64 behind = *stored - QDateTime::currentMSecsSinceEpoch(); behind > 1000)
         qWarning(
             "coordinator: the system clock reads %lld s before the latest time stored; the coordinator's "
             "clock goes on from the stored time",
             static_cast<long long>(behind / 1000));
-        WallClock::holdAtLeast(*stored);
-    }
 
     Result<CoordinatorRun> run =
         CoordinatorRun::openOrCreate(options.dataDir, *p.db, *p.key, options.model,

@@ -12,7 +12,6 @@
 #include <QUrl>
 #include <QUrlQuery>
 
-#include <algorithm>
 #include <atomic>
 
 namespace tessera::coordinator {
@@ -196,26 +195,22 @@ Result<int> Database::schemaVersion() {
 
 Result<qint64> Database::latestStoredTimeMs() {
     // Every table where a time decides something later: leases, heartbeats, audits' coverage of
-    // escrow, bans, receipts, steps. (0 for a new database.)
-    static const char* const kTimes[] = {"SELECT MAX(last_seen) FROM nodes",
-                                         "SELECT MAX(last_heartbeat) FROM sessions",
-                                         "SELECT MAX(created_at) FROM sessions",
-                                         "SELECT MAX(issued_at) FROM microbatches",
-                                         "SELECT MAX(accepted_at) FROM accepted_tasks",
-                                         "SELECT MAX(audited_through) FROM reputation",
-                                         "SELECT MAX(backward_audited_through) FROM reputation",
-                                         "SELECT MAX(updated_at) FROM reputation",
-                                         "SELECT MAX(issued_at) FROM credit_receipts",
-                                         "SELECT MAX(updated_at) FROM training_state"};
-    qint64 latest = 0;
-    for (const char* query : kTimes) {
-        Result<std::optional<QVariant>> v = sql::scalar(m_db, QLatin1String(query));
-        if (!v)
-            return v.error();
-        if (*v && !(*v)->isNull())
-            latest = std::max(latest, (*v)->toLongLong());
-    }
-    return latest;
+    // escrow, bans, receipts, steps. Read once, at a start. (0 for a new database.)
+    Result<std::optional<QVariant>> v =
+        sql::scalar(m_db, QStringLiteral("SELECT MAX(t) FROM ("
+                                         "SELECT MAX(last_seen) AS t FROM nodes UNION ALL "
+                                         "SELECT MAX(last_heartbeat) FROM sessions UNION ALL "
+                                         "SELECT MAX(created_at) FROM sessions UNION ALL "
+                                         "SELECT MAX(issued_at) FROM microbatches UNION ALL "
+                                         "SELECT MAX(accepted_at) FROM accepted_tasks UNION ALL "
+                                         "SELECT MAX(audited_through) FROM reputation UNION ALL "
+                                         "SELECT MAX(backward_audited_through) FROM reputation UNION ALL "
+                                         "SELECT MAX(updated_at) FROM reputation UNION ALL "
+                                         "SELECT MAX(issued_at) FROM credit_receipts UNION ALL "
+                                         "SELECT MAX(updated_at) FROM training_state) AS stored"));
+    if (!v)
+        return v.error();
+    return *v && !(*v)->isNull() ? (*v)->toLongLong() : 0;
 }
 
 Result<int> Database::migrate() {
