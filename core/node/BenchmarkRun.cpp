@@ -9,13 +9,26 @@ BenchmarkRun::BenchmarkRun(NodeFiles files, QString device, double seconds, QObj
     : QObject(parent)
     , m_files(std::move(files))
     , m_device(std::move(device))
-    , m_seconds(seconds) {}
+    , m_seconds(seconds)
+    , m_link(std::make_shared<Link>()) {
+    m_link->replies = &m_replies;
+}
+
+BenchmarkRun::~BenchmarkRun() {
+    // The thread may still be measuring: its answer, when it comes, goes nowhere.
+    const std::lock_guard lock(m_link->mutex);
+    m_link->replies = nullptr;
+}
 
 void BenchmarkRun::start() {
     m_clock.start();
-    QThread* thread = QThread::create([this, files = m_files, device = m_device, seconds = m_seconds] {
+    QThread* thread = QThread::create([this, link = m_link, files = m_files, device = m_device,
+                                       seconds = m_seconds] {
         Result<HardwareClaims> claims = benchmarkOrCached(files, device, seconds);
-        QMetaObject::invokeMethod(this, [this, claims = std::move(claims)] {
+        const std::lock_guard lock(link->mutex);
+        if (!link->replies)
+            return;
+        link->replies->post([this, claims = std::move(claims)] {
             if (m_stopped)
                 return;
             if (!claims)

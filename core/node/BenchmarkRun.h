@@ -3,12 +3,16 @@
 // short-lived thread (or taken from the cache when the hardware has not changed) while the event
 // loop stays free, and what `tessera-node status` shows of it: its progress, then its result.
 
+#include "common/Mailbox.h"
 #include "node/BenchmarkCache.h"
 #include "node/NodeFiles.h"
 
 #include <QElapsedTimer>
 #include <QJsonObject>
 #include <QObject>
+
+#include <memory>
+#include <mutex>
 
 namespace tessera::node {
 
@@ -17,6 +21,7 @@ class BenchmarkRun final : public QObject {
 
 public:
     BenchmarkRun(NodeFiles files, QString device, double seconds, QObject* parent = nullptr);
+    ~BenchmarkRun() override;
 
     void start();
     // After this, nothing is signalled.
@@ -37,6 +42,13 @@ private:
     HardwareClaims m_claims;
     bool m_done = false;
     bool m_stopped = false;
+    // The measuring thread's way back (common/Mailbox.h): cut when this object goes first.
+    struct Link {
+        std::mutex mutex;
+        Mailbox* replies = nullptr; // under mutex
+    };
+    Mailbox m_replies{this};
+    std::shared_ptr<Link> m_link;
 };
 
 } // namespace tessera::node

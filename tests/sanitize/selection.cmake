@@ -16,5 +16,5 @@ set(TESSERA_ASAN_TESTS
 # coordinator (both TSan builds too). Qt and LibTorch are not instrumented, nor is gpu/ (see
 # cmake/TesseraSanitize.cmake): tsan.supp silences their own frames, and nothing of ours.
 set(TESSERA_TSAN_TESTS
-    core.test_compute_throttle core.test_engine_worker core.test_task_runner core.test_control_socket
+    core.test_mailbox core.test_compute_throttle core.test_engine_worker core.test_task_runner core.test_control_socket
     manager.test_node_supervisor)

@@ -1,10 +1,11 @@
 #pragma once
 // AuditWorker: an audit's kept tasks recomputed on the node's own weights, on the Auditor's own
 // thread — the coordinator's event loop keeps routing meanwhile (a recomputation takes tens of
-// milliseconds per task at the tiny preset, seconds at larger ones). One slot in, one signal out;
-// jobs are judged one at a time, in the order they came. It owns a CPU engine per stage (made at
-// first use) and its own frame decoder: nothing it touches is shared with the coordinator's thread
-// but the frames' read-only, reference-counted buffers.
+// milliseconds per task at the tiny preset, seconds at larger ones). Jobs come and outcomes go
+// through the Auditor's mailboxes (common/Mailbox.h), judged one at a time, in the order they
+// came. It owns a CPU engine per stage (made at first use) and its own frame decoder: nothing it
+// touches is shared with the coordinator's thread but the frames' read-only, reference-counted
+// buffers.
 
 #include "base/ModelConfig.h"
 #include "coordinator/trust/Auditor.h"
@@ -42,9 +43,6 @@ public:
     bool available() const { return m_decoder != nullptr; }
     // The outcome of one job (with no tasks recomputed when the stage cannot be audited here).
     AuditOutcome judge(const AuditJob& job);
-
-Q_SIGNALS:
-    void judged(const tessera::coordinator::AuditOutcome& outcome);
 
 private:
     gpu::StageEngine* engine(int stage);

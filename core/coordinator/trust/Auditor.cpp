@@ -25,12 +25,9 @@ Auditor::Auditor(const gpu::ModelConfig& config, AuditSettings settings, SendTex
     , m_clock(std::move(clock)) {
     qRegisterMetaType<AuditOutcome>();
     m_worker = std::make_unique<AuditWorker>(config, settings);
-    m_available = m_worker->available(); // read before it moves to its thread
+    m_available = m_worker->available();  // read before it moves to its thread
+    m_jobs = new Mailbox(m_worker.get()); // moves with the worker
     m_worker->moveToThread(&m_thread);
-    connect(m_worker.get(), &AuditWorker::judged, this, [this](const AuditOutcome& outcome) {
-        --m_inFlight;
-        finish(outcome);
-    });
     m_thread.setObjectName(QStringLiteral("audits"));
     m_thread.start();
 }
@@ -108,10 +105,14 @@ bool Auditor::onShare(const QString& node, const protocol::AverageShare& share,
         return true;
     }
     ++m_inFlight;
-    QMetaObject::invokeMethod(
-        m_worker.get(),
-        [worker = m_worker.get(), job = std::move(job)] { Q_EMIT worker->judged(worker->judge(job)); },
-        Qt::QueuedConnection);
+    // Judged on the audit thread; the outcome comes back to this one (the Mailboxes make both
+    // hand-offs visible to ThreadSanitizer).
+    m_jobs->post([this, job = std::move(job)] {
+        m_replies.post([this, outcome = m_worker->judge(job)] {
+            --m_inFlight;
+            finish(outcome);
+        });
+    });
     return true;
 }
 

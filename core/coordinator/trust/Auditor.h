@@ -22,6 +22,7 @@
 // (AuditWorker), and `audited` comes back on the coordinator's thread when it is done.
 
 #include "base/ModelConfig.h"
+#include "common/Mailbox.h"
 #include "protocol/SessionMessages.h"
 #include "protocol/TaskMessage.h"
 
@@ -140,6 +141,8 @@ private:
     bool m_available = false; // the run's frames decode here (else nothing is audited)
     QThread m_thread;
     std::unique_ptr<AuditWorker> m_worker; // on m_thread
+    Mailbox* m_jobs = nullptr;             // the worker's child, on m_thread
+    Mailbox m_replies{this};
     int m_inFlight = 0;
     QHash<QString, NodeAudit> m_nodes;
     qint64 m_nextRound = qint64(1) << 40; // apart from the averager's rounds

@@ -6,7 +6,7 @@
 namespace tessera::node {
 
 EngineThread::EngineThread()
-    : m_worker(new EngineWorker) {
+    : m_worker(new EngineWorker(&m_replies)) {
     m_thread.setObjectName(QStringLiteral("tessera-engine"));
     m_worker->moveToThread(&m_thread);
     // QThread deletes deferred objects as it finishes, on itself.

@@ -1,5 +1,8 @@
 #pragma once
-// EngineThread: owns the QThread an EngineWorker lives on and ends both in order.
+// EngineThread: owns the QThread an EngineWorker lives on and ends both in order, and the mailbox
+// the worker's signals are emitted from (on the thread that made the EngineThread).
+
+#include "common/Mailbox.h"
 
 #include <QThread>
 
@@ -20,6 +23,8 @@ public:
     EngineWorker* worker() const { return m_worker; }
 
 private:
+    // Destroyed after the thread has ended: an answer still waiting names a worker that is gone.
+    Mailbox m_replies;
     QThread m_thread;
     EngineWorker* m_worker;
 };

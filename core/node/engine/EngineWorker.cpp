@@ -42,8 +42,10 @@ QString text(const std::string& s) {
 
 } // namespace
 
-EngineWorker::EngineWorker(QObject* parent)
+EngineWorker::EngineWorker(Mailbox* replies, QObject* parent)
     : QObject(parent)
+    , m_replies(replies)
+    , m_inbox(this)
     , m_restTimer(this)
     , m_statsTimer(this) {
     qRegisterMetaType<EngineTask>();
@@ -64,41 +66,35 @@ EngineWorker::EngineWorker(QObject* parent)
 EngineWorker::~EngineWorker() = default;
 
 void EngineWorker::load(const EngineLoadOptions& options) {
-    QMetaObject::invokeMethod(
-        this, [this, options] { doLoad(options); }, Qt::QueuedConnection);
+    m_inbox.post([this, options] { doLoad(options); });
 }
 
 void EngineWorker::submit(const EngineTask& task) {
-    QMetaObject::invokeMethod(
-        this, [this, task] { doSubmit(task); }, Qt::QueuedConnection);
+    m_inbox.post([this, task] { doSubmit(task); });
 }
 
 void EngineWorker::discardQueuedWork() {
-    QMetaObject::invokeMethod(
-        this, [this] { doDiscardQueuedWork(); }, Qt::QueuedConnection);
+    m_inbox.post([this] { doDiscardQueuedWork(); });
 }
 
 void EngineWorker::setPaused(bool paused) {
     // Stored here, on the caller's thread, so a task about to start sees it without the event loop.
     m_pauseRequested.store(paused);
-    QMetaObject::invokeMethod(
-        this, [this] { applyPause(); }, Qt::QueuedConnection);
+    m_inbox.post([this] { applyPause(); });
 }
 
 void EngineWorker::setLimit(double limit) {
-    QMetaObject::invokeMethod(
-        this, [this, limit] { doSetLimit(limit); }, Qt::QueuedConnection);
+    m_inbox.post([this, limit] { doSetLimit(limit); });
 }
 
 void EngineWorker::stop() {
     m_stopRequested.store(true);
-    QMetaObject::invokeMethod(
-        this, [this] { doStop(); }, Qt::QueuedConnection);
+    m_inbox.post([this] { doStop(); });
 }
 
 void EngineWorker::doLoad(const EngineLoadOptions& options) {
     if (m_stopRequested.load()) {
-        Q_EMIT loaded(QStringLiteral("the engine is stopped"), 0);
+        reply([this] { Q_EMIT loaded(QStringLiteral("the engine is stopped"), 0); });
         return;
     }
     m_engine.reset(); // the old stage's memory goes before the new one is allocated
@@ -106,7 +102,7 @@ void EngineWorker::doLoad(const EngineLoadOptions& options) {
         // What was queued for the old stage cannot run on none: each gets its answer.
         for (const EngineTask& task : m_queue.takeAll())
             refuse(task, QStringLiteral("no stage is loaded: %1").arg(error));
-        Q_EMIT loaded(error, 0);
+        reply([this, error] { Q_EMIT loaded(error, 0); });
         emitStats();
     };
     Result<std::unique_ptr<gpu::StageEngine>> engine = gpu::StageEngine::create(options.engine);
@@ -131,7 +127,7 @@ void EngineWorker::doLoad(const EngineLoadOptions& options) {
     m_engine = std::move(engine).value();
     m_headroom = options.engine.outputHeadroom;
     m_statsTimer.start();
-    Q_EMIT loaded(QString(), qint64(m_engine->parameterCount()));
+    reply([this, parameters = qint64(m_engine->parameterCount())] { Q_EMIT loaded(QString(), parameters); });
     emitStats();
     schedule();
 }
@@ -142,7 +138,7 @@ void EngineWorker::refuse(const EngineTask& task, const QString& reason) {
     refused.kind = task.kind;
     refused.microbatch = task.microbatch;
     refused.error = reason;
-    Q_EMIT taskFinished(refused);
+    reply([this, refused = std::move(refused)] { Q_EMIT taskFinished(refused); });
 }
 
 void EngineWorker::doSubmit(const EngineTask& task) {
@@ -164,7 +160,7 @@ void EngineWorker::applyPause() {
         m_pausedReported = paused;
         if (paused)
             m_restTimer.stop();
-        Q_EMIT pausedChanged(paused);
+        reply([this, paused] { Q_EMIT pausedChanged(paused); });
         emitStats();
     }
     schedule();
@@ -189,7 +185,7 @@ void EngineWorker::doStop() {
     m_queue.clear();
     m_engine.reset();
     emitStats();
-    Q_EMIT stopped();
+    reply([this] { Q_EMIT stopped(); });
 }
 
 void EngineWorker::schedule() {
@@ -235,7 +231,7 @@ void EngineWorker::runNext() {
         misbehave(task, result);
     ++m_tasksDone;
 
-    Q_EMIT taskFinished(result);
+    reply([this, result = std::move(result)] { Q_EMIT taskFinished(result); });
     // Compute has stopped now: a pause that came in during the task is reported at once rather
     // than after whatever else is queued on this thread.
     if (m_pauseRequested.load() && !m_pausedReported)
@@ -488,7 +484,7 @@ void EngineWorker::emitStats() {
     s.paused = m_pausedReported;
     s.limit = m_throttle.limit();
     s.lastTaskSeconds = m_lastTaskSeconds;
-    Q_EMIT statsChanged(s);
+    reply([this, s] { Q_EMIT statsChanged(s); });
 }
 
 } // namespace tessera::node

@@ -3,7 +3,9 @@
 // gpu::StageEngine, one at a time, throttled to a compute share and softly pausable.
 //
 // Lives on its own QThread (see EngineThread). Every public method may be called from any
-// thread: it posts the request to the worker's thread, so a caller never blocks on compute.
+// thread: it posts the request to the worker's thread, so a caller never blocks on compute. Its
+// signals are emitted on the thread of the `replies` mailbox it was given (the owner's), never on
+// the worker's: requests and answers cross threads only through Mailboxes (common/Mailbox.h).
 //
 // States (between tasks; a running task always finishes):
 //   UNLOADED  --load ok-->  READY
@@ -18,6 +20,7 @@
 // microbatch runs takes effect the moment it ends, even before the thread's event loop sees the
 // request. A Step is a task like the others: while paused it waits with the queue.
 
+#include "common/Mailbox.h"
 #include "node/engine/ComputeThrottle.h"
 #include "node/engine/EngineQueue.h"
 #include "node/engine/EngineTask.h"
@@ -39,7 +42,8 @@ class EngineWorker final : public QObject {
     Q_OBJECT
 
 public:
-    explicit EngineWorker(QObject* parent = nullptr);
+    // replies: where the signals are emitted; it must outlive the worker.
+    explicit EngineWorker(Mailbox* replies, QObject* parent = nullptr);
     ~EngineWorker() override;
 
     // Builds the stage (seeded weights), then loads the shard when one is named; replaces any
@@ -84,7 +88,14 @@ private:
     EngineResult execute(const EngineTask& task);
     void misbehave(const EngineTask& task, EngineResult& result) const;
     void emitStats();
+    // Emits on the replies' thread: `emit` is a functor that emits one signal.
+    template <class F>
+    void reply(F&& emit) {
+        m_replies->post(std::forward<F>(emit));
+    }
 
+    Mailbox* m_replies;
+    Mailbox m_inbox; // requests, run on this thread (a child: it moves with the worker)
     std::unique_ptr<gpu::StageEngine> m_engine;
     // TESSERA_TEST_MISBEHAVE: a lying node for the coordinator's tests (gpu/engine/Misbehaviour.h).
     std::unique_ptr<gpu::Misbehaviour> m_misbehaviour;

@@ -50,8 +50,9 @@ TaskRunner::TaskRunner(EngineWorker* worker, gpu::ModelConfig config, int stage,
     , m_sendBinary(std::move(sendBinary))
     , m_sendText(std::move(sendText))
     , m_lastLoss(std::numeric_limits<double>::quiet_NaN()) {
-    // Queued: the worker emits on its own thread; results arrive here in the order it ran them.
-    connect(m_worker, &EngineWorker::taskFinished, this, &TaskRunner::onTaskFinished, Qt::QueuedConnection);
+    // The worker emits on its owner's thread (this one), from the event loop, in the order it ran
+    // the tasks.
+    connect(m_worker, &EngineWorker::taskFinished, this, &TaskRunner::onTaskFinished);
 }
 
 TaskRunner::~TaskRunner() = default;
