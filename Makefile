@@ -53,7 +53,7 @@ bench: build
 #   make sanitize  ASan + UBSan (clang): the fuzz corpora's replays and the tests of the parsers,
 #                  protocol, HTTP server and gpu/base (label asan)
 #   make tsan      ThreadSanitizer (gcc): the node's engine and control threads, the app's supervision
-#                  of a real node (label tsan; not in CI: it builds gpu/ and the node under TSan)
+#                  of a real node (label tsan; CI runs it after make sanitize; gpu/ from ccache)
 #   make fuzz      libFuzzer (clang): every tests/fuzz target for FUZZ_SECONDS each (FUZZ_JOBS at a
 #                  time), growing a working corpus in build-fuzz/corpus/<target>, outside the tree;
 #                  fuzz_codec_decode, which clang cannot build, is mutated by its gcc ASan build

@@ -19,15 +19,13 @@ Mailbox::~Mailbox() {
 }
 
 void Mailbox::post(std::function<void()> fn) {
-    bool wake = false;
-    {
-        const std::lock_guard lock(m_mutex);
-        m_waiting.push_back(std::move(fn));
-        wake = !m_drainPosted;
-        m_drainPosted = true;
-    }
-    if (wake)
+    // The wake-up is posted under the lock too: posting reads this object (its meta-object), and
+    // the destructor takes the lock, so TSan sees every post ordered before the mailbox goes.
+    const std::lock_guard lock(m_mutex);
+    m_waiting.push_back(std::move(fn));
+    if (!m_drainPosted)
         QMetaObject::invokeMethod(this, "drain", Qt::QueuedConnection);
+    m_drainPosted = true;
 }
 
 void Mailbox::call(const std::function<void()>& fn) {
