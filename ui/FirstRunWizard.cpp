@@ -1,6 +1,8 @@
 #include "FirstRunWizard.h"
 
 #include "TrayIcons.h"
+#include "WelcomePage.h"
+#include "WizardLabels.h"
 #include "manager/NodeStatusText.h"
 
 #include "manager/AppSettings.h"
@@ -23,23 +25,6 @@ using manager::AppState;
 using manager::NodeStatusText;
 
 namespace {
-
-QLabel* titleLabel(const QString& text) {
-    auto* label = new QLabel(text);
-    QFont f = label->font();
-    f.setPointSizeF(f.pointSizeF() * 1.4);
-    f.setBold(true);
-    label->setFont(f);
-    label->setWordWrap(true);
-    return label;
-}
-
-QLabel* bodyLabel(const QString& text = {}) {
-    auto* label = new QLabel(text);
-    label->setWordWrap(true);
-    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    return label;
-}
 
 // The page a node state belongs to; none while it stops (a cancel or a refusal).
 std::optional<FirstRunWizard::Page> pageOf(const QString& state) {
@@ -64,7 +49,10 @@ FirstRunWizard::FirstRunWizard(manager::Manager& manager, QWidget* parent)
     setMinimumSize(560, 360);
 
     m_stack = new QStackedWidget;
-    m_stack->addWidget(makeWelcome());
+    m_welcome = new WelcomePage(m_manager.settings());
+    connect(m_welcome, &WelcomePage::joinRequested, this, &FirstRunWizard::join);
+    connect(m_welcome, &WelcomePage::notNowClicked, this, &QWidget::close);
+    m_stack->addWidget(m_welcome);
     m_stack->addWidget(makeBenchmark());
     m_stack->addWidget(makeAdmission());
     m_stack->addWidget(makeDownload());
@@ -105,41 +93,6 @@ FirstRunWizard::FirstRunWizard(manager::Manager& manager, QWidget* parent)
 
 FirstRunWizard::~FirstRunWizard() = default;
 
-QWidget* FirstRunWizard::makeWelcome() {
-    auto* page = new QWidget;
-    auto* layout = new QVBoxLayout(page);
-    layout->setContentsMargins(0, 0, 0, 0);
-    auto* logo = new QLabel;
-    logo->setPixmap(TrayIcons::pixmap(AppState::Contributing, 64));
-    layout->addWidget(logo);
-    layout->addWidget(titleLabel(tr("Help train an open language model")));
-    layout->addWidget(
-        bodyLabel(tr("Tessera lends your graphics card's spare time to volunteers who train a large "
-                     "language model together: your computer holds one small part of the model and "
-                     "earns credits for the work it does.")));
-    layout->addWidget(
-        bodyLabel(tr("It pauses by itself the moment you start a game or the computer needs its "
-                     "graphics card, and it never needs your attention.")));
-    m_coordinator = bodyLabel();
-    m_coordinator->setStyleSheet(u"color: #6b7078;"_s); // quieter, and readable on light and dark
-    layout->addWidget(m_coordinator);
-    layout->addStretch();
-    auto* contribute = new QPushButton(tr("Contribute"));
-    contribute->setObjectName(u"contribute"_s);
-    contribute->setDefault(true);
-    contribute->setMinimumWidth(160);
-    connect(contribute, &QPushButton::clicked, this, &FirstRunWizard::contribute);
-    auto* notNow = new QPushButton(tr("Not now"));
-    notNow->setObjectName(u"notNow"_s);
-    connect(notNow, &QPushButton::clicked, this, &QWidget::close);
-    auto* row = new QHBoxLayout;
-    row->addWidget(notNow);
-    row->addStretch();
-    row->addWidget(contribute);
-    layout->addLayout(row);
-    return page;
-}
-
 QWidget* FirstRunWizard::makeBenchmark() {
     auto* page = new QWidget;
     auto* layout = new QVBoxLayout(page);
@@ -172,7 +125,7 @@ QWidget* FirstRunWizard::makeAdmission() {
     layout->addStretch();
     m_retry = new QPushButton(tr("Try again"));
     m_retry->setObjectName(u"retry"_s);
-    connect(m_retry, &QPushButton::clicked, this, &FirstRunWizard::contribute);
+    connect(m_retry, &QPushButton::clicked, this, &FirstRunWizard::join);
     auto* row = new QHBoxLayout;
     row->addStretch();
     row->addWidget(m_retry);
@@ -229,7 +182,7 @@ QWidget* FirstRunWizard::makeDone() {
 QString FirstRunWizard::text(Page page) const {
     switch (page) {
     case Page::Welcome:
-        return m_coordinator->text();
+        return m_welcome->checkText();
     case Page::Benchmark:
         return m_benchmarkText->text();
     case Page::Admission:
@@ -242,7 +195,7 @@ QString FirstRunWizard::text(Page page) const {
     return {};
 }
 
-void FirstRunWizard::contribute() {
+void FirstRunWizard::join() {
     m_following = true;
     m_refused = false;
     m_manager.contribute();
@@ -293,8 +246,7 @@ void FirstRunWizard::fill(Page page) {
     const QString nodeState = status.value(u"state").toString();
     switch (page) {
     case Page::Welcome:
-        m_coordinator->setText(
-            tr("Coordinator: %1").arg(m_manager.settings().string(AppSettings::Key::CoordinatorUrl)));
+        m_welcome->refresh();
         break;
     case Page::Benchmark: {
         const QString result = NodeStatusText::benchmark(status);

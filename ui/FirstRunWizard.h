@@ -1,7 +1,9 @@
 #pragma once
-// FirstRunWizard: the first start — what Tessera does and one Contribute button, then the node's
-// own progress in plain words (measuring, joining or waitlisted or refused, downloading) until it
-// contributes. Its pages follow the node's state by themselves; Cancel stops the node cleanly.
+// FirstRunWizard: the first start — what Tessera does, the coordinator's address (pre-filled with
+// the packaged default) and one Contribute button, then the node's own progress in plain words
+// (measuring, joining or waitlisted or refused, downloading) until it contributes. Its pages
+// follow the node's state by themselves; Cancel stops the node cleanly.
+// Contribute first checks the coordinator, and offers to trust a self-signed one (WelcomePage).
 
 #include <QWidget>
 
@@ -15,6 +17,8 @@ class Manager;
 }
 
 namespace tessera::ui {
+
+class WelcomePage;
 
 class FirstRunWizard final : public QWidget {
     Q_OBJECT
@@ -31,18 +35,18 @@ public:
     // "You hold stage 1 of 1 of the model", "12.5 MB of 48.0 MB", a refusal's reason).
     QString text(Page page) const;
     bool refused() const { return m_refused; }
+    WelcomePage& welcome() const { return *m_welcome; }
 
 Q_SIGNALS:
     void pageChanged(tessera::ui::FirstRunWizard::Page page);
     void dashboardRequested();
 
 private:
-    QWidget* makeWelcome();
     QWidget* makeBenchmark();
     QWidget* makeAdmission();
     QWidget* makeDownload();
     QWidget* makeDone();
-    void contribute();
+    void join(); // the node starts (measuring first): the coordinator answered
     void cancel();
     // Moves on to the page the node's state belongs to, never back (a page passed in one poll
     // is still shown on the way, filled from the same status).
@@ -56,7 +60,7 @@ private:
     QLabel* m_summary;
     QLabel* m_statusLine;
     QPushButton* m_cancel;
-    QLabel* m_coordinator;
+    WelcomePage* m_welcome;
     QProgressBar* m_benchmarkBar;
     QLabel* m_benchmarkText;
     QLabel* m_admissionTitle;

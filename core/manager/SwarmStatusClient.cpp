@@ -40,6 +40,9 @@ void SwarmStatusClient::setCoordinator(const QString& url, const QString& caFile
     m_url = base;
     m_caFile = caFile;
     m_status = QJsonObject(); // another coordinator's swarm is not this one's
+    // A kept connection would keep the trust it was made with: a certificate set after a refusal
+    // must be used at the next refresh, not after a restart.
+    m_network->clearConnectionCache();
     if (m_reply) {
         // The answer in flight is about the old coordinator: drop it unheard.
         QNetworkReply* old = std::exchange(m_reply, nullptr);

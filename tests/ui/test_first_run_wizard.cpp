@@ -1,7 +1,9 @@
 // FirstRunWizard against a real tessera-coordinator, with the real tessera-node started by the
 // Manager: Contribute → measuring → the stage held → the download → contributing, then the
 // dashboard and a live GPU limit on that node; Cancel stops the node; a coordinator that is not
-// the pinned one is refused and the wizard says why and what to do.
+// the pinned one is refused and the wizard says why and what to do. Before anything starts, the
+// first page checks the address: a wrong one is said there and fixed in the field (Enter goes
+// on), and a self-signed coordinator shows its fingerprint and is trusted on first use.
 #include "UiTestSupport.h"
 
 #include "CoordinatorProcess.h"
@@ -11,9 +13,14 @@
 #include "FirstRunWizard.h"
 #include "SettingsDialog.h"
 #include "SwarmPanel.h"
+#include "WelcomePage.h"
 
+#include <QCryptographicHash>
+#include <QElapsedTimer>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSlider>
+#include <QSslCertificate>
 #include <QTest>
 
 #include <algorithm>
@@ -32,6 +39,8 @@ private Q_SLOTS:
     void contributeReachesContributing();
     void cancelStopsTheNode();
     void otherCoordinatorKeyIsExplained();
+    void aWrongAddressIsFixedOnTheFirstPage();
+    void anUnknownCertificateIsTrustedOnFirstUse();
 
 private:
     // The app pointed at the test's coordinator, with the node's fast test flags.
@@ -73,7 +82,7 @@ void TestFirstRunWizard::contributeReachesContributing() {
     ui::FirstRunWizard wizard(manager);
     wizard.show();
     QCOMPARE(wizard.page(), Page::Welcome);
-    QCOMPARE(wizard.text(Page::Welcome), u"Coordinator: "_s + m_coordinator->url());
+    QCOMPARE(test::child<QLineEdit>(wizard, u"coordinatorAddress"_s)->text(), m_coordinator->url());
 
     QList<Page> pages;
     connect(&wizard, &ui::FirstRunWizard::pageChanged, this, [&pages](Page page) { pages << page; });
@@ -148,6 +157,75 @@ void TestFirstRunWizard::otherCoordinatorKeyIsExplained() {
     auto* retry = test::child<QPushButton>(wizard, u"retry"_s);
     QVERIFY(retry->isVisible());
     QVERIFY(!app.reread()->flag(AppSettings::Key::FirstRunDone));
+}
+
+void TestFirstRunWizard::aWrongAddressIsFixedOnTheFirstPage() {
+    test::UiFixture app;
+    configure(app);
+    manager::Manager& manager = app.manager();
+    // A typing mistake in the port: nothing listens there.
+    app.settings().setValue(AppSettings::Key::CoordinatorUrl, u"https://127.0.0.1:1"_s);
+    manager.start();
+    ui::FirstRunWizard wizard(manager);
+    wizard.show();
+    auto* address = test::child<QLineEdit>(wizard, u"coordinatorAddress"_s);
+    QCOMPARE(address->text(), u"https://127.0.0.1:1"_s);
+    QTest::mouseClick(test::child<QPushButton>(wizard, u"contribute"_s), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!wizard.welcome().checking(), 15'000);
+
+    // Said on the first page, in words, with nothing started and the address ready to be fixed.
+    QCOMPARE(wizard.page(), Page::Welcome);
+    QVERIFY2(wizard.text(Page::Welcome).startsWith(u"Nothing answers at 127.0.0.1:1"),
+             qPrintable(wizard.text(Page::Welcome)));
+    QCOMPARE(manager.state(), AppState::NotStarted);
+    QCOMPARE(manager.supervisor().nodePid(), 0);
+    QCOMPARE(address->selectedText(), address->text());
+    QVERIFY(test::child<QWidget>(wizard, u"details"_s)->isVisible()); // Qt's own words, behind Details
+
+    // The right address typed over it, and Enter: the coordinator answers and the node starts.
+    address->clear();
+    QTest::keyClicks(address, m_coordinator->url());
+    QTest::keyClick(address, Qt::Key_Return);
+    QVERIFY2(QTest::qWaitFor([&] { return wizard.page() != Page::Welcome; }, 15'000),
+             qPrintable(wizard.text(Page::Welcome)));
+    QCOMPARE(app.reread()->string(AppSettings::Key::CoordinatorUrl), m_coordinator->url());
+    QVERIFY(QTest::qWaitFor([&] { return manager.supervisor().nodePid() != 0; }, 15'000));
+}
+
+void TestFirstRunWizard::anUnknownCertificateIsTrustedOnFirstUse() {
+    test::UiFixture app;
+    configure(app);
+    // A newcomer's settings: the address only; the coordinator's certificate is self-signed.
+    app.settings().setValue(AppSettings::Key::CoordinatorCaFile, QString());
+    manager::Manager& manager = app.manager();
+    manager.start();
+    QElapsedTimer firstWindow;
+    firstWindow.start();
+    ui::FirstRunWizard wizard(manager);
+    wizard.show();
+    QTest::mouseClick(test::child<QPushButton>(wizard, u"contribute"_s), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!wizard.welcome().checking(), 15'000);
+
+    // Its fingerprint, as `openssl x509 -fingerprint -sha256` prints it, and nothing started yet.
+    const QList<QSslCertificate> served = QSslCertificate::fromPath(m_dir.filePath(u"run/tls.crt"_s));
+    QCOMPARE(served.size(), 1);
+    const QString expected =
+        QString::fromLatin1(served.front().digest(QCryptographicHash::Sha256).toHex(':').toUpper());
+    QCOMPARE(wizard.welcome().offeredFingerprint(), expected);
+    QVERIFY(test::child<QWidget>(wizard, u"trustPanel"_s)->isVisible());
+    QVERIFY(wizard.text(Page::Welcome).contains(u"no authority this computer trusts"));
+    QCOMPARE(manager.supervisor().nodePid(), 0);
+
+    // Trusted: pinned beside the settings, and on to contributing without another click.
+    QTest::mouseClick(test::child<QPushButton>(wizard, u"trust"_s), Qt::LeftButton);
+    QVERIFY2(QTest::qWaitFor([&] { return wizard.page() == Page::Done; }, 120'000),
+             qPrintable(wizard.text(Page::Welcome) + u'\n' + QString::fromUtf8(nodeLog(app))));
+    const QString pinned = app.reread()->string(AppSettings::Key::CoordinatorCaFile);
+    QVERIFY2(pinned.startsWith(app.path(u"trusted/")), qPrintable(pinned));
+    QCOMPARE(QSslCertificate::fromPath(pinned), served);
+    QTRY_COMPARE_WITH_TIMEOUT(manager.state(), AppState::Contributing, 30'000);
+    qInfo("first window to contributing: %.1f s (trusting the certificate included; tiny shard at 1 MiB/s)",
+          double(firstWindow.elapsed()) / 1000);
 }
 
 QTEST_MAIN(TestFirstRunWizard)

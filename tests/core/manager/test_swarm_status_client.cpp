@@ -74,6 +74,7 @@ private Q_SLOTS:
 
     void statusOverVerifiedTls();
     void otherCertificateIsATlsFailure();
+    void aCertificateSetAfterARefusalIsUsedAtOnce();
     void unreadableCertificateFile();
     void wrongPathIsAnHttpError();
     void notJsonIsRefused();
@@ -153,6 +154,21 @@ void TestSwarmStatusClient::otherCertificateIsATlsFailure() {
         QCOMPARE(client.lastError(), error);
         QVERIFY(client.lastStatus().isEmpty());
     }
+}
+
+void TestSwarmStatusClient::aCertificateSetAfterARefusalIsUsedAtOnce() {
+    // The app started without the coordinator's certificate; the user sets it in Settings. The
+    // next refresh must trust it, not reuse the connection made without it (found by a user: the
+    // swarm panel kept its certificate error until the app was restarted).
+    SwarmStatusClient client;
+    client.setCoordinator(m_coordinator->url(), QString());
+    QVERIFY(failureOf(client).contains(u"certificate"));
+    client.setCoordinator(m_coordinator->url(), m_ca);
+    QSignalSpy changed(&client, &SwarmStatusClient::statusChanged);
+    client.refresh();
+    QVERIFY2(changed.wait(30'000), qPrintable(client.lastError()));
+    QCOMPARE(changed.first().first().toJsonObject().value(u"name").toString(),
+             QStringLiteral("tessera-coordinator"));
 }
 
 void TestSwarmStatusClient::unreadableCertificateFile() {
