@@ -50,26 +50,36 @@ echo "coordinator: $url (status page: $url/ — its certificate is $root/coordin
 export OMP_NUM_THREADS=1
 first=0
 if [[ -z "${TESSERA_DEMO_HEADLESS:-}" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) && -x "$bin/tessera" ]]; then
-    # The app's own settings file for the demo: this coordinator, node-0's data dir, contributing.
-    ini="$root/app/tessera.ini"
+    # The demo's coordinator as a package would offer it (AppSettings' packaged defaults), and
+    # the app's own settings file: node-0's data dir and program. A first demo walks the real
+    # first run: the wizard, pre-filled with this coordinator, checks it, shows its certificate's
+    # fingerprint (compare it with "TLS SHA-256" above) and asks to trust it. What the user
+    # chose there (the pinned certificate, contributing) is kept for the next demo.
     mkdir -p "$root/app"
     abs() { realpath -m "$1"; }
-    cat >"$ini" <<INI
-[contribute]
-coordinator=$url
-coordinator_ca=$(abs "$root/coordinator/tls.crt")
-data_dir=$(abs "$root/node-0")
-gpu_limit_percent=70
-node_program=$(abs "$bin/tessera-node")
-
-[app]
-first_run_done=true
-contributing=true
-INI
-    "$bin/tessera" --settings "$ini" --show dashboard 2>"$root/app.log" &
+    ini="$root/app/tessera.ini"
+    defaults="$root/app/defaults.ini"
+    printf '[contribute]\ncoordinator=%s\n' "$url" >"$defaults"
+    kept() { [[ -f "$ini" ]] && sed -n "s/^$1=//p" "$ini" | head -n1; }
+    ca=$(kept coordinator_ca || true)
+    done_before=$(kept first_run_done || true)
+    contributing=$(kept contributing || true)
+    {
+        printf '[contribute]\n'
+        [[ -n "$ca" ]] && printf 'coordinator_ca=%s\n' "$ca"
+        printf 'data_dir=%s\ngpu_limit_percent=70\nnode_program=%s\n\n' "$(abs "$root/node-0")" "$(abs "$bin/tessera-node")"
+        printf '[app]\nfirst_run_done=%s\ncontributing=%s\n' "${done_before:-false}" "${contributing:-false}"
+    } >"$ini"
+    show=(--show dashboard)
+    if [[ "${done_before:-false}" != true ]]; then
+        show=()
+        echo "the desktop app opens its first-run window: click Contribute, compare the fingerprint"
+        echo "it shows with the coordinator's (TLS SHA-256 above) and trust it"
+    fi
+    TESSERA_APP_DEFAULTS=$(abs "$defaults") "$bin/tessera" --settings "$ini" "${show[@]}" 2>"$root/app.log" &
     pids+=($!)
     first=1
-    echo "the desktop app runs node-0 (its dashboard is open; the tray icon has its menu)"
+    echo "the desktop app runs node-0 (the tray icon has its menu)"
 fi
 for ((s = first; s < stages; s++)); do
     "$bin/tessera-node" run --coordinator "$url" --data-dir "$root/node-$s" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Screenshots of the desktop app for docs/screenshots/: the first-run wizard while the model's
-# part downloads, the tray menu, the dashboard of a contributing node, and the settings.
+# Screenshots of the desktop app for docs/screenshots/: the first-run wizard asking to trust a
+# self-signed coordinator, then while the model's part downloads, the tray menu, the dashboard of a contributing node, and the settings.
 #
 # Runs everything for real on a virtual X display: Xvfb, tint2 as the panel and tray host, a
 # window manager if one is installed, a local coordinator (tiny model, one stage) and the app on
@@ -137,17 +137,35 @@ click_in() {
 window_named() { xdotool search --onlyvisible --name "^$1\$" | head -1; }
 has_window() { [[ -n $(window_named "$1") ]]; }
 
-# --- the wizard, during the download ------------------------------------------------------------
+# --- the wizard: a self-signed coordinator met for the first time -------------------------------
 cd "$work"
-"$bin/tessera" --settings "$work/tessera.ini" > "$work/app.log" 2>&1 &
-pids+=($!)
-apps+=($!)
-wait_for 30 has_window "Welcome to Tessera"
-wizard=$(window_named "Welcome to Tessera")
-xdotool windowmove "$wizard" 360 200
-sleep 0.5
-eval "$(xdotool getwindowgeometry --shell "$wizard" | grep -E '^(WIDTH|HEIGHT)=')"
-click_in "$wizard" $((WIDTH - 113)) $((HEIGHT - 57)) # Contribute, at the bottom right
+start_wizard() {
+    "$bin/tessera" --settings "$work/tessera.ini" > "$work/app.log" 2>&1 &
+    pids+=($!)
+    apps+=($!)
+    wait_for 30 has_window "Welcome to Tessera"
+    wizard=$(window_named "Welcome to Tessera")
+    xdotool windowmove "$wizard" 360 120
+    sleep 0.5
+}
+contribute() {
+    eval "$(xdotool getwindowgeometry --shell "$wizard" | grep -E '^(WIDTH|HEIGHT)=')"
+    click_in "$wizard" $((WIDTH - 113)) $((HEIGHT - 57)) # Contribute, at the bottom right
+}
+# Without the certificate file: the wizard shows the fingerprint and asks.
+grep -v '^coordinator_ca=' "$work/tessera.ini" > "$work/first.ini"
+cp "$work/tessera.ini" "$work/trusted.ini"
+cp "$work/first.ini" "$work/tessera.ini"
+start_wizard
+contribute
+sleep 3
+capture "Welcome to Tessera" wizard-trust
+kill "${apps[-1]}"
+wait "${apps[-1]}" 2> /dev/null || true
+# --- the wizard, during the download (the certificate trusted) -----------------------------------
+cp "$work/trusted.ini" "$work/tessera.ini"
+start_wizard
+contribute
 wait_for 120 node_is Downloading
 sleep 8 # some of the download done, its speed known
 capture "Welcome to Tessera" wizard

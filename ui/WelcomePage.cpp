@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -26,7 +27,10 @@ WelcomePage::WelcomePage(AppSettings& settings, QWidget* parent)
     : QWidget(parent)
     , m_settings(settings) {
 
-    auto* layout = new QVBoxLayout(this);
+    // Everything but the buttons scrolls: a long error, the trust question or a large font never
+    // pushes Contribute off a small screen or clips the text.
+    auto* content = new QWidget;
+    auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(0, 0, 0, 0);
     auto* logo = new QLabel;
     logo->setPixmap(TrayIcons::pixmap(AppState::Contributing, 64));
@@ -109,7 +113,15 @@ WelcomePage::WelcomePage(AppSettings& settings, QWidget* parent)
     row->addWidget(notNow);
     row->addStretch();
     row->addWidget(m_contribute);
-    layout->addLayout(row);
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(scroll, 1);
+    outer->addLayout(row);
     refresh();
 }
 
@@ -126,7 +138,12 @@ void WelcomePage::contribute() {
     if (m_check.running())
         return;
     const QString address = m_address->text().trimmed();
-    m_settings.setValue(AppSettings::Key::CoordinatorUrl, address);
+    // The packaged default is not copied into the user's settings: a package that moves its
+    // coordinator moves everyone who did not choose another.
+    if (address == m_settings.defaultValue(AppSettings::Key::CoordinatorUrl).toString())
+        m_settings.reset(AppSettings::Key::CoordinatorUrl);
+    else
+        m_settings.setValue(AppSettings::Key::CoordinatorUrl, address);
     m_trustPanel->hide();
     m_offered = QSslCertificate();
     m_details->hide();
@@ -149,7 +166,10 @@ void WelcomePage::onChecked(const manager::CoordinatorCheck::Answer& answer) {
     showError(answer.message, answer.details);
     if (answer.outcome == Outcome::Untrusted && !answer.certificate.isNull()) {
         m_offered = answer.certificate;
-        m_fingerprint->setText(tr("SHA-256 fingerprint:\n%1").arg(offeredFingerprint()));
+        // 32 bytes in two lines of 16: it fits the window, and reads like a printed one.
+        const QString fingerprint = offeredFingerprint();
+        m_fingerprint->setText(tr("SHA-256 fingerprint:") + u'\n' + fingerprint.left(47) + u'\n' +
+                               fingerprint.mid(48));
         m_trustPanel->show();
         m_trust->setFocus();
         return;

@@ -43,7 +43,9 @@ int main(int argc, char** argv) {
     QString instance = manager::defaultInstanceName();
     if (parser.isSet(settingsFile)) {
         const QString path = QFileInfo(parser.value(settingsFile)).absoluteFilePath();
-        settings = std::make_unique<manager::AppSettings>(path);
+        // Over the packaged defaults too (make demo names its coordinator there).
+        settings = std::make_unique<manager::AppSettings>(path, nullptr,
+                                                          manager::AppSettings::packagedDefaultsPath());
         // Another settings file is another app (tests, screenshots): its own single instance.
         instance +=
             u'-' + QString::fromLatin1(

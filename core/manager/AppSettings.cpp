@@ -1,5 +1,7 @@
 #include "manager/AppSettings.h"
 
+#include <QCoreApplication>
+#include <QFileInfo>
 #include <QSettings>
 
 #include <array>
@@ -13,8 +15,9 @@ using Key = AppSettings::Key;
 // The one table: every key, its name in the file and its default.
 const std::array<AppSettings::Definition, std::size_t(Key::KeyCount)>& table() {
     static const std::array<AppSettings::Definition, std::size_t(Key::KeyCount)> definitions{{
-        {Key::CoordinatorUrl, "contribute/coordinator", QStringLiteral("https://127.0.0.1:7443")},
+        {Key::CoordinatorUrl, "contribute/coordinator", QStringLiteral(TESSERA_DEFAULT_COORDINATOR)},
         {Key::CoordinatorCaFile, "contribute/coordinator_ca", QString()},
+        {Key::CoordinatorKey, "contribute/coordinator_key", QString()},
         {Key::DataDir, "contribute/data_dir", QString()},
         {Key::DiskLimitGb, "contribute/disk_limit_gb", 20.0},
         {Key::GpuLimitPercent, "contribute/gpu_limit_percent", 70},
@@ -72,24 +75,47 @@ QStringList AppSettings::defaultExclusiveApps() {
     return list;
 }
 
+namespace {
+
+std::unique_ptr<QSettings> packaged(const QString& path) {
+    if (path.isEmpty() || !QFileInfo(path).isReadable())
+        return nullptr;
+    return std::make_unique<QSettings>(path, QSettings::IniFormat);
+}
+
+} // namespace
+
 AppSettings::AppSettings(QObject* parent)
     : QObject(parent)
     , m_settings(std::make_unique<QSettings>(QSettings::IniFormat, QSettings::UserScope,
-                                             QStringLiteral("Tessera"), QStringLiteral("tessera"))) {}
+                                             QStringLiteral("Tessera"), QStringLiteral("tessera")))
+    , m_packaged(packaged(packagedDefaultsPath())) {
+    // Only our own packaged defaults: not Qt's system-wide fallback files as well.
+    m_settings->setFallbacksEnabled(false);
+}
 
-AppSettings::AppSettings(const QString& path, QObject* parent)
+AppSettings::AppSettings(const QString& path, QObject* parent, const QString& packagedDefaults)
     : QObject(parent)
-    , m_settings(std::make_unique<QSettings>(path, QSettings::IniFormat)) {}
+    , m_settings(std::make_unique<QSettings>(path, QSettings::IniFormat))
+    , m_packaged(packaged(packagedDefaults)) {}
 
 AppSettings::~AppSettings() {
     m_settings->sync();
 }
 
-QVariant AppSettings::value(Key key) const {
+QString AppSettings::packagedDefaultsPath() {
+    const QString fromEnvironment = qEnvironmentVariable("TESSERA_APP_DEFAULTS");
+    if (!fromEnvironment.isEmpty())
+        return fromEnvironment;
+    // Beside the installed program, by GNUInstallDirs' rule: /usr/bin's configuration is in /etc
+    // (the .deb), any other prefix's in PREFIX/etc (/usr/local/etc after `cmake --install`).
+    const QString prefix = QFileInfo(QCoreApplication::applicationDirPath()).absolutePath();
+    const QString sysconf = prefix == u"/usr" ? QStringLiteral("/etc") : prefix + QStringLiteral("/etc");
+    return sysconf + QStringLiteral("/tessera/tessera.ini");
+}
+
+QVariant AppSettings::typed(Key key, const QVariant& stored) const {
     const Definition& d = definition(key);
-    const QVariant stored = m_settings->value(QLatin1StringView(d.name));
-    if (!stored.isValid())
-        return d.defaultValue;
     // INI files keep no types: give back the default's type, so toStringList() of a one-item
     // list and toInt() of "70" behave.
     QVariant converted = stored;
@@ -99,6 +125,21 @@ QVariant AppSettings::value(Key key) const {
     if (converted.convert(d.defaultValue.metaType()))
         return converted;
     return d.defaultValue;
+}
+
+QVariant AppSettings::defaultValue(Key key) const {
+    const Definition& d = definition(key);
+    if (m_packaged) {
+        const QVariant packagedValue = m_packaged->value(QLatin1StringView(d.name));
+        if (packagedValue.isValid())
+            return typed(key, packagedValue);
+    }
+    return d.defaultValue;
+}
+
+QVariant AppSettings::value(Key key) const {
+    const QVariant stored = m_settings->value(QLatin1StringView(definition(key).name));
+    return stored.isValid() ? typed(key, stored) : defaultValue(key);
 }
 
 void AppSettings::setValue(Key key, const QVariant& value) {
@@ -114,7 +155,7 @@ void AppSettings::reset(Key key) {
         return;
     const QVariant before = value(key);
     m_settings->remove(QLatin1StringView(d.name));
-    if (before != d.defaultValue)
+    if (before != defaultValue(key))
         Q_EMIT changed(key);
 }
 

@@ -22,6 +22,7 @@ public:
         // contributing
         CoordinatorUrl,    // QString, "https://127.0.0.1:7443"
         CoordinatorCaFile, // QString, extra trusted certificate (PEM); empty: the system's
+        CoordinatorKey,    // QString, the coordinator's public key; empty: the first one met is pinned
         DataDir,           // QString, the node's data folder; empty: NodeFiles::defaultDataDir()
         DiskLimitGb,       // double, the most the shard may take on disk [20]
         GpuLimitPercent,   // int 1..100, share of time computing [70]
@@ -54,13 +55,25 @@ public:
     };
     static const Definition& definition(Key key);
 
-    // The user's settings file (QSettings' location for "Tessera/tessera", INI format).
+    // The user's settings file (QSettings' location for "Tessera/tessera", INI format), over the
+    // packaged defaults (packagedDefaultsPath()).
     AppSettings(QObject* parent = nullptr);
-    // A settings file at `path` (tests: a temporary file).
-    explicit AppSettings(const QString& path, QObject* parent = nullptr);
+    // A settings file at `path` (tests: a temporary file), over the packaged defaults in the INI
+    // file `packagedDefaults` (empty: none).
+    explicit AppSettings(const QString& path, QObject* parent = nullptr,
+                         const QString& packagedDefaults = {});
     ~AppSettings() override;
 
+    // Where a package or a distributor puts its defaults, in the settings file's own format (the
+    // coordinator's address, certificate and key, so a user clicks Contribute and nothing else):
+    // $TESSERA_APP_DEFAULTS when set, else SYSCONFDIR/tessera/tessera.ini beside the program
+    // (/etc/tessera/tessera.ini for /usr/bin/tessera, the .deb's).
+    static QString packagedDefaultsPath();
+
+    // What the user set; else the packaged default; else the built-in one.
     QVariant value(Key key) const;
+    // What value() gives when the user has set nothing (what reset() goes back to).
+    QVariant defaultValue(Key key) const;
     QString string(Key key) const { return value(key).toString(); }
     int integer(Key key) const { return value(key).toInt(); }
     bool flag(Key key) const { return value(key).toBool(); }
@@ -79,7 +92,10 @@ Q_SIGNALS:
     void changed(tessera::manager::AppSettings::Key key);
 
 private:
+    QVariant typed(Key key, const QVariant& stored) const;
+
     std::unique_ptr<QSettings> m_settings;
+    std::unique_ptr<QSettings> m_packaged; // read only; null: none
 };
 
 } // namespace tessera::manager

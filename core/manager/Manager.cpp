@@ -43,8 +43,8 @@ bool isPauseRule(Key key) {
 }
 
 bool isLaunchSetting(Key key) {
-    return key == Key::CoordinatorUrl || key == Key::CoordinatorCaFile || key == Key::DataDir ||
-           key == Key::Device || key == Key::NodeProgram;
+    return key == Key::CoordinatorUrl || key == Key::CoordinatorCaFile || key == Key::CoordinatorKey ||
+           key == Key::DataDir || key == Key::Device || key == Key::NodeProgram;
 }
 
 } // namespace
@@ -156,6 +156,7 @@ NodeLaunch Manager::makeLaunch() const {
     }
     launch.coordinatorUrl = m_settings.string(Key::CoordinatorUrl);
     launch.coordinatorCaFile = m_settings.string(Key::CoordinatorCaFile);
+    launch.coordinatorKey = m_settings.string(Key::CoordinatorKey);
     launch.dataDir = nodeDataDir();
     launch.device = m_settings.string(Key::Device);
     launch.gpuLimitPercent = std::clamp(m_settings.integer(Key::GpuLimitPercent), 1, 100);

@@ -80,6 +80,8 @@ QStringList NodeSupervisor::arguments() const {
                      QString::number(m_launch.gpuLimitPercent)};
     if (!m_launch.coordinatorCaFile.isEmpty())
         args << QStringLiteral("--coordinator-ca") << m_launch.coordinatorCaFile;
+    if (!m_launch.coordinatorKey.isEmpty())
+        args << QStringLiteral("--coordinator-key") << m_launch.coordinatorKey;
     if (!m_launch.device.isEmpty())
         args << QStringLiteral("--device") << m_launch.device;
     return args + m_launch.extraArguments;

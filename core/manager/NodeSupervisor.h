@@ -34,6 +34,7 @@ struct NodeLaunch {
     QString program; // tessera-node
     QString coordinatorUrl;
     QString coordinatorCaFile; // empty: none
+    QString coordinatorKey;    // empty: the node pins the first key it meets
     QString dataDir;
     QString device; // empty: the node's default
     int gpuLimitPercent = 70;

@@ -26,3 +26,5 @@ file(INSTALL "${out}/tessera-node.service" DESTINATION "${prefix}/lib/systemd/us
 file(INSTALL "${out}/sysusers.d/tessera.conf" DESTINATION "${prefix}/lib/sysusers.d" ${perm})
 file(INSTALL "${out}/tmpfiles.d/tessera.conf" DESTINATION "${prefix}/lib/tmpfiles.d" ${perm})
 file(INSTALL "${TESSERA_LINUX_DIR}/coordinator.conf" DESTINATION "${TESSERA_SYSCONFDIR}/tessera" ${perm})
+# The desktop app's packaged defaults (manager/AppSettings: packagedDefaultsPath).
+file(INSTALL "${TESSERA_LINUX_DIR}/tessera.ini" DESTINATION "${TESSERA_SYSCONFDIR}/tessera" ${perm})

@@ -86,6 +86,7 @@ expected=(
     /usr/share/icons/hicolor/scalable/apps/tessera.svg
     /usr/lib/systemd/system/tessera-coordinator.service /usr/lib/systemd/user/tessera-node.service
     /usr/lib/sysusers.d/tessera.conf /usr/lib/tmpfiles.d/tessera.conf /etc/tessera/coordinator.conf
+    /etc/tessera/tessera.ini
     /usr/share/doc/tessera/copyright /usr/share/doc/tessera/changelog.gz
 )
 for size in 16 22 24 32 48 64 128 256 512; do

@@ -1,7 +1,8 @@
 // AppSettings: the one registry — defaults, types kept through the INI file, changed() once per
-// real change, and every key with a name of its own.
+// real change, every key with a name of its own, and a package's defaults under the user's.
 #include "manager/AppSettings.h"
 
+#include <QFile>
 #include <QSet>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -24,6 +25,39 @@ private Q_SLOTS:
         QVERIFY(!settings.flag(Key::OnlyWhenIdle));
         QVERIFY(settings.list(Key::PauseExclusiveApps).contains(QStringLiteral("witcher3")));
         QVERIFY(!settings.flag(Key::FirstRunDone));
+    }
+
+    void packagedDefaultsComeUnderTheUsersChoices() {
+        // A distributor's /etc/tessera/tessera.ini: its coordinator, certificate and key.
+        QTemporaryDir dir;
+        const QString packaged = dir.filePath(QStringLiteral("packaged.ini"));
+        QFile f(packaged);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("[contribute]\ncoordinator=https://swarm.example.org:7443\n"
+                "coordinator_key=AAAAC3NzaC1lZDI1NTE5\ngpu_limit_percent=40\n");
+        f.close();
+        AppSettings settings(dir.filePath(QStringLiteral("tessera.ini")), nullptr, packaged);
+        QCOMPARE(settings.string(Key::CoordinatorUrl), QStringLiteral("https://swarm.example.org:7443"));
+        QCOMPARE(settings.string(Key::CoordinatorKey), QStringLiteral("AAAAC3NzaC1lZDI1NTE5"));
+        QCOMPARE(settings.integer(Key::GpuLimitPercent), 40); // typed like the built-in default
+        QCOMPARE(settings.integer(Key::GraceSeconds), 15);    // not packaged: built in
+
+        // The user's choice wins, and a reset goes back to the package's, not the built-in one.
+        settings.setValue(Key::CoordinatorUrl, QStringLiteral("https://other.example.org:7443"));
+        QCOMPARE(settings.string(Key::CoordinatorUrl), QStringLiteral("https://other.example.org:7443"));
+        QSignalSpy changed(&settings, &AppSettings::changed);
+        settings.reset(Key::CoordinatorUrl);
+        QCOMPARE(settings.string(Key::CoordinatorUrl), QStringLiteral("https://swarm.example.org:7443"));
+        QCOMPARE(changed.size(), 1);
+
+        // Nothing written into the package's file, and a missing file is no defaults at all.
+        settings.sync();
+        QFile written(packaged);
+        QVERIFY(written.open(QIODevice::ReadOnly));
+        QVERIFY(!written.readAll().contains("other.example.org"));
+        AppSettings none(dir.filePath(QStringLiteral("b.ini")), nullptr,
+                         dir.filePath(QStringLiteral("missing.ini")));
+        QCOMPARE(none.string(Key::CoordinatorUrl), QStringLiteral("https://127.0.0.1:7443"));
     }
 
     void everyKeyHasItsOwnName() {
