@@ -154,13 +154,13 @@ QWidget* FirstRunWizard::makeDone() {
     auto* page = new QWidget;
     auto* layout = new QVBoxLayout(page);
     layout->setContentsMargins(0, 0, 0, 0);
-    auto* logo = new QLabel;
-    logo->setPixmap(TrayIcons::pixmap(AppState::Contributing, 64));
-    layout->addWidget(logo);
-    layout->addWidget(titleLabel(tr("You are contributing")));
-    layout->addWidget(
-        bodyLabel(tr("Thank you. Tessera keeps working in the tray and pauses by itself when you "
-                     "play. You can close this window.")));
+    m_doneLogo = new QLabel;
+    layout->addWidget(m_doneLogo);
+    m_doneTitle = titleLabel(QString());
+    m_doneTitle->setObjectName(u"doneTitle"_s);
+    layout->addWidget(m_doneTitle);
+    m_doneText = bodyLabel();
+    layout->addWidget(m_doneText);
     layout->addStretch();
     auto* dashboard = new QPushButton(tr("Open the dashboard"));
     dashboard->setObjectName(u"openDashboard"_s);
@@ -191,7 +191,7 @@ QString FirstRunWizard::text(Page page) const {
     case Page::Download:
         return m_downloadText->text();
     case Page::Done:
-        break;
+        return m_doneTitle->text();
     }
     return {};
 }
@@ -287,8 +287,20 @@ void FirstRunWizard::fill(Page page) {
                                                         : NodeStatusText::download(status));
         break;
     }
-    case Page::Done:
+    case Page::Done: {
+        // Green only while tasks flow: a node whose stage waits for others says so (and why).
+        const bool contributing = m_manager.state() == AppState::Contributing;
+        m_doneLogo->setPixmap(
+            TrayIcons::pixmap(contributing ? AppState::Contributing : AppState::Waiting, 64));
+        m_doneTitle->setText(contributing ? tr("You are contributing") : tr("You are ready to contribute"));
+        m_doneText->setText(contributing
+                                ? tr("Thank you. Tessera keeps working in the tray and pauses by itself "
+                                     "when you play. You can close this window.")
+                                : tr("%1. Tessera starts working by itself as soon as it can, and pauses "
+                                     "by itself when you play. You can close this window.")
+                                      .arg(m_manager.stateText()));
         break;
+    }
     }
     updateSummary();
 }

@@ -67,6 +67,9 @@ private:
     QLabel* m_admissionText;
     QLabel* m_admissionAdvice;
     QPushButton* m_retry;
+    QLabel* m_doneLogo;
+    QLabel* m_doneTitle; // "You are contributing", or ready and waiting (and why)
+    QLabel* m_doneText;
     QProgressBar* m_downloadBar;
     QLabel* m_downloadText;
     Page m_page = Page::Welcome;

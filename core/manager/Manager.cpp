@@ -400,8 +400,21 @@ void Manager::updateState() {
     } else if (nodeState == u"Joining") {
         text = tr("Joining the swarm with %1 of the model…").arg(stageText);
     } else if (nodeState == u"Working") {
-        state = AppState::Contributing;
-        text = tr("Contributing to %1 of the model").arg(stageText);
+        // Contributing only while tasks flow: a node waits while its session is being reopened,
+        // or while no task comes (another stage has nobody, or the coordinator has none).
+        const double sinceTask = status.value(u"training").toObject().value(u"last_task_age_s").toDouble(-1);
+        const int empty = NodeStatusText::emptyStage(m_swarm->lastStatus(), stage);
+        state = AppState::Waiting;
+        if (!status.value(u"session").toObject().value(u"open").toBool(true)) {
+            text = tr("Lost contact with the coordinator — reconnecting");
+        } else if (sinceTask >= 0 && sinceTask < kTasksStopFlowingS) {
+            state = AppState::Contributing;
+            text = tr("Contributing to %1 of the model").arg(stageText);
+        } else if (empty >= 0) {
+            text = tr("Waiting for other volunteers (stage %1 has nobody yet)").arg(empty + 1);
+        } else {
+            text = tr("Waiting for work from the coordinator");
+        }
     } else if (nodeState == u"Paused") {
         state = AppState::Paused;
         text = tr("Paused");

@@ -36,6 +36,9 @@ class Manager final : public QObject {
 
 public:
     static constexpr std::chrono::milliseconds kPolicyTick{250};
+    // A working node with no task done for this long is waiting, not contributing (a step's
+    // averaging takes seconds at most; a large stage's microbatch, seconds).
+    static constexpr double kTasksStopFlowingS = 30;
 
     // settings outlives the manager. context: the detectors' surroundings (tests); nullptr: real.
     explicit Manager(AppSettings& settings, QObject* parent = nullptr);

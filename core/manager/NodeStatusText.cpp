@@ -86,6 +86,16 @@ int NodeStatusText::stageCount(const QJsonObject& status, const QJsonObject& swa
     return 0;
 }
 
+int NodeStatusText::emptyStage(const QJsonObject& swarm, int mine) {
+    for (const QJsonValue& v : swarm.value(u"stages").toArray()) {
+        const QJsonObject stage = v.toObject();
+        const int number = stage.value(u"stage").toInt(-1);
+        if (number >= 0 && number != mine && stage.value(u"nodes_online").toInt(1) == 0)
+            return number;
+    }
+    return -1;
+}
+
 QString NodeStatusText::stage(const QJsonObject& status, const QJsonObject& swarm) {
     const int stage = status.value(u"stage").toInt(-1);
     if (stage < 0)

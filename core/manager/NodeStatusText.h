@@ -23,6 +23,9 @@ public:
     // stage count comes from the node, else the swarm's status; empty before admission.
     static QString stage(const QJsonObject& status, const QJsonObject& swarm = {});
     static int stageCount(const QJsonObject& status, const QJsonObject& swarm = {});
+    // The first stage (from 0) but `mine` the coordinator's status lists with nobody online; -1:
+    // none, or no status. (Its status may be older than this node's arrival in its own stage.)
+    static int emptyStage(const QJsonObject& swarm, int mine);
     // "The swarm is full right now. Tessera will try again in 4 minutes — you can close this window."
     static QString waitlist(const QJsonObject& status);
     // "12.5 MB of 48.0 MB · 3.2 MB/s · about 2 minutes left"; progress 0..1, -1 before the size is known.

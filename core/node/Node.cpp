@@ -451,21 +451,17 @@ QJsonObject Node::status() const {
         s.insert(QStringLiteral("retry_in_s"), double(m_retryAtMs - nowMs()) / 1000);
     if (!m_lastError.isEmpty())
         s.insert(QStringLiteral("last_error"), m_lastError);
-    qint64 micro = 0, receipts = 0;
-    if (Result<LedgerTotals> t = m_ledger ? m_ledger->totals() : Result<LedgerTotals>(makeError("")); t) {
-        micro = t->microCredits;
-        receipts = t->receipts;
-    }
     if (m_runner)
         s.insert(QStringLiteral("training"), m_runner->status());
+    if (m_session)
+        s.insert(QStringLiteral("session"), m_session->status());
     if (m_admission && m_admission->stageCount() > 0)
         s.insert(QStringLiteral("stages"), m_admission->stageCount());
     // The benchmark for the desktop app's first run: its progress, then its result.
     if (m_benchmark)
         s.insert(QStringLiteral("benchmark"), m_benchmark->status());
-    s.insert(QStringLiteral("credits_total"), double(micro) / 1e6);
-    m_credits->addEscrowTo(s); // credits_pending, credits_forfeited, last_forfeit_reason
-    s.insert(QStringLiteral("ledger_receipts"), receipts);
+    LocalLedger::addTotalsTo(m_ledger.get(), s); // credits_total, ledger_receipts
+    m_credits->addEscrowTo(s);                   // credits_pending, credits_forfeited, last_forfeit_reason
     return s;
 }
 

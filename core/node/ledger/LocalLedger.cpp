@@ -441,4 +441,13 @@ Status LocalLedger::exportCsv(QIODevice& out) {
     }
 }
 
+void LocalLedger::addTotalsTo(LocalLedger* ledger, QJsonObject& status) {
+    LedgerTotals totals;
+    if (ledger)
+        if (Result<LedgerTotals> t = ledger->totals(); t)
+            totals = *t;
+    status.insert(QStringLiteral("credits_total"), double(totals.microCredits) / 1e6);
+    status.insert(QStringLiteral("ledger_receipts"), totals.receipts);
+}
+
 } // namespace tessera::node

@@ -11,6 +11,7 @@
 #include "protocol/CreditReceipt.h"
 
 #include <QByteArray>
+#include <QJsonObject>
 #include <QSqlDatabase>
 #include <QString>
 
@@ -77,6 +78,9 @@ public:
     Result<IngestResult> ingest(const std::vector<CreditReceipt>& receipts);
 
     Result<LedgerTotals> totals();
+    // The node's status fields credits_total and ledger_receipts (zeros without a ledger, or when
+    // it cannot be read).
+    static void addTotalsTo(LocalLedger* ledger, QJsonObject& status);
     // Receipts with seq > afterSeq, oldest first, at most limit.
     Result<std::vector<CreditReceipt>> list(qint64 afterSeq = 0, int limit = 1000);
 

@@ -39,6 +39,7 @@ NodeSession::NodeSession(QUrl url, QSslConfiguration ssl, std::chrono::milliseco
     connect(&m_reconnect, &QTimer::timeout, this, &NodeSession::connectNow);
     connect(&m_socket, &QWebSocket::connected, this, [this] {
         m_open = true;
+        m_sinceDrop.invalidate();
         m_opening.stop();
         m_sinceAck.start();
         m_backoff.reset();
@@ -136,9 +137,17 @@ void NodeSession::onDisconnected() {
         Q_EMIT invalidated(reason);
         return;
     }
-    if (wasOpen)
+    if (wasOpen) {
+        m_sinceDrop.start();
         Q_EMIT dropped(reason);
+    }
     m_reconnect.start(m_backoff.next());
+}
+
+QJsonObject NodeSession::status() const {
+    return QJsonObject{
+        {QStringLiteral("open"), isOpen()},
+        {QStringLiteral("lost_s"), m_sinceDrop.isValid() ? double(m_sinceDrop.elapsed()) / 1000 : 0.0}};
 }
 
 } // namespace tessera::node

@@ -40,6 +40,8 @@ public:
     // Written to the socket before it returns: `message` may be a view of a buffer about to go.
     void sendBinary(const QByteArray& message);
     qint64 lastAckMs() const { return m_lastAckMs; } // MonotonicClock::nowMs() of the last heartbeat ack
+    // For the node's status: {open, lost_s (seconds since an open session dropped; 0 when open)}.
+    QJsonObject status() const;
 
 Q_SIGNALS:
     void opened();
@@ -64,8 +66,9 @@ private:
     QWebSocket m_socket;
     QTimer m_heartbeat;
     QTimer m_reconnect;
-    QTimer m_opening;         // an opening that hangs is given up
-    QElapsedTimer m_sinceAck; // monotonic: a silent link is noticed whatever the wall clock does
+    QTimer m_opening;          // an opening that hangs is given up
+    QElapsedTimer m_sinceAck;  // monotonic: a silent link is noticed whatever the wall clock does
+    QElapsedTimer m_sinceDrop; // running while an open session is lost and being reopened
     Backoff m_backoff{std::chrono::seconds(1), std::chrono::seconds(60)};
     bool m_wanted = false;
     bool m_open = false;

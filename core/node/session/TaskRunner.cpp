@@ -312,6 +312,8 @@ void TaskRunner::onTaskFinished(const EngineResult& result) {
 
     switch (p.message) {
     case MessageType::Task:
+        if (result.ok)
+            m_sinceTask.start();
         return finishTask(p, result);
     case MessageType::Average:
     case MessageType::SyncRequest:
@@ -478,6 +480,10 @@ QJsonObject TaskRunner::status() const {
         s.insert(QStringLiteral("step"), m_step);
     if (std::isfinite(m_lastLoss))
         s.insert(QStringLiteral("last_loss"), m_lastLoss);
+    // How long this node has had no data-plane task done: the app says "contributing" only while
+    // they flow (a stage with nobody, a stalled coordinator, and it says so instead).
+    if (m_sinceTask.isValid())
+        s.insert(QStringLiteral("last_task_age_s"), double(m_sinceTask.elapsed()) / 1000);
     return s;
 }
 

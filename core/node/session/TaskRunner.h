@@ -25,6 +25,7 @@
 #include "protocol/SessionMessages.h"
 
 #include <QByteArray>
+#include <QElapsedTimer>
 #include <QJsonObject>
 #include <QObject>
 
@@ -124,6 +125,7 @@ private:
     qint64 m_stepsDone = 0;
     int m_gradientRank = 0; // the exchange's, from the last step request
     double m_lastLoss;
+    QElapsedTimer m_sinceTask; // since the last data-plane task done; invalid before the first
     qint64 m_averagingRounds = 0;
     qint64 m_syncs = 0;
 };

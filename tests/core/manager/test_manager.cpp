@@ -1,7 +1,8 @@
 // Manager: the desktop app's brain with a real node and a real coordinator (tiny, one stage) —
 // a disk limit smaller than the stage stops the node with the reason and raising it resumes; the
 // user's "pause until I resume" survives a restart of the app (no node is started); Contribute
-// turned off is remembered. The pause rules are isolated from this machine (an empty /proc, no
+// turned off is remembered; "Contributing" is said only while tasks flow (a stage nobody holds,
+// a coordinator gone: each said in words). The pause rules are isolated from this machine (an empty /proc, no
 // display, no NVML, no system bus): test_pause_while_gaming runs them for real.
 #include "CoordinatorProcess.h"
 #include "IsolatedDetectors.h"
@@ -9,6 +10,8 @@
 #include "manager/Manager.h"
 #include "manager/detectors/PauseDetectors.h"
 
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -117,6 +120,33 @@ private Q_SLOTS:
         QTest::qWait(1000);
         QCOMPARE(again->state(), AppState::NotStarted);
         QCOMPARE(again->supervisor().nodePid(), 0);
+    }
+
+    void contributingOnlyWhileTasksFlow() {
+        // A two-stage run with this node alone: admitted, its stage loaded, "Working" — but no
+        // microbatch can pass the empty stage, so the app must not say "Contributing".
+        CoordinatorProcess two({u"--data-dir"_s, m_dir.filePath(u"two-stages"_s), u"--listen"_s,
+                                u"127.0.0.1:0"_s, u"--model"_s, u"tiny"_s, u"--stages"_s, u"2"_s});
+        QVERIFY2(two.waitReady(), two.err().constData());
+        auto s = settings(u"alone"_s);
+        s->setValue(Key::CoordinatorUrl, two.url());
+        s->setValue(Key::CoordinatorCaFile, m_dir.filePath(u"two-stages/tls.crt"_s));
+        auto m = manager(*s);
+        m->start();
+        m->contribute();
+        QTRY_VERIFY_WITH_TIMEOUT(m->stateText().startsWith(u"Waiting for other volunteers"_s), 90'000);
+        QCOMPARE(m->state(), AppState::Waiting);
+        QCOMPARE(m->nodeStatus().value(u"state").toString(), u"Working"_s);
+        const int other = 1 - m->nodeStatus().value(u"stage").toInt(); // the stage nobody holds
+        QVERIFY2(m->stateText() == u"Waiting for other volunteers (stage %1 has nobody yet)"_s.arg(other + 1),
+                 QJsonDocument(m->swarmStatus().value(u"stages"_s).toArray()).toJson().constData());
+
+        // The coordinator goes away: lost contact, said within seconds, never "Contributing".
+        two.kill();
+        QTRY_COMPARE_WITH_TIMEOUT(m->stateText(), u"Lost contact with the coordinator — reconnecting"_s,
+                                  15'000);
+        QCOMPARE(m->state(), AppState::Waiting);
+        shutdown(*m);
     }
 };
 

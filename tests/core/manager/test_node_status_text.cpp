@@ -15,6 +15,7 @@ private Q_SLOTS:
     void benchmarkInWords();
     void creditsReadable();
     void stageCountsFromOne();
+    void anEmptyStageIsAnotherOne();
     void waitlistSaysWhen();
     void downloadInMegabytes();
     void refusalAdvice();
@@ -62,6 +63,21 @@ void TestNodeStatusText::creditsReadable() {
     QCOMPARE(NodeStatusText::credits(0.000001), u"0.000001"_s);
     QCOMPARE(NodeStatusText::credits(3.75), u"3.75"_s);
     QCOMPARE(NodeStatusText::credits(1234.4), u"1,234"_s);
+}
+
+void TestNodeStatusText::anEmptyStageIsAnotherOne() {
+    const auto swarm = [](int online0, int online1, int online2) {
+        QJsonArray stages;
+        for (const auto& [stage, online] : {std::pair{0, online0}, {1, online1}, {2, online2}})
+            stages.append(QJsonObject{{u"stage"_s, stage}, {u"nodes_online"_s, online}});
+        return QJsonObject{{u"stages"_s, stages}};
+    };
+    QCOMPARE(NodeStatusText::emptyStage(swarm(1, 0, 2), 0), 1);
+    // A status from before this node arrived lists its own stage empty too: never named.
+    QCOMPARE(NodeStatusText::emptyStage(swarm(0, 0, 1), 0), 1);
+    QCOMPARE(NodeStatusText::emptyStage(swarm(0, 1, 1), 0), -1);
+    QCOMPARE(NodeStatusText::emptyStage(swarm(2, 1, 1), 1), -1);
+    QCOMPARE(NodeStatusText::emptyStage(QJsonObject(), 0), -1); // no status yet
 }
 
 void TestNodeStatusText::stageCountsFromOne() {
