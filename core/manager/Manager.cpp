@@ -14,6 +14,8 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 
+#include <algorithm>
+
 namespace tessera::manager {
 
 namespace {
@@ -288,13 +290,19 @@ void Manager::applyDecision(const PauseDecision& decision) {
     updateState();
     if (!m_contributing || !m_settings.flag(Key::Notifications))
         return;
-    // The user's own pauses need no telling; the rules' do.
-    const bool own = !decision.causes.isEmpty() &&
-                     (decision.causes.first().rule == u"manual" || decision.causes.first().rule == u"snooze");
-    if (!wasPaused && decision.paused() && !decision.causes.isEmpty() && !own)
-        Q_EMIT notify(tr("Tessera paused"), decision.reason, false);
-    else if (wasPaused && !decision.paused())
+    // Only what the user did not cause is told: not their own pauses, not a game or a full-screen
+    // window (a balloon would be drawn over it), not their being at the keyboard. A battery, the
+    // GPU's heat or their hours are. A resume is told only after a pause that was.
+    const auto userCaused = [](const PauseCause& c) {
+        return c.game || c.rule == u"manual" || c.rule == u"snooze" || c.rule == u"user-active";
+    };
+    if (!wasPaused && decision.paused() && !decision.causes.isEmpty()) {
+        m_pauseTold = std::none_of(decision.causes.cbegin(), decision.causes.cend(), userCaused);
+        if (m_pauseTold)
+            Q_EMIT notify(tr("Tessera paused"), decision.reason, false);
+    } else if (wasPaused && !decision.paused() && std::exchange(m_pauseTold, false)) {
         Q_EMIT notify(tr("Tessera resumed"), tr("Contributing again."), false);
+    }
 }
 
 void Manager::applySetting(int keyValue) {

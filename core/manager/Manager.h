@@ -116,6 +116,7 @@ private:
     double m_creditsToday = 0;
     double m_creditsTotal = 0;
     bool m_contributing = false;
+    bool m_pauseTold = false; // the pause now in effect was notified (so its end is too)
 };
 
 } // namespace tessera::manager

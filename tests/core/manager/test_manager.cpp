@@ -12,8 +12,10 @@
 
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTime>
 
 using namespace tessera::manager;
 using namespace Qt::StringLiterals;
@@ -120,6 +122,27 @@ private Q_SLOTS:
         QTest::qWait(1000);
         QCOMPARE(again->state(), AppState::NotStarted);
         QCOMPARE(again->supervisor().nodePid(), 0);
+    }
+
+    void aPauseTheUserDidNotCauseIsTold() {
+        // Outside the user's hours (a one-minute window three hours from now): paused and told, and
+        // told again when the hours allow it once more.
+        auto s = settings(u"hours"_s);
+        auto m = manager(*s);
+        QSignalSpy told(m.get(), &Manager::notify);
+        m->start();
+        m->contribute();
+        QTRY_COMPARE_WITH_TIMEOUT(m->state(), AppState::Contributing, 90'000);
+        const QTime later = QTime::currentTime().addSecs(3 * 3600);
+        s->setValue(Key::TimeWindows,
+                    u"%1-%2"_s.arg(later.toString(u"HH:mm"_s), later.addSecs(60).toString(u"HH:mm"_s)));
+        QTRY_COMPARE_WITH_TIMEOUT(m->state(), AppState::Paused, 10'000);
+        QTRY_COMPARE_WITH_TIMEOUT(told.size(), 1, 5'000);
+        QCOMPARE(told.first().value(0).toString(), u"Tessera paused"_s);
+        s->setValue(Key::TimeWindows, QString());
+        QTRY_COMPARE_WITH_TIMEOUT(told.size(), 2, 60'000); // after the grace period
+        QCOMPARE(told.last().value(0).toString(), u"Tessera resumed"_s);
+        shutdown(*m);
     }
 
     void contributingOnlyWhileTasksFlow() {

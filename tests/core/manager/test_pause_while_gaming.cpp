@@ -3,7 +3,7 @@
 // A real full-screen X11 window (fake_game) appears → the node's compute stops within 2 s (a hard
 // pause: the process leaves) and comes back after the grace period once the window closes; a
 // process with a listed name starts → paused; a snooze whose hour ends while a game runs → stays
-// paused until the game has gone.
+// paused until the game has gone. None of it shows a notification: the user started the game.
 #include "CoordinatorProcess.h"
 #include "manager/AppSettings.h"
 #include "manager/Manager.h"
@@ -12,6 +12,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -120,6 +121,9 @@ private Q_SLOTS:
     }
 
     void fullScreenWindowStopsTheNodeWithin2s() {
+        // Quiet while gaming: no balloon over the game, none when it ends (notifications are on).
+        QVERIFY(m_settings->flag(Key::Notifications));
+        QSignalSpy told(m_manager.get(), &Manager::notify);
         FakeGame game({u"--fullscreen"_s, u"--title"_s, u"Witcher 3"_s});
         QVERIFY(game.waitShown());
         QElapsedTimer shown;
@@ -136,6 +140,7 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(m_manager->stateText().contains(u"resuming in"_s), 2000);
         QVERIFY(waitContributing(60'000));
         QVERIFY2(closed.elapsed() >= kGraceSeconds * 1000 - 300, "resumed before the grace period was over");
+        QVERIFY2(told.isEmpty(), qPrintable(told.value(0).value(0).toString()));
     }
 
     void listedProcessPauses() {
@@ -145,11 +150,13 @@ private Q_SLOTS:
         QProcess process;
         process.start(game, {u"60"_s});
         QVERIFY(process.waitForStarted());
+        QSignalSpy told(m_manager.get(), &Manager::notify);
         QTRY_COMPARE_WITH_TIMEOUT(supervisor().nodePid(), 0, 2000);
         QVERIFY2(m_manager->stateText().contains(u"tessera-fakegame"_s), qPrintable(m_manager->stateText()));
         process.kill();
         process.waitForFinished();
         QVERIFY(waitContributing(60'000));
+        QVERIFY2(told.isEmpty(), qPrintable(told.value(0).value(0).toString())); // a game: not told
     }
 
     void snoozeEndingDuringAGameStaysPaused() {
