@@ -53,7 +53,8 @@ DashboardWindow::DashboardWindow(manager::Manager& manager, ContributionActions&
     m_range->addItem(tr("Last hour"), int(HistoryRange::Hour));
     m_range->addItem(tr("Last day"), int(HistoryRange::Day));
     m_range->addItem(tr("Last month"), int(HistoryRange::Month));
-    m_range->setCurrentIndex(1);
+    // The last hour: a newcomer sees their first minutes fill it, not one thin bar in a day.
+    m_range->setCurrentIndex(0);
     connect(m_range, &QComboBox::currentIndexChanged, this, &DashboardWindow::refreshHistory);
 
     m_creditsChart = new HistoryChart(tr("Credits earned"));
@@ -247,9 +248,16 @@ void DashboardWindow::updateState() {
     m_icon->setPixmap(TrayIcons::pixmap(state, 48));
     m_state->setText(m_manager.stateText());
     QString stage = NodeStatusText::stage(m_manager.nodeStatus(), m_manager.swarmStatus());
+    const QJsonObject& node = m_manager.nodeStatus();
+    const bool cpu = NodeStatusText::onCpu(node);
     if (!stage.isEmpty() && (state == AppState::Contributing || state == AppState::Paused))
-        stage += tr(" · using up to %1% of the GPU's time")
-                     .arg(m_manager.settings().integer(AppSettings::Key::GpuLimitPercent));
+        stage +=
+            (cpu ? tr(" · using up to %1% of the CPU's time") : tr(" · using up to %1% of the GPU's time"))
+                .arg(m_manager.settings().integer(AppSettings::Key::GpuLimitPercent));
+    if (const QString fallback =
+            NodeStatusText::cpuFallback(node, m_manager.settings().string(AppSettings::Key::Device));
+        !fallback.isEmpty())
+        stage += (stage.isEmpty() ? QString() : u"\n"_s) + fallback;
     m_stage->setText(stage);
     m_stage->setVisible(!stage.isEmpty());
     // Pending and forfeited credit: the coordinator's word, from the node's status.

@@ -258,7 +258,11 @@ void FirstRunWizard::fill(Page page) {
             m_benchmarkBar->setRange(0, 100);
             m_benchmarkBar->setValue(int((result.isEmpty() ? progress : 1.0) * 100));
         }
-        m_benchmarkText->setText(result.isEmpty() ? tr("Measuring…") : result);
+        const QString fallback =
+            NodeStatusText::cpuFallback(status, m_manager.settings().string(AppSettings::Key::Device));
+        m_benchmarkText->setText(result.isEmpty()     ? tr("Measuring…")
+                                 : fallback.isEmpty() ? result
+                                                      : result + u'\n' + fallback);
         break;
     }
     case Page::Admission:

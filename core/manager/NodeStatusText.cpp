@@ -68,6 +68,21 @@ QString NodeStatusText::benchmark(const QJsonObject& status) {
     return tr("%1: about %2 TFLOP/s in %3").arg(device, tflops(tf), dtype);
 }
 
+bool NodeStatusText::onCpu(const QJsonObject& status) {
+    const QString measured = status.value(u"benchmark").toObject().value(u"device").toString();
+    const QString device = measured.startsWith(u"cpu") || measured.startsWith(u"cuda")
+                               ? measured
+                               : status.value(u"device").toString();
+    return device.startsWith(u"cpu", Qt::CaseInsensitive);
+}
+
+QString NodeStatusText::cpuFallback(const QJsonObject& status, const QString& deviceSetting) {
+    if (!deviceSetting.isEmpty() || status.value(u"benchmark").toObject().value(u"tflops").toDouble(-1) < 0 ||
+        !onCpu(status))
+        return {};
+    return tr("No NVIDIA GPU found — contributing with the CPU");
+}
+
 double NodeStatusText::benchmarkProgress(const QJsonObject& status) {
     const QJsonObject b = status.value(u"benchmark").toObject();
     const double budget = b.value(u"budget_s").toDouble();

@@ -17,6 +17,11 @@ public:
     // "Your NVIDIA GeForce RTX 4070: about 29 TFLOP/s in bf16" / "Your CPU (AMD Ryzen 7 5800X):
     // about 0.15 TFLOP/s in fp32"; empty until the node has measured.
     static QString benchmark(const QJsonObject& status);
+    // Whether the node computes on the CPU (what it measured, else its device).
+    static bool onCpu(const QJsonObject& status);
+    // "No NVIDIA GPU found — contributing with the CPU" when the node fell back to the CPU by itself
+    // (deviceSetting empty: "the first CUDA GPU, else the CPU"); empty otherwise.
+    static QString cpuFallback(const QJsonObject& status, const QString& deviceSetting);
     // The benchmark's progress 0..1 while it runs (elapsed over budget); -1 when unknown.
     static double benchmarkProgress(const QJsonObject& status);
     // "You hold stage 2 of 7 of the model" (the node counts stages from 0, people from 1). The

@@ -7,6 +7,7 @@
 #include "UiTestSupport.h"
 
 #include "CoordinatorProcess.h"
+#include "manager/NodeStatusText.h"
 
 #include "ContributionActions.h"
 #include "DashboardWindow.h"
@@ -110,6 +111,10 @@ void TestFirstRunWizard::contributeReachesContributing() {
     ui::DashboardWindow dashboard(manager, actions);
     dashboard.show();
     QVERIFY(dashboard.stageText().startsWith(u"You hold stage 1 of 1 of the model"));
+    if (manager::NodeStatusText::onCpu(manager.nodeStatus())) // no GPU here: said, and "CPU's time"
+        QVERIFY2(dashboard.stageText().contains(
+                     u"of the CPU's time\nNo NVIDIA GPU found — contributing with the CPU"),
+                 qPrintable(dashboard.stageText()));
     QCOMPARE(dashboard.stateText(), u"Contributing to stage 1 of 1 of the model"_s);
     QTRY_VERIFY_WITH_TIMEOUT(dashboard.swarm().summary().startsWith(u"1 volunteer online"), 30'000);
 

@@ -16,6 +16,7 @@ private Q_SLOTS:
     void creditsReadable();
     void stageCountsFromOne();
     void anEmptyStageIsAnotherOne();
+    void aFallBackToTheCpuIsSaid();
     void waitlistSaysWhen();
     void downloadInMegabytes();
     void refusalAdvice();
@@ -63,6 +64,21 @@ void TestNodeStatusText::creditsReadable() {
     QCOMPARE(NodeStatusText::credits(0.000001), u"0.000001"_s);
     QCOMPARE(NodeStatusText::credits(3.75), u"3.75"_s);
     QCOMPARE(NodeStatusText::credits(1234.4), u"1,234"_s);
+}
+
+void TestNodeStatusText::aFallBackToTheCpuIsSaid() {
+    const auto measured = [](const QString& device) {
+        return QJsonObject{{u"benchmark"_s, QJsonObject{{u"device"_s, device}, {u"tflops"_s, 0.19}}}};
+    };
+    // Left to choose ("the first CUDA GPU, else the CPU"), the node found no GPU: said.
+    QCOMPARE(NodeStatusText::cpuFallback(measured(u"cpu"_s), QString()),
+             u"No NVIDIA GPU found — contributing with the CPU"_s);
+    QVERIFY(NodeStatusText::onCpu(measured(u"cpu"_s)));
+    // The user chose the CPU, a GPU was found, or nothing is measured yet: nothing to say.
+    QCOMPARE(NodeStatusText::cpuFallback(measured(u"cpu"_s), u"cpu"_s), QString());
+    QCOMPARE(NodeStatusText::cpuFallback(measured(u"cuda:0"_s), QString()), QString());
+    QVERIFY(!NodeStatusText::onCpu(measured(u"cuda:0"_s)));
+    QCOMPARE(NodeStatusText::cpuFallback(QJsonObject{{u"device"_s, u"cpu"_s}}, QString()), QString());
 }
 
 void TestNodeStatusText::anEmptyStageIsAnotherOne() {
