@@ -5,6 +5,8 @@
 
 #include <QMetaEnum>
 
+#include <csignal>
+
 namespace tessera::manager {
 
 namespace {
@@ -267,6 +269,25 @@ void NodeSupervisor::setGpuLimit(int percent) {
         command({protocol::ControlCommand::SetLimit, false, double(percent)});
 }
 
+QString NodeSupervisor::crashCause(int signal) {
+    switch (signal) {
+    case SIGKILL:
+        return tr("the node was killed — the computer may have run out of memory, or another program "
+                  "ended it");
+    case SIGSEGV:
+    case SIGBUS:
+        return tr("the node crashed on a memory fault (a bug in Tessera; signal %1)").arg(signal);
+    case SIGABRT:
+        return tr("the node crashed on an internal error (a bug in Tessera; signal %1)").arg(signal);
+    case SIGILL:
+        return tr("the node crashed: this processor lacks an instruction it used (signal %1)").arg(signal);
+    case SIGFPE:
+        return tr("the node crashed on an arithmetic fault (a bug in Tessera; signal %1)").arg(signal);
+    default:
+        return tr("the node crashed (signal %1)").arg(signal);
+    }
+}
+
 void NodeSupervisor::onFinished(int exitCode, QProcess::ExitStatus exitStatus) {
     if (m_process) {
         m_stderrTail += m_process->readAllStandardError();
@@ -306,9 +327,17 @@ void NodeSupervisor::onFinished(int exitCode, QProcess::ExitStatus exitStatus) {
     }
     ++m_restarts;
     const std::chrono::milliseconds delay = m_backoff.next();
-    m_lastError = crashed ? tr("the node crashed") : tr("the node stopped with exit code %1").arg(exitCode);
-    if (!words.isEmpty())
-        m_lastError += QStringLiteral(": ") + words;
+    // A crash is told by its cause (Qt gives the signal as the exit code); its last log line is
+    // only a detail, as it says what the node did last, not why it died. A node that exits with
+    // an error prints that error last.
+    m_lastDetails = words;
+    if (crashed) {
+        m_lastError = crashCause(exitCode);
+    } else {
+        m_lastError = tr("the node stopped with exit code %1").arg(exitCode);
+        if (!words.isEmpty())
+            m_lastError += QStringLiteral(": ") + words;
+    }
     enter(State::Restarting);
     m_restart.start(int(delay.count()));
     Q_EMIT nodeFailed(tr("%1; restarting in %2 s").arg(m_lastError).arg((delay.count() + 999) / 1000));

@@ -76,6 +76,10 @@ public:
     qint64 nodePid() const; // 0 when no process runs
     // Why the node stopped, when it was refused or crashed: its last words.
     const QString& lastError() const { return m_lastError; }
+    // The technical side of the last failure (the node's last log line), for a "Details" view.
+    const QString& lastErrorDetails() const { return m_lastDetails; }
+    // A crash in words, by its signal: "the node was killed — the computer may have run out of memory…".
+    static QString crashCause(int signal);
     // Why the node was refused for good (state Refused): its kind, read from the node's record.
     const protocol::Refusal& refusal() const { return m_refusal; }
     int restarts() const { return m_restarts; }
@@ -106,6 +110,7 @@ private:
     QElapsedTimer m_runningFor; // a node that ran 60 s resets the back-off
     QJsonObject m_status;
     QString m_lastError;
+    QString m_lastDetails;
     protocol::Refusal m_refusal;
     QByteArray m_stderrTail;
     int m_restarts = 0;
