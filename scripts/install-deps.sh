@@ -8,6 +8,8 @@ packages=(
     build-essential cmake ninja-build ccache pkg-config git clang-format
     # Qt 6 (libqt6opengl6-dev: Qt6Charts' CMake package needs Qt6OpenGL)
     qt6-base-dev qt6-httpserver-dev qt6-websockets-dev qt6-charts-dev libqt6opengl6-dev
+    # Qt Linguist's lupdate and lrelease: the app's translations (translations/*.ts)
+    qt6-tools-dev qt6-l10n-tools
     libqt6sql6-sqlite libqt6sql6-psql
     # LibTorch (CPU) and a fast BLAS under it: with Debian's reference BLAS, LibTorch's
     # matmul is ~27x slower. libopenblas-dev gives the benchmarks cblas.h.

@@ -162,6 +162,21 @@ sleep 3
 capture "Welcome to Tessera" wizard-trust
 kill "${apps[-1]}"
 wait "${apps[-1]}" 2> /dev/null || true
+# The same in Russian (the system's language decides; the window's title is translated too).
+LANGUAGE=ru LANG=ru_RU.UTF-8 "$bin/tessera" --settings "$work/tessera.ini" > "$work/app-ru.log" 2>&1 &
+pids+=($!)
+apps+=($!)
+wait_for 30 xdotool search --onlyvisible --pid "${apps[-1]}"
+wizard=$(xdotool search --onlyvisible --pid "${apps[-1]}" | head -1)
+xdotool windowmove "$wizard" 360 120
+sleep 0.5
+contribute
+sleep 3
+import -window "$wizard" "$work/wizard-trust-ru.png"
+convert "$work/wizard-trust-ru.png" -strip "PNG8:$out/wizard-trust-ru.png"
+echo "screenshots: $out/wizard-trust-ru.png"
+kill "${apps[-1]}"
+wait "${apps[-1]}" 2> /dev/null || true
 # --- the wizard, during the download (the certificate trusted) -----------------------------------
 cp "$work/trusted.ini" "$work/tessera.ini"
 start_wizard

@@ -1,6 +1,7 @@
 // tessera: the desktop app (tray, wizard, dashboard, settings); its logic is core/manager/.
 #include "DesktopApp.h"
 #include "InstanceBlockedMessage.h"
+#include "Translations.h"
 
 #include "common/ShutdownSignals.h"
 #include "manager/AppSettings.h"
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
     // The tray (or the app's own question, without one) decides when to quit, never the last
     // window closing: the node must be stopped first.
     QApplication::setQuitOnLastWindowClosed(false);
+    // In the user's language where Tessera ships it (LANG, LC_MESSAGES, LANGUAGE).
+    ui::Translations::install();
 
     QCommandLineParser parser;
     parser.setApplicationDescription(u"Lend your GPU to the training of a large language model."_s);

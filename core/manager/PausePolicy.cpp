@@ -1,5 +1,6 @@
 #include "manager/PausePolicy.h"
 
+#include <QCoreApplication>
 #include <QDateTime>
 
 #include <algorithm>
@@ -73,18 +74,21 @@ const PauseDecision& PausePolicy::evaluate(qint64 nowMs) {
 
     // The user's own pause. A snooze that ends while a game runs lasts until the game has gone.
     if (m_snoozeUntilMs == -1) {
-        causes.append(
-            PauseCause{QStringLiteral("manual"), QStringLiteral("you paused it until you resume"), false});
+        causes.append(PauseCause{QStringLiteral("manual"),
+                                 QCoreApplication::translate("PauseReason", "you paused it until you resume"),
+                                 false});
     } else if (m_snoozeUntilMs > 0) {
         if (nowMs < m_snoozeUntilMs) {
             const QString until =
                 QDateTime::fromMSecsSinceEpoch(m_snoozeUntilMs).toString(QStringLiteral("HH:mm"));
-            causes.append(PauseCause{QStringLiteral("snooze"),
-                                     QStringLiteral("you paused it until %1").arg(until), false});
+            causes.append(PauseCause{
+                QStringLiteral("snooze"),
+                QCoreApplication::translate("PauseReason", "you paused it until %1").arg(until), false});
         } else if (game) {
-            causes.append(PauseCause{QStringLiteral("snooze"),
-                                     QStringLiteral("your pause is over, but a game is still running"),
-                                     false});
+            causes.append(PauseCause{
+                QStringLiteral("snooze"),
+                QCoreApplication::translate("PauseReason", "your pause is over, but a game is still running"),
+                false});
         } else {
             m_snoozeUntilMs = 0;
         }
@@ -118,7 +122,8 @@ const PauseDecision& PausePolicy::evaluate(qint64 nowMs) {
             if (nowMs - m_pausedSinceMs >= kSoftToHard.count())
                 next.kind = PauseKind::Hard;
             next.resumeAtMs = resumeAt;
-            next.reason = QStringLiteral("resuming in %1 s").arg((resumeAt - nowMs + 999) / 1000);
+            next.reason = QCoreApplication::translate("PauseReason", "resuming in %1 s")
+                              .arg((resumeAt - nowMs + 999) / 1000);
         }
     }
 

@@ -1,5 +1,6 @@
 #include "manager/detectors/BatteryDetector.h"
 
+#include <QCoreApplication>
 #include <QDBusError>
 #include <QDBusMessage>
 #include <QDBusPendingCallWatcher>
@@ -99,7 +100,7 @@ std::optional<PauseCause> BatteryDetector::check() {
 #endif
     if (!onBattery)
         return std::nullopt;
-    return PauseCause{rule(), QStringLiteral("on battery"), false};
+    return PauseCause{rule(), QCoreApplication::translate("PauseReason", "on battery"), false};
 }
 
 bool BatteryDetector::available() const {

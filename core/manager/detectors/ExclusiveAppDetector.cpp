@@ -1,5 +1,7 @@
 #include "manager/detectors/ExclusiveAppDetector.h"
 
+#include <QCoreApplication>
+
 namespace tessera::manager {
 
 namespace {
@@ -49,7 +51,9 @@ std::optional<PauseCause> ExclusiveAppDetector::check() {
         // argv[0]'s and the executable's file names first: whole, where comm may be cut short.
         for (auto name = names.crbegin(); name != names.crend(); ++name) {
             if (matches(*name))
-                return PauseCause{rule(), QStringLiteral("a game is running: %1").arg(*name), true};
+                return PauseCause{
+                    rule(), QCoreApplication::translate("PauseReason", "a game is running: %1").arg(*name),
+                    true};
         }
     }
     return std::nullopt;

@@ -3,6 +3,7 @@
 #include "manager/detectors/PauseDetectors.h"
 #include "manager/detectors/ProcessScanner.h"
 
+#include <QCoreApplication>
 #include <QFile>
 
 #include <algorithm>
@@ -26,7 +27,7 @@ namespace tessera::manager {
 namespace {
 
 QString reasonFor(const QString& app) {
-    return QStringLiteral("a full-screen app is in front: %1").arg(app);
+    return QCoreApplication::translate("PauseReason", "a full-screen app is in front: %1").arg(app);
 }
 
 #if defined(Q_OS_WIN)
@@ -34,7 +35,7 @@ QString reasonFor(const QString& app) {
 QString foregroundProgram() {
     DWORD pid = 0;
     GetWindowThreadProcessId(GetForegroundWindow(), &pid);
-    QString name = QStringLiteral("an unnamed app");
+    QString name = QCoreApplication::translate("PauseReason", "an unnamed app");
     if (HANDLE process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid)) {
         wchar_t path[MAX_PATH] = {};
         DWORD size = MAX_PATH;
@@ -224,7 +225,7 @@ QString FullscreenDetector::windowName(unsigned long window) {
         if (hint.res_class)
             XFree(hint.res_class);
     }
-    return name.isEmpty() ? QStringLiteral("an unnamed app") : name;
+    return name.isEmpty() ? QCoreApplication::translate("PauseReason", "an unnamed app") : name;
 #else
     Q_UNUSED(window);
     return {};

@@ -46,7 +46,9 @@ std::optional<PauseCause> GpuGraphicsDetector::check() {
         if (process.usedMemoryBytes != 0 && process.usedMemoryBytes < kMinGameMemoryBytes)
             continue;
         const QString shown = name.isEmpty() ? QStringLiteral("process %1").arg(pid) : name;
-        return PauseCause{rule(), QStringLiteral("a game is using the GPU: %1").arg(shown), true};
+        return PauseCause{
+            rule(), QCoreApplication::translate("PauseReason", "a game is using the GPU: %1").arg(shown),
+            true};
     }
     return std::nullopt;
 }

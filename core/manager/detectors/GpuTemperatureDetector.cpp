@@ -1,5 +1,7 @@
 #include "manager/detectors/GpuTemperatureDetector.h"
 
+#include <QCoreApplication>
+
 #include "manager/detectors/GpuMonitor.h"
 
 namespace tessera::manager {
@@ -19,8 +21,11 @@ std::optional<PauseCause> GpuTemperatureDetector::check() {
         m_hot = false;
     if (!m_hot)
         return std::nullopt;
-    return PauseCause{
-        rule(), QStringLiteral("the GPU is at %1 °C (limit %2 °C)").arg(temperature).arg(m_limitC), false};
+    return PauseCause{rule(),
+                      QCoreApplication::translate("PauseReason", "the GPU is at %1 °C (limit %2 °C)")
+                          .arg(temperature)
+                          .arg(m_limitC),
+                      false};
 }
 
 bool GpuTemperatureDetector::available() const {

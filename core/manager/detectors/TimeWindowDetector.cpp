@@ -1,5 +1,6 @@
 #include "manager/detectors/TimeWindowDetector.h"
 
+#include <QCoreApplication>
 #include <QDateTime>
 
 namespace tessera::manager {
@@ -16,7 +17,9 @@ std::optional<PauseCause> TimeWindowDetector::check() {
     const QDateTime now = QDateTime::fromMSecsSinceEpoch(m_nowMs(), Qt::LocalTime);
     if (m_windows.contains(now))
         return std::nullopt;
-    return PauseCause{rule(), QStringLiteral("outside your contributing hours (%1)").arg(m_windows.text()),
+    return PauseCause{rule(),
+                      QCoreApplication::translate("PauseReason", "outside your contributing hours (%1)")
+                          .arg(m_windows.text()),
                       false};
 }
 

@@ -1,5 +1,7 @@
 #include "manager/detectors/UserActiveDetector.h"
 
+#include <QCoreApplication>
+
 #if defined(Q_OS_WIN)
 #ifndef NOMINMAX
 #define NOMINMAX
@@ -29,7 +31,9 @@ std::optional<PauseCause> UserActiveDetector::check() {
     const auto idle = idleTime();
     if (!idle || *idle >= m_idleAfter)
         return std::nullopt;
-    return PauseCause{rule(), QStringLiteral("you are using the computer — contributing only when idle"),
+    return PauseCause{rule(),
+                      QCoreApplication::translate("PauseReason",
+                                                  "you are using the computer — contributing only when idle"),
                       false};
 }
 
