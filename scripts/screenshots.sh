@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Screenshots of the desktop app for docs/screenshots/: the first-run wizard asking to trust a
-# self-signed coordinator, then while the model's part downloads, the tray menu, the dashboard of a contributing node, and the settings.
+# self-signed coordinator (in English and in Russian), then while the model's part downloads,
+# the tray menu, the dashboard of a contributing node, and the settings.
 #
 # Runs everything for real on a virtual X display: Xvfb, tint2 as the panel and tray host, a
 # window manager if one is installed, a local coordinator (tiny model, one stage) and the app on

@@ -47,7 +47,7 @@ FirstRunWizard::FirstRunWizard(manager::Manager& manager, QWidget* parent)
     , m_manager(manager) {
     setWindowTitle(tr("Welcome to Tessera"));
     setMinimumSize(560, 360);
-    resize(600, 460);
+    resize(620, 500);
 
     m_stack = new QStackedWidget;
     m_welcome = new WelcomePage(m_manager.settings());
