@@ -209,6 +209,10 @@
         <source>The coordinator at %1 answers.</source>
         <translation>Der Koordinator unter %1 antwortet.</translation>
     </message>
+    <message>
+        <source>The coordinator at %1 presents a different certificate from the one this computer trusts for it. Trust the new one only if your swarm&apos;s operator told you it changed and its fingerprint matches the one below; otherwise someone may be impersonating the coordinator.</source>
+        <translation>Der Koordinator unter %1 legt ein anderes Zertifikat vor als das, dem dieser Computer für ihn vertraut. Vertrauen Sie dem neuen nur, wenn der Betreiber Ihres Schwarms Ihnen mitgeteilt hat, dass es sich geändert hat, und sein Fingerabdruck mit dem unten angezeigten übereinstimmt; andernfalls gibt sich womöglich jemand als der Koordinator aus.</translation>
+    </message>
 </context>
 <context>
     <name>tessera::manager::Manager</name>

@@ -209,6 +209,10 @@
         <source>The coordinator at %1 answers.</source>
         <translation>Координатор по адресу %1 отвечает.</translation>
     </message>
+    <message>
+        <source>The coordinator at %1 presents a different certificate from the one this computer trusts for it. Trust the new one only if your swarm&apos;s operator told you it changed and its fingerprint matches the one below; otherwise someone may be impersonating the coordinator.</source>
+        <translation>Координатор по адресу %1 предъявляет другой сертификат, чем тот, которому этот компьютер для него доверяет. Доверяйте новому, только если оператор вашего роя сообщил вам о его смене и его отпечаток совпадает с приведённым ниже; иначе кто-то может выдавать себя за координатора.</translation>
+    </message>
 </context>
 <context>
     <name>tessera::manager::Manager</name>

@@ -99,6 +99,7 @@ void CoordinatorCheck::check(const QString& url, const QString& caFile) {
     request.setRawHeader("Accept", "application/json");
     m_presented = QSslCertificate();
     m_untrusted = m_wrongName = false;
+    m_hadCaFile = !caFile.isEmpty();
     m_sslErrors.clear();
     // A connection kept from the last check would keep the trust it was made with.
     m_network->clearConnectionCache();
@@ -146,7 +147,16 @@ void CoordinatorCheck::finish(QNetworkReply* reply) {
     if (!m_sslErrors.isEmpty()) {
         a.details = m_sslErrors;
         a.certificate = m_presented.isNull() ? reply->sslConfiguration().peerCertificate() : m_presented;
-        if (m_untrusted) {
+        if (m_untrusted && m_hadCaFile) {
+            // A certificate was trusted for this coordinator, and it presents another: someone may
+            // stand between, so the words warn before they offer.
+            a.outcome = Outcome::Untrusted;
+            a.message = tr("The coordinator at %1 presents a different certificate from the one this "
+                           "computer trusts for it. Trust the new one only if your swarm's operator told "
+                           "you it changed and its fingerprint matches the one below; otherwise someone "
+                           "may be impersonating the coordinator.")
+                            .arg(where);
+        } else if (m_untrusted) {
             a.outcome = Outcome::Untrusted;
             a.message = tr("The coordinator at %1 uses a certificate that no authority this computer trusts "
                            "has signed. If your swarm's operator gave you its fingerprint and it matches "
@@ -204,7 +214,7 @@ void CoordinatorCheck::finish(QNetworkReply* reply) {
     }
     a.outcome = Outcome::Ok;
     a.details.clear();
-    a.model = info.value(u"model").toObject().value(u"preset").toString();
+    a.model = info.value(u"model").toObject().value(u"name").toString();
     a.message = tr("The coordinator at %1 answers.").arg(where);
     answer(a);
 }

@@ -71,6 +71,7 @@ private:
     QSslCertificate m_presented; // the certificate of the reply in flight, when TLS complained
     bool m_untrusted = false;    // it was signed by nobody trusted
     bool m_wrongName = false;    // it does not name the host
+    bool m_hadCaFile = false;    // a certificate was already trusted for the coordinator
     QString m_sslErrors;
 };
 

@@ -5,6 +5,7 @@
 // 2 MiB.
 #include "CoordinatorProcess.h"
 #include "common/TlsCertificate.h"
+#include "manager/CoordinatorCheck.h"
 #include "manager/SwarmStatusClient.h"
 
 #include <QFileInfo>
@@ -19,6 +20,7 @@
 
 using namespace tessera;
 using namespace tessera::manager;
+using namespace Qt::StringLiterals;
 
 namespace {
 
@@ -75,6 +77,7 @@ private Q_SLOTS:
     void statusOverVerifiedTls();
     void otherCertificateIsATlsFailure();
     void aCertificateSetAfterARefusalIsUsedAtOnce();
+    void theCoordinatorCheckSaysWhatIsWrong();
     void unreadableCertificateFile();
     void wrongPathIsAnHttpError();
     void notJsonIsRefused();
@@ -169,6 +172,50 @@ void TestSwarmStatusClient::aCertificateSetAfterARefusalIsUsedAtOnce() {
     QVERIFY2(changed.wait(30'000), qPrintable(client.lastError()));
     QCOMPARE(changed.first().first().toJsonObject().value(u"name").toString(),
              QStringLiteral("tessera-coordinator"));
+}
+
+void TestSwarmStatusClient::theCoordinatorCheckSaysWhatIsWrong() {
+    // The first-run wizard's check (CoordinatorCheck) against the same real coordinator.
+    CoordinatorCheck check;
+    const auto run = [&check](const QString& url, const QString& ca) {
+        QSignalSpy finished(&check, &CoordinatorCheck::finished);
+        check.check(url, ca);
+        if (finished.isEmpty() && !finished.wait(30'000))
+            return CoordinatorCheck::Answer{};
+        return finished.first().first().value<CoordinatorCheck::Answer>();
+    };
+    using Outcome = CoordinatorCheck::Outcome;
+    const QString served = CoordinatorCheck::fingerprint(QSslCertificate::fromPath(m_ca).value(0));
+    QCOMPARE(served.size(), 95); // 32 bytes, "AB:CD:…"
+
+    CoordinatorCheck::Answer a = run(m_coordinator->url(), m_ca);
+    QCOMPARE(a.outcome, Outcome::Ok);
+    QCOMPARE(a.model, u"tiny"_s);
+    // Nothing trusted yet: the certificate offered, with its fingerprint.
+    a = run(m_coordinator->url(), QString());
+    QCOMPARE(a.outcome, Outcome::Untrusted);
+    QCOMPARE(CoordinatorCheck::fingerprint(a.certificate), served);
+    QVERIFY2(a.message.contains(u"no authority this computer trusts"), qPrintable(a.message));
+    // Another certificate trusted for it: offered too, but with a warning.
+    a = run(m_coordinator->url(), m_otherCa);
+    QCOMPARE(a.outcome, Outcome::Untrusted);
+    QCOMPARE(CoordinatorCheck::fingerprint(a.certificate), served);
+    QVERIFY2(a.message.contains(u"different certificate from the one this computer trusts"),
+             qPrintable(a.message));
+    // Pinned, then trusted.
+    const Result<QString> pinned =
+        CoordinatorCheck::pin(a.certificate, m_dir.filePath(u"trusted"_s), m_coordinator->url());
+    QVERIFY2(pinned, pinned ? "" : pinned.message().c_str());
+    QCOMPARE(QFileInfo(*pinned).permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther),
+             QFileDevice::Permissions());
+    QCOMPARE(run(m_coordinator->url(), *pinned).outcome, Outcome::Ok);
+    // Nothing listening; not an address; something that is not a coordinator.
+    a = run(u"https://127.0.0.1:1"_s, QString());
+    QCOMPARE(a.outcome, Outcome::Unreachable);
+    QVERIFY2(a.message.startsWith(u"Nothing answers at 127.0.0.1:1"), qPrintable(a.message));
+    QCOMPARE(run(u"coordinator.example.org"_s, QString()).outcome, Outcome::BadAddress);
+    CannedServer other(httpResponse("application/json", R"({"name":"something-else"})"));
+    QCOMPARE(run(other.url(), QString()).outcome, Outcome::NotACoordinator);
 }
 
 void TestSwarmStatusClient::unreadableCertificateFile() {
