@@ -166,10 +166,6 @@
         <translation>Die für den Koordinator festgelegte Zertifikatsdatei kann nicht gelesen werden. Wählen Sie sie in den Einstellungen erneut aus oder entfernen Sie sie.</translation>
     </message>
     <message>
-        <source>no PEM certificate in %1</source>
-        <translation>kein PEM-Zertifikat in %1</translation>
-    </message>
-    <message>
         <source>The coordinator at %1 uses a certificate that no authority this computer trusts has signed. If your swarm&apos;s operator gave you its fingerprint and it matches the one below, you can trust this coordinator.</source>
         <translation>Der Koordinator unter %1 verwendet ein Zertifikat, das von keiner Stelle signiert wurde, der dieser Computer vertraut. Wenn Ihnen der Betreiber Ihres Schwarms den Fingerabdruck genannt hat und er mit dem unten angezeigten übereinstimmt, können Sie diesem Koordinator vertrauen.</translation>
     </message>

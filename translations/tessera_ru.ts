@@ -166,10 +166,6 @@
         <translation>Не удаётся прочитать файл сертификата, указанный для координатора. Выберите его снова в настройках или очистите поле.</translation>
     </message>
     <message>
-        <source>no PEM certificate in %1</source>
-        <translation>в %1 нет сертификата PEM</translation>
-    </message>
-    <message>
         <source>The coordinator at %1 uses a certificate that no authority this computer trusts has signed. If your swarm&apos;s operator gave you its fingerprint and it matches the one below, you can trust this coordinator.</source>
         <translation>Координатор по адресу %1 использует сертификат, не подписанный ни одним центром сертификации, которому доверяет этот компьютер. Если оператор вашего роя сообщил вам отпечаток сертификата и он совпадает с приведённым ниже, этому координатору можно доверять.</translation>
     </message>

@@ -1,6 +1,8 @@
 // CoordinatorCheck: GET /v1/info, its TLS errors sorted into what the user can act on.
 #include "manager/CoordinatorCheck.h"
 
+#include "manager/CoordinatorRequest.h"
+
 #include <QCryptographicHash>
 #include <QDir>
 #include <QJsonDocument>
@@ -9,7 +11,6 @@
 #include <QNetworkReply>
 #include <QNetworkRequest>
 #include <QSaveFile>
-#include <QSslConfiguration>
 #include <QSslError>
 #include <QUrl>
 
@@ -18,13 +19,6 @@ namespace tessera::manager {
 namespace {
 
 constexpr qint64 kMaxInfoBytes = 64 * 1024;
-
-QString trimmedBase(const QString& url) {
-    QString base = url.trimmed();
-    while (base.endsWith(u'/'))
-        base.chop(1);
-    return base;
-}
 
 } // namespace
 
@@ -42,7 +36,7 @@ QString CoordinatorCheck::fingerprint(const QSslCertificate& certificate) {
 
 Result<QString> CoordinatorCheck::pin(const QSslCertificate& certificate, const QString& dir,
                                       const QString& url) {
-    const QUrl u(trimmedBase(url));
+    const QUrl u(coordinatorBase(url));
     if (certificate.isNull() || u.host().isEmpty())
         return makeError("no certificate or no host to pin it for");
     QString host = u.host();
@@ -68,10 +62,9 @@ void CoordinatorCheck::check(const QString& url, const QString& caFile) {
         old->abort();
         old->deleteLater();
     }
-    m_url = trimmedBase(url);
+    m_url = coordinatorBase(url);
     const QUrl info(m_url + QStringLiteral("/v1/info"));
-    if (m_url.isEmpty() || !info.isValid() || info.host().isEmpty() ||
-        (info.scheme() != u"https" && info.scheme() != u"http")) {
+    if (m_url.isEmpty() || !isCoordinatorUrl(info)) {
         Answer a;
         a.outcome = Outcome::BadAddress;
         a.message = tr("“%1” is not a coordinator address. An address looks like "
@@ -79,31 +72,22 @@ void CoordinatorCheck::check(const QString& url, const QString& caFile) {
                         .arg(url.trimmed());
         return answerLater(a);
     }
-    QSslConfiguration ssl = QSslConfiguration::defaultConfiguration();
-    if (!caFile.isEmpty()) {
-        const QList<QSslCertificate> certs = QSslCertificate::fromPath(caFile, QSsl::Pem);
-        if (certs.isEmpty()) {
-            Answer a;
-            a.outcome = Outcome::Untrusted;
-            a.message = tr("The certificate file set for the coordinator cannot be read. Choose it again "
-                           "in Settings, or clear it.");
-            a.details = tr("no PEM certificate in %1").arg(caFile);
-            return answerLater(a);
-        }
-        ssl.addCaCertificates(certs);
+    const Result<QNetworkRequest> request = coordinatorRequest(info, caFile, kTimeoutMs);
+    if (!request) {
+        Answer a;
+        a.outcome = Outcome::Untrusted;
+        a.message = tr("The certificate file set for the coordinator cannot be read. Choose it again "
+                       "in Settings, or clear it.");
+        a.details = QString::fromStdString(request.message());
+        return answerLater(a);
     }
-    QNetworkRequest request(info);
-    request.setSslConfiguration(ssl);
-    request.setTransferTimeout(kTimeoutMs);
-    request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy);
-    request.setRawHeader("Accept", "application/json");
     m_presented = QSslCertificate();
     m_untrusted = m_wrongName = false;
     m_hadCaFile = !caFile.isEmpty();
     m_sslErrors.clear();
     // A connection kept from the last check would keep the trust it was made with.
     m_network->clearConnectionCache();
-    QNetworkReply* reply = m_network->get(request);
+    QNetworkReply* reply = m_network->get(*request);
     m_reply = reply;
     connect(reply, &QNetworkReply::sslErrors, this, [this](const QList<QSslError>& errors) {
         QStringList why;
@@ -147,21 +131,21 @@ void CoordinatorCheck::finish(QNetworkReply* reply) {
     if (!m_sslErrors.isEmpty()) {
         a.details = m_sslErrors;
         a.certificate = m_presented.isNull() ? reply->sslConfiguration().peerCertificate() : m_presented;
-        if (m_untrusted && m_hadCaFile) {
-            // A certificate was trusted for this coordinator, and it presents another: someone may
-            // stand between, so the words warn before they offer.
+        if (m_untrusted) {
             a.outcome = Outcome::Untrusted;
-            a.message = tr("The coordinator at %1 presents a different certificate from the one this "
-                           "computer trusts for it. Trust the new one only if your swarm's operator told "
-                           "you it changed and its fingerprint matches the one below; otherwise someone "
-                           "may be impersonating the coordinator.")
-                            .arg(where);
-        } else if (m_untrusted) {
-            a.outcome = Outcome::Untrusted;
-            a.message = tr("The coordinator at %1 uses a certificate that no authority this computer trusts "
-                           "has signed. If your swarm's operator gave you its fingerprint and it matches "
-                           "the one below, you can trust this coordinator.")
-                            .arg(where);
+            // A certificate trusted for this coordinator, and it presents another: someone may stand
+            // between, so the words warn before they offer.
+            a.message =
+                m_hadCaFile
+                    ? tr("The coordinator at %1 presents a different certificate from the one this "
+                         "computer trusts for it. Trust the new one only if your swarm's operator told "
+                         "you it changed and its fingerprint matches the one below; otherwise someone "
+                         "may be impersonating the coordinator.")
+                          .arg(where)
+                    : tr("The coordinator at %1 uses a certificate that no authority this computer trusts "
+                         "has signed. If your swarm's operator gave you its fingerprint and it matches "
+                         "the one below, you can trust this coordinator.")
+                          .arg(where);
         } else if (m_wrongName) {
             a.outcome = Outcome::WrongName;
             a.message = tr("The coordinator's certificate is not made out for %1. Use the address your "

@@ -1,12 +1,12 @@
 #include "manager/SwarmStatusClient.h"
 
+#include "manager/CoordinatorRequest.h"
+
 #include <QJsonDocument>
 #include <QJsonParseError>
 #include <QNetworkAccessManager>
 #include <QNetworkReply>
 #include <QNetworkRequest>
-#include <QSslCertificate>
-#include <QSslConfiguration>
 #include <QSslError>
 #include <QStringList>
 #include <QUrl>
@@ -32,9 +32,7 @@ SwarmStatusClient::~SwarmStatusClient() {
 }
 
 void SwarmStatusClient::setCoordinator(const QString& url, const QString& caFile) {
-    QString base = url.trimmed();
-    while (base.endsWith(u'/'))
-        base.chop(1);
+    const QString base = coordinatorBase(url);
     if (base == m_url && caFile == m_caFile)
         return;
     m_url = base;
@@ -56,30 +54,20 @@ void SwarmStatusClient::refresh() {
     if (m_reply)
         return;
     const QUrl url(m_url + QStringLiteral("/v1/status"));
-    if (m_url.isEmpty() || !url.isValid() || url.host().isEmpty() ||
-        (url.scheme() != u"https" && url.scheme() != u"http")) {
+    if (m_url.isEmpty() || !isCoordinatorUrl(url)) {
         fail(m_url.isEmpty()
                  ? QStringLiteral("no coordinator is set")
                  : QStringLiteral("%1 is not a coordinator URL (expected https://HOST:PORT)").arg(m_url));
         return;
     }
     // Trusted: the system's certificates and, for a self-signed coordinator, the given file.
-    QSslConfiguration ssl = QSslConfiguration::defaultConfiguration();
-    if (!m_caFile.isEmpty()) {
-        const QList<QSslCertificate> certs = QSslCertificate::fromPath(m_caFile, QSsl::Pem);
-        if (certs.isEmpty()) {
-            fail(QStringLiteral("no PEM certificate in the coordinator's certificate file %1").arg(m_caFile));
-            return;
-        }
-        ssl.addCaCertificates(certs);
+    const Result<QNetworkRequest> request = coordinatorRequest(url, m_caFile, kTimeoutMs);
+    if (!request) {
+        fail(QString::fromStdString(request.message()));
+        return;
     }
-    QNetworkRequest request(url);
-    request.setSslConfiguration(ssl);
-    request.setTransferTimeout(kTimeoutMs);
-    request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy);
-    request.setRawHeader("Accept", "application/json");
     m_sslErrors.clear();
-    QNetworkReply* reply = m_network->get(request);
+    QNetworkReply* reply = m_network->get(*request);
     m_reply = reply;
     connect(reply, &QNetworkReply::sslErrors, this, [this](const QList<QSslError>& errors) {
         QStringList why;
