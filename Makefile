@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The README's two commands:
 #   make demo   install what is missing, build, and run the main job on this machine
 #   make test   install what is missing, build, and run every test

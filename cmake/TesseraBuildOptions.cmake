@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # One INTERFACE target carries the language standard, warnings and defines for every
 # target of the project (qBittorrent's pattern): link it PRIVATE everywhere.
 add_library(tessera_build_options INTERFACE)

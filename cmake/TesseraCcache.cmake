@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Use ccache for C, C++ and CUDA when it is installed. Torch headers are slow to compile;
 # a warm cache turns a rebuild from minutes into seconds.
 find_program(TESSERA_CCACHE ccache)

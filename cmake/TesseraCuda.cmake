@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Find nvcc (the toolkit lives in /usr/local/cuda without being on PATH) and enable CUDA.
 # Sets TESSERA_HAVE_CUDA. Without nvcc the project builds exactly the same, minus the
 # CUDA backend module.

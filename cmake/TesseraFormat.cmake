@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `cmake --build build --target format` rewrites every C++/CUDA source with .clang-format;
 # `format-check` fails when a file is not formatted.
 find_program(TESSERA_CLANG_FORMAT NAMES clang-format clang-format-14)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Instrumented builds, each in a build folder of its own (see the Makefile):
 #   TESSERA_SANITIZE=address  ASan + UBSan, UB fatal (make sanitize, build-asan): tests labelled asan
 #   TESSERA_SANITIZE=thread   TSan (make tsan, build-tsan): tests labelled tsan

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tessera_units(TARGET unit...): adds each unit's header and, where there is one, its .cpp to TARGET
 # (one class per file pair: "node/engine/EngineWorker" adds EngineWorker.h and EngineWorker.cpp).
 # A unit with neither file is a typo in a list, and stops the configure step.

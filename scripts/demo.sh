@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job on this machine: a local coordinator (tiny model, SQLite in demo/coordinator)
 # and this machine contributing to it with one node per pipeline stage, so every stage is
 # held. Where there is a display, the first node is the desktop app's: the tray app (its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs tests/fuzz's libFuzzer programs (make fuzz builds them): each target for SECONDS, FUZZ_JOBS
 # targets at a time (default 1), starting from its seed corpus and growing a working corpus outside
 # the tree. Prints one line per target (executions, coverage, corpus size, crashes) for BENCHMARKS.md.

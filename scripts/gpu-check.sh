@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The device check, for a session lent a GPU machine: build gpu/ alone (-DTESSERA_GPU_ONLY=ON,
 # no Qt) against that machine's PyTorch LibTorch, run the gpu/ tests (every CUDA kernel
 # against its CPU twin) and the benchmark. Writes everything under ${OUT:-/tmp/tessera-gpu}.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages Tessera needs to build, test and run. Idempotent: it asks apt
 # only for what is missing, so a second run costs a second.
 set -euo pipefail

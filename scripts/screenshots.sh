@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Screenshots of the desktop app for docs/screenshots/: the first-run wizard asking to trust a
 # self-signed coordinator (in English and in Russian), then while the model's part downloads,
 # the tray menu, the dashboard of a contributing node, and the settings.

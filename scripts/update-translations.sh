@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Brings translations/tessera_*.ts up to date with the sources (Qt Linguist's lupdate): strings
 # added since are added unfinished, strings gone are marked vanished. Translate the unfinished
 # ones (Qt Linguist, or any editor), then rebuild: ui.test_translations fails until every shipped

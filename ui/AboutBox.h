@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AboutBox: what Tessera is, its version, who made it and its licence (Apache-2.0), from the tray
 // menu and the dashboard.

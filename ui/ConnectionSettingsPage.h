@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ConnectionSettingsPage: the coordinator's address and the certificate to trust for it (a
 // private swarm's own CA); the node starts again with them once edited.

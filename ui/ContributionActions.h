@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ContributionActions: what a user can tell the Manager — Contribute, Pause for 1 hour, Pause
 // until I resume, Resume — as actions shown only when they make sense now. The tray's menu and

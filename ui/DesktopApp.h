@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // DesktopApp: the app's windows around one Manager — the tray (or, on a desktop without one, the
 // dashboard as the app's only presence), the first-run wizard, the dashboard and the settings,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ExclusiveAppsEditor: the list of programs that pause Tessera while they run (games, launchers),
 // with add, remove and reset to the defaults; each edit is stored at once.

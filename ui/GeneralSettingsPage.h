@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GeneralSettingsPage: how much of the GPU Tessera may use, start at login, notifications, and
 // where the node keeps its data (with the disk space it may take).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HistoryChart: one or two bucketed histories (credits per bucket; tasks per minute and compute
 // share) over the last hour, day or month on a time axis, each line with its own value axis.

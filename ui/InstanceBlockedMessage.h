@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // InstanceBlockedMessage: what the user is told when the app's single-instance socket is held by
 // something else (another user, a program that does not answer), instead of the app quitting

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PauseRulesPage: when Tessera steps aside — listed programs, full-screen windows, another
 // program on the GPU, only when idle, on battery, a temperature limit and the hours to contribute

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // QuestionBox: a yes-or-no question with the app's own button texts, and the seam its tests use
 // instead of clicking a modal dialog (KeePassXC's MessageBox::setNextAnswer).

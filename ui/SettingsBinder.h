@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SettingsBinder: ties each settings widget to its AppSettings key both ways — an edit is stored
 // at once (no OK or Apply: the Manager applies every change live), and a change made elsewhere

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SettingsDialog: every setting a user should see, in three tabs. There is no OK or Apply: each
 // edit is stored at once and the Manager applies it live; Close only closes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Translations: QTranslators for the app's and Qt's strings, from the locale's UI languages.
 #include "Translations.h"
 

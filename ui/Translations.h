@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Translations: the app in the user's language. The .qm files built from translations/*.ts are
 // embedded under :/i18n; the first of the locale's UI languages that Tessera ships is loaded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TrayController: Tessera's presence in the system tray — the state's icon, a tooltip with the
 // state and today's credits, the menu (Contribute, pauses, Resume, Dashboard, Settings, About, Quit) and

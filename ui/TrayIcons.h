@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TrayIcons: the app's icon for each state — a 2×2 mosaic of tiles in the state's colour, painted
 // at whatever size the tray or the window manager asks for (no image files, no SVG plugin).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The first-run wizard's text styles: a page's title and its body text.
 

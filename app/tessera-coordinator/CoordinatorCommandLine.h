@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CoordinatorCommandLine: tessera-coordinator's options, parsed into CoordinatorOptions; starts
 // the Coordinator and runs the event loop. main() only builds the QCoreApplication.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tessera-coordinator: admission, stage assignment and shard serving (see core/coordinator/).
 #include "CoordinatorCommandLine.h"
 #include "engine/ComputeThreads.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // LedgerCommand: `tessera-node ledger verify` and `tessera-node ledger export --csv`, offline,
 // on the ledger in the node's data dir.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeCommandLine: tessera-node's commands and options, parsed and dispatched. main() only
 // builds the QCoreApplication and calls run().

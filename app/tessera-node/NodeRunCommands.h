@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeRunCommands: `tessera-node run` (the node itself) and the commands that talk to a running
 // node through its control socket: status, pause, resume, stop, limit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ShardInspect: validates a stage shard on disk (the safetensors file, and its manifest when
 // given) and describes it for `tessera-node shard inspect`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tessera-node: the headless compute node (see core/node/).
 #include "NodeCommandLine.h"
 

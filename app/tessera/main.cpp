@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tessera: the desktop app (tray, wizard, dashboard, settings); its logic is core/manager/.
 #include "DesktopApp.h"
 #include "InstanceBlockedMessage.h"

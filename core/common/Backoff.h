@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Backoff: how long to wait before the next try after an error — exponential, capped, with
 // jitter so that a thousand nodes cut off together do not come back together.

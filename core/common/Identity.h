@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Identity: an Ed25519 key pair that names a node (or the coordinator) and signs on its behalf.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // KeyFile: reads and writes files that hold a private key: owner-only from creation, atomic, checked on read.
 

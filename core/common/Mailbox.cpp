@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mailbox: a mutex-guarded queue of functors, drained by a queued call that carries nothing.
 #include "common/Mailbox.h"
 

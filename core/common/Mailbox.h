@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Mailbox: work handed to the thread a QObject lives on, in a way ThreadSanitizer can see.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // MonotonicClock: milliseconds that only ever move forward (the system's steady clock), for
 // timeouts, deadlines, bans, rate limits and heartbeats held in memory. The wall clock

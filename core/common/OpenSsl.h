@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // OpenSsl: RAII handles for the OpenSSL objects core/ uses, and error-queue draining (internal to core/).
 

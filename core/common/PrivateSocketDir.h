@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PrivateSocketDir: where this user's local sockets live — a directory no other local user can
 // create names in — and who is listening on the other end of a local socket.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ShutdownSignals: SIGTERM and SIGINT delivered as a Qt signal on the event loop (self-pipe).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Sql: runs one statement with bound values and turns Qt SQL errors into Result messages.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TlsCertificate: the coordinator's TLS certificate and key, loaded from PEM files or, when the
 // operator gives none, self-signed on first start.

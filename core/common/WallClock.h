@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // WallClock: the time the coordinator stores and compares (receipts' issued_at, leases, bans, audits'
 // coverage, heartbeats), in milliseconds since the epoch, that never moves backward while a process

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Coordinator: the running control plane — run, database, key, TLS and the /v1 HTTP API —
 // assembled from CoordinatorOptions. Lives on the thread that started it (the SQL connection's).

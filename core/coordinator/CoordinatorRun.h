@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CoordinatorRun: the training run a coordinator serves — its model and dataset
 // (dataDir/run.json) and every stage's published shard — created on the first start and found

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // DatasetSpec: the run's training data as named by --dataset, checked without reading the data.
 

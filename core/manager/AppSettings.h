@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AppSettings: the desktop app's one settings registry — every key with its name, default and
 // whether it is the user's or a machine fact, in one table; a changed(key) signal so that each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Autostart: "start at login" — an XDG autostart entry on Linux ($XDG_CONFIG_HOME/autostart),
 // the HKCU Run key on Windows, a LaunchAgent on macOS (the latter two compiled there).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CoordinatorCheck: GET /v1/info, its TLS errors sorted into what the user can act on.
 #include "manager/CoordinatorCheck.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CoordinatorCheck: before anything else of joining (before the benchmark), does a Tessera
 // coordinator answer at this address, and is its certificate trusted? One GET /v1/info, trusting

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CoordinatorRequest: one place for the app's requests to its coordinator.
 #include "manager/CoordinatorRequest.h"
 

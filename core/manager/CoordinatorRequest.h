@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CoordinatorRequest: how the app asks its coordinator anything over HTTPS (the swarm's status,
 // the first-run check): the address as typed made a base URL, whether it is one, and the request

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // History: what the dashboard charts — credits from the node's ledger (read-only; the node owns
 // it) and the node's throughput, sampled by the app into its own small SQLite file — bucketed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeStatusText: the node's status JSON (Node::status()) in plain words for the wizard and the
 // dashboard — the benchmark's result, the stage held, the waitlist, the download, a refusal.

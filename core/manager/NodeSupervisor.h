@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeSupervisor: runs tessera-node as a child process and talks to it over its control socket:
 // starts it, polls its status, pauses it softly (a control command) or hard (the node exits and

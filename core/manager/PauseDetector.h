@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PauseDetector: one pause rule's sensor (a listed process, a full-screen window, the GPU used by
 // a game, the user at the keyboard, the battery, the GPU's temperature, the time of day). The

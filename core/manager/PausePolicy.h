@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PausePolicy: decides, from the pause rules' detectors and the user's own pauses, whether the
 // node may compute now, and how deeply to pause it. Pure logic on a clock the caller gives (the

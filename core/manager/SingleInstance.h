@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SingleInstance: one app per user. The first instance listens on a per-user local socket in a
 // private directory (PrivateSocketDir: $XDG_RUNTIME_DIR/tessera, else <temp>/tessera-<uid>, 0700);

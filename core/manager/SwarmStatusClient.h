@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SwarmStatusClient: fetches the coordinator's /v1/status (nodes online, global step, loss
 // curve) for the dashboard, trusting the configured certificate like the node does.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // BenchmarkCache: the measured throughput a node claims at admission, re-measured only when the
 // hardware (device, memory, driver) or the client version changes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BenchmarkRun: benchmarkOrCached on its own thread, its answer back on the node's.
 #include "node/BenchmarkRun.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // BenchmarkRun: the node's first step — the throughput it will claim at admission, measured on a
 // short-lived thread (or taken from the cache when the hardware has not changed) while the event

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Node: one volunteer node's lifecycle (see NodeState.h) — benchmark, admission, shard download,
 // joining the swarm, working and pausing, and switching stage when the coordinator says

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeFiles: what a node keeps in its data dir, and small JSON records written atomically.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeLog: the node's log lines go to stderr (journald under systemd) and to a size-rotated file
 // in the data dir (node.log, node.log.1 … node.log.N), so a volunteer can send it with a report.

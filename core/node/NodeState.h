@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeState: the node's lifecycle states, their names, and which transitions are allowed.
 //

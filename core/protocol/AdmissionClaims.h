@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AdmissionClaims: a node's signed admission request (POST /v1/admission), parsed and range-checked.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ClientVersion: a node's "MAJOR.MINOR.PATCH" release, compared to the coordinator's minimum.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ControlMessages: command names, the request line, and its checks.
 #include "protocol/ControlMessages.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ControlMessages: the commands of a node's local control socket, typed. One request line each way:
 // {"token":"…","command":"<name>","arguments":{…}} answered by {"ok":true,…} or

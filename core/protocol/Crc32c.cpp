@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Crc32c: slicing-by-8 over eight 256-entry tables derived from the polynomial at compile time.
 #include "protocol/Crc32c.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CRC32C (Castagnoli, reflected, polynomial 0x82F63B78): the checksum of tensor frame payloads.
 

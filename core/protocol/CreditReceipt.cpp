@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CreditReceipt: the signed text of a receipt and its hash.
 #include "protocol/CreditReceipt.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CreditReceipt: one numbered, hash-chained credit receipt as the coordinator signs it and the
 // node keeps it, and the unit credits are counted in.

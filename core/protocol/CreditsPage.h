@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CreditsPage: the strict reading of one page of GET /v1/nodes/{id}/credits into credit receipts.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ManifestSignature: the coordinator's Ed25519 signature on a stage shard manifest.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Refusal: kind names and the record's two fields.
 #include "protocol/Refusal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Refusal: why a node cannot take part, for good (not "try again later") — what the coordinator's
 // admission answers with a 403 ("reason"), and what a node that exits refused records for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SessionMessages: one schema per message type, and the encoding and checks that follow from it.
 #include "protocol/SessionMessages.h"
 

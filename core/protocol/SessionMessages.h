@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SessionMessages: every message of the /v1/session WebSocket, typed. One enum of message types and
 // one of task kinds; one struct per type with its fields; one schema per type (direction, text or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TaskFrame: the 16-byte frame header written and checked field by field.
 #include "protocol/TaskFrame.h"
 

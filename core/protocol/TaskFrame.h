@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TaskFrame: one tensor's bytes inside a binary session message — its role, its length and its
 // CRC32C. Nothing else: the message's JSON header says which task, microbatch or round the frame

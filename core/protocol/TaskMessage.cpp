@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TaskMessage: the binary envelope built in place, decoded into views, relayed with one copy.
 #include "protocol/TaskMessage.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TaskMessage: one binary /v1/session WebSocket message — a small JSON header (a typed session
 // message: a task, a result, an averaging share; see SessionMessages.h) followed by the TaskFrames

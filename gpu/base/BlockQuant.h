@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // BlockQuant: fp32 vectors in 8 or 4 bits per value, a scale per block of 256 — how the gradient
 // exchange sends its shares and results with --gradient-bits 8 (3.9× fewer bytes than fp32) or 4

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // JsonValue and parseJson: a strict RFC 8259 parser for data that comes from the network
 // (manifests, safetensors headers), plus typed field readers whose errors name the field.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Json's parser: a strict RFC 8259 reader with limits on depth, size and numbers, and the UTF-8
 // checks it shares with validUtf8Prefix.
 #include "base/Json.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // JsonWriter: writes a JSON document into a string (gpu/ has no Qt and no JSON library).
 // Usage: w.beginObject(); w.key("a"); w.value(1); w.endObject(); w.str().

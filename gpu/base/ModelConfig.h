@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ModelConfig: one Llama-style decoder (RMSNorm, RoPE, SwiGLU, grouped-query attention), how it
 // is cut into pipeline stages, and the codec constraint it trains under. Torch-free.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Result<T>: a value or an error a user can act on (std::expected arrives with C++23). An error
 // carries a kind beside its message: code that must react to a particular failure branches on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Sha256: SHA-256 (FIPS 180-4), incremental, for shard and chunk hashes (no crypto library in gpu/).
 

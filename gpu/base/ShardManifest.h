@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ShardManifest: what a node checks a downloaded stage shard against: the safetensors file's
 // size and SHA-256, whole and per chunk (so a bad download is retried from the first bad chunk).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TokenFrame: the binary form of a [batch, seq] block of token ids (stage 0's input, the last
 // stage's targets). Torch-free, so core/ can build frames from its data without LibTorch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "codec/Codec.h"
 
 #include "codec/Int8Codec.h"

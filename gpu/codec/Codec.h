@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Codec: how a stage boundary's activations (hidden [B,T,d] + token ids [B,T]) and gradients
 // (d loss/d hidden, [B,T,d]) become bytes and back. Internal to gpu/ (includes torch).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // FrameHeader: the fixed 28-byte little-endian header that starts every codec payload.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Int8Codec: blockwise absmax int8 over the flattened [B·T·d] values, one fp32 scale per block.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NoneCodec: the uncompressed baseline, values as fp32 (exact, default) or bf16.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SubspaceCodec: activations as their k coefficients in the fixed basis U plus the token ids,
 // gradients as Uᵀg; the "Protocol Models" boundary (DESIGN.md, Subspace compression).

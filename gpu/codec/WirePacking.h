@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // WirePacking: the byte-level pieces every codec body is made of (raw tensors, token ids,
 // absmax-int8 rows), vectorised with torch; memcpy only moves the finished bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One cuBLAS GEMM problem on the current device: C = A·B with A m×k, B k×n, C m×n, all in one
 // dtype and column-major, accumulated in fp32. Set up once, then run as often as the

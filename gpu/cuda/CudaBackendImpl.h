@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CudaBackendImpl: the CudaBackend that libtessera-cuda.so hands out, built on the CUDA
 // runtime and cuBLAS. Every method catches whatever the CUDA side throws and returns it as

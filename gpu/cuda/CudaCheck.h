@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Checks for CUDA runtime and cuBLAS calls. A failed call throws CudaFailure naming the call;
 // CudaBackendImpl catches it at the module edge, so no exception ever leaves the module.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Launchers for the module's own kernels. They enqueue on `stream` and throw CudaFailure when
 // the launch fails (for example no kernel image for this GPU's architecture).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Owning handles for the CUDA objects a benchmark uses (device and pinned memory, events, a
 // stream, a cuBLAS handle): when a call fails half-way, unwinding frees whatever was made.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The CPU side of the GEMM accuracy check (llama.cpp's test-backend-ops idea): seeded inputs,
 // their encoding in the GEMM's dtype, a double-precision reference product, and the error

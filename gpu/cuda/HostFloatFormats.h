@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // bf16 and fp16 on the host, bit for bit, so the accuracy check can feed cuBLAS exactly the
 // values its CPU reference uses. Rounding is to nearest, ties to even, like __float2bfloat16_rn

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The `bench` command shared by tessera-node and tessera-gpu-bench: discover, run with
 // progress on `err`, print the table (or the JSON document) on `out`. Returns an exit code.

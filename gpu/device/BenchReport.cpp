@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BenchReport's two renderings: the JSON document and the terminal table.
 #include "device/Benchmark.h"
 

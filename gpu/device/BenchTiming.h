@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How a benchmark case is repeated and summarised: warm-up, timed repetitions within a
 // time budget, median reported. Shared by the CPU benchmark and the CUDA backend.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The benchmark a volunteer's machine runs before admission: GEMM throughput per dtype at
 // transformer-block sizes, memory bandwidth, and host<->device bandwidth on CUDA.

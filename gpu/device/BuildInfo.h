@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What this build of gpu/ was made with, for --version and bug reports.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The CPU side of the benchmark, through LibTorch (whose fp32 GEMM is OpenBLAS's sgemm and
 // bf16 GEMM oneDNN's): the same ops the engine will run.

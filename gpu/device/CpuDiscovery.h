@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reads this machine's CPU: model, cores, memory, SIMD level and clock.
 

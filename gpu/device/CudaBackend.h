@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CudaBackend: our own CUDA code (cuBLAS GEMM, bandwidth kernels, the CUDA runtime's view of
 // the devices), built as a separate module so that tessera runs on machines without CUDA

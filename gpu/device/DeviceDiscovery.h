@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Discovers the CPU and every CUDA device, from the CUDA runtime (our backend module) and
 // NVML, whichever of them this machine has. Never fails: what is missing is said in words.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Plain descriptions of this machine's compute devices, as discovery reports them.
 

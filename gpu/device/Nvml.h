@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Nvml: NVIDIA's management library, loaded at run time (libnvidia-ml.so.1 comes with the
 // driver, not the toolkit) for device names, memory, temperature, utilization, power and

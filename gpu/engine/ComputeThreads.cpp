@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ComputeThreads: LibTorch's intra-op thread count, and OpenBLAS's own pool with it.
 #include "engine/ComputeThreads.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ComputeThreads: how many threads one LibTorch operation may use in this process — set by a
 // process whose work is many small operations (the coordinator's frame checks and audits), where a

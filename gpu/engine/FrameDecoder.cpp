@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "engine/FrameDecoder.h"
 
 #include "codec/Codec.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // FrameDecoder: a torch-free facade over the run's codec for whoever checks boundary tensors
 // without running a stage (the coordinator's result checks). Codec bytes in, fp32 values and token

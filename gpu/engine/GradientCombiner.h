@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GradientCombiner: the coordinator's side of a stage's gradient exchange behind a torch-free
 // facade (train/GradientExchange): the sizes a share and a result must have, and from the

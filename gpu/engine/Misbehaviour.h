@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Misbehaviour: a node that lies, for the tests and benchmarks of the coordinator's checks — never
 // for real use. The node's engine applies it to what it returns when TESSERA_TEST_MISBEHAVE names a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StageEngine: one pipeline stage behind a torch-free facade — token frames and codec frames
 // in, codec frames out — for the node's engine in core/, which cannot include torch.

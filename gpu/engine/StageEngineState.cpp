@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StageEngine's shared helpers: devices, dtypes, optimizer checks, seeded ids, partitions, FLOPs.
 #include "engine/StageEngineState.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StageEngine::State: what a StageEngine holds (the model, the codec, the optimizer, the kept
 // graphs, the SPARTA split) and the decoding of its inputs, plus the small helpers the engine's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // WeightVersions: the asynchronous pipeline's bookkeeping on one stage (PipeDream's weight stashing).
 // With steps overlapping, a stage runs the forward of a microbatch of step k+1 before the averaged

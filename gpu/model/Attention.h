@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Attention: causal grouped-query self-attention with RoPE; nHeads query heads share nKvHeads
 // key/value heads. Internal to gpu/ (includes torch).

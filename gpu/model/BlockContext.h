@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // BlockContext: what every block of one forward pass shares, read-only: the rotary tables, the
 // causal mask for this sequence length, the subspace basis and the compute dtype. Internal to

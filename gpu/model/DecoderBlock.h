@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // DecoderBlock: one pre-norm Llama block, x += attn(norm1(x)); x += mlp(norm2(x)), on an fp32
 // residual stream. Internal to gpu/ (includes torch).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // MemoryEstimate: what one stage of a model needs in device memory while it trains, by parts,
 // from the config's arithmetic alone (nothing is allocated). Torch-free.

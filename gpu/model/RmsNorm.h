@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // RmsNorm: root-mean-square normalisation of the fp32 residual stream, with a learned gain or
 // gain-free (the subspace constraint). Internal to gpu/ (includes torch).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // RotaryEmbedding: the RoPE tables of one model (positions 0..maxSeqLen-1, theta from the
 // config) and their application to queries and keys. Internal to gpu/ (includes torch).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Seeded parameter initialisation: a parameter's initial values depend only on the run's seed
 // and the parameter's name, so they are the same on every machine and however the model is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StageModel: one pipeline stage of the decoder (blocks [first, last) of the config's split,
 // plus the embedding on stage 0 and the final norm, LM head and loss on the last stage), with

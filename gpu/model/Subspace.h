@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The fixed parts of the subspace ("Protocol Models") constraint, derived from the run's seed
 // so that every node rebuilds them bit for bit with nothing to download: an orthonormal basis

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SwiGlu: the gated feed-forward network, w2(silu(w1·x) ⊙ w3·x). Internal to gpu/ (includes
 // torch).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // InitialShards: a new run's seeded weights for every stage, written as stage shards. Torch-free
 // header, so the coordinator (core/) can create a run without seeing torch.

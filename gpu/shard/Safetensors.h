@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SafetensorsFile: a strict reader of the safetensors format (the only way shard bytes from the
 // network become tensors); every rule of the format is checked before any tensor is read.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SafetensorsWriter: writes tensors as one safetensors file, atomically (a reader never sees half
 // a file: it is written to PATH.tmp, fsynced and renamed).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "shard/StageShard.h"
 
 #include "model/StageModel.h"

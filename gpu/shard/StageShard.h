@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StageShard: a stage's weights to and from one safetensors file plus its manifest. Loading
 // checks the manifest (when given), then that the file belongs to this model and stage and

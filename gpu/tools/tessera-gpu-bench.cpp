@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tessera-gpu-bench: the benchmark without Qt, for a GPU machine that builds gpu/ alone
 // (-DTESSERA_GPU_ONLY=ON). tessera-node bench is the same command for users.
 #include "device/BenchCommand.h"

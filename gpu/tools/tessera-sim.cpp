@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tessera-sim: the swarm in one process (see gpu/train/SwarmSimulator.h). Prints the loss as
 // it goes and the final held-out loss last; --csv writes the curve.
 #include "base/ModelConfig.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // DataSource: the training tokens, as seeded random windows of one long token stream — a
 // synthetic corpus with a known entropy floor (the default), a UTF-8 text file read as bytes,

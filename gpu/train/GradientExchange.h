@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GradientExchange: the replicas of a stage average their gradients at every step, compressed.
 // Internal to gpu/ (torch tensors); the coordinator reaches it through GradientCombiner's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // LearningRateSchedule: the learning rate every replica of the run applies at a step, set on the
 // coordinator (torch-free).

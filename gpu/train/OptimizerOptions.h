@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // OptimizerOptions: AdamW's settings for a stage — torch-free, so the engine facade can take them.
 

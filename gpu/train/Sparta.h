@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Sparta: the bookkeeping of SPARTA sparse averaging. Every parameter is cut into blocks of 256
 // elements and each block is dealt to one of 20 partitions by a seeded shuffle, identically on

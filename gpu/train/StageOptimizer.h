@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StageOptimizer: AdamW over one stage's parameters, stepping on gradients accumulated over
 // however many microbatches this replica processed since its last step. Internal to gpu/.

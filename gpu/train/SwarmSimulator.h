@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SwarmSimulator: S pipeline stages × R replicas of one model in one process, trained the way
 // the swarm trains it — every microbatch through a random replica per stage, activations and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TrainingData: the run's training tokens as ready-to-send token frames — stage 0's inputs and
 // the last stage's targets of one microbatch — behind a torch-free header, so the coordinator

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs at install time (install(CODE)), because the paths inside the units depend on the prefix
 # installed to: /usr for the .deb (CPack), /usr/local for a plain `cmake --install`. Expects
 # TESSERA_LINUX_DIR (these sources), TESSERA_GENERATED_DIR (a build folder) and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs at install time on macOS (configured, untested here): turns the installed programs into
 # one self-contained Tessera.app for the DragNDrop disk image. The app, tessera-node and
 # tessera-coordinator sit together in Contents/MacOS (the app starts the node from next to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs at install time on Windows (configured, untested here): makes the installed programs
 # self-contained, so that the NSIS installer needs nothing else on the volunteer's machine.
 # Expects TESSERA_WINDEPLOYQT, TESSERA_TORCH_LIBDIR, TESSERA_OPENSSL_ROOT and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Extra NSIS commands (configured, untested here). Included by installer/CMakeLists.txt on Windows.
 #
 # Uninstall: "start at login" is a value in HKCU\...\Run that the app writes for the user who

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What bench_coordinator measures with: raw HTTP clients, WebSocket sessions, nginx for the download
 // comparison.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What bench_swarm's tables share: the swarm's shape, the coordinator's arguments, waiting for a
 // step, and the compute-share runs (table 2, in bench_swarm_shares.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // DelayRelay: a TCP forwarder on 127.0.0.1 that makes loopback look like a home link — every byte,
 // in each direction, is serialized at a fixed rate and then delayed by a fixed one-way latency,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // LocalSwarm: one real tessera-coordinator and its tessera-node processes on loopback, each
 // logging to its own file, for benchmarks that measure a whole swarm from the outside.

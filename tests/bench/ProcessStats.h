@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ProcessStats: what /proc says about another process, for the benchmarks that measure one.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SimulatorReference: runs the in-process SwarmSimulator as the reference a real swarm is compared
 // with. A torch-free interface, so bench_swarm's Qt code never sees torch headers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_abuse: one abusive host against a real swarm (tessera-coordinator and honest tessera-node
 // processes, tiny, 2 stages, on loopback), measured side by side in one run: the honest nodes'
 // tokens/s and the coordinator's peak resident memory over a quiet window, then over a window of

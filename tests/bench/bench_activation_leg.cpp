@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_activation_leg: what one activation (or gradient) leg costs in envelope work — node A's
 // result message, the coordinator's relay, node B's task — before and after the single envelope,
 // side by side in one run. Bytes copied are counted by interposing memcpy/memmove in this program

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_app: the desktop app's own cost and how fast it gets out of a gamer's way (run under
 // Xvfb: `make bench` does). Measured side by side in one run:
 //  1. the idle app's CPU share and memory (target < 0.5% of a core): the real `tessera` process in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_codec: what each boundary codec costs at the 8b width (d=4096, k=40) — bytes per token
 // against bf16, and the time a middle stage spends encoding and decoding one microbatch's
 // activations and gradients as a share of that stage's own forward+backward compute, both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_coordinator: the real coordinator on loopback: admissions/s, wss sessions, downloads vs nginx.
 //
 // bench_coordinator [SESSIONS=10000] [WINDOW_S=30]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_cpu_gemm: our CPU fp32 GEMM (what `tessera-node bench` times, through LibTorch)
 // against OpenBLAS's cblas_sgemm called directly on the same shapes, and against this CPU's
 // theoretical peak — measured side by side, interleaved, in one run. Prints ratios.

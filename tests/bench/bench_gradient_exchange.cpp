@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_gradient_exchange: what one replica sends per step in the gradient exchange, against the
 // fp32 gradient, at the middle-stage shapes of the tiny, small and 8b presets (codec none), for the
 // dense exchange and the low-rank ranks — the layout only (no tensor is allocated), so the 8b row

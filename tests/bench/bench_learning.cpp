@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_learning: does a split, compressed, averaged swarm learn as one machine does? Runs the
 // in-process simulator for the centralized baseline and S=4 × R=3 swarms with each mechanism added
 // in turn (no gradient averaging — the first wave's swarm —, gradient averaging alone, + SPARTA

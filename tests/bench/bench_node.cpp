@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_node: the real node against the real coordinator on loopback — shard download speed of
 // the node's ShardDownload against curl on the same file from the same coordinator, and the CPU
 // and memory of a real tessera-node process while working (idle) and while paused.

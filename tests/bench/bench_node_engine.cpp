@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_node_engine: the node's engine thread on a real stage: compute share vs limit, soft-pause latency,
 // idle CPU.
 //

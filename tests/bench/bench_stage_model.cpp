@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How much StageModel's structure (modules, context, input checks, master-weight bookkeeping)
 // costs against the same blocks written as bare LibTorch in a plain loop, on a middle stage of
 // d=768 blocks (the `small` preset's width). Also a textbook attention (kv heads repeated, 4-D

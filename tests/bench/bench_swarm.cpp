@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_swarm: the real swarm — tessera-coordinator and tessera-node processes on loopback —
 // measured side by side in one run against the in-process SwarmSimulator and against itself:
 //   1. train loss at equal tokens (S=2 x R=1, subspace codec, N steps): the simulator, the swarm

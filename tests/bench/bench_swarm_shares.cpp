@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_swarm's table 2: each node's share of wall time spent computing, on loopback and behind
 // an emulated home link.
 #include "BenchSwarm.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_trust: dishonest nodes in a real swarm — tessera-coordinator and six tessera-node
 // processes (3 stages × 2 replicas, tiny, subspace codec) on loopback — measured side by side:
 //   1. per attack (TESSERA_TEST_MISBEHAVE on one node of six, then on two of six in different

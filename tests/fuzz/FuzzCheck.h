@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the fuzz targets share: FUZZ_CHECK (an invariant of a parser's result; a failure aborts,
 // which libFuzzer reports as a crash and the replay test as a failure, release builds included),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The replay runner: without libFuzzer, a fuzz target is a program that feeds every file it is
 // given (a file, or every regular file of a folder, sorted) to LLVMFuzzerTestOneInput, once each.
 // ctest runs it over the target's corpus (tests/fuzz/corpus/<target>), so every seed and every input

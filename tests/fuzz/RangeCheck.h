@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What any ByteRange must be for a file of `size` bytes: the whole file, one range inside it, or
 // unsatisfiable; never a range that starts past the end or runs backwards.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Admission: a POST /v1/admission or /v1/admission/challenge body as AdmissionApi reads it
 // (parseJsonObject, then parseAdmissionRequest, or the challenge's node_key), the id segments of
 // the API's paths, and the client version a node announces. Claims that parse are in range, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BlockQuant: a gradient share's or result's values at 8 or 4 bits (or plain fp32) as the
 // coordinator and the nodes decode them. The input is the bits (1 byte), the count (2 bytes) and
 // the bytes. What decodes is exactly `count` finite values; and the input read as floats, quantised,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ByteRange: a Range and If-Range pair against a file's size and strong ETag. The input is the file
 // size (8 bytes), whether If-Range is present (1 byte), then "Range\n--\nIf-Range\n--\nETag".
 #include "FuzzCheck.h"

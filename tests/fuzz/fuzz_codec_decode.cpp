@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The codecs (gpu/codec, through engine/FrameDecoder, as the coordinator's result checks and a
 // stage's engine read them): an activation or gradient payload from another node, decoded against
 // the run's model. The first byte picks the model (none, int8 or subspace codec; 2- or 3-byte token

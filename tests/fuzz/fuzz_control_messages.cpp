@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ControlMessages: one request line of a node's local control socket, read as ControlServer reads it
 // (JSON object, then parseControlRequest; the token is compared before). A request that parses
 // survives its own encoding (requestLine) unchanged.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CreditsPage: a page of GET /v1/nodes/{id}/credits as the node's CreditsPoller reads it, for the
 // node the page names (so that the fuzzer reaches past the node_id check) and for another. What
 // parses is a strictly increasing run of receipts within last_seq, each of them hashable.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The torch-free codec framing: FrameHeader (the 28 bytes in front of every activation or gradient
 // payload) and TokenFrame (stage 0's input and the last stage's targets, "TST1"), as a stage reads
 // them from the previous one. The first byte picks the model a token frame is checked against.

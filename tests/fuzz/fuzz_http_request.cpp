@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HttpRequestParser: a request's header block as HttpConnection hands it over (everything before the
 // blank line; the coordinator's port is open to anyone), then what the connection and a file route
 // read of the parsed request: Connection and Content-Length, and the Range a GET is answered with.

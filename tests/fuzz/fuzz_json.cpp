@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpu/base's JSON parser: the reader of manifests, model configs and safetensors headers, with the
 // default limits and the safetensors header's (depth 8). A document that parses is written back by
 // JsonWriter and parses again to the same values; the typed readers name what they refuse.

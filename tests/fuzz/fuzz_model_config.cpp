@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ModelConfig: a run's model as JSON (the coordinator's --model-config file, /v1/info, a checkpoint).
 // A config that parses is valid, survives toJson unchanged (its hash names shards and manifests),
 // and cuts into stages that cover every block once, each stage with at least one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SafetensorsFile: a stage shard as downloaded from the coordinator (the only way shard bytes from
 // the network become tensors). A file that parses is its header and tensors back to back, nothing
 // more, and every tensor reads in full.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SessionMessages: a /v1/session text message as either side reads it (QWebSocket hands over a
 // QString), and the same JSON as a binary message's header. A message that parses is of a type that
 // travels that way, and its own encoding (toText) parses back to the same JSON.

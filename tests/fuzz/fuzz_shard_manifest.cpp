@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ShardManifest and ManifestSignature: a stage shard's manifest as a node receives it (in the
 // admission reply and GET /v1/shards/...), parsed strictly and checked against a pinned coordinator
 // key. A manifest that parses is valid, survives toJson unchanged, and once signed verifies.

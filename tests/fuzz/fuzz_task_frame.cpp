@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TaskFrame: one tensor's 16-byte header and payload as it arrives inside a binary session message.
 // A frame that decodes is exactly its header and payload, its CRC matches, and writing its header
 // again gives the same 16 bytes (one spelling per frame).

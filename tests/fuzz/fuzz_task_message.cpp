@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TaskMessage: a binary /v1/session message as either side receives it ("TSM1", a JSON header, up
 // to 8 TaskFrames), then what a node or the coordinator reads of it: the header as a typed session
 // message (each direction), a Partition's values at 32, 8 and 4 bits. A message that decodes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A minimal test harness for gpu/ tests, which must build without Qt (so not QtTest) on a
 // GPU machine that has only a compiler and a LibTorch. Each test executable prints one line

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SwarmDatabase: what the swarm test reads from a stopped coordinator's SQLite file — how every
 // microbatch ended, the FLOPs accepted against the credit granted, and the published checkpoints.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SwarmNode: one real `tessera-node run` process of the swarm test, its output kept in a log file.
 

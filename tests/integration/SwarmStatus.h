@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the swarm tests read from the coordinator's /v1/status.
 

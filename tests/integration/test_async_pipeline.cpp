@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The asynchronous pipeline end to end (issue 16): a real tessera-coordinator with --pipeline async
 // and four real nodes (two stages, two replicas each) on loopback train the tiny model while one
 // node is SIGKILLed mid-run. What a user relies on: the run reaches its last step and learns; every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The wall clock stepping back an hour on the coordinator and on the nodes (issue 17), with the real
 // clock untouched: a real tessera-coordinator and two real nodes (two stages) train the tiny model
 // under libfaketime (LD_PRELOAD; FAKETIME_TIMESTAMP_FILE is read again every second, so the test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Faults a running swarm survives with nothing acknowledged lost (issue 17), each with a real
 // tessera-coordinator and two real nodes (two stages) training the tiny model:
 //   - the coordinator's PostgreSQL server restarted mid-run (pg_ctl stop -m fast, 10 s down, start):

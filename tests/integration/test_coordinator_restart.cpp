@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A coordinator restart loses no training (issue 17): a real tessera-coordinator and four real nodes
 // (two stages, two replicas each) train the tiny model; the coordinator is stopped cleanly (SIGTERM)
 // at step 60 and restarted on the same data dir and port, then SIGKILLed at step 90 — 30 steps after

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dishonest nodes (issue 15), as real processes: a real tessera-coordinator and six real
 // tessera-node processes (3 stages × 2 replicas, the tiny model) on loopback, one of them lying
 // through TESSERA_TEST_MISBEHAVE — real computation, then the lie, as a modified client would.

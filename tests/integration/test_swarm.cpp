@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The swarm end to end (issue 6): the real tessera-coordinator and eight real tessera-node
 // processes on loopback train the tiny model with the subspace codec over 4 stages while a chaos
 // driver SIGKILLs a random node every few seconds and starts a fresh one (a new identity: a join),

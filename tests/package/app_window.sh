@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run inside a display (xvfb-run) by test_package.sh: starts the installed app the way its menu
 # entry does and passes when a viewable window whose name holds "Tessera" (the first-run wizard,
 # the dashboard) appears within 60 s.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The .deb end to end, the way a volunteer and an operator get it: build it with cpack, check it
 # with lintian, install it with apt-get on this machine, run both programs' --version, start the
 # coordinator with its systemd unit's own command line (as its own account) and a node with the

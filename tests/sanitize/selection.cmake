@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The tests the sanitizer builds run (cmake/TesseraSanitize.cmake), by ctest name.
 #
 # make sanitize (ASan + UBSan, label asan): every parser of untrusted bytes and what stands next to it,

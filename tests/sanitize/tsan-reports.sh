@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The TSan build's report files (TSAN_OPTIONS log_path, cmake/TesseraSanitize.cmake): every
 # process a tsan test runs, its children included, writes its reports as DIR/report.PID.
 #   tsan-reports.sh clear DIR   empties DIR (before the first tsan test)

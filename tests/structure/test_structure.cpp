@@ -1,7 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
 // The project's structure as tests that can fail: the layer rules (read from every #include of the
 // tree), no wire name of a message, task kind, control command, error or refusal kind outside
 // core/protocol (the names are asked of the protocol itself, so a new one is covered the day it is
-// added), and no source file over 500 lines. Each detector is first shown a sample that breaks
+// added), no source file over 500 lines (the licence line not counted) and none without its SPDX
+// licence line (Apache-2.0). Each detector is first shown a sample that breaks
 // its rule, so that a detector that has gone blind fails too.
 #include "base/Result.h"
 #include "protocol/ControlMessages.h"
@@ -53,6 +55,19 @@ std::string read(const fs::path& relative) {
 
 bool startsWith(const std::string& s, const std::string& prefix) {
     return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+const std::string kSpdx = "// SPDX-License-Identifier: Apache-2.0\n";
+
+// A source file says its licence on its first line.
+bool saysItsLicence(const std::string& text) {
+    return startsWith(text, kSpdx);
+}
+
+// Lines of a source file, its licence line not counted.
+long linesOfCode(const std::string& text) {
+    const long lines = std::count(text.begin(), text.end(), '\n');
+    return saysItsLicence(text) ? lines - 1 : lines;
 }
 
 // --- layers ------------------------------------------------------------------------------------
@@ -273,14 +288,29 @@ private Q_SLOTS:
     void filesFitOneSitting() {
         std::vector<std::string> long_;
         for (const fs::path& file : sources({"core", "gpu", "ui", "app", "tests"})) {
-            const std::string text = read(file);
-            const auto lines = std::count(text.begin(), text.end(), '\n');
+            const long lines = linesOfCode(read(file));
             if (lines > kMaxLines)
                 long_.push_back(file.generic_string() + ": " + std::to_string(lines) + " lines");
         }
         for (const std::string& f : long_)
             qWarning("%s", f.c_str());
         QVERIFY2(long_.empty(), "files over 500 lines: see the warnings above");
+    }
+
+    void everySourceSaysItsLicence() {
+        // The detector first: a file whose licence line is missing, moved or another licence.
+        QVERIFY(saysItsLicence(kSpdx + "#pragma once\n"));
+        QVERIFY(!saysItsLicence("#pragma once\n"));
+        QVERIFY(!saysItsLicence("#pragma once\n" + kSpdx));
+        QVERIFY(!saysItsLicence("// SPDX-License-Identifier: MIT\n"));
+        QCOMPARE(linesOfCode(kSpdx + "a\nb\n"), 2L);
+        std::vector<std::string> missing;
+        for (const fs::path& file : sources({"core", "gpu", "ui", "app", "tests"}))
+            if (!saysItsLicence(read(file)))
+                missing.push_back(file.generic_string());
+        for (const std::string& f : missing)
+            qWarning("%s: no \"// SPDX-License-Identifier: Apache-2.0\" on its first line", f.c_str());
+        QVERIFY2(missing.empty(), "sources without their licence line: see the warnings above");
     }
 };
 

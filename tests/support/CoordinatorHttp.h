@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CoordinatorHttp: the coordinator process tests' HTTP client: requests, test claims, admission.
 

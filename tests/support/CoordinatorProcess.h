@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CoordinatorProcess: one real tessera-coordinator process for a test, ready once it prints its URL.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // DatabaseBackends: the fixture of the coordinator state tests, which run every data-driven test
 // once on a fresh SQLite file and once on a fresh database of a throwaway PostgreSQL server.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeProcess: one real `tessera-node run` process for a test, its output (the log) collected.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PostgresServer: a throwaway PostgreSQL server for tests, reachable only on a unix socket in
 // its own temporary directory, stopped and deleted with the object.

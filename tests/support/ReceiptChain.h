@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ReceiptChain: valid signed credit receipts, built by the coordinator's chain rules, for the
 // node's ledger tests and the ledger_writer they start.

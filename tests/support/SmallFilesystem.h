@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SmallFilesystem: a real filesystem that fills up — a tmpfs of a given size mounted on a
 // temporary directory — for the disk-full (ENOSPC) tests. Mounting needs root (CI runs as root)

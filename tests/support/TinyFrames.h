@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TinyFrames: the tiny model in two stages and seeded token frames of kBatch × kSeq, for the
 // engine tests (EngineWorker, TaskRunner).

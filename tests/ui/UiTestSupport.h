@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the ui/ tests share: an app on a settings file of its own in a temporary folder, with a
 // Manager whose pause detectors cannot see this machine's processes, GPU or display (a test must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SettingsDialog: every control is stored in the settings file as soon as it changes (read back
 // by a fresh AppSettings on the same file); an invalid time window or address shows why and is
 // not stored; rules this machine cannot sense say so.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Translations: every shipped language has every string the app shows — lupdate is run over the
 // sources into a copy of each translations/tessera_<language>.ts, so a string added to the code
 // and not translated fails here — with its placeholders and mnemonics intact; and the app loads

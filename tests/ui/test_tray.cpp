@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TrayController and DesktopApp: the tray menu's choices reach the Manager; a desktop without a
 // tray (offscreen has none) gets the dashboard instead, and closing it asks before quitting.
 #include "UiTestSupport.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AdmissionOutcome: what POST /v1/admission answers, one alternative per HTTP status.
 

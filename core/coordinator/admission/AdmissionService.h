@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AdmissionService: issues admission challenges and decides admissions (no HTTP: parsed claims in,
 // an outcome out).

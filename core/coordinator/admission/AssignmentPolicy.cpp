@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "coordinator/admission/AssignmentPolicy.h"
 
 #include "model/MemoryEstimate.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AssignmentPolicy: which pipeline stage a newly admitted node should serve, if any.
 

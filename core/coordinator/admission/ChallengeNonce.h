@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ChallengeNonce: stateless admission challenges. A nonce is 8 random bytes, its expiry (u64 ms,
 // big-endian) and the first 16 bytes of HMAC-SHA-256(secret, "tessera-nonce-v1" · random · expiry

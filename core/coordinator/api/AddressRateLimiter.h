@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AddressRateLimiter: at most N requests per client address per minute (a fixed one-minute window
 // per address; AddressCounter::keyOf names the address), for the unauthenticated routes a host

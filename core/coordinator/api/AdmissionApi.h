@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AdmissionApi: POST /v1/admission/challenge and POST /v1/admission over an AdmissionService.
 

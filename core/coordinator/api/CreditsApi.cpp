@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "coordinator/api/CreditsApi.h"
 
 #include "coordinator/store/TrainingStore.h"

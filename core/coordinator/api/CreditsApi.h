@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CreditsApi: GET /v1/nodes/{node_id}/credits — a node's signed, hash-chained credit receipts.
 

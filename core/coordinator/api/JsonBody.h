@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // JsonBody: a request body that must be one JSON object, and the 400 a client gets otherwise.
 

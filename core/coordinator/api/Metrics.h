@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Metrics: the coordinator's counters since start and its live session gauge, for /metrics
 // (the other gauges are read from the database when scraped).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeMessageCap: the largest binary message a node of a run may send on its session, with
 // headroom — the session's limit on binary messages (SessionSettings::maxBinaryBytes). Per run,

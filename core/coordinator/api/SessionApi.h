@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SessionApi: the /v1/session WebSocket — a node's bearer token opens it, heartbeats keep the
 // node online, and a missed heartbeat or a closed socket marks it offline.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SessionListener: what the data plane (Trainer) hears from the nodes' sessions — a session opening,
 // typed control messages, binary task results and averaging shares, and a node's last session

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ShardApi: GET /v1/shards/{stage}/manifest and GET /v1/shards/{stage}/{version}/{file}.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StatusApi: what the coordinator tells about itself and the swarm: GET /v1/info, /v1/status,
 // /metrics (Prometheus text) and / (a small HTML page).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AddressCounter: connections open per client address, so that one host holding idle or half-open
 // connections uses up its own share and not everyone's. An address is an IPv4 address (IPv4-mapped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ByteBudget: the bytes of partially received messages (HTTP bodies, WebSocket messages still
 // arriving) held across every connection at once, against one limit, so that many sockets each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ByteRange: how a GET with Range/If-Range is answered for a representation of known size
 // and strong ETag (RFC 9110 §13.1.5, §14).

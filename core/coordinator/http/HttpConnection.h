@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HttpConnection: one client connection's state machine, from request bytes to the response
 // (streamed from a file when it is one) and on to the next request or the close.

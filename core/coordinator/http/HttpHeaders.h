@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HttpHeaders: an ordered list of header fields with case-insensitive lookup by name.
 

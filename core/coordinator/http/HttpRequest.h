@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HttpRequest: one parsed request as a route handler sees it.
 

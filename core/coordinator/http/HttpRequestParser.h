@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HttpRequestParser: strict RFC 9112 parsing of a request's header block (request line and
 // fields); the connection decides about the body.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HttpResponse: what a route handler answers, either a body in memory or a file to stream.
 

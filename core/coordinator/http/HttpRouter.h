@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HttpRouter: maps a method and a path to a handler; "{name}" pattern segments capture params.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HttpServer: a small, strict HTTP/1.1 server over TCP or TLS with routes, file streaming with
 // byte ranges, and a hand-over of WebSocket upgrades.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HttpServerConfig: the limits and timeouts that keep one client from exhausting the server.
 

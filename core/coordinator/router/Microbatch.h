@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Microbatch: one microbatch's trip through the pipeline, as the router tracks it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Router: the data plane — sends every microbatch through one node per stage, relays each
 // stage's output to the next as codec bytes, retries failed tasks elsewhere, and ends every

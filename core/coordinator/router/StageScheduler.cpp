@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StageScheduler: least expected finish time over one stage's nodes, EMA speeds, bans, probes.
 #include "coordinator/router/StageScheduler.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StageScheduler: which node of one pipeline stage runs the next task, by expected finish time.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AssignmentLog: the history of which node served which stage, and since when (table assignments).
 

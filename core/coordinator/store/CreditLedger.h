@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CreditLedger: each node's numbered, hash-chained, signed credit receipts and their totals.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Database: the coordinator's SQL connection (SQLite file or PostgreSQL server) and its schema.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Migrations: the coordinator's schema history, one numbered step after another, never edited
 // once released (a new version is appended instead).

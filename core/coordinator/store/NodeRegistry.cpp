@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "coordinator/store/NodeRegistry.h"
 
 #include "common/Sql.h"

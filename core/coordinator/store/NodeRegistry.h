@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeRegistry: the nodes the coordinator has admitted, their state and their stage.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NonceStore: the admission nonces spent, so that none is spent twice. A nonce is issued without
 // a write (ChallengeNonce: it carries its own MAC and expiry); a row is written only when a nonce

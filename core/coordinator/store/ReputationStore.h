@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ReputationStore: what the coordinator remembers of a node, and of the network it connects from,
 // across sessions, keys and restarts — strikes, audits passed and failed, bans — in SQL (table

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SessionStore: node sessions, keyed by a hash of their bearer token, with expiry and revocation.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StageVersionStore: the published versions (checkpoints) of each stage shard.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TrainingStore: what the data plane keeps in SQL — every microbatch issued and how it ended,
 // the tasks that earned credit, the FLOPs not yet in a receipt, the step and the loss history.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Averager: SPARTA over the network — every `interval` steps the replicas of each stage send
 // the next partition of their weights; whoever answered before the deadline is combined robustly

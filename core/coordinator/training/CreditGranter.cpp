@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CreditGranter: pending FLOPs into signed receipts, and a word to each node that got one.
 #include "coordinator/training/CreditGranter.h"
 

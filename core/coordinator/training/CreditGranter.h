@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CreditGranter: every credit interval, each node's accepted FLOPs that have left escrow — older
 // than the escrow time and covered by an audit the node passed after them — become one signed,

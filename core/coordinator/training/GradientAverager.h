@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GradientAverager: the replicas of every stage average their gradients at every step
 // (gpu/train/GradientExchange behind gpu::GradientCombiner). When a step's microbatches are all in,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Membership: ready → ghost → routed → gone, joins and leaves, and moving nodes to empty stages.
 #include "coordinator/training/Membership.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Membership: which nodes take part in training, and how they come and go.
 //

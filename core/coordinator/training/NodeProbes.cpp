@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NodeProbes: probe tasks out, seconds per token in.
 #include "coordinator/training/NodeProbes.h"
 

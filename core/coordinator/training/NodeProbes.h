@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeProbes: a node's first task on every session is a probe — a synthetic microbatch of its
 // stage that tells how fast it computes (the router's first estimate of its seconds per token) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reclaim: a restarted coordinator takes each stage's current weights back from its nodes, checked.
 #include "coordinator/training/Reclaim.h"
 

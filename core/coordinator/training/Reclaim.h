@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reclaim: after a coordinator restart, each stage's current weights taken back from the nodes that
 // held them — checked — instead of the last published checkpoint (up to `checkpoint-every` steps old

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "coordinator/training/StageCheckpoints.h"
 
 #include "common/Identity.h"

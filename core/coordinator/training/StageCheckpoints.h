@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StageCheckpoints: the coordinator's own copy of every stage's weights — refreshed by each
 // averaging round (the averaged partition replaces its values) and by each joining node's sync

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StepWindow: which training step a new microbatch counts toward, and when a step is complete.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Trainer: the training parts made, wired to each other and to the sessions.
 #include "coordinator/training/Trainer.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Trainer: the coordinator's training, assembled from its parts and listening to the nodes'
 // sessions — TrainingLoop (microbatches into steps), Router (each microbatch through one node per

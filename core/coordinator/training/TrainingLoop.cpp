@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TrainingLoop: microbatches in, steps out, and the numbers of both.
 #include "coordinator/training/TrainingLoop.h"
 

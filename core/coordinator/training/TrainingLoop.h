@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TrainingLoop: the steps of training — feeds the router a microbatch of the run's data when the
 // current step still needs one, counts a global batch of completions per step, then sends `step k`

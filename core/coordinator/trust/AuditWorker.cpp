@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AuditWorker: the kept tasks recomputed on the node's weights, off the coordinator's thread.
 #include "coordinator/trust/AuditWorker.h"
 

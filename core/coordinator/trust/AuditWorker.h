@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AuditWorker: an audit's kept tasks recomputed on the node's own weights, on the Auditor's own
 // thread — the coordinator's event loop keeps routing meanwhile (a recomputation takes tens of

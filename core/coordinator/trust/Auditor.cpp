@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Auditor: evidence kept, weights asked for at the step's end, the kept tasks recomputed on them.
 #include "coordinator/trust/Auditor.h"
 

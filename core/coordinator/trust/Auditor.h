@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Auditor: known-answer audits a node cannot tell from its other tasks, against its own weights.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Recompute: one task of a stage run again on given weights, for an audit — nothing kept, and the
 // engine's weights and gradients as they were (StageEngine::isolated).

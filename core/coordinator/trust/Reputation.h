@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reputation: how the coordinator's memory of nodes and networks turns into bans and probation.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResultCheck: hard checks on every returned tensor, audits on a sampled share.
 #include "coordinator/trust/ResultCheck.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ResultCheck: what the coordinator verifies in every returned tensor between its arrival and
 // its acceptance — before it is relayed to the next stage or counted for credit. No node is trusted.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // RobustCombine: the average of the replicas' shares (SPARTA partitions today, gradients later)
 // that no single replica can set. The plain mean follows one share sent as R·target − (R−1)·own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StageMonitor: robust per-stage statistics of accepted boundary tensors; outliers named.
 #include "coordinator/trust/StageMonitor.h"
 

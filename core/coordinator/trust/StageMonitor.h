@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StageMonitor: per-stage robust statistics of the boundary tensors the swarm has accepted, and
 // the judgement of a new result against them (SENTINEL-style monitoring: no compute is duplicated,

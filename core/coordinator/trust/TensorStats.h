@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TensorStats: the few numbers the result checks read off a boundary tensor (fp32 values in
 // row-major [tokens, width] order). Plain loops: no torch in core/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // BatteryDetector: the "battery" rule — pauses while the computer runs on its battery.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ExclusiveAppDetector: the "exclusive-app" rule — pauses while a process the user listed (a game,
 // a launcher) is running.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // FullscreenDetector: the "fullscreen" rule — pauses while a full-screen app (a game, a video, a
 // presentation) is in front.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GpuGraphicsDetector: the "gpu-graphics" rule — pauses while another program draws with the GPU
 // in earnest (a game that is on no list), as NVML reports it.

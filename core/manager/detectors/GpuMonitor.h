@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GpuMonitor: NVML's view of this machine's NVIDIA GPUs for the pause rules — loaded once on first
 // use, asked at most once a second however often the rules look, shared by the GPU detectors.

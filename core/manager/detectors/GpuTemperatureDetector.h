@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GpuTemperatureDetector: the "temperature" rule — pauses while the GPU is at or over the user's
 // limit, and resumes only once it has cooled a few degrees below it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PauseDetectors: builds the detectors the user's settings turn on, with this platform's sensors.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ProcessScanner: the names of the running processes, kept current cheaply enough to be asked four
 // times a second — each process's names are read when it first appears, not on every scan.

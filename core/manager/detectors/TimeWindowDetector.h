@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TimeWindowDetector: the "time-window" rule — pauses outside the hours the user contributes in.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TimeWindows: the hours the user contributes in ("Mon-Fri 18:00-08:00, Sat-Sun"), parsed once and
 // asked whether an instant of local time lies inside them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // UserActiveDetector: the "user-active" rule of "contribute only when idle" — pauses while someone
 // has used the keyboard or mouse within the last few minutes.

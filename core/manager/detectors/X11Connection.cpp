@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "manager/detectors/X11Connection.h"
 
 #include <QtGlobal>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // X11Connection: the detectors' own connection to the X server — opened on first use, tried again
 // while there is none, and immune to X errors such as a window that vanished between two requests.

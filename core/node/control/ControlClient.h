@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ControlClient: one synchronous request to the node running on a data directory (for the CLI).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ControlConnection: asynchronous requests to the node on a data directory over its control
 // socket (the desktop app's side; ControlClient is the CLI's blocking one). One request at a time

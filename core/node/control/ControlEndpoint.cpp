@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "node/control/ControlEndpoint.h"
 
 #include "common/KeyFile.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ControlEndpoint: where a data directory's control socket and token live, and the token file itself.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ControlServer: the node's local control socket; it authenticates and frames JSON-line requests,
 // and the node's handler answers them.

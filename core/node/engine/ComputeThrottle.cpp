@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ComputeThrottle: the duty cycle between tasks, and the measured compute share.
 #include "node/engine/ComputeThrottle.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ComputeThrottle: keeps the share of wall time spent computing at a limit, as a rest between
 // tasks, and measures the share actually spent. Pure: every time is passed in.

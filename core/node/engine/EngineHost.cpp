@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EngineHost: the worker's signals, filtered and remembered for the node.
 #include "node/engine/EngineHost.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // EngineHost: the node's engine thread as the node sees it — stage loads in the order asked (the
 // answer of a load that a later one replaced, or that was for a stage the node has left, is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // EngineQueue: the tasks waiting for the node's engine, bounded in count and in bytes, so that a
 // coordinator sending faster than this node computes — or a hostile one flooding it with tasks,

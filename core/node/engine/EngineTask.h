@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // EngineTask, EngineResult, EngineStats, EngineLoadOptions: what crosses between the node's
 // session and its EngineWorker thread (plain values, registered as Qt metatypes).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EngineThread: the engine worker's thread, started and ended with its owner.
 #include "node/engine/EngineThread.h"
 

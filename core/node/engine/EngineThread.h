@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // EngineThread: owns the QThread an EngineWorker lives on and ends both in order, and the mailbox
 // the worker's signals are emitted from (on the thread that made the EngineThread).

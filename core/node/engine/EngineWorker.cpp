@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EngineWorker: the queue, the throttle's rest timer, soft pause, and tasks run through gpu/.
 #include "node/engine/EngineWorker.h"
 

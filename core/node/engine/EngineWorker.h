@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // EngineWorker: the node's engine thread — runs one stage's forward/backward/step tasks through
 // gpu::StageEngine, one at a time, throttled to a compute share and softly pausable.

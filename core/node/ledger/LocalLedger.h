@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // LocalLedger: the node's own copy of its credit receipts, each checked before it is kept.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Admission: /v1/info → key pinned → saved session or signed admission → signed manifest.
 #include "node/session/Admission.h"
 

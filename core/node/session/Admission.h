@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Admission: the node's way in — the coordinator's /v1/info, its key pinned on first use, then the
 // session saved by an earlier run or a challenge and a signed admission, and the signed manifest of

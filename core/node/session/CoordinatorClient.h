@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CoordinatorClient: the node's HTTP(S) requests to its coordinator (info, admission, manifests,
 // credits), each answered through a callback on the caller's thread.

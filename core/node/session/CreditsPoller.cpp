@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CreditsPoller: GET /v1/nodes/{id}/credits?after=N → checked receipts → the ledger.
 #include "node/session/CreditsPoller.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CreditsPoller: fetches the node's new credit receipts from the coordinator (after the last one
 // its ledger holds, a page at a time) and stores them, checked, in its LocalLedger. Runs when the

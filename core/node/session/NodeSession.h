@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NodeSession: the node's /v1/session WebSocket — opened with the bearer token, kept alive with
 // heartbeats, reopened with back-off when the connection drops — or goes silent (no ack for three

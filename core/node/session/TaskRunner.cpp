@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TaskRunner: data-plane messages in, engine tasks out, and the results back as messages.
 #include "node/session/TaskRunner.h"
 

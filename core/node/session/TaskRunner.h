@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TaskRunner: the node's side of the swarm data plane — the session's task, step, averaging and
 // sync messages into EngineWorker tasks, and their results back into messages.

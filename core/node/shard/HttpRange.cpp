@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HttpRange: Content-Range and error bodies, read strictly.
 #include "node/shard/HttpRange.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HttpRange: what a shard download reads of the coordinator's HTTP answers — the range a 206
 // carries, and the words of an error body fit for a log and a screen.

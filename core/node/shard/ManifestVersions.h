@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ManifestVersions: the newest signed stage manifest this node accepted, per stage of one run,
 // kept in <dataDir>/manifest-versions.json so that an older one — a rollback to weights the run

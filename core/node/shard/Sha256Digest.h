@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Sha256Digest: incremental SHA-256 through OpenSSL, for the gigabytes a shard download hashes
 // (measured here: 1.8 GB/s with SHA-NI against gpu::Sha256's 280 MB/s; same digests).

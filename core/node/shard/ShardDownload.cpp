@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "node/shard/ShardDownload.h"
 
 #include "node/shard/HttpRange.h"

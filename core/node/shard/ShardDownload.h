@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ShardDownload: fetches one stage shard from the coordinator into the ShardStore — resumable
 // (Range + If-Range on the ETag), every chunk hashed as it arrives, the whole file checked before

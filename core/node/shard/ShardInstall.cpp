@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ShardInstall: the verified shard already here, or downloaded; then the store tidied.
 #include "node/shard/ShardInstall.h"
 

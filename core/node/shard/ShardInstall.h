@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ShardInstall: puts a stage's shard in the store — nothing to do when the verified file of that
 // version is there already, else a resumable download (ShardDownload) — and then evicts what other

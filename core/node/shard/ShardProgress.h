@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ShardProgress: the record of a partial shard download (<file>.progress.json): which server
 // version of the file it is (the ETag) and how much of the .part is verified chunk by chunk.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "node/shard/ShardStore.h"
 
 #include "node/shard/Sha256Digest.h"

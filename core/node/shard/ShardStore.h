@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ShardStore: the node's stage shards on disk (<dataDir>/shards): where a shard and its partial
 // download live, which complete shard a stage has, free space, and eviction of the rest.

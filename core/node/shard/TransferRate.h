@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TransferRate: a transfer's moving-average rate, and the token bucket that keeps it under the
 // volunteer's bandwidth cap. Times are the caller's milliseconds, so tests need no clock.

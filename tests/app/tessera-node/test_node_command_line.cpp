@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tessera-node's command line, run as a real process: what a user types and reads.
 #include <QJsonArray>
 #include <QJsonDocument>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tessera-node shard inspect`, run as a real process on real files: a good shard is listed, a
 // bad one is refused with one line naming the reason, never a crash.
 #include "base/Sha256.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Identity: Ed25519 keys that sign and verify, agree with the real `openssl` CLI, and live in a
 // key file no other user can read.
 #include "common/Identity.h"

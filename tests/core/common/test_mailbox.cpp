@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mailbox: work posted from other threads runs on the mailbox's thread, in the order posted, with
 // what it captured intact; call() waits for it; a mailbox destroyed first drops what waits, and
 // work that deletes the mailbox ends the batch. Run under ThreadSanitizer too (make tsan): the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TlsCertificate: the coordinator's self-signed certificate is made once, agrees with the real
 // `openssl` CLI, and carries a real TLS handshake on loopback for a client that pins it.
 #include "common/TlsCertificate.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WallClock: the coordinator's stored time goes on at the steady clock's rate when the system's
 // wall clock steps back an hour, follows it forward, and starts no earlier than what was stored.
 // (The whole coordinator and its nodes under a stepped clock: tests/integration/test_clock_step.)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CoordinatorLimitsFixture: the shared run, runs of their own, and curl.
 #include "CoordinatorLimitsFixture.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CoordinatorLimitsFixture: what the coordinator's limit tests share — a shared tiny run started
 // once, runs of their own with other options, an HTTPS client trusting them, curl, and a raw

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real tessera-coordinator's admission at its limits: denied, waitlisted and unauthorized
 // admissions, a client too old, after which it still serves and its database passes SQLite's
 // integrity check.

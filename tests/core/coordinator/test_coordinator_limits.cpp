@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real tessera-coordinator process given bad input and pushed to its HTTP limits: bad options,
 // unknown shards, oversized bodies, impossible ranges, too many connections and trickling clients.
 #include "CoordinatorLimitsFixture.h"

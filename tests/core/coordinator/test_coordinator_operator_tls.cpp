@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real tessera-coordinator with the operator's own certificate: a CA and a server certificate
 // made here by the openssl CLI; clients that trust only that CA connect (Qt and curl, by IP and by
 // DNS name), clients that trust only the system CAs do not; bad key/certificate files are refused.

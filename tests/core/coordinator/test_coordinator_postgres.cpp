@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real tessera-coordinator process on PostgreSQL (a throwaway server this test starts):
 // admission, a shard manifest, a node's session counted in /v1/status, SIGTERM, and a restart on
 // the same data dir and database that resumes the run and still knows the node and its nonce.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real tessera-coordinator process on loopback, over HTTPS with the certificate it makes
 // itself (and over plain HTTP with --insecure-loopback), driven by Qt's network classes and by
 // curl: info, challenge and signed admission, replay, bad JSON, signed manifests, ranged shard

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tessera-coordinator refusing to start a run it cannot keep: a dataset that is not there, not
 // readable or not what the run was created with, plain HTTP anywhere but loopback, and a data dir
 // another coordinator is using (three once ran on one, each writing the same shards and database);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real tessera-coordinator process over TLS: a node's /v1/session WebSocket (bearer token,
 // heartbeats, bad frames, a silent node going offline, bad tokens refused with 1008) and its
 // signed credit receipts at /v1/nodes/{id}/credits; and SIGTERM: sessions closed with 1001,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // IsolatedDetectors: pause-rule surroundings cut off from the machine running the tests — an empty
 // /proc, no NVML, no X display, no system bus — for tests about the app rather than its sensors.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The pause rules' detectors against real things: real processes and /proc, a stand-in NVML loaded
 # at run time, a private dbus-daemon with a UPower the test registers, and a real X server
 # (xvfb-run) with a real X11 client (fake_game).

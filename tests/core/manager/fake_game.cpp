@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fake_game: a stand-in for a game on a real X server — plain Xlib, no Qt, so it behaves like any
 // other client. It shows one window (full-screen the way SDL games ask for it, or a plain one),
 // prints "shown" once the window is mapped, and runs until SIGTERM.

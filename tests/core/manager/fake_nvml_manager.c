@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A stand-in for libnvidia-ml.so.1 for the pause rules' tests: one GPU whose temperature and
  * graphics processes the test sets through the environment while it runs, read on every call:
  *   FAKE_NVML_TEMPERATURE  degrees Celsius [50]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The dashboard's sources and the app's chores: history on real SQLite files (the node's ledger
 # written by a real LocalLedger), the swarm's status from the real tessera-coordinator over TLS,
 # the autostart entry in a temporary XDG config folder, and one instance per user across two

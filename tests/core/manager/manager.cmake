@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The lead's tests: the settings registry, the pause policy's state machine, the supervisor of a
 # real tessera-node against a real coordinator, and pausing while gaming under a real X server.
 # test_node_status_text: the node's status in the sentences the app shows (pure).

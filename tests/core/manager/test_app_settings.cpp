@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AppSettings: the one registry — defaults, types kept through the INI file, changed() once per
 // real change, every key with a name of its own, and a package's defaults under the user's.
 #include "manager/AppSettings.h"

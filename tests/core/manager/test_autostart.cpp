@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Autostart on Linux, in a temporary $XDG_CONFIG_HOME: enabling writes a desktop entry that
 // desktop-file-validate accepts and whose Exec line parses back (by the spec's rules) to the
 // program, even one whose path holds spaces, quotes, `$` and `%`; disabling removes it; an entry

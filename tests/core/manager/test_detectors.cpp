@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // test_detectors: the pause rules' sensors that need no display, each against the real thing — real
 // processes in /proc, a stand-in NVML loaded at run time, a private dbus-daemon. The X11 ones are in
 // test_x11_detectors.

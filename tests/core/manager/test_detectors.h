@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // test_detectors: the GUI-less detectors' test classes, one per unit, run by one program.
 

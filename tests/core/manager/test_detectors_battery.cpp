@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BatteryDetector against a private dbus-daemon on which the test plays UPower: the cached answer
 // follows UPower's change signals, and a machine without UPower is told so.
 #include "manager/detectors/BatteryDetector.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ExclusiveAppDetector and its ProcessScanner: real processes named like games (a copy of sleep
 // called witcher3.exe, a Wine-style argv[0]) are found in the real /proc, in any case and with or
 // without ".exe", and no longer once killed; the scanner reads a process's names only once.

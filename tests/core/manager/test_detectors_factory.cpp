@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // makePauseDetectors: the settings decide which rules watch, in the order their reasons are shown.
 #include "manager/AppSettings.h"
 #include "manager/detectors/PauseDetectors.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GpuGraphicsDetector and GpuTemperatureDetector over one GpuMonitor, on a stand-in NVML
 // (fake_nvml_manager.c) whose graphics processes and temperature the test changes while it runs,
 // with real processes behind the pids so that their names come from the real /proc.

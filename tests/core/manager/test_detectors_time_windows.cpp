@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TimeWindows and TimeWindowDetector at chosen instants of local time: weekdays, nights past
 // midnight, whole days, and the errors the settings dialog shows.
 #include "manager/detectors/TimeWindowDetector.h"

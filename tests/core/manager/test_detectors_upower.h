@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // FakeUPower: the part of UPower's D-Bus object that the battery rule reads (OnBattery and its
 // change signal), registered by the tests on a private bus.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Manager: the desktop app's brain with a real node and a real coordinator (tiny, one stage) —
 // a disk limit smaller than the stage stops the node with the reason and raising it resumes; the
 // user's "pause until I resume" survives a restart of the app (no node is started); Contribute

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NodeStatusText: the sentences a user reads about the node, from status JSON as Node::status()
 // writes it.
 #include "manager/NodeStatusText.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NodeSupervisor: a real tessera-node supervised against a real coordinator (tiny model, one
 // stage, TLS): it is started and followed to Working, paused softly (it stops computing and stays
 // up) and hard (the process leaves), resumed each time without a new admission, restarted after a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PausePolicy: the pause rules' state machine on a clock the test moves. The detectors here are
 // switches the test flips: the real sensors are tested in test_detectors and test_x11_detectors,
 // and together with the policy in test_pause_while_gaming.

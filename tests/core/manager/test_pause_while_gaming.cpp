@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pausing while gaming, end to end under a real X server (ctest runs this under xvfb-run): the
 // Manager with the real detectors supervises a real tessera-node working for a real coordinator.
 // A real full-screen X11 window (fake_game) appears → the node's compute stops within 2 s (a hard

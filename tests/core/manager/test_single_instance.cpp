@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SingleInstance with a socket name of the test's own: a second instance in this process, and in a
 // second process (this test program started again as a helper), is refused and makes the first
 // show itself; once the first is gone, or was killed and left its socket file behind, the next

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SwarmStatusClient against the real tessera-coordinator over TLS with the certificate it made
 // itself: the status arrives with its stages and steps; another certificate, or none, is a TLS
 // failure; a wrong path is an HTTP error; a stopped coordinator is named as unreachable. A small

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The X11 detectors on a real X server (ctest runs this under xvfb-run): FullscreenDetector against
 // real X clients (fake_game, and windows the test makes), with and without a window manager's
 // _NET_ACTIVE_WINDOW; UserActiveDetector's idle time against input faked through XTest.

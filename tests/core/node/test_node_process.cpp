@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real tessera-node process against the real tessera-coordinator on loopback (TLS with the
 // coordinator's own certificate, trusted through --coordinator-ca): first run to Working and
 // the status a user sees; a download cut off by killing the coordinator and resumed; a shard

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A node the coordinator moves to another stage, end to end: the real tessera-coordinator (two
 // stages) and three real tessera-node processes on loopback. The lone node of one stage is
 // SIGKILLed; the coordinator moves one of the other stage's two nodes there (`reassign`); that

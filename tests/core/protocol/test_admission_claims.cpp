@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Admission claims: a node's signed request parses only when every field is in range, an error
 // names the field, and the signed bytes are canonical whatever the JSON's spacing or key order.
 #include "common/Identity.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parseCreditsPage: a page of GET /v1/nodes/{id}/credits, as the coordinator writes it, becomes
 // the receipts it lists; any field of the wrong type or range is refused by name.
 #include "ReceiptChain.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SessionMessages and ControlMessages: every message type and control command round-trips, and a
 // message of an unknown type, sent the wrong way or over the wrong transport, with a field missing,
 // mistyped or out of range is refused with the type and field named; the table in

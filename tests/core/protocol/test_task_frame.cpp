@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TaskFrame: tensor frames round-trip, and any damaged, truncated, padded, oversize or random frame
 // is refused with the failing field named, without crashing or reading past the buffer.
 #include "protocol/Crc32c.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TaskMessage: binary session messages round-trip with their frames, and any truncated, damaged,
 // padded or oversize message is refused with what is wrong named, never a crash.
 #include "protocol/Crc32c.h"

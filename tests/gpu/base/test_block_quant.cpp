@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BlockQuant: what a receiver decodes is what the sender's roundTrip predicted, bit for bit; the
 // error per value is at most half a step of its block's scale; the bytes are the stated size (3.9×
 // and 7.8× fewer than fp32 on a 1M-value share); and bytes that no sender makes — a size that is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parseJson accepts exactly RFC 8259 JSON and explains every rejection with an offset: its
 // input (manifests, safetensors headers) comes from the network.
 #include "GpuTest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JsonWriter produces valid JSON for everything the benchmark reports, including hostile
 // strings (a GPU or process name is not ours to trust).
 #include "GpuTest.h"

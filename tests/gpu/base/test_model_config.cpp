@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model configs: presets have the sizes they claim, stages split every layer exactly once
 // with the embedding/head stages lighter, and JSON configs round-trip or fail naming the field.
 #include "GpuTest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sha256 matches the FIPS 180-4 / NIST test vectors, however the input is split.
 #include "GpuTest.h"
 #include "base/Sha256.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ShardManifest catches every way a downloaded shard can differ from what the coordinator
 // published, and names where; a manifest itself is read as strictly as a shard.
 #include "GpuTest.h"

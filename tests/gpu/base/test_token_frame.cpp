@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TokenFrame round-trips token ids and refuses every malformed frame with a reason; built
 // without torch on its include path (as core/ is), it also drives a StageEngine end to end.
 #include "GpuTest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every codec gives back what it was given within the error it states, and its payloads are
 // exactly as long as its size formula says (header + bytes per token), at tiny and 8b width.
 #include "GpuTest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A payload that is truncated, foreign, oversized, inconsistent with the run's model or
 // corrupted is refused with an error that says what is wrong, before anything is allocated;
 // no byte string makes decoding crash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A stand-in for libnvidia-ml.so.1 (which only an NVIDIA driver installs): two GPUs with fixed
  * facts, and the loading process itself listed as a graphics process on GPU 1. It lets the
  * tests drive Tessera's real NVML loading and parsing code on a machine without a GPU. */

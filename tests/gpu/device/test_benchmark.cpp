@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The benchmark measures this CPU for real: positive figures, repeated, medians reported, and
 // clear errors for devices that do not exist.
 #include "GpuTest.h"

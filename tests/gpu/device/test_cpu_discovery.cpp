@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Discovery of this machine's CPU reports values a volunteer would recognise.
 #include "GpuTest.h"
 #include "device/CpuDiscovery.h"

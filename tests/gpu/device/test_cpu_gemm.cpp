@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GEMM the CPU benchmark times computes the right product: compared with a naive
 // triple loop in double precision, on odd shapes, per dtype.
 #include "GpuTest.h"

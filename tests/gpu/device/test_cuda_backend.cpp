@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Our CUDA code against its CPU twin. On a machine without a GPU (or a build without nvcc) the
 // backend must say why in words; on a GPU machine every kernel is checked.
 #include "GpuTest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVML is loaded at run time: absent, broken or present, discovery reports and never crashes.
 // "Present" is a fake libnvidia-ml (tests/gpu/fake_nvml.c) since this machine has no driver.
 #include "GpuTest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the StageEngine tests share: two tiny stages, options, a learnable batch, one microbatch
 // through both stages, and the weights read back through a shard.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StageEngine: the torch-free facade computes what StageModel computes (losses, gradients, the
 // optimizer's step), learns, keeps or recomputes alike, restores shards exactly, moves exactly
 // the SPARTA partition it is given, refuses bad shards, frames, devices and partitions with an

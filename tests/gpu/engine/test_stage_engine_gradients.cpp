@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gradient averaging through the engine facade: two replicas of each stage train different
 // microbatches, share, take the combiner's result and step — and hold the same weights afterwards,
 // bit for bit (dense) or as equal as their identical updates make them (low rank), equal to one

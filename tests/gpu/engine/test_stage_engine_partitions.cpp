@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StageEngine's SPARTA partitions: they cover every weight once, a set or a delta moves exactly the
 // partition it is given, bad arguments are errors that change nothing, and kept graphs still run
 // backward after a partition changed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The asynchronous pipeline through the engine facade: a microbatch of step 2 that ran forward
 // before step 1's update landed runs backward after it on the weights of its forward (its share
 // equals, bit for bit, what an engine that never applied the update shares for it), through a kept

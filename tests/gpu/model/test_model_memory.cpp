@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // estimateStageMemory: the parts of a stage's training memory come out at the sizes the
 // arithmetic of mixed precision and AdamW says, and the 8b preset's stages at sane totals.
 #include "GpuTest.h"

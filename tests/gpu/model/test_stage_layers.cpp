@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The decoder's layers against their definitions: RoPE makes attention scores depend on relative
 // position only, grouped-query attention equals the textbook form with repeated kv heads, the
 // model is causal, and RMSNorm hands on unit-RMS rows.

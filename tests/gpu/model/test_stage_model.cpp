@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StageModel: the model cut into stages computes what the whole model computes (same weights,
 // loss and gradients when hidden states go forward and gradients back), kept-activation and
 // recompute backward agree, gradients accumulate, and a bf16 compute dtype trains fp32 masters.

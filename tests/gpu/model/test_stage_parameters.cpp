@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A StageModel holds exactly the parameters ModelConfig counts for its stage, under names that
 // are global (the whole model's names) and never collide between stages; and ModelConfig's
 // arithmetic for the 8b preset is Llama-3-8B's.

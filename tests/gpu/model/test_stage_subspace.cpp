@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StageModel under the subspace constraint: every stage boundary activation minus the fixed
 // embedding of its tokens lies in span(U), at initialisation and after optimizer steps, so the
 // subspace codec's k coefficients rebuild it exactly.

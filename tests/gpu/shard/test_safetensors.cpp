@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SafetensorsFile enforces every rule of the format (a shard from the network is hostile until
 // proven otherwise) and reads back exactly what SafetensorsWriter wrote.
 #include "GpuTest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stage's weights survive a trip through a shard file, and a shard that is tampered with,
 // truncated, for another stage or for another model is refused without touching the weights.
 #include "GpuTest.h"

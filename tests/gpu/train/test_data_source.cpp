@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Training data: the synthetic corpus is reproducible and has the entropy floor it claims;
 // files are read as documented; bad specs and bad files are clear errors.
 #include "GpuTest.h"

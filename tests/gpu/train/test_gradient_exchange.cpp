@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gradient averaging within a stage: replicas that apply a round's result hold the same gradient
 // (the weighted mean, exactly when dense), error feedback keeps what compression left out, a
 // replica left out of a round loses nothing, and the schedule follows its settings.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SPARTA partitions: every weight averaged exactly once per 400 steps, 5% at a time, the same
 // on every replica; the delta rule keeps progress made while an exchange ran.
 #include "GpuTest.h"

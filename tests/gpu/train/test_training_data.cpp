@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TrainingData: microbatches as token frames stage 0 and the last stage accept — targets are the
 // inputs shifted by one, the same seed gives the same bytes, a new order seed (a coordinator's
 // restart) draws other windows of the same corpus — and bad requests are Errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AdmissionService on a real SQLite file, with real Ed25519 identities: a signed, fresh request
 // is admitted to a stage and gets a session whose token the database never holds; a replay, a
 // stale nonce, a wrong signature or tampered claims are refused; too old a client or too little

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AssignmentPolicy on the real presets: a node goes to the stage least served for its size,
 // among those its memory holds; too little memory is a permanent no, a full swarm a "later".
 #include "coordinator/admission/AssignmentPolicy.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HttpServer file streaming: RFC 9110 byte ranges and If-Range against an ETag that follows the
 // file on disk, bounded memory for a large file sent to a slow reader, and the real curl binary
 // (ranges, resume, TLS verification).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HttpServer: routes, limits and timeouts seen through real sockets on loopback, and the
 // hand-over of a WebSocket upgrade to QWebSocketServer.
 #include "common/TlsCertificate.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Router: microbatches through scripted nodes on a clock the test moves — the happy path and
 // its credited FLOPs, backward to the forward's node (no input) or elsewhere (with input), a
 // node leaving, erring, missing its deadline or answering late, the window, and that every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StageScheduler on a simulated clock: speed-proportional routing, EMA, bans, probes, deadlines.
 #include "coordinator/router/StageScheduler.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CreditLedger on a real SQLite file and a real PostgreSQL server: receipts are numbered and
 // hash-chained per node, a write that never commits leaves nothing behind, tampering is found,
 // and two connections appending at once still build one unbroken chain.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Database: urls, SQLite settings, and migrations on a real SQLite file and a real PostgreSQL
 // server: applied once, re-run as a no-op, and a database from a newer coordinator refused.
 #include "DatabaseBackends.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NodeRegistry on a real SQLite file and a real PostgreSQL server: admission inserts then
 // updates a node, its state, stage and last-seen time change, and nodes list by state and stage.
 #include "DatabaseBackends.h"

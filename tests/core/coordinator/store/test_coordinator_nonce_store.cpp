@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NonceStore on a real SQLite file and a real PostgreSQL server: a nonce is spent once, its record
 // kept until it expires; two connections racing for it never both win.
 #include "DatabaseBackends.h"

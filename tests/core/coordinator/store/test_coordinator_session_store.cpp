@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SessionStore on a real SQLite file and a real PostgreSQL server: a session is found while
 // valid, heartbeats, expires, is revoked, is purged, and only exists for a registered node.
 #include "DatabaseBackends.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StageVersionStore on a real SQLite file and a real PostgreSQL server: versions of a stage are
 // published once, found again intact, and the newest one is the stage's latest; a version refused
 // as damaged is neither latest nor found, the one before it is, and its number is not used again.

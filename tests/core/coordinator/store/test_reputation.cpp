@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reputation on a real SQLite file and a real PostgreSQL server: a strike bans for a while and
 // doubles; a failed audit bans for days and counts against the node's network; three banned
 // nodes ban the network (a new key from it is refused, another network is not); bans are read

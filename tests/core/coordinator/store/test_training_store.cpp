@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TrainingStore on a real SQLite file and a real PostgreSQL server: microbatches and their
 // accepted work are written in one batch, a restart counts what was left in flight abandoned,
 // and credit receipts carry exactly the FLOPs accepted, remainders included, across grants.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GradientAverager: a step's exchange across the replicas of every stage, on real combiners and
 // through the typed messages the nodes get — every replica receives the same result, a replica that
 // leaves or misses the deadline does not block the step (nor count), the clip and the learning rate

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reclaim: after a restart the stage's current weights come back from the nodes that held them —
 // and only weights that training could have reached from the published checkpoint. Tried: one
 // honest replica (taken as it is), two equal replicas (both go on), two that disagree (the one nearer

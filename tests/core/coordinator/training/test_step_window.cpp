@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StepWindow: which step a microbatch counts toward and when a step ends, synchronous (depth 1) and
 // asynchronous (depth 2) — the next step fills while a step finishes, the one after waits for an
 // update, a step ends on its own microbatches only, an abandoned microbatch is replaced in its step,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TrustFrames: real boundary tensors of the tiny model in three stages, computed by real stage
 // engines on the CPU, for the result-check and audit tests — the honest answers, and lies made

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Auditor on real tensors of the tiny model (3 stages, CPU): evidence kept from accepted results is
 // audited against the weights the node sends when its step ends — honest answers pass (the same
 // weights recompute them to rounding); noise, scaled or flipped answers and a lied loss fail;

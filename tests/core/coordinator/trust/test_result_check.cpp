@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResultCheck on real tensors of the tiny model (3 stages, CPU): an honest activation or
 // gradient is accepted; each malformed or implausible one is refused with its reason before it
 // could be relayed — a truncated frame, another shape, another microbatch's token ids, NaN, all

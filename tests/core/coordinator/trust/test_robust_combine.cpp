@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RobustCombine: no single replica sets the average. With three or more shares, one share sent
 // as R·target − (R−1)·own (what sets a plain mean anywhere) moves the result by no more than an
 // honest share would and names its sender; a NaN share or one far beyond any training is dropped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the control-socket tests share: a handler that records requests, raw request lines, a client speaking
 // the protocol by hand, and a server on its own thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ControlServer and ControlClient: the node's local control socket on real QLocalSockets, with
 // its token file, its refusals and its data-directory rules.
 #include "ControlSocketTestSupport.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ComputeThrottle: the duty cycle between tasks is exact, idle time builds no credit, a new limit
 // applies from the next task, and the measured share follows the window. Times are synthetic.
 #include "node/engine/ComputeThrottle.h"

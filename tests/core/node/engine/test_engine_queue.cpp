@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EngineQueue: the engine's waiting tasks are bounded in count (4,096) and in bytes (1 GiB), so a
 // coordinator flooding a node — many tasks, or few of the largest size — is answered "full" instead
 // of filling the volunteer's memory; what leaves the queue gives its room back.

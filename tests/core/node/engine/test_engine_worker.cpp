@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EngineWorker: the real tiny model in two stages on two engine threads — a pipeline's forward
 // gives a loss, backward and step train it, bad input is an error the worker survives, a soft
 // pause stops compute and resumes without reloading, and the throttle roughly holds its limit.

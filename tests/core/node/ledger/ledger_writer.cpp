@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ledger_writer: a test-only program that ingests a long stream of valid receipts into a node
 // ledger in small batches and prints "acked N" after each commit, so that a test can SIGKILL
 // it at any moment and check that nothing acknowledged was lost.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LocalLedger on real SQLite files: a valid chain is kept, re-fetched pages store nothing twice,
 // every kind of tampering is refused before it is stored, edits behind the ledger's back are
 // found offline, the CSV export and `tessera-node ledger` answer as documented, and a writer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LocalLedger on a disk that is full (a real tmpfs, ENOSPC).
 //
 // Tried: the ledger's disk fills up (another program takes every free byte) while the coordinator

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TaskRunner: the data plane's messages drive the real tiny model in two stages (CPU) — a
 // microbatch goes forward through both stages and back, a step applies what accumulated, an
 // averaging round moves the weights by the delta rule, a ghost syncs, and damaged messages are

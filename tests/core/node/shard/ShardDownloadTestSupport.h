@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the shard download tests share: shards and manifests made here, a relay that can drop the connection,
 // and the coordinator's run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ManifestVersions: a signed stage manifest older than the one this node already accepted for the
 // same run is refused — a coordinator (hostile, or restored from an old backup) cannot roll the
 // node's weights back by signing yesterday's manifest again. Real signed manifests (an Ed25519

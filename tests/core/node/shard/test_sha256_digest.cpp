@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sha256Digest (OpenSSL) gives gpu::Sha256's digests, however the input is split.
 #include "base/Sha256.h"
 #include "node/shard/Sha256Digest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ShardDownload and ShardStore against the real tessera-coordinator over HTTPS: a verified
 // install, a coordinator killed mid-download (its network path cut) and restarted on another port (resumes
 // from the verified prefix), a tampered shard refused by chunk, a stale record after the server's file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ShardDownload on a disk that fills up mid-download (a real tmpfs, ENOSPC), against the real
 // tessera-coordinator over HTTPS.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TransferRate on synthetic times: the moving average, its fall when a transfer stalls, and the
 // bandwidth cap holding a reader that always wants more to the cap.
 #include "node/shard/TransferRate.h"
