@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Screenshots of the desktop app for docs/screenshots/: the first-run wizard asking to trust a
-# self-signed coordinator (in English and in Russian), then while the model's part downloads,
-# the tray menu, the dashboard of a contributing node, and the settings.
+# Screenshots of the desktop app for docs/screenshots/, on a 1280 × 720 screen: the first-run
+# wizard asking to trust a self-signed coordinator (in English and in Russian), then while the
+# model's part downloads, the tray menu, the dashboard of a contributing node, paused for a game,
+# and after the coordinator went away, and the settings; then at 150 % scaling (QT_SCALE_FACTOR)
+# the wizard, the settings and the dashboard of a node waiting for volunteers on another stage.
 #
 # Runs everything for real on a virtual X display: Xvfb, tint2 as the panel and tray host, a
 # window manager if one is installed, a local coordinator (tiny model, one stage) and the app on
@@ -60,18 +62,25 @@ node_state() {
 }
 node_is() { [[ $(node_state) == "$1" ]]; }
 
-# Captures one window (by its title) into docs/screenshots/NAME.png.
-capture() {
-    local title=$1 name=$2 id
-    id=$(xdotool search --onlyvisible --name "^$title\$" | head -1)
-    [[ -n $id ]] || { echo "screenshots: no window '$title'" >&2; return 1; }
+# Captures one window (by its id) into docs/screenshots/NAME.png.
+capture_id() {
+    local id=$1 name=$2
     import -window "$id" "$work/$name.png"
     convert "$work/$name.png" -strip "PNG8:$out/$name.png"
     echo "screenshots: $out/$name.png"
 }
+# Captures one window (by its title).
+capture() {
+    local title=$1 name=$2 id
+    id=$(xdotool search --onlyvisible --name "^$title\$" | head -1)
+    [[ -n $id ]] || { echo "screenshots: no window '$title'" >&2; return 1; }
+    capture_id "$id" "$name"
+}
+# The window of one app (by its pid) with this title.
+window_of() { xdotool search --onlyvisible --pid "$1" --name "^$2\$" 2> /dev/null | head -1; }
 
 # --- the desktop -------------------------------------------------------------------------------
-Xvfb -displayfd 3 -screen 0 1280x900x24 -nolisten tcp 3> "$work/display" 2> "$work/xvfb.log" &
+Xvfb -displayfd 3 -screen 0 1280x720x24 -nolisten tcp 3> "$work/display" 2> "$work/xvfb.log" &
 pids+=($!)
 wait_for 20 test -s "$work/display"
 export DISPLAY=:$(cat "$work/display")
@@ -118,7 +127,8 @@ wait_for 90 xdotool search --onlyvisible --class Tint2
 # --- a swarm of one: a coordinator and the app's node ------------------------------------------
 "$bin/tessera-coordinator" --data-dir "$work/run" --listen 127.0.0.1:0 --model tiny --stages 1 \
     --microbatches-per-step 2 --credit-interval-ms 5000 > "$work/coordinator.out" 2>&1 &
-pids+=($!)
+coordinator=$!
+pids+=($coordinator)
 wait_for 120 grep -q "listening on " "$work/coordinator.out"
 url=$(sed -n 's/.*listening on \(\S*\).*/\1/p' "$work/coordinator.out" | head -1)
 
@@ -127,7 +137,9 @@ url=$(sed -n 's/.*listening on \(\S*\).*/\1/p' "$work/coordinator.out" | head -1
 printf '#!/bin/sh\nexec "%s" "$@" --bench-seconds 1 --max-download-rate 96 --credits-poll-ms 2000\n' \
     "$bin/tessera-node" > "$work/node.sh"
 chmod +x "$work/node.sh"
-printf '[contribute]\ncoordinator=%s\ncoordinator_ca=%s\ndata_dir=%s\nnode_program=%s\n' \
+# A "game" in the pause rules: a program named supergame pauses the node while it runs.
+cp "$(command -v sleep)" "$work/supergame"
+printf '[contribute]\ncoordinator=%s\ncoordinator_ca=%s\ndata_dir=%s\nnode_program=%s\n[pause]\nexclusive_apps=supergame\n' \
     "$url" "$work/run/tls.crt" "$work/node" "$work/node.sh" > "$work/tessera.ini"
 
 # Clicks at x, y inside a window (without a window manager, keys do not reach Qt's windows).
@@ -233,3 +245,62 @@ sleep 1
 click_in "$(window_named "Tessera Settings")" 140 24 # the "When to pause" tab
 sleep 1
 capture "Tessera Settings" settings
+
+# --- paused for a game, then the coordinator gone ------------------------------------------------
+"$work/supergame" 600 &
+game=$!
+pids+=($game)
+sleep 6
+capture "Tessera" dashboard-paused
+kill "$game"
+wait_for 120 node_is Working
+sleep 8
+kill "$coordinator"
+sleep 10
+capture "Tessera" dashboard-lost-contact
+
+# --- at 150 %: a second coordinator of two stages, where this computer holds one alone ----------
+"$bin/tessera-coordinator" --data-dir "$work/run2" --listen 127.0.0.1:0 --model tiny --stages 2 \
+    > "$work/coordinator2.out" 2>&1 &
+pids+=($!)
+wait_for 120 grep -q "listening on " "$work/coordinator2.out"
+url2=$(sed -n 's/.*listening on \(\S*\).*/\1/p' "$work/coordinator2.out" | head -1)
+export QT_SCALE_FACTOR=1.5
+# The wizard on a fresh settings file: the second coordinator's certificate is unknown.
+printf '[contribute]\ncoordinator=%s\ndata_dir=%s\nnode_program=%s\n' "$url2" "$work/node4" "$work/node.sh" \
+    > "$work/first150.ini"
+"$bin/tessera" --settings "$work/first150.ini" > "$work/app-first150.log" 2>&1 &
+pids+=($!)
+apps+=($!)
+wait_for 30 window_of "${apps[-1]}" "Welcome to Tessera"
+wizard=$(window_of "${apps[-1]}" "Welcome to Tessera")
+xdotool windowmove "$wizard" 40 20
+sleep 1
+eval "$(xdotool getwindowgeometry --shell "$wizard" | grep -E '^(WIDTH|HEIGHT)=')"
+click_in "$wizard" $((WIDTH - 170)) $((HEIGHT - 86)) # Contribute, at 150 %
+sleep 3
+capture_id "$wizard" wizard-trust-150
+kill "${apps[-1]}"
+wait "${apps[-1]}" 2> /dev/null || true
+# The settings.
+"$bin/tessera" --settings "$work/settings.ini" --show settings > "$work/settings150.log" 2>&1 &
+pids+=($!)
+apps+=($!)
+wait_for 20 window_of "${apps[-1]}" "Tessera Settings"
+sleep 2
+capture_id "$(window_of "${apps[-1]}" "Tessera Settings")" settings-150
+kill "${apps[-1]}"
+wait "${apps[-1]}" 2> /dev/null || true
+# A node that joined stage 1 of 2 while nobody holds stage 2.
+printf '[app]\nfirst_run_done=true\ncontributing=true\n[contribute]\ncoordinator=%s\ncoordinator_ca=%s\ndata_dir=%s\nnode_program=%s\n' \
+    "$url2" "$work/run2/tls.crt" "$work/node3" "$work/node.sh" > "$work/waiting.ini"
+"$bin/tessera" --settings "$work/waiting.ini" --show dashboard > "$work/waiting.log" 2>&1 &
+pids+=($!)
+apps+=($!)
+node3_is() {
+    [[ $("$bin/tessera-node" status --json --data-dir "$work/node3" 2> /dev/null |
+        python3 -c 'import json, sys; print(json.load(sys.stdin).get("state", ""))') == "$1" ]]
+}
+wait_for 300 node3_is Working
+sleep 35 # no task comes: the app says why
+capture_id "$(window_of "${apps[-1]}" "Tessera")" dashboard-waiting-150

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ConnectionSettingsPage.h"
 
 #include "SettingsBinder.h"
@@ -44,7 +45,7 @@ ConnectionSettingsPage::ConnectionSettingsPage(SettingsBinder& binder, QWidget* 
     m_caFile->setPlaceholderText(tr("None: the system's trusted authorities"));
     auto* caError = errorLabel();
     binder.bind(m_caFile, Key::CoordinatorCaFile, &ConnectionSettingsPage::checkCaFile, caError);
-    auto* choose = new QPushButton(tr("Choose…"));
+    auto* choose = new QPushButton(tr("C&hoose…"));
     connect(choose, &QPushButton::clicked, this, &ConnectionSettingsPage::chooseCaFile);
     auto* caRow = new QHBoxLayout;
     caRow->addWidget(m_caFile, 1);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ContributionActions.h"
 
 #include "manager/Manager.h"
@@ -14,13 +15,13 @@ using manager::AppState;
 ContributionActions::ContributionActions(manager::Manager& manager, QObject* parent)
     : QObject(parent)
     , m_manager(manager) {
-    m_contribute = new QAction(tr("Contribute"), this);
+    m_contribute = new QAction(tr("&Contribute"), this);
     m_contribute->setObjectName(u"contribute"_s);
-    m_pauseHour = new QAction(tr("Pause for 1 hour"), this);
+    m_pauseHour = new QAction(tr("Pause for &1 hour"), this);
     m_pauseHour->setObjectName(u"pauseHour"_s);
-    m_pauseUntilResumed = new QAction(tr("Pause until I resume"), this);
+    m_pauseUntilResumed = new QAction(tr("Pause &until I resume"), this);
     m_pauseUntilResumed->setObjectName(u"pauseUntilResumed"_s);
-    m_resume = new QAction(tr("Resume"), this);
+    m_resume = new QAction(tr("&Resume"), this);
     m_resume->setObjectName(u"resume"_s);
 
     connect(m_contribute, &QAction::triggered, &m_manager, &manager::Manager::contribute);
@@ -42,7 +43,7 @@ void ContributionActions::update() {
     const bool ownPause =
         m_manager.pauseDecision().snoozeUntilMs != 0 || m_manager.policy().snoozeUntilMs() != 0;
     m_contribute->setVisible(!contributing);
-    m_contribute->setText(state == AppState::Error ? tr("Try again") : tr("Contribute"));
+    m_contribute->setText(state == AppState::Error ? tr("&Try again") : tr("&Contribute"));
     m_pauseHour->setVisible(contributing && !ownPause);
     m_pauseUntilResumed->setVisible(contributing && !ownPause);
     m_resume->setVisible(contributing && ownPause);

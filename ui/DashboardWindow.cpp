@@ -1,7 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "DashboardWindow.h"
 
 #include "ContributionActions.h"
-#include "HistoryChart.h"
+#include "CreditsBox.h"
+#include "CreditsDialog.h"
+#include "ErrorNote.h"
+#include "HistoryView.h"
 #include "QuestionBox.h"
 #include "SwarmPanel.h"
 #include "TrayIcons.h"
@@ -11,16 +15,20 @@
 #include "manager/Manager.h"
 
 #include <QAction>
+#include <QCheckBox>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDateTime>
 #include <QGridLayout>
-#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
 #include <QPushButton>
+#include <QScreen>
+#include <QScrollArea>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace tessera::ui {
 
@@ -41,6 +49,12 @@ QLabel* bigLabel(qreal scale) {
     return label;
 }
 
+// Room for everything at 1280 × 720, and never more than the screen has.
+QSize openingSize(const QScreen* screen) {
+    const QRect available = screen ? screen->availableGeometry() : QRect(0, 0, 1280, 720);
+    return {std::min(1040, available.width() * 19 / 20), std::min(820, available.height() * 19 / 20)};
+}
+
 } // namespace
 
 DashboardWindow::DashboardWindow(manager::Manager& manager, ContributionActions& actions, QWidget* parent)
@@ -48,45 +62,41 @@ DashboardWindow::DashboardWindow(manager::Manager& manager, ContributionActions&
     , m_manager(manager)
     , m_actions(actions) {
     setWindowTitle(tr("Tessera"));
-    m_range = new QComboBox;
-    m_range->setObjectName(u"range"_s);
-    m_range->addItem(tr("Last hour"), int(HistoryRange::Hour));
-    m_range->addItem(tr("Last day"), int(HistoryRange::Day));
-    m_range->addItem(tr("Last month"), int(HistoryRange::Month));
-    // The last hour: a newcomer sees their first minutes fill it, not one thin bar in a day.
-    m_range->setCurrentIndex(0);
-    connect(m_range, &QComboBox::currentIndexChanged, this, &DashboardWindow::refreshHistory);
-
-    m_creditsChart = new HistoryChart(tr("Credits earned"));
-    m_creditsChart->addLine(tr("credits"), TrayIcons::colour(AppState::Contributing), true, u"%.2f"_s);
-    m_throughputChart = new HistoryChart(tr("Work done by this computer"));
-    m_throughputChart->addLine(tr("tasks per minute"), TrayIcons::colour(AppState::Preparing), false,
-                               u"%.0f"_s);
-    m_throughputChart->addLine(tr("GPU time used (%)"), TrayIcons::colour(AppState::Paused), false,
-                               u"%.0f%%"_s, 100);
-    m_historyError = new QLabel;
+    m_creditsView = new HistoryView(tr("Credits earned"));
+    m_creditsView->addLine(tr("credits"), TrayIcons::colour(AppState::Contributing), true, u"%.2f"_s);
+    m_throughputView = new HistoryView(tr("Work done by this computer"));
+    m_throughputView->addLine(tr("tasks per minute"), TrayIcons::colour(AppState::Preparing), false,
+                              u"%.0f"_s);
+    m_throughputView->addLine(tr("time computing (%)"), TrayIcons::colour(AppState::Paused), false,
+                              u"%.0f%%"_s, 100);
+    m_historyError = new ErrorNote;
     m_historyError->setObjectName(u"historyError"_s);
-    m_historyError->setWordWrap(true);
-    m_historyError->hide();
+    m_credits = new CreditsBox;
+    connect(m_credits, &CreditsBox::dayByDayRequested, this, &DashboardWindow::showCreditsByDay);
     m_swarm = new SwarmPanel;
 
-    auto* rangeRow = new QHBoxLayout;
-    rangeRow->addWidget(new QLabel(tr("History:")));
-    rangeRow->addWidget(m_range);
-    rangeRow->addStretch();
-    auto* charts = new QGridLayout;
-    charts->addWidget(m_creditsChart, 0, 0);
-    charts->addWidget(m_throughputChart, 0, 1);
-
-    auto* layout = new QVBoxLayout(this);
+    m_charts = new QGridLayout;
+    auto* content = new QWidget;
+    content->setObjectName(u"content"_s);
+    auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(16, 14, 16, 14);
     layout->addWidget(makeHeader());
-    layout->addWidget(makeCredits());
-    layout->addLayout(rangeRow);
-    layout->addLayout(charts, 1);
+    layout->addWidget(m_credits);
+    layout->addLayout(makeHistoryRow());
+    layout->addLayout(m_charts, 1);
     layout->addWidget(m_historyError);
     layout->addWidget(m_swarm, 1);
-    resize(980, 780);
+    // Everything scrolls: a small screen, large text or 150 % scaling never cuts a button off.
+    m_scroll = new QScrollArea;
+    m_scroll->setWidget(content);
+    m_scroll->setWidgetResizable(true);
+    m_scroll->setFrameShape(QFrame::NoFrame);
+    m_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(m_scroll);
+    resize(openingSize(screen()));
+    reflow();
 
     connect(&m_manager, &manager::Manager::stateChanged, this, &DashboardWindow::updateState);
     connect(&m_manager, &manager::Manager::nodeStatusChanged, this, &DashboardWindow::updateState);
@@ -111,27 +121,31 @@ DashboardWindow::~DashboardWindow() = default;
 QWidget* DashboardWindow::makeHeader() {
     auto* header = new QWidget;
     m_icon = new QLabel;
+    m_icon->setAccessibleName(tr("Status icon"));
     m_state = bigLabel(1.5);
     m_state->setObjectName(u"state"_s);
     m_state->setWordWrap(true);
-    m_state->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_state->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::TextSelectableByKeyboard);
+    m_state->setAccessibleName(tr("Status"));
     m_stage = new QLabel;
     m_stage->setObjectName(u"stage"_s);
     m_stage->setWordWrap(true);
+    m_stateNote = new ErrorNote;
+    m_stateNote->setObjectName(u"stateDetails"_s);
 
     m_contribute = new QPushButton;
     m_contribute->setObjectName(u"contribute"_s);
     connect(m_contribute, &QPushButton::clicked, m_actions.contribute(), &QAction::trigger);
-    m_pause = new QPushButton(tr("Pause"));
+    m_pause = new QPushButton(tr("&Pause"));
     m_pause->setObjectName(u"pause"_s);
     auto* pauseMenu = new QMenu(m_pause);
     pauseMenu->addAction(m_actions.pauseForHour());
     pauseMenu->addAction(m_actions.pauseUntilResumed());
     m_pause->setMenu(pauseMenu);
-    m_resume = new QPushButton(tr("Resume"));
+    m_resume = new QPushButton(tr("&Resume"));
     m_resume->setObjectName(u"resume"_s);
     connect(m_resume, &QPushButton::clicked, m_actions.resume(), &QAction::trigger);
-    auto* settings = new QPushButton(tr("Settings…"));
+    auto* settings = new QPushButton(tr("&Settings…"));
     settings->setObjectName(u"settings"_s);
     connect(settings, &QPushButton::clicked, this, &DashboardWindow::settingsRequested);
     auto* about = new QPushButton(tr("&About"));
@@ -141,49 +155,67 @@ QWidget* DashboardWindow::makeHeader() {
     auto* text = new QVBoxLayout;
     text->addWidget(m_state);
     text->addWidget(m_stage);
-    auto* buttons = new QHBoxLayout;
-    buttons->addWidget(m_contribute);
-    buttons->addWidget(m_pause);
-    buttons->addWidget(m_resume);
-    buttons->addWidget(settings);
-    buttons->addWidget(about);
-    auto* layout = new QHBoxLayout(header);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(m_icon, 0, Qt::AlignTop);
-    layout->addLayout(text, 1);
-    layout->addLayout(buttons);
+    text->addWidget(m_stateNote);
+    m_buttons = new QWidget;
+    auto* buttons = new QHBoxLayout(m_buttons);
+    buttons->setContentsMargins(0, 0, 0, 0);
+    for (QPushButton* b : {m_contribute, m_pause, m_resume, settings, about})
+        buttons->addWidget(b);
+    m_headerGrid = new QGridLayout(header);
+    m_headerGrid->setContentsMargins(0, 0, 0, 0);
+    m_headerGrid->addWidget(m_icon, 0, 0, 2, 1, Qt::AlignTop);
+    m_headerGrid->addLayout(text, 0, 1);
+    m_headerGrid->setColumnStretch(1, 1);
     return header;
 }
 
-QWidget* DashboardWindow::makeCredits() {
-    auto* box = new QGroupBox(tr("Your credits"));
-    m_today = bigLabel(1.6);
-    m_today->setObjectName(u"creditsToday"_s);
-    m_total = bigLabel(1.6);
-    m_total->setObjectName(u"creditsTotal"_s);
-    m_pending = bigLabel(1.6);
-    m_pending->setObjectName(u"creditsPending"_s);
-    m_pending->setToolTip(tr("Work the swarm accepted that is not credit yet: it becomes a signed receipt "
-                             "once the coordinator's checks of this computer's results have covered it "
-                             "(usually within minutes)."));
-    auto* what =
-        new QLabel(tr("1 credit = 10<sup>15</sup> floating-point operations of work the swarm accepted. "
-                      "Each credit arrives as a receipt signed by the coordinator and is kept on this "
-                      "computer."));
-    what->setWordWrap(true);
-    what->setTextFormat(Qt::RichText);
-    auto* layout = new QGridLayout(box);
-    layout->addWidget(new QLabel(tr("Today")), 0, 0);
-    layout->addWidget(new QLabel(tr("In total")), 0, 1);
-    layout->addWidget(new QLabel(tr("Pending")), 0, 2);
-    layout->addWidget(m_today, 1, 0);
-    layout->addWidget(m_total, 1, 1);
-    layout->addWidget(m_pending, 1, 2);
-    layout->addWidget(what, 0, 3, 2, 1);
-    layout->setColumnStretch(3, 1);
-    layout->setColumnMinimumWidth(0, 130);
-    layout->setColumnMinimumWidth(1, 130);
-    return box;
+QLayout* DashboardWindow::makeHistoryRow() {
+    m_range = new QComboBox;
+    m_range->setObjectName(u"range"_s);
+    m_range->addItem(tr("Last hour"), int(HistoryRange::Hour));
+    m_range->addItem(tr("Last day"), int(HistoryRange::Day));
+    m_range->addItem(tr("Last month"), int(HistoryRange::Month));
+    // The last hour: a newcomer sees their first minutes fill it, not one thin bar in a day.
+    m_range->setCurrentIndex(0);
+    connect(m_range, &QComboBox::currentIndexChanged, this, &DashboardWindow::refreshHistory);
+    auto* label = new QLabel(tr("&History:"));
+    label->setBuddy(m_range);
+    m_tables = new QCheckBox(tr("Show as &tables"));
+    m_tables->setObjectName(u"showTables"_s);
+    m_tables->setToolTip(
+        tr("The charts' figures as tables, for reading exact values or with a screen reader"));
+    connect(m_tables, &QCheckBox::toggled, this, &DashboardWindow::showTables);
+    auto* row = new QHBoxLayout;
+    row->addWidget(label);
+    row->addWidget(m_range);
+    row->addSpacing(12);
+    row->addWidget(m_tables);
+    row->addStretch();
+    return row;
+}
+
+void DashboardWindow::reflow() {
+    const bool narrow = width() < kNarrowWidth;
+    if (narrow == m_narrow && m_laidOut)
+        return;
+    m_narrow = narrow;
+    m_laidOut = true;
+    // Buttons beside the status when there is room, under it when not; charts likewise.
+    m_headerGrid->removeWidget(m_buttons);
+    if (narrow)
+        m_headerGrid->addWidget(m_buttons, 1, 1, Qt::AlignLeft);
+    else
+        m_headerGrid->addWidget(m_buttons, 0, 2, Qt::AlignTop);
+    m_charts->removeWidget(m_creditsView);
+    m_charts->removeWidget(m_throughputView);
+    m_charts->addWidget(m_creditsView, 0, 0);
+    m_charts->addWidget(m_throughputView, narrow ? 1 : 0, narrow ? 0 : 1);
+    m_credits->setNarrow(narrow);
+}
+
+void DashboardWindow::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    reflow();
 }
 
 void DashboardWindow::setRange(HistoryRange range) {
@@ -194,6 +226,31 @@ HistoryRange DashboardWindow::range() const {
     return HistoryRange(m_range->currentData().toInt());
 }
 
+void DashboardWindow::showTables(bool tables) {
+    m_tables->setChecked(tables);
+    m_creditsView->showTable(tables);
+    m_throughputView->showTable(tables);
+}
+
+void DashboardWindow::showCreditsByDay() {
+    if (!m_creditsDialog) {
+        m_creditsDialog = new CreditsDialog(m_manager.ledgerPath(), this);
+        m_creditsDialog->setObjectName(u"creditsByDay"_s);
+    }
+    m_creditsDialog->refresh();
+    m_creditsDialog->show();
+    m_creditsDialog->raise();
+    m_creditsDialog->activateWindow();
+}
+
+HistoryChart& DashboardWindow::creditsChart() {
+    return m_creditsView->chart();
+}
+
+HistoryChart& DashboardWindow::throughputChart() {
+    return m_throughputView->chart();
+}
+
 QString DashboardWindow::stateText() const {
     return m_state->text();
 }
@@ -202,51 +259,59 @@ QString DashboardWindow::stageText() const {
     return m_stage->text();
 }
 
+QString DashboardWindow::stateDetails() const {
+    return m_stateNote->isHidden() ? QString() : m_stateNote->details();
+}
+
 QString DashboardWindow::creditsTodayText() const {
-    return m_today->text();
+    return m_credits->todayText();
 }
 
 QString DashboardWindow::creditsTotalText() const {
-    return m_total->text();
+    return m_credits->totalText();
 }
 
 QString DashboardWindow::creditsPendingText() const {
-    return m_pending->text();
+    return m_credits->pendingText();
 }
 
 QString DashboardWindow::historyError() const {
-    return m_historyError->isHidden() ? QString() : m_historyError->text();
+    return m_historyError->message();
 }
 
 void DashboardWindow::refreshHistory() {
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
     const HistoryRange r = range();
     QStringList problems;
-    const auto show = [&](HistoryChart& chart, int line, const Result<manager::HistorySeries>& series) {
+    const auto show = [&](HistoryView& view, int line, const Result<manager::HistorySeries>& series) {
         if (!series)
             problems << QString::fromStdString(series.message());
-        chart.setData(line, series ? *series : manager::emptySeries(r, now), r);
+        view.setData(line, series ? *series : manager::emptySeries(r, now), r);
     };
-    show(*m_creditsChart, 0, manager::CreditHistory::series(m_manager.ledgerPath(), r, now));
-    show(*m_throughputChart, 0, m_manager.activity().tasksPerMinute(r, now));
-    show(*m_throughputChart, 1, m_manager.activity().computeShare(r, now));
-    if (const Result<manager::CreditTotals> totals =
-            manager::CreditHistory::totals(m_manager.ledgerPath(), now);
-        totals) {
-        m_today->setText(NodeStatusText::credits(totals->today));
-        m_total->setText(NodeStatusText::credits(totals->total));
-    } else {
-        problems << QString::fromStdString(totals.message());
-    }
+    show(*m_creditsView, 0, manager::CreditHistory::series(m_manager.ledgerPath(), r, now));
+    show(*m_throughputView, 0, m_manager.activity().tasksPerMinute(r, now));
+    show(*m_throughputView, 1, m_manager.activity().computeShare(r, now));
+    m_credits->setLedger(m_manager.ledgerPath(), now);
+    if (!m_credits->problem().isEmpty())
+        problems << m_credits->problem();
     problems.removeDuplicates();
-    m_historyError->setText(tr("Part of the history could not be read: %1").arg(problems.join(u"; "_s)));
-    m_historyError->setVisible(!problems.isEmpty());
+    if (problems.isEmpty())
+        m_historyError->clear();
+    else
+        m_historyError->showError(tr("Part of the history could not be read; the figures shown may be "
+                                     "incomplete."),
+                                  problems.join(u"\n"_s));
 }
 
 void DashboardWindow::updateState() {
     const AppState state = m_manager.state();
     m_icon->setPixmap(TrayIcons::pixmap(state, 48));
     m_state->setText(m_manager.stateText());
+    m_icon->setAccessibleDescription(m_manager.stateText());
+    if (m_manager.stateDetails().isEmpty())
+        m_stateNote->clear();
+    else
+        m_stateNote->showError(QString(), m_manager.stateDetails());
     QString stage = NodeStatusText::stage(m_manager.nodeStatus(), m_manager.swarmStatus());
     const QJsonObject& node = m_manager.nodeStatus();
     const bool cpu = NodeStatusText::onCpu(node);
@@ -260,15 +325,7 @@ void DashboardWindow::updateState() {
         stage += (stage.isEmpty() ? QString() : u"\n"_s) + fallback;
     m_stage->setText(stage);
     m_stage->setVisible(!stage.isEmpty());
-    // Pending and forfeited credit: the coordinator's word, from the node's status.
-    const QJsonObject& s = m_manager.nodeStatus();
-    m_pending->setText(NodeStatusText::credits(s.value(u"credits_pending").toDouble()));
-    const double forfeited = s.value(u"credits_forfeited").toDouble();
-    m_pending->setStyleSheet(forfeited > 0 ? u"color: #b00020;"_s : QString());
-    if (forfeited > 0)
-        m_pending->setToolTip(
-            tr("%1 credits were forfeited: %2")
-                .arg(NodeStatusText::credits(forfeited), s.value(u"last_forfeit_reason").toString()));
+    m_credits->setNodeStatus(node);
 }
 
 void DashboardWindow::updateButtons() {
@@ -282,6 +339,7 @@ void DashboardWindow::showEvent(QShowEvent* event) {
     refreshHistory();
     m_refresh.start();
     QWidget::showEvent(event);
+    reflow();
 }
 
 void DashboardWindow::hideEvent(QHideEvent* event) {

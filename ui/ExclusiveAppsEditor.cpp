@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ExclusiveAppsEditor.h"
 
 #include "SettingsBinder.h"
@@ -21,12 +22,12 @@ ExclusiveAppsEditor::ExclusiveAppsEditor(SettingsBinder& binder, QWidget* parent
     m_name = new QLineEdit;
     m_name->setObjectName(u"appName"_s);
     m_name->setPlaceholderText(tr("Program name, e.g. witcher3.exe"));
-    auto* add = new QPushButton(tr("Add"));
+    auto* add = new QPushButton(tr("&Add"));
     add->setObjectName(u"addApp"_s);
-    m_remove = new QPushButton(tr("Remove"));
+    m_remove = new QPushButton(tr("&Remove"));
     m_remove->setObjectName(u"removeApp"_s);
     m_remove->setEnabled(false);
-    auto* reset = new QPushButton(tr("Reset to defaults"));
+    auto* reset = new QPushButton(tr("Reset to &defaults"));
     reset->setObjectName(u"resetApps"_s);
     reset->setToolTip(tr("The common games and game launchers Tessera knows"));
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "FirstRunWizard.h"
 
 #include "TrayIcons.h"
@@ -12,9 +13,11 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScreen>
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <optional>
 
 namespace tessera::ui {
@@ -43,11 +46,14 @@ std::optional<FirstRunWizard::Page> pageOf(const QString& state) {
 } // namespace
 
 FirstRunWizard::FirstRunWizard(manager::Manager& manager, QWidget* parent)
-    : QWidget(parent)
+    : QDialog(parent)
     , m_manager(manager) {
     setWindowTitle(tr("Welcome to Tessera"));
+    setSizeGripEnabled(true);
     setMinimumSize(560, 360);
-    resize(620, 500);
+    // Never larger than the screen (1280 × 720 at 150 % leaves 853 × 458).
+    const QRect available = screen() ? screen()->availableGeometry() : QRect(0, 0, 1280, 720);
+    resize(std::min(620, available.width() * 19 / 20), std::min(500, available.height() * 19 / 20));
 
     m_stack = new QStackedWidget;
     m_welcome = new WelcomePage(m_manager.settings());
@@ -68,6 +74,7 @@ FirstRunWizard::FirstRunWizard(manager::Manager& manager, QWidget* parent)
     m_statusLine->setWordWrap(true);
     m_cancel = new QPushButton(tr("Cancel"));
     m_cancel->setObjectName(u"cancel"_s);
+    m_cancel->setAutoDefault(false); // Enter never stops the node
     m_cancel->setToolTip(tr("Stop and leave the swarm; nothing stays running"));
     connect(m_cancel, &QPushButton::clicked, this, &FirstRunWizard::cancel);
 
@@ -124,7 +131,7 @@ QWidget* FirstRunWizard::makeAdmission() {
     m_admissionAdvice = bodyLabel();
     layout->addWidget(m_admissionAdvice);
     layout->addStretch();
-    m_retry = new QPushButton(tr("Try again"));
+    m_retry = new QPushButton(tr("&Try again"));
     m_retry->setObjectName(u"retry"_s);
     connect(m_retry, &QPushButton::clicked, this, &FirstRunWizard::join);
     auto* row = new QHBoxLayout;
@@ -162,7 +169,7 @@ QWidget* FirstRunWizard::makeDone() {
     m_doneText = bodyLabel();
     layout->addWidget(m_doneText);
     layout->addStretch();
-    auto* dashboard = new QPushButton(tr("Open the dashboard"));
+    auto* dashboard = new QPushButton(tr("Open the &dashboard"));
     dashboard->setObjectName(u"openDashboard"_s);
     connect(dashboard, &QPushButton::clicked, this, [this] {
         Q_EMIT dashboardRequested();
@@ -314,6 +321,17 @@ void FirstRunWizard::showPage(Page page) {
     m_page = page;
     m_stack->setCurrentIndex(int(page));
     m_cancel->setVisible(page != Page::Welcome && page != Page::Done);
+    // Enter presses the shown page's main button (a dialog has one default button at a time).
+    QPushButton* main = page == Page::Welcome ? m_welcome->findChild<QPushButton*>(u"contribute"_s)
+                        : page == Page::Done
+                            ? m_stack->widget(int(Page::Done))->findChild<QPushButton*>(u"close"_s)
+                            : nullptr;
+    if (main) {
+        // Off first: a button made default before it had this dialog as parent is marked
+        // default but unknown to the dialog, and setDefault(true) alone would change nothing.
+        main->setDefault(false);
+        main->setDefault(true);
+    }
     if (page == Page::Welcome)
         fill(page);
     updateSummary();

@@ -1,11 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // FirstRunWizard: the first start — what Tessera does, the coordinator's address (pre-filled with
 // the packaged default) and one Contribute button, then the node's own progress in plain words
 // (measuring, joining or waitlisted or refused, downloading) until it contributes. Its pages
-// follow the node's state by themselves; Cancel stops the node cleanly.
+// follow the node's state by themselves; Cancel stops the node cleanly. A dialog: Enter presses
+// the page's main button, Escape closes it (as Not now; a node that already runs goes on).
 // Contribute first checks the coordinator, and offers to trust a self-signed one (WelcomePage).
 
-#include <QWidget>
+#include <QDialog>
 
 class QLabel;
 class QProgressBar;
@@ -20,7 +22,7 @@ namespace tessera::ui {
 
 class WelcomePage;
 
-class FirstRunWizard final : public QWidget {
+class FirstRunWizard final : public QDialog {
     Q_OBJECT
 
 public:

@@ -1,4 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "SwarmPanel.h"
+
+#include "ErrorNote.h"
 
 #include <QChartView>
 #include <QJsonArray>
@@ -24,6 +27,8 @@ SwarmPanel::SwarmPanel(QWidget* parent)
     m_summary = new QLabel(tr("Waiting for the coordinator's answer…"));
     m_summary->setObjectName(u"swarmSummary"_s);
     m_summary->setWordWrap(true);
+    m_error = new ErrorNote;
+    m_error->setObjectName(u"swarmError"_s);
 
     auto* chart = new QChart;
     chart->setTitle(tr("Training loss (lower is better)"));
@@ -44,16 +49,25 @@ SwarmPanel::SwarmPanel(QWidget* parent)
 
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_summary);
+    layout->addWidget(m_error);
     layout->addWidget(m_chart, 1);
 }
 
 QString SwarmPanel::summary() const {
-    return m_summary->text();
+    const QString error = m_error->message();
+    return error.isEmpty() ? m_summary->text() : m_summary->text() + u'\n' + error;
+}
+
+QString SwarmPanel::errorDetails() const {
+    return m_error->isHidden() ? QString() : m_error->details();
 }
 
 void SwarmPanel::setError(const QString& error) {
-    const QString line = tr("The coordinator is not answering: %1").arg(error);
-    m_summary->setText(m_lastSummary.isEmpty() ? line : m_lastSummary + u'\n' + line);
+    m_summary->setVisible(!m_lastSummary.isEmpty());
+    m_error->showError(m_lastSummary.isEmpty()
+                           ? tr("The coordinator is not answering; Tessera keeps asking.")
+                           : tr("The coordinator is not answering; the figures above are the last it gave."),
+                       error);
 }
 
 void SwarmPanel::setStatus(const QJsonObject& status) {
@@ -71,6 +85,8 @@ void SwarmPanel::setStatus(const QJsonObject& status) {
         parts << tr("%1 tokens/s").arg(locale.toString(std::lround(tps)));
     m_lastSummary = parts.join(u" · "_s);
     m_summary->setText(m_lastSummary);
+    m_summary->show();
+    m_error->clear();
 
     // loss_curve: [[step, loss, tokens], …], the last 500 steps.
     QList<QPointF> points;
@@ -90,7 +106,19 @@ void SwarmPanel::setStatus(const QJsonObject& status) {
         m_loss->setRange(0, 1);
         return;
     }
-    m_steps->setRange(points.first().x(), std::max(points.last().x(), points.first().x() + 1));
+    const double first = points.first().x();
+    const double last = std::max(points.last().x(), first + 1);
+    m_steps->setRange(first, last);
+    // Ticks at round steps (100, 200, 300) while the axis keeps the curve's own extent.
+    const double rough = (last - first) / 5;
+    const double magnitude = std::pow(10.0, std::floor(std::log10(std::max(rough, 1.0))));
+    const double nice = rough <= magnitude       ? magnitude
+                        : rough <= 2 * magnitude ? 2 * magnitude
+                        : rough <= 5 * magnitude ? 5 * magnitude
+                                                 : 10 * magnitude;
+    m_steps->setTickType(QValueAxis::TicksDynamic);
+    m_steps->setTickAnchor(0);
+    m_steps->setTickInterval(std::max(1.0, nice));
     const double pad = std::max(0.05, (high - low) * 0.1);
     m_loss->setRange(std::max(0.0, low - pad), high + pad);
     // Round loss ticks (2.5, 3.0, 3.5) read at a glance; the steps keep the curve's own extent.

@@ -1,6 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // WelcomePage: the address checked before joining, and trust on first use.
 #include "WelcomePage.h"
 
+#include "ErrorNote.h"
 #include "TrayIcons.h"
 #include "WizardLabels.h"
 
@@ -14,7 +16,6 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
-#include <QToolButton>
 #include <QVBoxLayout>
 
 namespace tessera::ui {
@@ -56,28 +57,9 @@ WelcomePage::WelcomePage(AppSettings& settings, QWidget* parent)
     addressRow->addWidget(m_address, 1);
     layout->addLayout(addressRow);
 
-    m_checkText = bodyLabel();
-    m_checkText->setObjectName(u"checkText"_s);
-    m_checkText->hide();
-    m_details = new QToolButton;
-    m_details->setObjectName(u"details"_s);
-    m_details->setText(tr("Details"));
-    m_details->setCheckable(true);
-    m_details->setArrowType(Qt::RightArrow);
-    m_details->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    m_details->setAutoRaise(true);
-    m_details->hide();
-    m_detailsText = bodyLabel();
-    m_detailsText->setObjectName(u"detailsText"_s);
-    m_detailsText->setStyleSheet(u"color: #6b7078;"_s); // quieter, and readable on light and dark
-    m_detailsText->hide();
-    connect(m_details, &QToolButton::toggled, this, [this](bool open) {
-        m_details->setArrowType(open ? Qt::DownArrow : Qt::RightArrow);
-        m_detailsText->setVisible(open);
-    });
-    layout->addWidget(m_checkText);
-    layout->addWidget(m_details);
-    layout->addWidget(m_detailsText);
+    m_note = new ErrorNote;
+    m_note->setObjectName(u"checkText"_s);
+    layout->addWidget(m_note);
 
     // Trust on first use: the fingerprint to compare, and the one button that trusts it.
     m_trustPanel = new QWidget;
@@ -131,7 +113,7 @@ void WelcomePage::refresh() {
 }
 
 QString WelcomePage::checkText() const {
-    return m_checkText->isHidden() ? QString() : m_checkText->text();
+    return m_note->message();
 }
 
 void WelcomePage::contribute() {
@@ -146,11 +128,7 @@ void WelcomePage::contribute() {
         m_settings.setValue(AppSettings::Key::CoordinatorUrl, address);
     m_trustPanel->hide();
     m_offered = QSslCertificate();
-    m_details->hide();
-    m_details->setChecked(false);
-    m_checkText->setStyleSheet(QString());
-    m_checkText->setText(tr("Checking the coordinator at %1…").arg(address));
-    m_checkText->show();
+    m_note->showInfo(tr("Checking the coordinator at %1…").arg(address));
     m_contribute->setEnabled(false);
     m_check.check(address, m_settings.string(AppSettings::Key::CoordinatorCaFile));
 }
@@ -159,7 +137,7 @@ void WelcomePage::onChecked(const manager::CoordinatorCheck::Answer& answer) {
     using Outcome = manager::CoordinatorCheck::Outcome;
     m_contribute->setEnabled(true);
     if (answer.outcome == Outcome::Ok) {
-        m_checkText->hide();
+        m_note->clear();
         Q_EMIT joinRequested();
         return;
     }
@@ -199,11 +177,7 @@ void WelcomePage::trustOffered() {
 }
 
 void WelcomePage::showError(const QString& message, const QString& details) {
-    m_checkText->setStyleSheet(u"color: #c0392b;"_s);
-    m_checkText->setText(message);
-    m_checkText->show();
-    m_detailsText->setText(details);
-    m_details->setVisible(!details.isEmpty());
+    m_note->showError(message, details);
 }
 
 } // namespace tessera::ui

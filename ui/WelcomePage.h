@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // WelcomePage: the first-run wizard's first page — what Tessera does, the coordinator's address
 // (pre-filled with the packaged default, editable) and Contribute.
@@ -18,13 +19,14 @@
 class QLabel;
 class QLineEdit;
 class QPushButton;
-class QToolButton;
 
 namespace tessera::manager {
 class AppSettings;
 }
 
 namespace tessera::ui {
+
+class ErrorNote;
 
 class WelcomePage final : public QWidget {
     Q_OBJECT
@@ -56,9 +58,7 @@ private:
     manager::AppSettings& m_settings;
     QLineEdit* m_address;
     QPushButton* m_contribute;
-    QLabel* m_checkText;
-    QToolButton* m_details;
-    QLabel* m_detailsText;
+    ErrorNote* m_note; // "Checking…", or what is wrong (Details: Qt's words)
     QWidget* m_trustPanel;
     QLabel* m_fingerprint;
     QPushButton* m_trust;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "manager/Manager.h"
 
 #include "manager/AppSettings.h"
@@ -367,6 +368,7 @@ void Manager::updateState() {
 
     AppState state = AppState::Preparing;
     QString text;
+    QString details; // the technical side, for a "Details" view
     if (!m_contributing) {
         state = AppState::NotStarted;
         text = tr("Not contributing — click Contribute to lend your GPU");
@@ -382,9 +384,11 @@ void Manager::updateState() {
     } else if (m_supervisor->state() == S::Refused) {
         state = AppState::Error;
         text = tr("Stopped — %1").arg(m_supervisor->lastError());
+        details = m_supervisor->lastErrorDetails();
     } else if (m_supervisor->state() == S::Restarting) {
         state = AppState::Waiting;
         text = tr("Waiting — %1; starting it again").arg(m_supervisor->lastError());
+        details = m_supervisor->lastErrorDetails();
     } else if (m_supervisor->state() == S::Starting || m_supervisor->state() == S::Stopped ||
                nodeState.isEmpty()) {
         text = tr("Starting…");
@@ -392,10 +396,12 @@ void Manager::updateState() {
         text = tr("Measuring your GPU…");
     } else if (nodeState == u"Admitting" || nodeState == u"Starting") {
         if (status.contains(u"retry_in_s") && status.contains(u"last_error")) {
+            // The node's words name its protocol ("/v1/info", TLS): they go behind Details.
             state = AppState::Waiting;
-            text = tr("Waiting — %1; trying again in %2")
-                       .arg(status.value(u"last_error").toString(),
-                            NodeStatusText::duration(status.value(u"retry_in_s").toDouble()));
+            text = tr("Waiting — the coordinator could not be reached or did not let this computer join; "
+                      "trying again in %1")
+                       .arg(NodeStatusText::duration(status.value(u"retry_in_s").toDouble()));
+            details = status.value(u"last_error").toString();
         } else {
             text = tr("Asking the coordinator for a place in the swarm…");
         }
@@ -430,10 +436,11 @@ void Manager::updateState() {
         state = AppState::Waiting;
         text = tr("Waiting — the node is stopping");
     }
-    if (state == m_state && text == m_stateText)
+    if (state == m_state && text == m_stateText && details == m_stateDetails)
         return;
     m_state = state;
     m_stateText = text;
+    m_stateDetails = details;
     Q_EMIT stateChanged(state, text);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Manager: the desktop app without its widgets — it applies the settings live, runs the pause
 // policy every 250 ms and carries out its decisions on the supervised node, keeps the activity
@@ -62,6 +63,9 @@ public:
     // One sentence: "Contributing to stage 2 of 7", "Paused — a game is running: witcher3.exe",
     // "Downloading stage 2 of 7 of the model: 480 MB of 1200 MB · 12.0 MB/s · about 3 minutes left".
     const QString& stateText() const { return m_stateText; }
+    // The technical side of the state's problem (the node's own error, a crashed node's last log
+    // line), "" when there is none.
+    const QString& stateDetails() const { return m_stateDetails; }
     const PauseDecision& pauseDecision() const;
     const QJsonObject& nodeStatus() const;
     const QJsonObject& swarmStatus() const;
@@ -113,6 +117,7 @@ private:
     QStringList m_extraArguments;
     AppState m_state = AppState::NotStarted;
     QString m_stateText;
+    QString m_stateDetails;
     double m_creditsToday = 0;
     double m_creditsTotal = 0;
     bool m_contributing = false;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FirstRunWizard against a real tessera-coordinator, with the real tessera-node started by the
 // Manager: Contribute → measuring → the stage held → the download → contributing, then the
 // dashboard and a live GPU limit on that node; Cancel stops the node; a coordinator that is not
@@ -42,6 +43,7 @@ private Q_SLOTS:
     void otherCoordinatorKeyIsExplained();
     void aWrongAddressIsFixedOnTheFirstPage();
     void anUnknownCertificateIsTrustedOnFirstUse();
+    void enterContributesAndEscapeCloses();
 
 private:
     // The app pointed at the test's coordinator, with the node's fast test flags.
@@ -231,6 +233,25 @@ void TestFirstRunWizard::anUnknownCertificateIsTrustedOnFirstUse() {
     QTRY_COMPARE_WITH_TIMEOUT(manager.state(), AppState::Contributing, 30'000);
     qInfo("first window to contributing: %.1f s (trusting the certificate included; tiny shard at 1 MiB/s)",
           double(firstWindow.elapsed()) / 1000);
+}
+
+// A dialog: Enter anywhere on the first page is Contribute (the check starts), Escape closes the
+// wizard as Not now does, with nothing started.
+void TestFirstRunWizard::enterContributesAndEscapeCloses() {
+    test::UiFixture app;
+    manager::Manager& manager = app.manager();
+    manager.start();
+    ui::FirstRunWizard wizard(manager);
+    wizard.show();
+    QVERIFY(QTest::qWaitForWindowActive(&wizard));
+    QTest::keyClick(&wizard, Qt::Key_Return);
+    QVERIFY(!wizard.text(Page::Welcome).isEmpty()); // "Checking…", then why it failed (port 1)
+    QTRY_VERIFY_WITH_TIMEOUT(!wizard.welcome().checking(), 15'000);
+    QCOMPARE(wizard.page(), Page::Welcome);
+    QTest::keyClick(&wizard, Qt::Key_Escape);
+    QVERIFY(!wizard.isVisible());
+    QCOMPARE(manager.state(), AppState::NotStarted);
+    QCOMPARE(manager.supervisor().nodePid(), 0);
 }
 
 QTEST_MAIN(TestFirstRunWizard)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LedgerReader: a read-only SQLite connection of its own for each call, removed afterwards.
 #include "node/ledger/LedgerReader.h"
 
@@ -112,15 +113,17 @@ Result<std::vector<MinuteCredits>> LedgerReader::creditsPerMinute(const QString&
     Connection ledger(ledgerPath);
     Result<std::optional<QSqlQuery>> q = run(
         ledger, ledgerPath,
-        QStringLiteral("SELECT issued_at / 60000, SUM(micro_credits) FROM receipts WHERE issued_at >= ? AND "
-                       "issued_at < ? GROUP BY 1 ORDER BY 1"),
+        QStringLiteral(
+            "SELECT issued_at / 60000, SUM(micro_credits), COUNT(*) FROM receipts WHERE issued_at >= ? AND "
+            "issued_at < ? GROUP BY 1 ORDER BY 1"),
         {fromMs, toMs});
     if (!q)
         return q.error();
     std::vector<MinuteCredits> out;
     if (*q)
         while ((*q)->next())
-            out.push_back({(*q)->value(0).toLongLong(), (*q)->value(1).toLongLong()});
+            out.push_back(
+                {(*q)->value(0).toLongLong(), (*q)->value(1).toLongLong(), (*q)->value(2).toLongLong()});
     return out;
 }
 

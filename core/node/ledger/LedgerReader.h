@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // LedgerReader: what other programs may read of a node's credit ledger (ledger.sqlite) while the
 // node writes it — credits per minute and the totals. Read-only, never blocking the node (WAL), and
@@ -16,6 +17,7 @@ namespace tessera::node {
 struct MinuteCredits {
     qint64 minute = 0; // minutes since the epoch (UTC)
     qint64 microCredits = 0;
+    qint64 receipts = 0;
 };
 
 struct LedgerSummary {
@@ -27,7 +29,7 @@ struct LedgerSummary {
 
 class LedgerReader final {
 public:
-    // Micro-credits of the receipts issued in [fromMs, toMs), summed per minute, oldest first.
+    // Micro-credits (and receipts) issued in [fromMs, toMs), summed per minute, oldest first.
     static Result<std::vector<MinuteCredits>> creditsPerMinute(const QString& ledgerPath, qint64 fromMs,
                                                                qint64 toMs);
     static Result<LedgerSummary> summary(const QString& ledgerPath, qint64 sinceMs);

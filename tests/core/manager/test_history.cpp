@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // History on real SQLite files and chosen clocks, in a fixed time zone with daylight saving
 // (CET/CEST): credits land in the minute, local hour and local day they were granted, including
 // across the 25-hour day in October; the ledger is read while a real LocalLedger holds it open and
@@ -6,6 +7,7 @@
 // included) into tasks per minute, averages the compute share, and forgets samples after 31 days.
 #include "ReceiptChain.h"
 #include "common/Identity.h"
+#include "manager/CreditDays.h"
 #include "manager/History.h"
 #include "node/ledger/LocalLedger.h"
 
@@ -104,6 +106,8 @@ private Q_SLOTS:
     void localDayOfTwentyFiveHours();
     void readsWhileTheNodeWrites();
     void damagedLedgerIsAClearError();
+    void creditsDayByDayAndTheirCsv();
+    void rateOfTheLastHourAndDay();
 
     void tasksPerMinuteAcrossANodeRestart();
     void computeShareIsAveragedPerBucket();
@@ -151,6 +155,50 @@ void TestHistory::bucketsFollowTheLocalClock() {
 
     for (double v : hour.values + day.values + month.values)
         QCOMPARE(v, 0.0);
+}
+
+// The dashboard's daily table: local days (23:59 and 00:01 on two rows), a day without credit as a
+// zero row, newest first; the export oldest first, one line a day.
+void TestHistory::creditsDayByDayAndTheirCsv() {
+    const QString file = path(QStringLiteral("ledger.sqlite"));
+    Result<QList<CreditDay>> none = CreditDays::days(file, m_now);
+    QVERIFY2(none, failure(none));
+    QCOMPARE(none->size(), 1); // today, with nothing yet
+    QCOMPARE(none->first().credits, 0.0);
+
+    std::unique_ptr<NodeLedger> node = NodeLedger::open(file);
+    QVERIFY(node);
+    QVERIFY(node->add(local(2024, 3, 12, 10, 0), 3'000'000));
+    QVERIFY(node->add(local(2024, 3, 14, 23, 59), 2'000'000));
+    QVERIFY(node->add(local(2024, 3, 15, 0, 1), 1'500'000));
+    QVERIFY(node->add(local(2024, 3, 15, 14, 37, 5), 125'000));
+    Result<QList<CreditDay>> days = CreditDays::days(file, m_now);
+    QVERIFY2(days, failure(days));
+    QCOMPARE(days->size(), 4); // 15, 14, 13 (nothing) and 12 March
+    QCOMPARE(days->at(0).day, QDate(2024, 3, 15));
+    QCOMPARE(days->at(0).credits, 1.625);
+    QCOMPARE(days->at(0).receipts, 2);
+    QCOMPARE(days->at(1).credits, 2.0);
+    QCOMPARE(days->at(2).day, QDate(2024, 3, 13));
+    QCOMPARE(days->at(2).receipts, 0);
+    QCOMPARE(days->at(3).credits, 3.0);
+    QCOMPARE(CreditDays::csv(*days), QByteArray("date,credits,receipts\r\n2024-03-12,3.000000,1\r\n"
+                                                "2024-03-13,0.000000,0\r\n2024-03-14,2.000000,1\r\n"
+                                                "2024-03-15,1.625000,2\r\n"));
+}
+
+void TestHistory::rateOfTheLastHourAndDay() {
+    const QString file = path(QStringLiteral("ledger.sqlite"));
+    std::unique_ptr<NodeLedger> node = NodeLedger::open(file);
+    QVERIFY(node);
+    QVERIFY(node->add(m_now - 25 * kHour, 8'000'000)); // too old for either
+    QVERIFY(node->add(m_now - 3 * kHour, 2'000'000));  // the last day only
+    QVERIFY(node->add(m_now - 30 * kMinute, 500'000));
+    QVERIFY(node->add(m_now - 5'000, 250'000));
+    Result<CreditRate> rate = CreditDays::rate(file, m_now);
+    QVERIFY2(rate, failure(rate));
+    QCOMPARE(rate->lastHour, 0.75);
+    QCOMPARE(rate->lastDay, 2.75);
 }
 
 void TestHistory::missingLedgerIsAnEmptyHistory() {
