@@ -77,7 +77,7 @@ capture() {
     capture_id "$id" "$name"
 }
 # The window of one app (by its pid) with this title.
-window_of() { xdotool search --onlyvisible --pid "$1" --name "^$2\$" 2> /dev/null | head -1; }
+window_of() { xdotool search --all --onlyvisible --pid "$1" --name "^$2\$" 2> /dev/null | head -1; }
 
 # --- the desktop -------------------------------------------------------------------------------
 Xvfb -displayfd 3 -screen 0 1280x720x24 -nolisten tcp 3> "$work/display" 2> "$work/xvfb.log" &
@@ -126,7 +126,7 @@ wait_for 90 xdotool search --onlyvisible --class Tint2
 
 # --- a swarm of one: a coordinator and the app's node ------------------------------------------
 "$bin/tessera-coordinator" --data-dir "$work/run" --listen 127.0.0.1:0 --model tiny --stages 1 \
-    --microbatches-per-step 2 --credit-interval-ms 5000 > "$work/coordinator.out" 2>&1 &
+    --microbatches-per-step 2 --credit-interval-ms 5000 --credit-escrow-ms 10000 > "$work/coordinator.out" 2>&1 &
 coordinator=$!
 pids+=($coordinator)
 wait_for 120 grep -q "listening on " "$work/coordinator.out"
@@ -245,6 +245,8 @@ sleep 1
 click_in "$(window_named "Tessera Settings")" 140 24 # the "When to pause" tab
 sleep 1
 capture "Tessera Settings" settings
+kill "${apps[-1]}" # it would stand in front of the next pictures
+wait "${apps[-1]}" 2> /dev/null || true
 
 # --- paused for a game, then the coordinator gone ------------------------------------------------
 "$work/supergame" 600 &
@@ -260,6 +262,8 @@ sleep 10
 capture "Tessera" dashboard-lost-contact
 
 # --- at 150 %: a second coordinator of two stages, where this computer holds one alone ----------
+for pid in "${apps[@]}"; do kill "$pid" 2> /dev/null || true; done # their windows would be behind
+for pid in "${apps[@]}"; do wait "$pid" 2> /dev/null || true; done
 "$bin/tessera-coordinator" --data-dir "$work/run2" --listen 127.0.0.1:0 --model tiny --stages 2 \
     > "$work/coordinator2.out" 2>&1 &
 pids+=($!)
@@ -282,14 +286,15 @@ sleep 3
 capture_id "$wizard" wizard-trust-150
 kill "${apps[-1]}"
 wait "${apps[-1]}" 2> /dev/null || true
-# The settings.
-"$bin/tessera" --settings "$work/settings.ini" --show settings > "$work/settings150.log" 2>&1 &
+# The settings (a settings file of its own: another app).
+cp "$work/settings.ini" "$work/settings150.ini"
+"$bin/tessera" --settings "$work/settings150.ini" --show settings > "$work/settings150.log" 2>&1 &
 pids+=($!)
 apps+=($!)
 wait_for 20 window_of "${apps[-1]}" "Tessera Settings"
 sleep 2
 capture_id "$(window_of "${apps[-1]}" "Tessera Settings")" settings-150
-kill "${apps[-1]}"
+kill "${apps[-1]}" || true
 wait "${apps[-1]}" 2> /dev/null || true
 # A node that joined stage 1 of 2 while nobody holds stage 2.
 printf '[app]\nfirst_run_done=true\ncontributing=true\n[contribute]\ncoordinator=%s\ncoordinator_ca=%s\ndata_dir=%s\nnode_program=%s\n' \

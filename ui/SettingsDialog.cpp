@@ -10,8 +10,12 @@
 
 #include <QDialogButtonBox>
 #include <QPushButton>
+#include <QScreen>
+#include <QScrollArea>
 #include <QTabWidget>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace tessera::ui {
 
@@ -22,10 +26,18 @@ SettingsDialog::SettingsDialog(manager::Manager& manager, QWidget* parent)
     , m_binder(new SettingsBinder(manager.settings(), this)) {
     setWindowTitle(tr("Tessera Settings"));
     m_tabs = new QTabWidget;
-    m_tabs->addTab(new GeneralSettingsPage(*m_binder), tr("General"));
+    // Each page scrolls: at 150 % on a 720-pixel screen the dialog is shorter than its pages.
+    const auto scrolled = [](QWidget* page) {
+        auto* scroll = new QScrollArea;
+        scroll->setWidget(page);
+        scroll->setWidgetResizable(true);
+        scroll->setFrameShape(QFrame::NoFrame);
+        return scroll;
+    };
+    m_tabs->addTab(scrolled(new GeneralSettingsPage(*m_binder)), tr("&General"));
     m_pauseRules = new PauseRulesPage(*m_binder, manager);
-    m_tabs->addTab(m_pauseRules, tr("When to pause"));
-    m_tabs->addTab(new ConnectionSettingsPage(*m_binder), tr("Coordinator"));
+    m_tabs->addTab(scrolled(m_pauseRules), tr("When to &pause"));
+    m_tabs->addTab(scrolled(new ConnectionSettingsPage(*m_binder)), tr("&Coordinator"));
 
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
@@ -38,7 +50,9 @@ SettingsDialog::SettingsDialog(manager::Manager& manager, QWidget* parent)
         button->setAutoDefault(false);
         button->setDefault(false);
     }
-    resize(600, 620);
+    // Never larger than the screen.
+    const QRect available = screen() ? screen()->availableGeometry() : QRect(0, 0, 1280, 720);
+    resize(std::min(600, available.width() * 19 / 20), std::min(620, available.height() * 19 / 20));
 }
 
 SettingsDialog::~SettingsDialog() = default;

@@ -149,7 +149,7 @@ void TestSettingsDialog::invalidTextIsNotStored() {
     dialog.show();
     auto* windows = test::child<QLineEdit>(dialog, u"timeWindows"_s);
     auto* windowsError = test::child<QLabel>(dialog, u"timeWindowsError"_s);
-    dialog.tabs().setCurrentWidget(&dialog.pauseRules());
+    dialog.tabs().setCurrentIndex(1); // when to pause
     type(windows, u"Mon-Fri 25:00-08:00"_s);
     QVERIFY(windowsError->isVisible());
     QVERIFY(!windowsError->text().isEmpty());
@@ -170,7 +170,7 @@ void TestSettingsDialog::invalidTextIsNotStored() {
 void TestSettingsDialog::exclusiveAppsEditor() {
     test::UiFixture app;
     ui::SettingsDialog dialog(app.manager());
-    dialog.tabs().setCurrentWidget(&dialog.pauseRules());
+    dialog.tabs().setCurrentIndex(1); // when to pause
     dialog.show();
     auto* editor = test::child<ui::ExclusiveAppsEditor>(dialog, u"exclusiveApps"_s);
     const QStringList defaults = manager::AppSettings::defaultExclusiveApps();
