@@ -269,10 +269,6 @@
         <translation>Ihre GPU wird gemessen…</translation>
     </message>
     <message>
-        <source>Waiting — %1; trying again in %2</source>
-        <translation>Wartet – %1; neuer Versuch in %2</translation>
-    </message>
-    <message>
         <source>Asking the coordinator for a place in the swarm…</source>
         <translation>Der Koordinator wird um einen Platz im Schwarm gebeten…</translation>
     </message>
@@ -311,6 +307,10 @@
     <message>
         <source>Waiting — the node is stopping</source>
         <translation>Wartet – der Knoten wird beendet</translation>
+    </message>
+    <message>
+        <source>Waiting — the coordinator could not be reached or did not let this computer join; trying again in %1</source>
+        <translation>Wartet – der Koordinator war nicht erreichbar oder hat diesen Computer nicht aufgenommen; neuer Versuch in %1</translation>
     </message>
 </context>
 <context>
@@ -374,10 +374,6 @@
         <translation>Keines: die vertrauenswürdigen Stellen des Systems</translation>
     </message>
     <message>
-        <source>Choose…</source>
-        <translation>Auswählen…</translation>
-    </message>
-    <message>
         <source>Change these only if the swarm&apos;s operator asked you to. Tessera starts its node again with the new address; what you earned stays yours.</source>
         <translation>Ändern Sie diese Angaben nur, wenn der Betreiber des Schwarms Sie darum gebeten hat. Tessera startet seinen Knoten mit der neuen Adresse neu; was Sie verdient haben, bleibt Ihnen.</translation>
     </message>
@@ -409,28 +405,141 @@
         <source>Certificates (*.pem *.crt);;All files (*)</source>
         <translation>Zertifikate (*.pem *.crt);;Alle Dateien (*)</translation>
     </message>
+    <message>
+        <source>C&amp;hoose…</source>
+        <translation>Aus&amp;wählen…</translation>
+    </message>
 </context>
 <context>
     <name>tessera::ui::ContributionActions</name>
     <message>
-        <source>Contribute</source>
-        <translation>Mitmachen</translation>
+        <source>&amp;Contribute</source>
+        <translation>&amp;Mitmachen</translation>
     </message>
     <message>
-        <source>Pause for 1 hour</source>
-        <translation>1 Stunde pausieren</translation>
+        <source>Pause for &amp;1 hour</source>
+        <translation>&amp;1 Stunde pausieren</translation>
     </message>
     <message>
-        <source>Pause until I resume</source>
-        <translation>Pausieren, bis ich fortsetze</translation>
+        <source>Pause &amp;until I resume</source>
+        <translation>Pausieren, &amp;bis ich fortsetze</translation>
     </message>
     <message>
-        <source>Resume</source>
-        <translation>Fortsetzen</translation>
+        <source>&amp;Resume</source>
+        <translation>&amp;Fortsetzen</translation>
     </message>
     <message>
-        <source>Try again</source>
-        <translation>Erneut versuchen</translation>
+        <source>&amp;Try again</source>
+        <translation>&amp;Erneut versuchen</translation>
+    </message>
+</context>
+<context>
+    <name>tessera::ui::CreditsBox</name>
+    <message>
+        <source>Your credits</source>
+        <translation>Ihre Credits</translation>
+    </message>
+    <message>
+        <source>Credits today</source>
+        <translation>Credits heute</translation>
+    </message>
+    <message>
+        <source>Credits in total</source>
+        <translation>Credits insgesamt</translation>
+    </message>
+    <message>
+        <source>Credits pending</source>
+        <translation>Ausstehende Credits</translation>
+    </message>
+    <message>
+        <source>Work the swarm accepted that is not credit yet: it becomes a signed receipt once the coordinator&apos;s checks of this computer&apos;s results have covered it (usually within minutes).</source>
+        <translation>Vom Schwarm angenommene Arbeit, die noch nicht gutgeschrieben ist: Sie wird zu einer signierten Quittung, sobald die Prüfungen des Koordinators an den Ergebnissen dieses Computers sie erfasst haben (meist innerhalb weniger Minuten).</translation>
+    </message>
+    <message>
+        <source>Credits count the work this computer did for the swarm that was checked and accepted. Each arrives as a receipt signed by the coordinator and is kept on this computer.</source>
+        <translation>Credits zählen die Arbeit, die dieser Computer für den Schwarm geleistet hat und die geprüft und angenommen wurde. Jeder Credit kommt als vom Koordinator signierte Quittung an und wird auf diesem Computer aufbewahrt.</translation>
+    </message>
+    <message>
+        <source>1 credit = 10&lt;sup&gt;15&lt;/sup&gt; floating-point operations of accepted work.</source>
+        <translation>1 Credit = 10&lt;sup&gt;15&lt;/sup&gt; Gleitkommaoperationen an angenommener Arbeit.</translation>
+    </message>
+    <message>
+        <source>Day &amp;by day…</source>
+        <translation>&amp;Tag für Tag…</translation>
+    </message>
+    <message>
+        <source>Today</source>
+        <translation>Heute</translation>
+    </message>
+    <message>
+        <source>In total</source>
+        <translation>Insgesamt</translation>
+    </message>
+    <message>
+        <source>Pending</source>
+        <translation>Ausstehend</translation>
+    </message>
+    <message>
+        <source>No credit granted in the last 24 hours.</source>
+        <translation>In den letzten 24 Stunden wurden keine Credits gutgeschrieben.</translation>
+    </message>
+    <message>
+        <source>Earning %1 credits an hour lately · %2 in the last 24 hours</source>
+        <translation>Zuletzt %1 Credits pro Stunde · %2 in den letzten 24 Stunden</translation>
+    </message>
+    <message>
+        <source>%1 credits were forfeited: %2</source>
+        <translation>%1 Credits sind verfallen: %2</translation>
+    </message>
+</context>
+<context>
+    <name>tessera::ui::CreditsDialog</name>
+    <message>
+        <source>Credits day by day</source>
+        <translation>Credits Tag für Tag</translation>
+    </message>
+    <message>
+        <source>Day</source>
+        <translation>Tag</translation>
+    </message>
+    <message>
+        <source>Credits</source>
+        <translation>Credits</translation>
+    </message>
+    <message>
+        <source>Receipts</source>
+        <translation>Quittungen</translation>
+    </message>
+    <message>
+        <source>Credits granted each day</source>
+        <translation>Pro Tag gutgeschriebene Credits</translation>
+    </message>
+    <message>
+        <source>&amp;Export as CSV…</source>
+        <translation>Als CSV &amp;exportieren…</translation>
+    </message>
+    <message>
+        <source>The credit ledger could not be read: %1</source>
+        <translation>Die Aufzeichnung der Credits konnte nicht gelesen werden: %1</translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 credits over the last %n day(s), as the coordinator&apos;s signed receipts on this computer say.</source>
+        <translation>
+            <numerusform>Letzter %n Tag: %1 Credits, laut den signierten Quittungen des Koordinators auf diesem Computer.</numerusform>
+            <numerusform>Letzte %n Tage: %1 Credits, laut den signierten Quittungen des Koordinators auf diesem Computer.</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Export credits</source>
+        <translation>Credits exportieren</translation>
+    </message>
+    <message>
+        <source>CSV files (*.csv)</source>
+        <translation>CSV-Dateien (*.csv)</translation>
+    </message>
+    <message>
+        <source>The credits could not be written to %1: %2</source>
+        <translation>Die Credits konnten nicht in %1 geschrieben werden: %2</translation>
     </message>
 </context>
 <context>
@@ -468,56 +577,8 @@
         <translation>Aufgaben pro Minute</translation>
     </message>
     <message>
-        <source>GPU time used (%)</source>
-        <translation>Genutzte GPU-Zeit (%)</translation>
-    </message>
-    <message>
-        <source>History:</source>
-        <translation>Verlauf:</translation>
-    </message>
-    <message>
-        <source>Pause</source>
-        <translation>Pausieren</translation>
-    </message>
-    <message>
-        <source>Resume</source>
-        <translation>Fortsetzen</translation>
-    </message>
-    <message>
-        <source>Settings…</source>
-        <translation>Einstellungen…</translation>
-    </message>
-    <message>
         <source>&amp;About</source>
         <translation>Ü&amp;ber</translation>
-    </message>
-    <message>
-        <source>Your credits</source>
-        <translation>Ihre Credits</translation>
-    </message>
-    <message>
-        <source>Work the swarm accepted that is not credit yet: it becomes a signed receipt once the coordinator&apos;s checks of this computer&apos;s results have covered it (usually within minutes).</source>
-        <translation>Vom Schwarm angenommene Arbeit, die noch nicht gutgeschrieben ist: Sie wird zu einer signierten Quittung, sobald die Prüfungen des Koordinators an den Ergebnissen dieses Computers sie erfasst haben (meist innerhalb weniger Minuten).</translation>
-    </message>
-    <message>
-        <source>1 credit = 10&lt;sup&gt;15&lt;/sup&gt; floating-point operations of work the swarm accepted. Each credit arrives as a receipt signed by the coordinator and is kept on this computer.</source>
-        <translation>1 Credit = 10&lt;sup&gt;15&lt;/sup&gt; Gleitkommaoperationen an Arbeit, die der Schwarm angenommen hat. Jeder Credit kommt als vom Koordinator signierte Quittung an und wird auf diesem Computer aufbewahrt.</translation>
-    </message>
-    <message>
-        <source>Today</source>
-        <translation>Heute</translation>
-    </message>
-    <message>
-        <source>In total</source>
-        <translation>Insgesamt</translation>
-    </message>
-    <message>
-        <source>Pending</source>
-        <translation>Ausstehend</translation>
-    </message>
-    <message>
-        <source>Part of the history could not be read: %1</source>
-        <translation>Ein Teil des Verlaufs konnte nicht gelesen werden: %1</translation>
     </message>
     <message>
         <source> · using up to %1% of the CPU&apos;s time</source>
@@ -526,10 +587,6 @@
     <message>
         <source> · using up to %1% of the GPU&apos;s time</source>
         <translation> · nutzt bis zu %1 % der GPU-Zeit</translation>
-    </message>
-    <message>
-        <source>%1 credits were forfeited: %2</source>
-        <translation>%1 Credits sind verfallen: %2</translation>
     </message>
     <message>
         <source>Quit Tessera?</source>
@@ -547,6 +604,57 @@
         <source>Keep running</source>
         <translation>Weiterlaufen lassen</translation>
     </message>
+    <message>
+        <source>time computing (%)</source>
+        <translation>Rechenzeit (%)</translation>
+    </message>
+    <message>
+        <source>Status icon</source>
+        <translation>Statussymbol</translation>
+    </message>
+    <message>
+        <source>Status</source>
+        <translation>Status</translation>
+    </message>
+    <message>
+        <source>&amp;Pause</source>
+        <translation>&amp;Pausieren</translation>
+    </message>
+    <message>
+        <source>&amp;Resume</source>
+        <translation>&amp;Fortsetzen</translation>
+    </message>
+    <message>
+        <source>&amp;Settings…</source>
+        <translation>Ein&amp;stellungen…</translation>
+    </message>
+    <message>
+        <source>&amp;History:</source>
+        <translation>&amp;Verlauf:</translation>
+    </message>
+    <message>
+        <source>Show as &amp;tables</source>
+        <translation>Als Ta&amp;bellen anzeigen</translation>
+    </message>
+    <message>
+        <source>The charts&apos; figures as tables, for reading exact values or with a screen reader</source>
+        <translation>Die Werte der Diagramme als Tabellen – zum Ablesen genauer Zahlen oder für Screenreader</translation>
+    </message>
+    <message>
+        <source>Part of the history could not be read; the figures shown may be incomplete.</source>
+        <translation>Ein Teil des Verlaufs konnte nicht gelesen werden; die angezeigten Werte sind möglicherweise unvollständig.</translation>
+    </message>
+</context>
+<context>
+    <name>tessera::ui::ErrorNote</name>
+    <message>
+        <source>&amp;Details</source>
+        <translation>&amp;Details</translation>
+    </message>
+    <message>
+        <source>Shows the technical text of the problem</source>
+        <translation>Zeigt die technische Beschreibung des Problems</translation>
+    </message>
 </context>
 <context>
     <name>tessera::ui::ExclusiveAppsEditor</name>
@@ -555,20 +663,20 @@
         <translation>Programmname, z. B. witcher3.exe</translation>
     </message>
     <message>
-        <source>Add</source>
-        <translation>Hinzufügen</translation>
-    </message>
-    <message>
-        <source>Remove</source>
-        <translation>Entfernen</translation>
-    </message>
-    <message>
-        <source>Reset to defaults</source>
-        <translation>Auf Standard zurücksetzen</translation>
-    </message>
-    <message>
         <source>The common games and game launchers Tessera knows</source>
         <translation>Die gängigen Spiele und Spiele-Launcher, die Tessera kennt</translation>
+    </message>
+    <message>
+        <source>&amp;Add</source>
+        <translation>&amp;Hinzufügen</translation>
+    </message>
+    <message>
+        <source>&amp;Remove</source>
+        <translation>&amp;Entfernen</translation>
+    </message>
+    <message>
+        <source>Reset to &amp;defaults</source>
+        <translation>Auf &amp;Standard zurücksetzen</translation>
     </message>
 </context>
 <context>
@@ -598,20 +706,12 @@
         <translation>Beitritt zum Schwarm</translation>
     </message>
     <message>
-        <source>Try again</source>
-        <translation>Erneut versuchen</translation>
-    </message>
-    <message>
         <source>Downloading your part of the model</source>
         <translation>Ihr Teil des Modells wird heruntergeladen</translation>
     </message>
     <message>
         <source>Only your part comes to this computer, never the whole model. If the connection drops, the download continues where it stopped.</source>
         <translation>Nur Ihr Teil kommt auf diesen Computer, nie das ganze Modell. Bricht die Verbindung ab, wird der Download dort fortgesetzt, wo er aufgehört hat.</translation>
-    </message>
-    <message>
-        <source>Open the dashboard</source>
-        <translation>Übersicht öffnen</translation>
     </message>
     <message>
         <source>Close</source>
@@ -648,6 +748,14 @@
     <message>
         <source>%1. Tessera starts working by itself as soon as it can, and pauses by itself when you play. You can close this window.</source>
         <translation>%1. Tessera beginnt von selbst zu arbeiten, sobald es kann, und pausiert von selbst, wenn Sie spielen. Sie können dieses Fenster schließen.</translation>
+    </message>
+    <message>
+        <source>&amp;Try again</source>
+        <translation>&amp;Erneut versuchen</translation>
+    </message>
+    <message>
+        <source>Open the &amp;dashboard</source>
+        <translation>&amp;Übersicht öffnen</translation>
     </message>
 </context>
 <context>
@@ -695,6 +803,21 @@
     <message>
         <source>Tessera&apos;s data folder</source>
         <translation>Datenordner von Tessera</translation>
+    </message>
+</context>
+<context>
+    <name>tessera::ui::HistoryView</name>
+    <message>
+        <source>Day</source>
+        <translation>Tag</translation>
+    </message>
+    <message>
+        <source>Time</source>
+        <translation>Uhrzeit</translation>
+    </message>
+    <message>
+        <source>%1: now %2, highest %3</source>
+        <translation>%1: aktuell %2, Höchstwert %3</translation>
     </message>
 </context>
 <context>
@@ -774,16 +897,16 @@
         <translation>Tessera-Einstellungen</translation>
     </message>
     <message>
-        <source>General</source>
-        <translation>Allgemein</translation>
+        <source>&amp;General</source>
+        <translation>&amp;Allgemein</translation>
     </message>
     <message>
-        <source>When to pause</source>
-        <translation>Wann pausieren</translation>
+        <source>When to &amp;pause</source>
+        <translation>Wann &amp;pausieren</translation>
     </message>
     <message>
-        <source>Coordinator</source>
-        <translation>Koordinator</translation>
+        <source>&amp;Coordinator</source>
+        <translation>&amp;Koordinator</translation>
     </message>
 </context>
 <context>
@@ -805,10 +928,6 @@
         <translation>Schritt</translation>
     </message>
     <message>
-        <source>The coordinator is not answering: %1</source>
-        <translation>Der Koordinator antwortet nicht: %1</translation>
-    </message>
-    <message>
         <source>1 volunteer online</source>
         <translation>1 Freiwilliger online</translation>
     </message>
@@ -827,6 +946,14 @@
     <message>
         <source>%1 tokens/s</source>
         <translation>%1 Tokens/s</translation>
+    </message>
+    <message>
+        <source>The coordinator is not answering; Tessera keeps asking.</source>
+        <translation>Der Koordinator antwortet nicht; Tessera fragt weiter nach.</translation>
+    </message>
+    <message>
+        <source>The coordinator is not answering; the figures above are the last it gave.</source>
+        <translation>Der Koordinator antwortet nicht; oben stehen die zuletzt gemeldeten Werte.</translation>
     </message>
 </context>
 <context>
@@ -875,10 +1002,6 @@ Heute: %2 Credits (%3 ausstehend)</translation>
     <message>
         <source>Coordinator &amp;address:</source>
         <translation>Koordinator-&amp;Adresse:</translation>
-    </message>
-    <message>
-        <source>Details</source>
-        <translation>Details</translation>
     </message>
     <message>
         <source>Certificate fingerprint (SHA-256)</source>

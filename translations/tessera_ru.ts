@@ -269,10 +269,6 @@
         <translation>Измерение скорости вашего GPU…</translation>
     </message>
     <message>
-        <source>Waiting — %1; trying again in %2</source>
-        <translation>Ожидание — %1; повтор через %2</translation>
-    </message>
-    <message>
         <source>Asking the coordinator for a place in the swarm…</source>
         <translation>Запрос места в рое у координатора…</translation>
     </message>
@@ -311,6 +307,10 @@
     <message>
         <source>Waiting — the node is stopping</source>
         <translation>Ожидание — узел останавливается</translation>
+    </message>
+    <message>
+        <source>Waiting — the coordinator could not be reached or did not let this computer join; trying again in %1</source>
+        <translation>Ожидание — координатор недоступен или не принял этот компьютер; повтор через %1</translation>
     </message>
 </context>
 <context>
@@ -374,10 +374,6 @@
         <translation>Нет: доверенные центры сертификации системы</translation>
     </message>
     <message>
-        <source>Choose…</source>
-        <translation>Выбрать…</translation>
-    </message>
-    <message>
         <source>Change these only if the swarm&apos;s operator asked you to. Tessera starts its node again with the new address; what you earned stays yours.</source>
         <translation>Меняйте эти настройки, только если вас об этом попросил оператор роя. Tessera перезапустит свой узел с новым адресом; всё заработанное останется вашим.</translation>
     </message>
@@ -409,28 +405,142 @@
         <source>Certificates (*.pem *.crt);;All files (*)</source>
         <translation>Сертификаты (*.pem *.crt);;Все файлы (*)</translation>
     </message>
+    <message>
+        <source>C&amp;hoose…</source>
+        <translation>&amp;Выбрать…</translation>
+    </message>
 </context>
 <context>
     <name>tessera::ui::ContributionActions</name>
     <message>
-        <source>Contribute</source>
-        <translation>Участвовать</translation>
+        <source>&amp;Contribute</source>
+        <translation>&amp;Участвовать</translation>
     </message>
     <message>
-        <source>Pause for 1 hour</source>
-        <translation>Приостановить на 1 час</translation>
+        <source>Pause for &amp;1 hour</source>
+        <translation>Приостановить на &amp;1 час</translation>
     </message>
     <message>
-        <source>Pause until I resume</source>
-        <translation>Приостановить до возобновления вручную</translation>
+        <source>Pause &amp;until I resume</source>
+        <translation>Приостановить &amp;до возобновления вручную</translation>
     </message>
     <message>
-        <source>Resume</source>
-        <translation>Возобновить</translation>
+        <source>&amp;Resume</source>
+        <translation>&amp;Возобновить</translation>
     </message>
     <message>
-        <source>Try again</source>
-        <translation>Попробовать снова</translation>
+        <source>&amp;Try again</source>
+        <translation>Попробовать &amp;снова</translation>
+    </message>
+</context>
+<context>
+    <name>tessera::ui::CreditsBox</name>
+    <message>
+        <source>Your credits</source>
+        <translation>Ваши кредиты</translation>
+    </message>
+    <message>
+        <source>Credits today</source>
+        <translation>Кредиты за сегодня</translation>
+    </message>
+    <message>
+        <source>Credits in total</source>
+        <translation>Всего кредитов</translation>
+    </message>
+    <message>
+        <source>Credits pending</source>
+        <translation>Кредиты в ожидании</translation>
+    </message>
+    <message>
+        <source>Work the swarm accepted that is not credit yet: it becomes a signed receipt once the coordinator&apos;s checks of this computer&apos;s results have covered it (usually within minutes).</source>
+        <translation>Работа, принятая роем, но ещё не ставшая кредитами: она превратится в подписанную квитанцию, когда координатор проверит соответствующие результаты этого компьютера (обычно в течение нескольких минут).</translation>
+    </message>
+    <message>
+        <source>Credits count the work this computer did for the swarm that was checked and accepted. Each arrives as a receipt signed by the coordinator and is kept on this computer.</source>
+        <translation>Кредиты начисляются за работу, которую этот компьютер выполнил для роя и которая прошла проверку и была принята. Каждый кредит приходит в виде квитанции, подписанной координатором, и хранится на этом компьютере.</translation>
+    </message>
+    <message>
+        <source>1 credit = 10&lt;sup&gt;15&lt;/sup&gt; floating-point operations of accepted work.</source>
+        <translation>1 кредит = 10&lt;sup&gt;15&lt;/sup&gt; операций с плавающей точкой в принятой работе.</translation>
+    </message>
+    <message>
+        <source>Day &amp;by day…</source>
+        <translation>По &amp;дням…</translation>
+    </message>
+    <message>
+        <source>Today</source>
+        <translation>Сегодня</translation>
+    </message>
+    <message>
+        <source>In total</source>
+        <translation>Всего</translation>
+    </message>
+    <message>
+        <source>Pending</source>
+        <translation>В ожидании</translation>
+    </message>
+    <message>
+        <source>No credit granted in the last 24 hours.</source>
+        <translation>За последние 24 часа кредиты не начислялись.</translation>
+    </message>
+    <message>
+        <source>Earning %1 credits an hour lately · %2 in the last 24 hours</source>
+        <translation>Кредитов в час за последнее время: %1 · за последние 24 часа: %2</translation>
+    </message>
+    <message>
+        <source>%1 credits were forfeited: %2</source>
+        <translation>Аннулировано кредитов: %1 — %2</translation>
+    </message>
+</context>
+<context>
+    <name>tessera::ui::CreditsDialog</name>
+    <message>
+        <source>Credits day by day</source>
+        <translation>Кредиты по дням</translation>
+    </message>
+    <message>
+        <source>Day</source>
+        <translation>День</translation>
+    </message>
+    <message>
+        <source>Credits</source>
+        <translation>Кредиты</translation>
+    </message>
+    <message>
+        <source>Receipts</source>
+        <translation>Квитанции</translation>
+    </message>
+    <message>
+        <source>Credits granted each day</source>
+        <translation>Кредиты, начисленные за каждый день</translation>
+    </message>
+    <message>
+        <source>&amp;Export as CSV…</source>
+        <translation>&amp;Экспорт в CSV…</translation>
+    </message>
+    <message>
+        <source>The credit ledger could not be read: %1</source>
+        <translation>Не удалось прочитать журнал кредитов: %1</translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 credits over the last %n day(s), as the coordinator&apos;s signed receipts on this computer say.</source>
+        <translation>
+            <numerusform>Кредитов за последний %n день: %1 — по подписанным квитанциям координатора на этом компьютере.</numerusform>
+            <numerusform>Кредитов за последние %n дня: %1 — по подписанным квитанциям координатора на этом компьютере.</numerusform>
+            <numerusform>Кредитов за последние %n дней: %1 — по подписанным квитанциям координатора на этом компьютере.</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Export credits</source>
+        <translation>Экспорт кредитов</translation>
+    </message>
+    <message>
+        <source>CSV files (*.csv)</source>
+        <translation>Файлы CSV (*.csv)</translation>
+    </message>
+    <message>
+        <source>The credits could not be written to %1: %2</source>
+        <translation>Не удалось записать кредиты в %1: %2</translation>
     </message>
 </context>
 <context>
@@ -468,56 +578,8 @@
         <translation>заданий в минуту</translation>
     </message>
     <message>
-        <source>GPU time used (%)</source>
-        <translation>Использование времени GPU (%)</translation>
-    </message>
-    <message>
-        <source>History:</source>
-        <translation>История:</translation>
-    </message>
-    <message>
-        <source>Pause</source>
-        <translation>Приостановить</translation>
-    </message>
-    <message>
-        <source>Resume</source>
-        <translation>Возобновить</translation>
-    </message>
-    <message>
-        <source>Settings…</source>
-        <translation>Настройки…</translation>
-    </message>
-    <message>
         <source>&amp;About</source>
         <translation>&amp;О программе</translation>
-    </message>
-    <message>
-        <source>Your credits</source>
-        <translation>Ваши кредиты</translation>
-    </message>
-    <message>
-        <source>Work the swarm accepted that is not credit yet: it becomes a signed receipt once the coordinator&apos;s checks of this computer&apos;s results have covered it (usually within minutes).</source>
-        <translation>Работа, принятая роем, но ещё не ставшая кредитами: она превратится в подписанную квитанцию, когда координатор проверит соответствующие результаты этого компьютера (обычно в течение нескольких минут).</translation>
-    </message>
-    <message>
-        <source>1 credit = 10&lt;sup&gt;15&lt;/sup&gt; floating-point operations of work the swarm accepted. Each credit arrives as a receipt signed by the coordinator and is kept on this computer.</source>
-        <translation>1 кредит = 10&lt;sup&gt;15&lt;/sup&gt; операций с плавающей точкой в работе, принятой роем. Каждый кредит приходит в виде квитанции, подписанной координатором, и хранится на этом компьютере.</translation>
-    </message>
-    <message>
-        <source>Today</source>
-        <translation>Сегодня</translation>
-    </message>
-    <message>
-        <source>In total</source>
-        <translation>Всего</translation>
-    </message>
-    <message>
-        <source>Pending</source>
-        <translation>В ожидании</translation>
-    </message>
-    <message>
-        <source>Part of the history could not be read: %1</source>
-        <translation>Часть истории не удалось прочитать: %1</translation>
     </message>
     <message>
         <source> · using up to %1% of the CPU&apos;s time</source>
@@ -526,10 +588,6 @@
     <message>
         <source> · using up to %1% of the GPU&apos;s time</source>
         <translation> · используется до %1% времени GPU</translation>
-    </message>
-    <message>
-        <source>%1 credits were forfeited: %2</source>
-        <translation>Аннулировано кредитов: %1 — %2</translation>
     </message>
     <message>
         <source>Quit Tessera?</source>
@@ -547,6 +605,57 @@
         <source>Keep running</source>
         <translation>Продолжить работу</translation>
     </message>
+    <message>
+        <source>time computing (%)</source>
+        <translation>время вычислений (%)</translation>
+    </message>
+    <message>
+        <source>Status icon</source>
+        <translation>Значок состояния</translation>
+    </message>
+    <message>
+        <source>Status</source>
+        <translation>Состояние</translation>
+    </message>
+    <message>
+        <source>&amp;Pause</source>
+        <translation>&amp;Приостановить</translation>
+    </message>
+    <message>
+        <source>&amp;Resume</source>
+        <translation>&amp;Возобновить</translation>
+    </message>
+    <message>
+        <source>&amp;Settings…</source>
+        <translation>&amp;Настройки…</translation>
+    </message>
+    <message>
+        <source>&amp;History:</source>
+        <translation>&amp;История:</translation>
+    </message>
+    <message>
+        <source>Show as &amp;tables</source>
+        <translation>Показать в виде &amp;таблиц</translation>
+    </message>
+    <message>
+        <source>The charts&apos; figures as tables, for reading exact values or with a screen reader</source>
+        <translation>Данные графиков в виде таблиц — чтобы видеть точные значения или читать их с помощью программы чтения с экрана</translation>
+    </message>
+    <message>
+        <source>Part of the history could not be read; the figures shown may be incomplete.</source>
+        <translation>Часть истории не удалось прочитать; показанные данные могут быть неполными.</translation>
+    </message>
+</context>
+<context>
+    <name>tessera::ui::ErrorNote</name>
+    <message>
+        <source>&amp;Details</source>
+        <translation>Подро&amp;бности</translation>
+    </message>
+    <message>
+        <source>Shows the technical text of the problem</source>
+        <translation>Показывает техническое описание проблемы</translation>
+    </message>
 </context>
 <context>
     <name>tessera::ui::ExclusiveAppsEditor</name>
@@ -555,20 +664,20 @@
         <translation>Имя программы, например witcher3.exe</translation>
     </message>
     <message>
-        <source>Add</source>
-        <translation>Добавить</translation>
-    </message>
-    <message>
-        <source>Remove</source>
-        <translation>Удалить</translation>
-    </message>
-    <message>
-        <source>Reset to defaults</source>
-        <translation>Восстановить стандартный список</translation>
-    </message>
-    <message>
         <source>The common games and game launchers Tessera knows</source>
         <translation>Распространённые игры и игровые лаунчеры, известные Tessera</translation>
+    </message>
+    <message>
+        <source>&amp;Add</source>
+        <translation>&amp;Добавить</translation>
+    </message>
+    <message>
+        <source>&amp;Remove</source>
+        <translation>&amp;Удалить</translation>
+    </message>
+    <message>
+        <source>Reset to &amp;defaults</source>
+        <translation>Восстановить &amp;стандартный список</translation>
     </message>
 </context>
 <context>
@@ -598,20 +707,12 @@
         <translation>Подключение к рою</translation>
     </message>
     <message>
-        <source>Try again</source>
-        <translation>Попробовать снова</translation>
-    </message>
-    <message>
         <source>Downloading your part of the model</source>
         <translation>Загрузка вашей части модели</translation>
     </message>
     <message>
         <source>Only your part comes to this computer, never the whole model. If the connection drops, the download continues where it stopped.</source>
         <translation>На этот компьютер загружается только ваша часть, а не вся модель. Если соединение прервётся, загрузка продолжится с того места, где остановилась.</translation>
-    </message>
-    <message>
-        <source>Open the dashboard</source>
-        <translation>Открыть панель</translation>
     </message>
     <message>
         <source>Close</source>
@@ -648,6 +749,14 @@
     <message>
         <source>%1. Tessera starts working by itself as soon as it can, and pauses by itself when you play. You can close this window.</source>
         <translation>%1. Tessera сама начнёт работать, как только сможет, и сама приостановится, когда вы играете. Это окно можно закрыть.</translation>
+    </message>
+    <message>
+        <source>&amp;Try again</source>
+        <translation>Попробовать &amp;снова</translation>
+    </message>
+    <message>
+        <source>Open the &amp;dashboard</source>
+        <translation>Открыть &amp;панель</translation>
     </message>
 </context>
 <context>
@@ -695,6 +804,21 @@
     <message>
         <source>Tessera&apos;s data folder</source>
         <translation>Папка данных Tessera</translation>
+    </message>
+</context>
+<context>
+    <name>tessera::ui::HistoryView</name>
+    <message>
+        <source>Day</source>
+        <translation>День</translation>
+    </message>
+    <message>
+        <source>Time</source>
+        <translation>Время</translation>
+    </message>
+    <message>
+        <source>%1: now %2, highest %3</source>
+        <translation>%1: сейчас %2, максимум %3</translation>
     </message>
 </context>
 <context>
@@ -774,16 +898,16 @@
         <translation>Настройки Tessera</translation>
     </message>
     <message>
-        <source>General</source>
-        <translation>Общие</translation>
+        <source>&amp;General</source>
+        <translation>&amp;Общие</translation>
     </message>
     <message>
-        <source>When to pause</source>
-        <translation>Когда приостанавливать</translation>
+        <source>When to &amp;pause</source>
+        <translation>Когда &amp;приостанавливать</translation>
     </message>
     <message>
-        <source>Coordinator</source>
-        <translation>Координатор</translation>
+        <source>&amp;Coordinator</source>
+        <translation>&amp;Координатор</translation>
     </message>
 </context>
 <context>
@@ -805,10 +929,6 @@
         <translation>шаг</translation>
     </message>
     <message>
-        <source>The coordinator is not answering: %1</source>
-        <translation>Координатор не отвечает: %1</translation>
-    </message>
-    <message>
         <source>1 volunteer online</source>
         <translation>1 доброволец в сети</translation>
     </message>
@@ -827,6 +947,14 @@
     <message>
         <source>%1 tokens/s</source>
         <translation>токенов/с: %1</translation>
+    </message>
+    <message>
+        <source>The coordinator is not answering; Tessera keeps asking.</source>
+        <translation>Координатор не отвечает; Tessera продолжает попытки.</translation>
+    </message>
+    <message>
+        <source>The coordinator is not answering; the figures above are the last it gave.</source>
+        <translation>Координатор не отвечает; выше показаны последние полученные от него данные.</translation>
     </message>
 </context>
 <context>
@@ -875,10 +1003,6 @@ Today: %2 credits (%3 pending)</source>
     <message>
         <source>Coordinator &amp;address:</source>
         <translation>&amp;Адрес координатора:</translation>
-    </message>
-    <message>
-        <source>Details</source>
-        <translation>Подробности</translation>
     </message>
     <message>
         <source>Certificate fingerprint (SHA-256)</source>
