@@ -13,6 +13,7 @@ namespace tessera::protocol {
 namespace {
 
 const QLatin1StringView kSigningTag("tessera-admission-v1");
+const QLatin1StringView kSigningTagWithProfile("tessera-admission-v2");
 
 Error fieldError(const char* field, const std::string& problem) {
     return makeError(std::string(field) + ": " + problem);
@@ -146,7 +147,7 @@ QString AdmissionClaims::nodeId() const {
 }
 
 QByteArray AdmissionClaims::signingPayload() const {
-    return admissionSigningPayload(nodeKey, nonce, hardware, bench, clientVersionText);
+    return admissionSigningPayload(nodeKey, nonce, hardware, bench, clientVersionText, profileJson);
 }
 
 bool AdmissionClaims::signatureValid() const {
@@ -156,7 +157,8 @@ bool AdmissionClaims::signatureValid() const {
 Result<AdmissionClaims> parseAdmissionRequest(const QJsonObject& request) {
     static const QStringList known{QStringLiteral("node_key"),       QStringLiteral("nonce"),
                                    QStringLiteral("hardware"),       QStringLiteral("bench"),
-                                   QStringLiteral("client_version"), QStringLiteral("signature")};
+                                   QStringLiteral("client_version"), QStringLiteral("signature"),
+                                   QStringLiteral("profile")};
     for (auto it = request.begin(); it != request.end(); ++it) {
         if (!known.contains(it.key()))
             return makeError(it.key().left(64).toStdString() + ": unknown field (it would not be signed)");
@@ -197,6 +199,14 @@ Result<AdmissionClaims> parseAdmissionRequest(const QJsonObject& request) {
     c.clientVersionText = *version;
     c.clientVersion = *parsed;
 
+    if (const QJsonValue profile = request.value(u"profile"); !profile.isUndefined()) {
+        Result<PublicProfile> parsedProfile = parsePublicProfile(profile);
+        if (!parsedProfile)
+            return parsedProfile.error();
+        c.profileJson = profile.toObject();
+        c.profile = *parsedProfile;
+    }
+
     Result<QByteArray> signature =
         base64Field(request, "signature", QStringLiteral("signature"), Identity::kSignatureSize, &ignored);
     if (!signature)
@@ -206,28 +216,40 @@ Result<AdmissionClaims> parseAdmissionRequest(const QJsonObject& request) {
 }
 
 QByteArray admissionSigningPayload(const QString& nodeKey, const QString& nonce, const QJsonObject& hardware,
-                                   const QJsonObject& bench, const QString& clientVersion) {
-    QByteArray payload = QByteArray(kSigningTag.data(), kSigningTag.size());
+                                   const QJsonObject& bench, const QString& clientVersion,
+                                   const std::optional<QJsonObject>& profile) {
+    const QLatin1StringView tag = profile ? kSigningTagWithProfile : kSigningTag;
+    QByteArray payload = QByteArray(tag.data(), tag.size());
     for (const QByteArray& part :
          {nodeKey.toUtf8(), nonce.toUtf8(), QJsonDocument(hardware).toJson(QJsonDocument::Compact),
           QJsonDocument(bench).toJson(QJsonDocument::Compact), clientVersion.toUtf8()}) {
         payload += '\n';
         payload += part;
     }
+    if (profile) {
+        payload += '\n';
+        payload += QJsonDocument(*profile).toJson(QJsonDocument::Compact);
+    }
     return payload;
 }
 
 QJsonObject makeAdmissionRequest(const Identity& identity, const QString& nonce, const QJsonObject& hardware,
-                                 const QJsonObject& bench, const QString& clientVersion) {
+                                 const QJsonObject& bench, const QString& clientVersion,
+                                 const PublicProfile& profile) {
     const QString key = identity.publicKeyBase64();
+    const std::optional<QJsonObject> profileJson =
+        profile.isEmpty() ? std::nullopt : std::optional<QJsonObject>(profile.toJson());
     const QByteArray signature =
-        identity.sign(admissionSigningPayload(key, nonce, hardware, bench, clientVersion));
-    return QJsonObject{{QStringLiteral("node_key"), key},
-                       {QStringLiteral("nonce"), nonce},
-                       {QStringLiteral("hardware"), hardware},
-                       {QStringLiteral("bench"), bench},
-                       {QStringLiteral("client_version"), clientVersion},
-                       {QStringLiteral("signature"), Identity::toBase64Url(signature)}};
+        identity.sign(admissionSigningPayload(key, nonce, hardware, bench, clientVersion, profileJson));
+    QJsonObject request{{QStringLiteral("node_key"), key},
+                        {QStringLiteral("nonce"), nonce},
+                        {QStringLiteral("hardware"), hardware},
+                        {QStringLiteral("bench"), bench},
+                        {QStringLiteral("client_version"), clientVersion},
+                        {QStringLiteral("signature"), Identity::toBase64Url(signature)}};
+    if (profileJson)
+        request.insert(QStringLiteral("profile"), *profileJson);
+    return request;
 }
 
 } // namespace tessera::protocol

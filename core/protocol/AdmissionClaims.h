@@ -5,6 +5,7 @@
 #include "base/Dtype.h"
 #include "base/Result.h"
 #include "protocol/ClientVersion.h"
+#include "protocol/PublicProfile.h"
 
 #include <QByteArray>
 #include <QJsonObject>
@@ -42,7 +43,8 @@ struct AdmissionClaims {
     QJsonObject hardware;
     QJsonObject bench;
     QString clientVersionText;
-    QByteArray signature; // 64 bytes, decoded
+    std::optional<QJsonObject> profileJson; // the opt-in "profile" member, when it was sent
+    QByteArray signature;                   // 64 bytes, decoded
 
     // Decoded and checked.
     QByteArray publicKey; // 32 bytes
@@ -54,15 +56,16 @@ struct AdmissionClaims {
     double gflops = 0; // best GEMM throughput measured
     gpu::Dtype computeDtype = gpu::Dtype::F32;
     std::optional<double> memoryGbps;
+    PublicProfile profile; // checked and cleaned; empty: anonymous
 
     QString nodeId() const; // SHA-256 of publicKey, hex
     QByteArray signingPayload() const;
     bool signatureValid() const;
 };
 
-// Every member must be present and in range, and nothing unknown may appear at the top level
-// (it would not be signed). An error names the field: "hardware.memory_bytes: must be ...".
-// The signature is decoded here but checked by AdmissionService.
+// Every member must be present and in range (but "profile", which is optional), and nothing unknown
+// may appear at the top level (it would not be signed). An error names the field: "hardware.memory_bytes:
+// must be ...". The signature is decoded here but checked by AdmissionService.
 Result<AdmissionClaims> parseAdmissionRequest(const QJsonObject& request);
 
 // What a node signs and the coordinator verifies, UTF-8, fields joined by '\n':
@@ -71,11 +74,18 @@ Result<AdmissionClaims> parseAdmissionRequest(const QJsonObject& request);
 // keys sorted (QJsonObject keeps them ordered by UTF-16 code unit), numbers as Qt writes them
 // (integers in full, others in shortest round-trip form). The coordinator re-encodes the objects
 // it parsed, so any client that builds them with Qt signs the same bytes.
+// A request with a "profile" (display name, team) signs
+//   "tessera-admission-v2" \n node_key \n nonce \n hardware \n bench \n client_version \n profile
+// instead, profile encoded like hardware: the name a node is shown by is its own word, and a request
+// without one signs what nodes that predate profiles sign.
 QByteArray admissionSigningPayload(const QString& nodeKey, const QString& nonce, const QJsonObject& hardware,
-                                   const QJsonObject& bench, const QString& clientVersion);
+                                   const QJsonObject& bench, const QString& clientVersion,
+                                   const std::optional<QJsonObject>& profile = std::nullopt);
 
-// The node's side: the request body for POST /v1/admission, signed by identity.
+// The node's side: the request body for POST /v1/admission, signed by identity; the profile is
+// sent only when it is not empty.
 QJsonObject makeAdmissionRequest(const Identity& identity, const QString& nonce, const QJsonObject& hardware,
-                                 const QJsonObject& bench, const QString& clientVersion);
+                                 const QJsonObject& bench, const QString& clientVersion,
+                                 const PublicProfile& profile = {});
 
 } // namespace tessera::protocol
