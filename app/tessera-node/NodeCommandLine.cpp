@@ -41,6 +41,7 @@ QString NodeCommandLine::usage() const {
         "  run       Join a coordinator's swarm and compute until stopped\n"
         "            --coordinator URL [--data-dir DIR] [--device cpu|cuda:N] [--gpu-limit PCT]\n"
         "            [--coordinator-key KEY] [--coordinator-ca FILE] [--max-download-rate KIBPS]\n"
+        "            [--display-name NAME] [--team NAME]  (shown on the coordinator's leaderboard)\n"
         "  status    What the node on --data-dir is doing [--json]\n"
         "  pause     Stop computing within a microbatch; --hard exits to free all GPU memory\n"
         "  resume    Compute again\n"

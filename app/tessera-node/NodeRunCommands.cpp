@@ -133,7 +133,15 @@ int runNodeCommand(const QStringList& arguments, std::ostream& out, std::ostream
     const auto heartbeat = valueOption("heartbeat-ms", "Session heartbeat interval [10000].", "MS");
     const auto credits =
         valueOption("credits-poll-ms", "How often to fetch new credit receipts [60000].", "MS");
-    parser.addOptions({help, coordinator, dataDir, device, limit, key, ca, rate, bench, heartbeat, credits});
+    const auto displayName =
+        valueOption("display-name",
+                    "Show this node on the coordinator's public leaderboard by this name (at most 32 "
+                    "characters) [none: anonymous].",
+                    "NAME");
+    const auto team =
+        valueOption("team", "Count this node's credits for this team on the leaderboard [none].", "NAME");
+    parser.addOptions({help, coordinator, dataDir, device, limit, key, ca, rate, bench, heartbeat, credits,
+                       displayName, team});
     if (!parser.parse(arguments))
         return usage(err, QStringLiteral("run"), parser.errorText());
     if (parser.isSet(help)) {
@@ -188,6 +196,11 @@ int runNodeCommand(const QStringList& arguments, std::ostream& out, std::ostream
     o.creditsPollInterval = std::chrono::milliseconds(qint64(creditsMs));
     o.coordinatorKey = parser.value(key);
     o.coordinatorCa = parser.value(ca);
+    Result<protocol::PublicProfile> profile =
+        protocol::makePublicProfile(parser.value(displayName), parser.value(team));
+    if (!profile)
+        return usage(err, QStringLiteral("run"), QString::fromStdString(profile.message()));
+    o.profile = *profile;
 
     if (Status s = NodeFiles(o.dataDir).ensureExists(); !s) {
         err << kProgram << ": " << s.message() << "\n";

@@ -77,6 +77,7 @@ Status Node::start() {
         return s;
     m_admission = std::make_unique<Admission>(m_files, *m_client, *m_identity, m_options.coordinator,
                                               m_options.coordinatorKey);
+    m_admission->setProfile(m_options.profile);
     connect(m_admission.get(), &Admission::progress, this,
             [this](const QString& detail) { enter(NodeState::Admitting, detail); });
     connect(m_admission.get(), &Admission::granted, this, [this](const gpu::ShardManifest& manifest) {

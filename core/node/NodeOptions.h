@@ -2,6 +2,8 @@
 #pragma once
 // NodeOptions: what `tessera-node run` is started with (its command line, parsed).
 
+#include "protocol/PublicProfile.h"
+
 #include <QString>
 #include <QUrl>
 
@@ -20,6 +22,7 @@ struct NodeOptions {
     double benchSeconds = 3;  // the admission benchmark's budget
     std::chrono::milliseconds heartbeatInterval{std::chrono::seconds(10)};
     std::chrono::milliseconds creditsPollInterval{std::chrono::seconds(60)};
+    protocol::PublicProfile profile; // --display-name, --team: on the leaderboard; empty: anonymous
 };
 
 } // namespace tessera::node

@@ -55,7 +55,10 @@ void Admission::start() {
         m_stageCount = info.value(u"stages").toInt(m_modelConfig.value(u"stages").toInt(0));
         // A token from an earlier run (a hard pause, a restart) is used again while it is valid.
         Result<QJsonObject> session = m_files.read(kSessionFile);
-        if (session &&
+        const bool sameProfile = session && session->value(u"profile").toObject() == m_profile.toJson();
+        if (session && !session->isEmpty() && !sameProfile)
+            qInfo("node: the display name or team changed since the last admission: asking to join again");
+        if (session && sameProfile &&
             session->value(u"coordinator_key").toString() == Identity::toBase64Url(m_coordinatorKey) &&
             !session->value(u"session_token").toString().isEmpty()) {
             m_sessionToken = session->value(u"session_token").toString();
@@ -125,7 +128,7 @@ void Admission::admit() {
                 return Q_EMIT retry(QStringLiteral("admission challenge: ") + challenge.describe());
             const QJsonObject body =
                 protocol::makeAdmissionRequest(m_identity, challenge.json().value(u"nonce").toString(),
-                                               m_hardware, m_bench, tesseraVersion());
+                                               m_hardware, m_bench, tesseraVersion(), m_profile);
             m_client.postJson(QStringLiteral("/v1/admission"), body,
                               [this](const HttpReply& r) { onAdmission(r); });
         });
@@ -153,6 +156,7 @@ void Admission::onAdmission(const HttpReply& reply) {
                     {QStringLiteral("node_id"), m_identity.nodeId()},
                     {QStringLiteral("session_token"), m_sessionToken},
                     {QStringLiteral("stage"), m_stage},
+                    {QStringLiteral("profile"), m_profile.toJson()},
                     {QStringLiteral("admitted_at_ms"), nowMs()}},
         true);
     if (!saved)

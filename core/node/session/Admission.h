@@ -11,6 +11,7 @@
 
 #include "base/ShardManifest.h"
 #include "node/NodeFiles.h"
+#include "protocol/PublicProfile.h"
 #include "protocol/Refusal.h"
 
 #include <QByteArray>
@@ -38,6 +39,9 @@ public:
 
     // What the admission request claims (the benchmark's result).
     void setClaims(QJsonObject hardware, QJsonObject bench);
+    // The opt-in display name and team sent with the admission. A saved session admitted with
+    // another profile is not resumed: the node asks to join again, so the leaderboard follows.
+    void setProfile(protocol::PublicProfile profile) { m_profile = std::move(profile); }
     // /v1/info, the key check, then a saved session or a new admission.
     void start();
     // A new admission (the session was revoked or expired; the saved one is forgotten).
@@ -76,6 +80,7 @@ private:
     QString m_pinnedKey;
     QJsonObject m_hardware;
     QJsonObject m_bench;
+    protocol::PublicProfile m_profile;
     QByteArray m_coordinatorKey;
     QJsonObject m_modelConfig;
     int m_stageCount = 0;
