@@ -134,10 +134,11 @@ Status AdmissionService::decide(const protocol::AdmissionClaims& claims, qint64 
 
     NodeRegistry registry(m_db);
     SessionStore sessions(m_db);
-    if (Status r = registry.admit(NodeAdmission{nodeId, claims.nodeKey, compact(claims.hardware),
-                                                compact(claims.bench), claims.clientVersionText,
-                                                claims.gflops, network},
-                                  nowMs);
+    if (Status r =
+            registry.admit(NodeAdmission{nodeId, claims.nodeKey, compact(claims.hardware),
+                                         compact(claims.bench), claims.clientVersionText, claims.gflops,
+                                         network, claims.profile.displayName, claims.profile.team},
+                           nowMs);
         !r)
         return r;
     if (Status r = registry.setStage(nodeId, stage); !r)

@@ -14,8 +14,8 @@
 //   3. client version >= minimum → else Denied; the node or its network banned (Reputation) →
 //      Denied (banned); as many nodes online from its network as allowed → Waitlisted;
 //   4. AssignmentPolicy on the online nodes' loads → Denied (fits no stage) or Waitlisted;
-//   5. record the node (online, stage), the assignment and a new session, revoking the node's
-//      older sessions → Admitted.
+//   5. record the node (online, stage, its opt-in display name and team — none sent: anonymous),
+//      the assignment and a new session, revoking the node's older sessions → Admitted.
 // A nonce is spent by every request that gets past step 1, whatever the outcome: each retry
 // asks for a new challenge. SQLite's write lock serialises steps 2–5 across connections, so
 // two admissions never both take the last seat.

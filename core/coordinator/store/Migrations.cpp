@@ -155,6 +155,17 @@ const std::vector<Migration>& migrations() {
              // neither loaded nor offered to nodes; its number is not used again.
              "ALTER TABLE stage_versions ADD COLUMN refused TEXT NOT NULL DEFAULT ''",
          }},
+        {6,
+         "the leaderboard: a node's opt-in display name and team",
+         {
+             // Both as the node last sent them at admission (protocol/PublicProfile: checked, trimmed,
+             // at most 32 characters); '' : not given — the node is shown as anonymous, in no team.
+             "ALTER TABLE nodes ADD COLUMN display_name TEXT NOT NULL DEFAULT ''",
+             "ALTER TABLE nodes ADD COLUMN team TEXT NOT NULL DEFAULT ''",
+             "CREATE INDEX nodes_team ON nodes (team)",
+             // The leaderboard's credits of the last 24 hours read only recent receipts.
+             "CREATE INDEX credit_receipts_issued ON credit_receipts (issued_at)",
+         }},
     };
     return all;
 }

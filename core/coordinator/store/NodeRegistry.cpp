@@ -9,7 +9,7 @@ namespace tessera::coordinator {
 namespace {
 
 const QString kColumns = QStringLiteral("node_id, public_key, first_seen, last_seen, state, hardware_json, "
-                                        "bench_json, client_version, stage, network");
+                                        "bench_json, client_version, stage, network, display_name, team");
 
 NodeRecord readNode(const QSqlQuery& q) {
     NodeRecord n;
@@ -24,6 +24,8 @@ NodeRecord readNode(const QSqlQuery& q) {
     n.clientVersion = q.value(7).toString();
     n.stage = sql::optionalInt(q.value(8));
     n.network = q.value(9).toString();
+    n.displayName = q.value(10).toString();
+    n.team = q.value(11).toString();
     return n;
 }
 
@@ -55,18 +57,21 @@ QString nodeStateName(NodeState state) {
 }
 
 Status NodeRegistry::admit(const NodeAdmission& a, qint64 nowMs) {
+    // A null QString binds as SQL NULL: the NOT NULL text columns get '' instead.
+    const auto text = [](const QString& s) { return s.isNull() ? QStringLiteral("") : s; };
     Result<QSqlQuery> q = sql::exec(
         m_db.connection(),
         QStringLiteral("INSERT INTO nodes (node_id, public_key, first_seen, last_seen, state, hardware_json, "
-                       "bench_json, client_version, stage, bench_gflops, network) VALUES (?, ?, ?, ?, ?, ?, "
-                       "?, ?, NULL, ?, ?) "
+                       "bench_json, client_version, stage, bench_gflops, network, display_name, team) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?) "
                        "ON CONFLICT (node_id) DO UPDATE SET public_key = excluded.public_key, "
                        "last_seen = excluded.last_seen, state = excluded.state, "
                        "hardware_json = excluded.hardware_json, bench_json = excluded.bench_json, "
                        "client_version = excluded.client_version, bench_gflops = excluded.bench_gflops, "
-                       "network = excluded.network"),
+                       "network = excluded.network, display_name = excluded.display_name, "
+                       "team = excluded.team"),
         {a.nodeId, a.publicKey, nowMs, nowMs, nodeStateName(NodeState::Online), a.hardwareJson, a.benchJson,
-         a.clientVersion, a.benchGflops, a.network.isNull() ? QStringLiteral("") : a.network});
+         a.clientVersion, a.benchGflops, text(a.network), text(a.displayName), text(a.team)});
     return q ? Status() : Status(q.error());
 }
 
@@ -181,6 +186,30 @@ Result<std::vector<StageTotals>> NodeRegistry::stageTotals(const QString& except
     std::vector<StageTotals> out;
     while (q->next())
         out.push_back({q->value(0).toInt(), q->value(1).toLongLong(), q->value(2).toDouble()});
+    return out;
+}
+
+Result<std::vector<OnlineNode>> NodeRegistry::onlineByStage(int perStage) {
+    // Each node's credits from its own receipts (the primary key's prefix), ranked within its stage;
+    // ROW_NUMBER() runs on SQLite (3.25+) and PostgreSQL alike.
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral(
+                      "SELECT node_id, stage, display_name, team, bench_gflops, credits FROM ("
+                      " SELECT n.node_id, n.stage, n.display_name, n.team, n.bench_gflops, n.credits,"
+                      "  ROW_NUMBER() OVER (PARTITION BY n.stage ORDER BY n.credits DESC, n.node_id) AS place"
+                      " FROM (SELECT node_id, stage, display_name, team, bench_gflops,"
+                      "  (SELECT CAST(COALESCE(SUM(r.micro_credits), 0) AS BIGINT) FROM credit_receipts r"
+                      "   WHERE r.node_id = nodes.node_id) AS credits"
+                      "  FROM nodes WHERE state = ? AND stage IS NOT NULL) n) ranked "
+                      "WHERE place <= ? ORDER BY stage, place"),
+                  {nodeStateName(NodeState::Online), perStage});
+    if (!q)
+        return q.error();
+    std::vector<OnlineNode> out;
+    while (q->next())
+        out.push_back({q->value(0).toString(), q->value(1).toInt(), q->value(2).toString(),
+                       q->value(3).toString(), q->value(4).toDouble(), q->value(5).toLongLong()});
     return out;
 }
 

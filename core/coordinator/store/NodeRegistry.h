@@ -29,7 +29,9 @@ struct NodeRecord {
     QString benchJson;
     QString clientVersion;
     std::optional<int> stage;
-    QString network; // what it was admitted from (trust/Reputation::networkOf)
+    QString network;     // what it was admitted from (trust/Reputation::networkOf)
+    QString displayName; // opt-in (protocol/PublicProfile); empty: anonymous
+    QString team;        // opt-in; empty: none
 };
 
 // What an admission tells about a node.
@@ -41,6 +43,19 @@ struct NodeAdmission {
     QString clientVersion;
     double benchGflops = 0; // bench_json's gflops, kept as a column for stageTotals()
     QString network;
+    // What the node chose to show this time: a returning node that sends none becomes anonymous.
+    QString displayName;
+    QString team;
+};
+
+// An online node as the operator's page lists it: who (if it said), where, and what it earned.
+struct OnlineNode {
+    QString nodeId;
+    int stage = 0;
+    QString displayName; // empty: anonymous
+    QString team;
+    double benchGflops = 0;  // its own benchmark, as claimed at admission
+    qint64 microCredits = 0; // granted (in receipts)
 };
 
 // Online nodes of one stage and their summed benchmark throughput.
@@ -78,6 +93,9 @@ public:
     // Per stage with at least one online node, leaving `exceptNodeId` out: one GROUP BY, so
     // an admission costs the same with 10 nodes known as with 10,000.
     Result<std::vector<StageTotals>> stageTotals(const QString& exceptNodeId = {});
+    // The online nodes of each stage, at most perStage of each (those with the most credits first,
+    // then by id), in one query; ordered by stage.
+    Result<std::vector<OnlineNode>> onlineByStage(int perStage);
 
 private:
     Status updateOne(const QString& nodeId, const QString& sql, const QVariantList& values);

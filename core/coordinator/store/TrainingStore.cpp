@@ -299,4 +299,35 @@ Result<std::vector<LossPoint>> TrainingStore::lossHistory(int maxPoints) {
     return points;
 }
 
+Result<std::vector<LossPoint>> TrainingStore::lossCurve(int maxPoints) {
+    Result<QSqlQuery> span = sql::exec(
+        m_db.connection(), QStringLiteral("SELECT COUNT(*), MIN(step), MAX(step) FROM loss_history"));
+    if (!span)
+        return span.error();
+    if (!span->next() || span->value(0).toLongLong() == 0 || maxPoints < 1)
+        return std::vector<LossPoint>();
+    const qint64 count = span->value(0).toLongLong();
+    const qint64 first = span->value(1).toLongLong();
+    const qint64 last = span->value(2).toLongLong();
+    span->finish();
+    if (count <= maxPoints)
+        return lossHistory(maxPoints);
+    // Buckets of `width` consecutive steps. Both numbers are ours, not a client's; written into the
+    // text so that integer division is what both backends do.
+    const qint64 width = (last - first) / maxPoints + 1;
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral("SELECT MAX(step), AVG(loss), MAX(tokens), MAX(at) FROM loss_history "
+                                 "GROUP BY (step - %1) / %2 ORDER BY 1")
+                      .arg(first)
+                      .arg(width));
+    if (!q)
+        return q.error();
+    std::vector<LossPoint> points;
+    while (q->next())
+        points.push_back({q->value(0).toLongLong(), q->value(1).toDouble(), q->value(2).toLongLong(),
+                          q->value(3).toLongLong()});
+    return points;
+}
+
 } // namespace tessera::coordinator

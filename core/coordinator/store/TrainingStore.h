@@ -80,6 +80,9 @@ public:
     Result<CreditEscrow> escrow(const QString& node);
 
     Result<std::vector<LossPoint>> lossHistory(int maxPoints);
+    // The whole run's loss, every process's steps, in at most maxPoints: consecutive steps averaged
+    // together (in SQL) when there are more; each point at the last step of those it stands for.
+    Result<std::vector<LossPoint>> lossCurve(int maxPoints);
 
 private:
     struct Op {
