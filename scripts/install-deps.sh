@@ -25,6 +25,9 @@ packages=(
     openssl
     # GUI tests and the tray app on a machine without a display
     xvfb xauth
+    # the coordinator's operator page rendered by a real browser (core.test_operator_page: headless
+    # Chromium; the test skips without it)
+    chromium
     # the desktop app's pause rules: X11 (full-screen windows, idle time via the screen-saver
     # extension; XTest lets a test fake input), and a private D-Bus for the UPower test
     libx11-dev libxss-dev libxtst-dev dbus-daemon

@@ -11,9 +11,11 @@
 #include "coordinator/api/CreditsApi.h"
 #include "coordinator/api/Metrics.h"
 #include "coordinator/api/NodeMessageCap.h"
+#include "coordinator/api/OperatorPage.h"
 #include "coordinator/api/SessionApi.h"
 #include "coordinator/api/ShardApi.h"
 #include "coordinator/api/StatusApi.h"
+#include "coordinator/api/SwarmApi.h"
 #include "coordinator/http/HttpServer.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/NonceStore.h"
@@ -113,6 +115,8 @@ struct Coordinator::Parts {
     std::unique_ptr<ShardApi> shardApi;
     std::unique_ptr<StatusApi> statusApi;
     std::unique_ptr<CreditsApi> creditsApi;
+    std::unique_ptr<SwarmApi> swarmApi;
+    OperatorPage operatorPage;
     std::unique_ptr<SessionApi> sessionApi;
     std::unique_ptr<Trainer> trainer;
     std::unique_ptr<http::HttpServer> server;
@@ -264,6 +268,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     p.sessionApi->sweep();
     Trainer* training = p.trainer.get();
     p.statusApi->setTrainingStatus([training] { return training->status(); });
+    p.swarmApi = std::make_unique<SwarmApi>(*p.db, SwarmApiSettings{model.stages});
+    p.swarmApi->setLive([training](const QString& node) { return training->live(node); });
 
     http::HttpServerConfig serverConfig;
     if (options.maxConnections)
@@ -285,10 +291,18 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     AdmissionApi& admit = *p.admissionApi;
     ShardApi& shards = *p.shardApi;
     CreditsApi& credits = *p.creditsApi;
-    p.route("GET", QStringLiteral("/"), [&status](const HttpRequest& r) { return status.page(r); });
+    SwarmApi& swarm = *p.swarmApi;
+    const OperatorPage& page = p.operatorPage;
+    p.route("GET", QStringLiteral("/"), [&page](const HttpRequest& r) { return page.page(r); });
+    p.route("GET", QStringLiteral("/operator.js"), [&page](const HttpRequest& r) { return page.script(r); });
+    p.route("GET", QStringLiteral("/operator.css"), [&page](const HttpRequest& r) { return page.style(r); });
     p.route("GET", QStringLiteral("/v1/info"), [&status](const HttpRequest& r) { return status.info(r); });
     p.route("GET", QStringLiteral("/v1/status"),
             [&status](const HttpRequest& r) { return status.status(r); });
+    p.route("GET", QStringLiteral("/v1/loss"), [&status](const HttpRequest& r) { return status.loss(r); });
+    p.route("GET", QStringLiteral("/v1/nodes"), [&swarm](const HttpRequest& r) { return swarm.nodes(r); });
+    p.route("GET", QStringLiteral("/v1/leaderboard"),
+            [&swarm](const HttpRequest& r) { return swarm.leaderboard(r); });
     p.route("GET", QStringLiteral("/metrics"), [&status](const HttpRequest& r) { return status.metrics(r); });
     p.route("POST", QStringLiteral("/v1/admission/challenge"),
             [&admit](const HttpRequest& r) { return admit.challenge(r); });

@@ -6,10 +6,10 @@
 #include "coordinator/api/Metrics.h"
 #include "coordinator/store/NodeRegistry.h"
 #include "coordinator/store/StageVersionStore.h"
+#include "coordinator/store/TrainingStore.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <algorithm>
 
 namespace tessera::coordinator {
 
@@ -19,6 +19,8 @@ using http::HttpResponse;
 namespace {
 
 const QString kName = QStringLiteral("tessera-coordinator");
+// Points of /v1/loss: enough for a curve as wide as a screen.
+constexpr int kLossCurvePoints = 600;
 
 QJsonObject modelObject(const gpu::ModelConfig& config) {
     return QJsonDocument::fromJson(QByteArray::fromStdString(config.toJson())).object();
@@ -42,7 +44,8 @@ QByteArray label(const QString& value) {
 StatusApi::StatusApi(Database& db, Metrics& metrics, StatusApiSettings settings)
     : m_db(db)
     , m_metrics(metrics)
-    , m_settings(std::move(settings)) {}
+    , m_settings(std::move(settings))
+    , m_lossCache(m_settings.cacheFor) {}
 
 Result<StatusApi::Snapshot> StatusApi::snapshot() const {
     NodeRegistry registry(m_db);
@@ -191,108 +194,19 @@ HttpResponse StatusApi::metrics(const HttpRequest&) const {
     return HttpResponse(200, out, "text/plain; version=0.0.4; charset=utf-8");
 }
 
-namespace {
-
-// The loss curve as an inline SVG polyline (no script, no external file).
-QString lossCurveSvg(const QJsonArray& curve) {
-    if (curve.size() < 2)
-        return QStringLiteral("<p>The loss curve appears after two steps.</p>");
-    double lo = 1e300, hi = -1e300;
-    const double firstStep = curve.first().toArray().at(0).toDouble();
-    const double lastStep = curve.last().toArray().at(0).toDouble();
-    for (const QJsonValue& v : curve) {
-        const double loss = v.toArray().at(1).toDouble();
-        lo = std::min(lo, loss);
-        hi = std::max(hi, loss);
-    }
-    const double w = 600, h = 200, span = std::max(hi - lo, 1e-9),
-                 steps = std::max(lastStep - firstStep, 1.0);
-    QString points;
-    for (const QJsonValue& v : curve) {
-        const QJsonArray p = v.toArray();
-        points += QStringLiteral("%1,%2 ")
-                      .arg((p.at(0).toDouble() - firstStep) / steps * w, 0, 'f', 1)
-                      .arg(h - (p.at(1).toDouble() - lo) / span * h, 0, 'f', 1);
-    }
-    return QStringLiteral(
-               "<svg width=\"%1\" height=\"%2\" viewBox=\"-40 -10 %3 %4\" "
-               "style=\"border:1px solid #ccc\"><polyline fill=\"none\" stroke=\"#36c\" "
-               "stroke-width=\"1.5\" points=\"%5\"/><text x=\"-38\" y=\"5\" font-size=\"10\">%6</text>"
-               "<text x=\"-38\" y=\"%7\" font-size=\"10\">%8</text></svg>"
-               "<p>loss, steps %9 to %10</p>")
-        .arg(w + 40)
-        .arg(h + 20)
-        .arg(w + 50)
-        .arg(h + 20)
-        .arg(points.trimmed())
-        .arg(hi, 0, 'f', 3)
-        .arg(h)
-        .arg(lo, 0, 'f', 3)
-        .arg(qint64(firstStep))
-        .arg(qint64(lastStep));
-}
-
-} // namespace
-
-HttpResponse StatusApi::page(const HttpRequest&) const {
-    Result<Snapshot> s = snapshot();
-    if (!s)
-        return storageError(s.message());
-    const QString model = QString::fromStdString(m_settings.model.name).toHtmlEscaped();
-    QString rows;
-    for (const StageRow& row : s->stages)
-        rows += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td></tr>\n")
-                    .arg(row.stage)
-                    .arg(row.nodesOnline)
-                    .arg(row.version)
-                    .arg(row.step);
-    QString trainingHtml;
-    if (m_training) {
-        const QJsonObject t = m_training();
-        const QJsonObject mb = t.value(u"microbatches").toObject();
-        QString stageNodes;
-        for (const QJsonValue& v : t.value(u"training_stages").toArray())
-            stageNodes += QStringLiteral("stage %1: %2 training, %3 syncing; ")
-                              .arg(v.toObject().value(u"stage").toInt())
-                              .arg(v.toObject().value(u"nodes").toInt())
-                              .arg(v.toObject().value(u"ghosts").toInt());
-        trainingHtml =
-            QStringLiteral(
-                "<h2>Training</h2>\n<p>Step <b>%1</b> &middot; loss <b>%2</b> &middot; %3 tokens/s "
-                "&middot; %4 tokens</p>\n<p>Microbatches: %5 issued, %6 completed, %7 abandoned, %8 in "
-                "flight &middot; joins %9, leaves %10</p>\n<p>%11</p>\n%12\n")
-                .arg(t.value(u"step").toInteger())
-                .arg(t.value(u"loss").isDouble() ? QString::number(t.value(u"loss").toDouble(), 'f', 4)
-                                                 : QStringLiteral("&ndash;"))
-                .arg(t.value(u"tokens_per_second").toDouble(), 0, 'f', 0)
-                .arg(t.value(u"tokens").toInteger())
-                .arg(mb.value(u"issued").toInteger())
-                .arg(mb.value(u"completed").toInteger())
-                .arg(mb.value(u"abandoned").toInteger())
-                .arg(mb.value(u"in_flight").toInteger())
-                .arg(t.value(u"joins").toInteger())
-                .arg(t.value(u"leaves").toInteger())
-                .arg(stageNodes.toHtmlEscaped())
-                .arg(lossCurveSvg(t.value(u"loss_curve").toArray()));
-    }
-    const QString html =
-        QStringLiteral(
-            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Tessera coordinator</title>\n"
-            "<style>body{font-family:sans-serif;margin:2em}td,th{padding:.2em 1em;text-align:right}"
-            "</style></head><body>\n<h1>Tessera coordinator</h1>\n"
-            "<p>Version %1 &middot; model <b>%2</b> (%3 parameters, %4 stages)</p>\n"
-            "<p>Nodes online: <b>%5</b> of %6 admitted</p>\n"
-            "<table><tr><th>stage</th><th>nodes online</th><th>shard version</th><th>step</th></tr>\n"
-            "%7</table>\n%8<p><a href=\"/v1/status\">/v1/status</a> &middot; "
-            "<a href=\"/metrics\">/metrics</a></p>\n</body></html>\n")
-            .arg(tesseraVersion().toHtmlEscaped(), model)
-            .arg(qint64(m_settings.model.parameterCount()))
-            .arg(m_settings.model.stages)
-            .arg(s->nodesOnline)
-            .arg(s->nodesTotal)
-            .arg(rows)
-            .arg(trainingHtml);
-    return HttpResponse(200, html.toUtf8(), "text/html; charset=utf-8");
+HttpResponse StatusApi::loss(const HttpRequest&) {
+    return m_lossCache.get(WallClock::nowMs(), [this] {
+        Result<std::vector<LossPoint>> curve = TrainingStore(m_db).lossCurve(kLossCurvePoints);
+        if (!curve)
+            return storageError(curve.message());
+        QJsonArray points;
+        for (const LossPoint& p : *curve)
+            points.append(QJsonArray{p.step, p.loss, p.tokens, p.atMs});
+        return HttpResponse::json(200, QJsonDocument(QJsonObject{
+                                           {QStringLiteral("points"), points},
+                                           {QStringLiteral("max_points"), kLossCurvePoints},
+                                       }));
+    });
 }
 
 } // namespace tessera::coordinator

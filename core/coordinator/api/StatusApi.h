@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // StatusApi: what the coordinator tells about itself and the swarm: GET /v1/info, /v1/status,
-// /metrics (Prometheus text) and / (a small HTML page).
+// /v1/loss (the loss curve of the whole run, across restarts) and /metrics (Prometheus text).
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"
+#include "coordinator/api/ResponseCache.h"
 #include "coordinator/http/HttpRequest.h"
 #include "coordinator/http/HttpResponse.h"
 
 #include <QJsonObject>
 #include <QString>
 
+#include <chrono>
 #include <functional>
 #include <vector>
 
@@ -24,6 +26,7 @@ struct StatusApiSettings {
     QString coordinatorKey;   // base64url Ed25519 public key
     QString minClientVersion; // "0.1.0"
     qint64 startedAtMs = 0;
+    std::chrono::milliseconds cacheFor{std::chrono::seconds(3)}; // /v1/loss is read again after this
 };
 
 class StatusApi final {
@@ -33,7 +36,9 @@ public:
     http::HttpResponse info(const http::HttpRequest& request) const;
     http::HttpResponse status(const http::HttpRequest& request) const;
     http::HttpResponse metrics(const http::HttpRequest& request) const;
-    http::HttpResponse page(const http::HttpRequest& request) const;
+    // 200 {"points": [[step, loss, tokens, at_ms], ...], "max_points"}: loss_history, every process's
+    // steps, at most max_points (consecutive steps averaged when there are more), oldest first.
+    http::HttpResponse loss(const http::HttpRequest& request);
 
     // The data plane's part of the status (Trainer::status()); none: the fields are absent.
     void setTrainingStatus(std::function<QJsonObject()> training) { m_training = std::move(training); }
@@ -57,6 +62,7 @@ private:
     Metrics& m_metrics;
     StatusApiSettings m_settings;
     std::function<QJsonObject()> m_training;
+    ResponseCache m_lossCache;
 };
 
 } // namespace tessera::coordinator

@@ -105,6 +105,12 @@ public:
     void removeNode(const QString& nodeId, const QString& reason);
     bool hasNode(const QString& nodeId) const { return m_nodes.contains(nodeId); }
     std::optional<int> stageOf(const QString& nodeId) const;
+    // The scheduler's estimate of the node's seconds per token; none for a node not here.
+    std::optional<double> secondsPerToken(const QString& nodeId) const {
+        const auto it = m_nodes.constFind(nodeId);
+        return it == m_nodes.cend() ? std::nullopt
+                                    : m_schedulers[std::size_t(it->stage)].secondsPerToken(nodeId);
+    }
     QStringList nodesOf(int stage) const;
 
     // A binary task_result from the node.

@@ -77,6 +77,7 @@ void Membership::onReady(const QString& node, const protocol::Ready& ready) {
                                             .left(protocol::kMaxReasonChars)});
         return;
     }
+    m_paused.remove(node);
     sitOut = banned && *banned;
     if (sitOut)
         m_sittingOut.insert(node);
@@ -98,6 +99,7 @@ void Membership::onReady(const QString& node, const protocol::Ready& ready) {
 }
 
 void Membership::onUnavailable(const QString& node, const QString& reason) {
+    m_paused.insert(node);
     m_ghosts.remove(node);
     if (m_reclaim)
         m_reclaim->nodeGone(node);
@@ -107,6 +109,7 @@ void Membership::onUnavailable(const QString& node, const QString& reason) {
 
 void Membership::onClosed(const QString& node, bool stopping) {
     m_reassigned.remove(node);
+    m_paused.remove(node);
     const bool held = m_reclaim && m_reclaim->holds(node);
     if (m_reclaim)
         m_reclaim->nodeGone(node);
@@ -153,6 +156,22 @@ int Membership::ghosts(int stage) const {
     for (int s : m_ghosts)
         n += s == stage ? 1 : 0;
     return n;
+}
+
+NodeLive Membership::live(const QString& node) const {
+    NodeLive out;
+    out.secondsPerToken = m_router.secondsPerToken(node);
+    if (!out.secondsPerToken)
+        out.secondsPerToken = m_probes.secondsPerToken(node);
+    if (m_reassigned.contains(node))
+        out.activity = NodeActivity::Moving;
+    else if (m_router.hasNode(node))
+        out.activity = NodeActivity::Training;
+    else if (m_ghosts.contains(node) || (m_reclaim && m_reclaim->holds(node)))
+        out.activity = NodeActivity::Syncing;
+    else if (m_paused.contains(node))
+        out.activity = NodeActivity::Paused;
+    return out;
 }
 
 void Membership::rebalance() {

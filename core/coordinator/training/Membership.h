@@ -9,6 +9,7 @@
 // without a routed node for rebalanceAfterMs takes the last node of the fullest stage (≥ 2 nodes):
 // the database assignment changes first, then the node is told to `reassign`.
 
+#include "coordinator/training/NodeActivity.h"
 #include "protocol/SessionMessages.h"
 
 #include <QHash>
@@ -62,6 +63,8 @@ public:
     void rebalance();
 
     int ghosts(int stage) const;
+    // What the node is doing now and how fast it is, for the operator's page.
+    NodeLive live(const QString& node) const;
 
 private:
     void route(const QString& node, int stage);
@@ -87,6 +90,7 @@ private:
     QHash<int, qint64> m_starvedSince; // stage → when it last had no node
     QSet<QString> m_rejoining;
     QSet<QString> m_sittingOut; // routed with a strike ban to sit out
+    QSet<QString> m_paused;     // said `unavailable`, not `ready` since
     Reclaim* m_reclaim = nullptr;
 };
 

@@ -80,6 +80,8 @@ public:
 
     qint64 step() const { return m_state.step; }
     const Router& router() const { return *m_router; }
+    // For /v1/nodes: what the node is doing and how fast it is.
+    NodeLive live(const QString& node) const { return m_membership->live(node); }
 
 private:
     Trainer(Database& db, const gpu::ModelConfig& config, TrainerSettings settings, SessionApi& sessions);

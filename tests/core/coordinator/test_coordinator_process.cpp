@@ -427,10 +427,30 @@ void TestCoordinatorProcess::statusMetricsAndPage() {
     QVERIFY(r.body.contains("tessera_admissions_total{outcome=\"unauthorized\"} 1\n"));
     QVERIFY(r.body.contains("tessera_http_requests_total{route=\"/v1/info\"} 1\n"));
 
+    // The operator's page: static, its script and style from this origin only (the policy allows
+    // nothing else); the figures come from the JSON routes (tests/core/coordinator/test_operator_page
+    // renders it in Chromium).
     r = get(QStringLiteral("/"));
     QCOMPARE(r.status, 200);
     QVERIFY(r.headers.value("content-type").startsWith("text/html"));
-    QVERIFY(r.body.contains("Nodes online: <b>2</b>"));
+    QVERIFY(r.headers.value("content-security-policy").contains("script-src 'self'"));
+    QCOMPARE(r.headers.value("x-content-type-options"), QByteArray("nosniff"));
+    QVERIFY(r.body.contains("<script src=\"/operator.js\" defer></script>"));
+    QVERIFY(!r.body.contains("<script>")); // nothing inline
+    r = get(QStringLiteral("/operator.js"));
+    QCOMPARE(r.status, 200);
+    QVERIFY(r.headers.value("content-type").startsWith("text/javascript"));
+    QVERIFY(r.body.contains("/v1/leaderboard"));
+
+    r = get(QStringLiteral("/v1/nodes"));
+    QCOMPARE(r.status, 200);
+    QCOMPARE(r.json().value(u"nodes_online").toInt(), 2);
+    QCOMPARE(r.json().value(u"stages").toArray().size(), 2);
+    r = get(QStringLiteral("/v1/leaderboard"));
+    QCOMPARE(r.status, 200);
+    QVERIFY(r.json().value(u"nodes").isArray());
+    QVERIFY(r.json().value(u"teams").isArray());
+    QVERIFY(get(QStringLiteral("/v1/loss")).json().value(u"points").isArray());
 }
 
 void TestCoordinatorProcess::restartResumesTheRun() {
