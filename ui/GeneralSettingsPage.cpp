@@ -2,6 +2,7 @@
 #include "GeneralSettingsPage.h"
 
 #include "SettingsBinder.h"
+#include "protocol/PublicProfile.h"
 
 #include <QCheckBox>
 #include <QDoubleSpinBox>
@@ -18,6 +19,19 @@ namespace tessera::ui {
 
 using namespace Qt::StringLiterals;
 using Key = manager::AppSettings::Key;
+
+namespace {
+
+QLabel* errorLabel(const QString& name) {
+    auto* label = new QLabel;
+    label->setObjectName(name);
+    label->setWordWrap(true);
+    label->setStyleSheet(u"color: #c0392b;"_s);
+    label->hide();
+    return label;
+}
+
+} // namespace
 
 GeneralSettingsPage::GeneralSettingsPage(SettingsBinder& binder, QWidget* parent)
     : QWidget(parent)
@@ -66,6 +80,23 @@ GeneralSettingsPage::GeneralSettingsPage(SettingsBinder& binder, QWidget* parent
     disk->setSuffix(tr(" GB"));
     binder.bind(disk, Key::DiskLimitGb);
 
+    // Opt-in and public: nothing is sent unless the user types a name (protocol/PublicProfile).
+    auto* displayName = new QLineEdit;
+    displayName->setObjectName(u"displayName"_s);
+    displayName->setPlaceholderText(tr("Anonymous"));
+    auto* displayNameError = errorLabel(u"displayNameError"_s);
+    binder.bind(displayName, Key::DisplayName, &GeneralSettingsPage::checkProfileText, displayNameError);
+    auto* team = new QLineEdit;
+    team->setObjectName(u"team"_s);
+    team->setPlaceholderText(tr("No team"));
+    auto* teamError = errorLabel(u"teamError"_s);
+    binder.bind(team, Key::Team, &GeneralSettingsPage::checkProfileText, teamError);
+    auto* publicHint =
+        new QLabel(tr("Both are public: anyone who opens the coordinator's page sees them next "
+                      "to your credits. Leave them empty to stay anonymous."));
+    publicHint->setObjectName(u"leaderboardHint"_s);
+    publicHint->setWordWrap(true);
+
     auto* form = new QFormLayout;
     form->addRow(tr("GPU usage limit:"), limitRow);
     form->addRow(QString(), limitHint);
@@ -73,9 +104,26 @@ GeneralSettingsPage::GeneralSettingsPage(SettingsBinder& binder, QWidget* parent
     form->addRow(QString(), notifications);
     form->addRow(tr("Data folder:"), dirRow);
     form->addRow(tr("Disk space limit:"), disk);
+    form->addRow(tr("Name on the leaderboard (optional):"), displayName);
+    form->addRow(QString(), displayNameError);
+    form->addRow(tr("Team (optional):"), team);
+    form->addRow(QString(), teamError);
+    form->addRow(QString(), publicHint);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(form);
     layout->addStretch();
+}
+
+QString GeneralSettingsPage::checkProfileText(const QString& text) {
+    switch (protocol::checkProfileText(text)) {
+    case protocol::ProfileTextProblem::None:
+        return {};
+    case protocol::ProfileTextProblem::TooLong:
+        return tr("At most %1 characters.").arg(protocol::kMaxProfileTextChars);
+    case protocol::ProfileTextProblem::NotPrintable:
+        return tr("Only printable characters: no line breaks, tabs or invisible characters.");
+    }
+    return {};
 }
 
 void GeneralSettingsPage::chooseDataDir() {

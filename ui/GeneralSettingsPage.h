@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// GeneralSettingsPage: how much of the GPU Tessera may use, start at login, notifications, and
-// where the node keeps its data (with the disk space it may take).
+// GeneralSettingsPage: how much of the GPU Tessera may use, start at login, notifications, where
+// the node keeps its data (with the disk space it may take), and the opt-in name and team shown on
+// the coordinator's public leaderboard.
 
 #include <QWidget>
 
@@ -17,6 +18,9 @@ class GeneralSettingsPage final : public QWidget {
 
 public:
     explicit GeneralSettingsPage(SettingsBinder& binder, QWidget* parent = nullptr);
+
+    // What is wrong with a display name or team, in the user's language; empty when it is fine.
+    static QString checkProfileText(const QString& text);
 
 private:
     void chooseDataDir();

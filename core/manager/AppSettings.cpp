@@ -24,6 +24,8 @@ const std::array<AppSettings::Definition, std::size_t(Key::KeyCount)>& table() {
         {Key::GpuLimitPercent, "contribute/gpu_limit_percent", 70},
         {Key::Device, "contribute/device", QString()},
         {Key::NodeProgram, "contribute/node_program", QString()},
+        {Key::DisplayName, "contribute/display_name", QString()},
+        {Key::Team, "contribute/team", QString()},
         {Key::PauseExclusiveApps, "pause/exclusive_apps", AppSettings::defaultExclusiveApps()},
         {Key::PauseOnFullscreen, "pause/fullscreen", true},
         {Key::PauseOnGpuGraphics, "pause/gpu_graphics", true},

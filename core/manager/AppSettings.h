@@ -29,6 +29,8 @@ public:
         GpuLimitPercent,   // int 1..100, share of time computing [70]
         Device,            // QString, "cpu" or "cuda:N"; empty: the first CUDA GPU, else the CPU
         NodeProgram,       // QString, tessera-node's path; empty: next to this program, then $PATH
+        DisplayName,       // QString, the name on the coordinator's public leaderboard; empty: anonymous
+        Team,              // QString, the team credited on the leaderboard; empty: none
         // pause rules
         PauseExclusiveApps, // QStringList of process names [common games and launchers]
         PauseOnFullscreen,  // bool [true]

@@ -47,7 +47,8 @@ bool isPauseRule(Key key) {
 
 bool isLaunchSetting(Key key) {
     return key == Key::CoordinatorUrl || key == Key::CoordinatorCaFile || key == Key::CoordinatorKey ||
-           key == Key::DataDir || key == Key::Device || key == Key::NodeProgram;
+           key == Key::DataDir || key == Key::Device || key == Key::NodeProgram || key == Key::DisplayName ||
+           key == Key::Team;
 }
 
 } // namespace
@@ -163,6 +164,8 @@ NodeLaunch Manager::makeLaunch() const {
     launch.dataDir = nodeDataDir();
     launch.device = m_settings.string(Key::Device);
     launch.gpuLimitPercent = std::clamp(m_settings.integer(Key::GpuLimitPercent), 1, 100);
+    launch.displayName = m_settings.string(Key::DisplayName);
+    launch.team = m_settings.string(Key::Team);
     launch.extraArguments = m_extraArguments;
     return launch;
 }

@@ -87,6 +87,11 @@ QStringList NodeSupervisor::arguments() const {
         args << QStringLiteral("--coordinator-key") << m_launch.coordinatorKey;
     if (!m_launch.device.isEmpty())
         args << QStringLiteral("--device") << m_launch.device;
+    // Opt-in: nothing is sent (the node stays anonymous) unless the user typed something.
+    if (!m_launch.displayName.trimmed().isEmpty())
+        args << QStringLiteral("--display-name") << m_launch.displayName.trimmed();
+    if (!m_launch.team.trimmed().isEmpty())
+        args << QStringLiteral("--team") << m_launch.team.trimmed();
     return args + m_launch.extraArguments;
 }
 

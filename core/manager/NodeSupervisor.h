@@ -39,6 +39,8 @@ struct NodeLaunch {
     QString dataDir;
     QString device; // empty: the node's default
     int gpuLimitPercent = 70;
+    QString displayName;        // empty: anonymous on the leaderboard
+    QString team;               // empty: none
     QStringList extraArguments; // tests: --bench-seconds, --heartbeat-ms
 };
 

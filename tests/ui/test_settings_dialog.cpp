@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // SettingsDialog: every control is stored in the settings file as soon as it changes (read back
-// by a fresh AppSettings on the same file); an invalid time window or address shows why and is
-// not stored; rules this machine cannot sense say so.
+// by a fresh AppSettings on the same file); an invalid time window, address or leaderboard name
+// shows why and is not stored; rules this machine cannot sense say so.
 #include "UiTestSupport.h"
 
 #include "ExclusiveAppsEditor.h"
+#include "GeneralSettingsPage.h"
 #include "PauseRulesPage.h"
 #include "SettingsDialog.h"
 
@@ -40,6 +41,7 @@ private Q_SLOTS:
     void initTestCase();
     void everyControlIsStoredAtOnce();
     void invalidTextIsNotStored();
+    void leaderboardNameIsOptionalAndChecked();
     void exclusiveAppsEditor();
     void unavailableRulesSaySo();
 
@@ -165,6 +167,38 @@ void TestSettingsDialog::invalidTextIsNotStored() {
     type(url, u"not an address"_s);
     QVERIFY(test::child<QLabel>(dialog, u"coordinatorUrlError"_s)->isVisible());
     QCOMPARE(app.reread()->string(Key::CoordinatorUrl), u"https://127.0.0.1:1"_s);
+}
+
+void TestSettingsDialog::leaderboardNameIsOptionalAndChecked() {
+    test::UiFixture app;
+    ui::SettingsDialog dialog(app.manager());
+    dialog.show();
+    dialog.tabs().setCurrentIndex(0);
+    auto* name = test::child<QLineEdit>(dialog, u"displayName"_s);
+    auto* nameError = test::child<QLabel>(dialog, u"displayNameError"_s);
+    auto* team = test::child<QLineEdit>(dialog, u"team"_s);
+    // Empty by default: anonymous, and the page says both are public.
+    QVERIFY(name->text().isEmpty());
+    QVERIFY(team->text().isEmpty());
+    QVERIFY(test::child<QLabel>(dialog, u"leaderboardHint"_s)->text().contains(u"public"_s));
+
+    type(name, QString(33, u'x'));
+    QVERIFY(nameError->isVisible());
+    QCOMPARE(nameError->text(), ui::GeneralSettingsPage::checkProfileText(QString(33, u'x')));
+    QVERIFY(app.reread()->string(Key::DisplayName).isEmpty());
+    type(name, u"Ada Lovelace"_s);
+    QVERIFY(!nameError->isVisible());
+    type(team, u"Analytical Engines"_s);
+    QCOMPARE(app.reread()->string(Key::DisplayName), u"Ada Lovelace"_s);
+    QCOMPARE(app.reread()->string(Key::Team), u"Analytical Engines"_s);
+    QVERIFY(!ui::GeneralSettingsPage::checkProfileText(u"a\tb"_s).isEmpty());
+
+    // Opting out again: an empty name is stored as none.
+    name->setFocus();
+    name->selectAll();
+    QTest::keyClick(name, Qt::Key_Delete);
+    QTest::keyClick(name, Qt::Key_Return);
+    QVERIFY(app.reread()->string(Key::DisplayName).isEmpty());
 }
 
 void TestSettingsDialog::exclusiveAppsEditor() {

@@ -26,6 +26,11 @@ private Q_SLOTS:
         QVERIFY(!settings.flag(Key::OnlyWhenIdle));
         QVERIFY(settings.list(Key::PauseExclusiveApps).contains(QStringLiteral("witcher3")));
         QVERIFY(!settings.flag(Key::FirstRunDone));
+        // Nothing public unless the user opts in.
+        QCOMPARE(settings.string(Key::DisplayName), QString());
+        QCOMPARE(settings.string(Key::Team), QString());
+        QCOMPARE(AppSettings::definition(Key::DisplayName).name, "contribute/display_name");
+        QCOMPARE(AppSettings::definition(Key::Team).name, "contribute/team");
     }
 
     void packagedDefaultsComeUnderTheUsersChoices() {

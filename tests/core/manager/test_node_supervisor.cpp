@@ -2,11 +2,17 @@
 // NodeSupervisor: a real tessera-node supervised against a real coordinator (tiny model, one
 // stage, TLS): it is started and followed to Working, paused softly (it stops computing and stays
 // up) and hard (the process leaves), resumed each time without a new admission, restarted after a
-// SIGKILL, refused for a coordinator key it was told to expect, and stopped.
+// SIGKILL, refused for a coordinator key it was told to expect, and stopped. The display name and
+// team the user chose reach the coordinator's leaderboard; cleared, the node is anonymous again.
+#include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "manager/NodeSupervisor.h"
 
+#include <QJsonArray>
+#include <QNetworkAccessManager>
 #include <QSignalSpy>
+#include <QSslCertificate>
+#include <QSslConfiguration>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -114,6 +120,54 @@ private Q_SLOTS:
         QTest::qWait(1500);
         QCOMPARE(supervisor.state(), State::Refused);
         QCOMPARE(supervisor.nodePid(), 0);
+    }
+
+    void nameAndTeamReachTheCoordinator() {
+        QNetworkAccessManager net;
+        QSslConfiguration ssl = QSslConfiguration::defaultConfiguration();
+        ssl.setCaCertificates(QSslCertificate::fromPath(m_dir.filePath(u"coordinator/tls.crt"_s)));
+        // The node of this data dir as GET /v1/nodes lists it (stage 1 of 1).
+        const auto listed = [&](const QString& shortId) {
+            const QJsonArray nodes =
+                tessera::test::httpRequest(net, ssl, m_coordinator->url() + u"/v1/nodes"_s)
+                    .json()
+                    .value(u"stages")
+                    .toArray()
+                    .at(0)
+                    .toObject()
+                    .value(u"nodes")
+                    .toArray();
+            for (const QJsonValue& n : nodes)
+                if (n.toObject().value(u"node"_s).toString() == shortId)
+                    return n.toObject();
+            return QJsonObject();
+        };
+
+        NodeSupervisor supervisor;
+        supervisor.setPollInterval(std::chrono::milliseconds(200));
+        NodeLaunch l = launch(u"node-d"_s);
+        l.displayName = u" Ada "_s;
+        l.team = u"Analytical"_s;
+        supervisor.setLaunch(l);
+        supervisor.start();
+        QTRY_COMPARE_WITH_TIMEOUT(nodeState(supervisor), u"Working"_s, 120'000);
+        const QString shortId = supervisor.nodeStatus().value(u"node_id").toString().left(12);
+        QTRY_COMPARE_WITH_TIMEOUT(listed(shortId).value(u"name"_s).toString(), u"Ada"_s, 15'000);
+        QCOMPARE(listed(shortId).value(u"team"_s).toString(), u"Analytical"_s);
+
+        // Cleared in the settings: the node, started again, joins anew as anonymous (its saved
+        // session was admitted with the name, so it is not resumed).
+        supervisor.hardPause();
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor.nodePid(), 0, 15'000);
+        l.displayName.clear();
+        l.team.clear();
+        supervisor.setLaunch(l);
+        supervisor.resume();
+        QTRY_COMPARE_WITH_TIMEOUT(listed(shortId).value(u"anonymous"_s).toBool(), true, 60'000);
+        QCOMPARE(listed(shortId).value(u"name"_s).toString(), u"anonymous"_s);
+        QCOMPARE(listed(shortId).value(u"team"_s).toString(), QString());
+        supervisor.stop();
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor.state(), State::Stopped, 15'000);
     }
 
     void aMissingProgramIsAnError() {
