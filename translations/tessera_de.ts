@@ -804,6 +804,34 @@
         <source>Tessera&apos;s data folder</source>
         <translation>Datenordner von Tessera</translation>
     </message>
+    <message>
+        <source>Anonymous</source>
+        <translation>Anonym</translation>
+    </message>
+    <message>
+        <source>No team</source>
+        <translation>Kein Team</translation>
+    </message>
+    <message>
+        <source>Both are public: anyone who opens the coordinator&apos;s page sees them next to your credits. Leave them empty to stay anonymous.</source>
+        <translation>Beide sind öffentlich: Wer die Seite des Koordinators öffnet, sieht sie neben Ihren Credits. Lassen Sie sie leer, um anonym zu bleiben.</translation>
+    </message>
+    <message>
+        <source>Name on the leaderboard (optional):</source>
+        <translation>Name in der Bestenliste (optional):</translation>
+    </message>
+    <message>
+        <source>Team (optional):</source>
+        <translation>Team (optional):</translation>
+    </message>
+    <message>
+        <source>At most %1 characters.</source>
+        <translation>Höchstens %1 Zeichen.</translation>
+    </message>
+    <message>
+        <source>Only printable characters: no line breaks, tabs or invisible characters.</source>
+        <translation>Nur druckbare Zeichen: keine Zeilenumbrüche, Tabulatoren oder unsichtbaren Zeichen.</translation>
+    </message>
 </context>
 <context>
     <name>tessera::ui::HistoryView</name>

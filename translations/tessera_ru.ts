@@ -805,6 +805,34 @@
         <source>Tessera&apos;s data folder</source>
         <translation>Папка данных Tessera</translation>
     </message>
+    <message>
+        <source>Anonymous</source>
+        <translation>Аноним</translation>
+    </message>
+    <message>
+        <source>No team</source>
+        <translation>Без команды</translation>
+    </message>
+    <message>
+        <source>Both are public: anyone who opens the coordinator&apos;s page sees them next to your credits. Leave them empty to stay anonymous.</source>
+        <translation>Оба поля публичны: их видит рядом с вашими кредитами любой, кто откроет страницу координатора. Оставьте их пустыми, чтобы остаться анонимным.</translation>
+    </message>
+    <message>
+        <source>Name on the leaderboard (optional):</source>
+        <translation>Имя в таблице лидеров (необязательно):</translation>
+    </message>
+    <message>
+        <source>Team (optional):</source>
+        <translation>Команда (необязательно):</translation>
+    </message>
+    <message>
+        <source>At most %1 characters.</source>
+        <translation>Не более %1 символов.</translation>
+    </message>
+    <message>
+        <source>Only printable characters: no line breaks, tabs or invisible characters.</source>
+        <translation>Только печатные символы: без переводов строк, табуляций и невидимых символов.</translation>
+    </message>
 </context>
 <context>
     <name>tessera::ui::HistoryView</name>

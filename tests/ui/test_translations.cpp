@@ -9,6 +9,8 @@
 
 #include "manager/AppSettings.h"
 
+#include <algorithm>
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
@@ -27,8 +29,8 @@ namespace {
 struct Message {
     QString context;
     QString source;
-    QString translation;
-    QString type; // "", "unfinished", "vanished", "obsolete"
+    QStringList translations; // one, or each plural form of a numerus message
+    QString type;             // "", "unfinished", "vanished", "obsolete"
 };
 
 QList<Message> readTs(const QString& path) {
@@ -51,7 +53,19 @@ QList<Message> readTs(const QString& path) {
             m.source = xml.readElementText();
         else if (xml.name() == u"translation") {
             m.type = xml.attributes().value(u"type"_s).toString();
-            m.translation = xml.readElementText();
+            // A plural message holds one <numerusform> per form; each is checked on its own.
+            QString text;
+            while (!xml.atEnd()) {
+                xml.readNext();
+                if (xml.isCharacters())
+                    text += xml.text();
+                else if (xml.isStartElement() && xml.name() == u"numerusform")
+                    m.translations << xml.readElementText();
+                else if (xml.isEndElement() && xml.name() == u"translation")
+                    break;
+            }
+            if (m.translations.isEmpty())
+                m.translations << text;
             messages << m;
         }
     }
@@ -107,7 +121,9 @@ private Q_SLOTS:
             QVERIFY(messages.size() > 200);
             QStringList missing;
             for (const Message& m : messages)
-                if (m.type == u"unfinished" || m.translation.trimmed().isEmpty())
+                if (m.type == u"unfinished" ||
+                    std::any_of(m.translations.cbegin(), m.translations.cend(),
+                                [](const QString& t) { return t.trimmed().isEmpty(); }))
                     missing << m.context + u": "_s + m.source;
             QVERIFY2(missing.isEmpty(),
                      qPrintable(u"%1: %2 strings untranslated (run scripts/update-translations.sh, "
@@ -121,10 +137,12 @@ private Q_SLOTS:
         for (const QString& name : tsFiles()) {
             QStringList broken;
             for (const Message& m : readTs(QStringLiteral(TESSERA_SOURCE_DIR "/translations/") + name)) {
-                if (placeholders(m.source) != placeholders(m.translation))
-                    broken << u"placeholders: "_s + m.source + u" → "_s + m.translation;
-                if (mnemonics(m.source) != mnemonics(m.translation))
-                    broken << u"mnemonic: "_s + m.source + u" → "_s + m.translation;
+                for (const QString& translation : m.translations) {
+                    if (placeholders(m.source) != placeholders(translation))
+                        broken << u"placeholders: "_s + m.source + u" → "_s + translation;
+                    if (mnemonics(m.source) != mnemonics(translation))
+                        broken << u"mnemonic: "_s + m.source + u" → "_s + translation;
+                }
             }
             QVERIFY2(broken.isEmpty(), qPrintable(name + u":\n"_s + broken.join(u'\n')));
         }
