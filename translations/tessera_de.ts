@@ -914,8 +914,24 @@
         <translation>Jederzeit. Zum Beispiel: Mon-Fri 18:00-08:00, Sat-Sun</translation>
     </message>
     <message>
-        <source>This computer cannot tell: %1</source>
-        <translation>Das kann dieser Computer nicht erkennen: %1</translation>
+        <source>This computer cannot tell when a program fills the screen: that needs an X11 desktop session.</source>
+        <translation>Dieser Computer kann nicht erkennen, wann ein Programm den ganzen Bildschirm füllt: Dazu ist eine X11-Desktop-Sitzung nötig.</translation>
+    </message>
+    <message>
+        <source>This computer cannot tell when you are using it: that needs an X11 desktop session that reports idle time.</source>
+        <translation>Dieser Computer kann nicht erkennen, wann Sie ihn benutzen: Dazu ist eine X11-Desktop-Sitzung nötig, die die Leerlaufzeit meldet.</translation>
+    </message>
+    <message>
+        <source>This computer cannot tell: no NVIDIA graphics card with its driver was found.</source>
+        <translation>Dieser Computer kann es nicht erkennen: Es wurde keine NVIDIA-Grafikkarte mit Treiber gefunden.</translation>
+    </message>
+    <message>
+        <source>This computer cannot tell: it has no battery, or its power service (UPower) is not running.</source>
+        <translation>Dieser Computer kann es nicht erkennen: Er hat keinen Akku, oder sein Energiedienst (UPower) läuft nicht.</translation>
+    </message>
+    <message>
+        <source>This computer cannot tell, so this rule will not pause Tessera.</source>
+        <translation>Dieser Computer kann es nicht erkennen, daher pausiert diese Regel Tessera nicht.</translation>
     </message>
 </context>
 <context>

@@ -915,8 +915,24 @@
         <translation>В любое время. Например: Mon-Fri 18:00-08:00, Sat-Sun</translation>
     </message>
     <message>
-        <source>This computer cannot tell: %1</source>
-        <translation>Этот компьютер не может это определить: %1</translation>
+        <source>This computer cannot tell when a program fills the screen: that needs an X11 desktop session.</source>
+        <translation>Этот компьютер не может определить, когда программа занимает весь экран: для этого нужен сеанс рабочего стола X11.</translation>
+    </message>
+    <message>
+        <source>This computer cannot tell when you are using it: that needs an X11 desktop session that reports idle time.</source>
+        <translation>Этот компьютер не может определить, когда вы им пользуетесь: для этого нужен сеанс рабочего стола X11, сообщающий время бездействия.</translation>
+    </message>
+    <message>
+        <source>This computer cannot tell: no NVIDIA graphics card with its driver was found.</source>
+        <translation>Этот компьютер не может это определить: видеокарта NVIDIA с драйвером не найдена.</translation>
+    </message>
+    <message>
+        <source>This computer cannot tell: it has no battery, or its power service (UPower) is not running.</source>
+        <translation>Этот компьютер не может это определить: у него нет батареи или не запущена служба питания (UPower).</translation>
+    </message>
+    <message>
+        <source>This computer cannot tell, so this rule will not pause Tessera.</source>
+        <translation>Этот компьютер не может это определить, поэтому это правило не приостановит Tessera.</translation>
     </message>
 </context>
 <context>

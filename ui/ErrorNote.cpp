@@ -61,8 +61,16 @@ void ErrorNote::showInfo(const QString& text) {
 }
 
 void ErrorNote::showError(const QString& message, const QString& details) {
+    showProblem(u"#c0392b"_s, message, details);
+}
+
+void ErrorNote::showWarning(const QString& message, const QString& details) {
+    showProblem(u"#b36b00"_s, message, details);
+}
+
+void ErrorNote::showProblem(const QString& colour, const QString& message, const QString& details) {
     m_error = true;
-    m_message->setStyleSheet(u"color: #c0392b;"_s);
+    m_message->setStyleSheet(u"color: %1;"_s.arg(colour));
     m_message->setText(message);
     m_message->setVisible(!message.isEmpty()); // a problem already told elsewhere: Details alone
     m_message->setAccessibleDescription(details);

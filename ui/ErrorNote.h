@@ -21,6 +21,8 @@ public:
     // details: shown only on request; no Details button when empty. An empty message shows the
     // Details button alone (the problem is told by a label beside it).
     void showError(const QString& message, const QString& details = QString());
+    // A limitation rather than a failure (amber): what this computer cannot do, and why.
+    void showWarning(const QString& message, const QString& details = QString());
     void clear();
 
     QString message() const; // "" while hidden
@@ -28,6 +30,8 @@ public:
     bool isError() const { return m_error; }
 
 private:
+    void showProblem(const QString& colour, const QString& message, const QString& details);
+
     QLabel* m_message;
     QToolButton* m_toggle;
     QLabel* m_details;

@@ -98,6 +98,9 @@ GeneralSettingsPage::GeneralSettingsPage(SettingsBinder& binder, QWidget* parent
     publicHint->setWordWrap(true);
 
     auto* form = new QFormLayout;
+    // A field goes under its label where both do not fit side by side (a long label, a narrow
+    // window, a language with longer words): the page scrolls down, never sideways.
+    form->setRowWrapPolicy(QFormLayout::WrapLongRows);
     form->addRow(tr("GPU usage limit:"), limitRow);
     form->addRow(QString(), limitHint);
     form->addRow(QString(), login);

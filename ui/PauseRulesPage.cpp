@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "PauseRulesPage.h"
 
+#include "ErrorNote.h"
 #include "ExclusiveAppsEditor.h"
 #include "SettingsBinder.h"
 
@@ -123,14 +124,27 @@ PauseRulesPage::PauseRulesPage(SettingsBinder& binder, manager::Manager& manager
     refreshAvailability();
 }
 
-QLabel* PauseRulesPage::noteFor(const QString& rule) {
-    auto* note = new QLabel;
+ErrorNote* PauseRulesPage::noteFor(const QString& rule) {
+    auto* note = new ErrorNote;
     note->setObjectName(u"unavailable-"_s + rule);
-    note->setWordWrap(true);
-    note->setStyleSheet(u"color: #b36b00; margin-left: 20px;"_s);
-    note->hide();
+    note->setContentsMargins(20, 0, 0, 0);
     m_notes.insert(rule, note);
     return note;
+}
+
+QString PauseRulesPage::cannotSense(const QString& rule) {
+    if (rule == u"fullscreen")
+        return tr("This computer cannot tell when a program fills the screen: that needs an X11 desktop "
+                  "session.");
+    if (rule == u"user-active")
+        return tr("This computer cannot tell when you are using it: that needs an X11 desktop session that "
+                  "reports idle time.");
+    if (rule == u"gpu-graphics" || rule == u"temperature")
+        return tr("This computer cannot tell: no NVIDIA graphics card with its driver was found.");
+    if (rule == u"battery")
+        return tr("This computer cannot tell: it has no battery, or its power service (UPower) is not "
+                  "running.");
+    return tr("This computer cannot tell, so this rule will not pause Tessera.");
 }
 
 QString PauseRulesPage::checkTimeWindows(const QString& text) {
@@ -139,21 +153,25 @@ QString PauseRulesPage::checkTimeWindows(const QString& text) {
 }
 
 void PauseRulesPage::refreshAvailability() {
-    for (QLabel* note : std::as_const(m_notes))
-        note->hide();
+    for (ErrorNote* note : std::as_const(m_notes))
+        note->clear();
     // Only the rules turned on have a detector; a rule that is off needs no warning.
     for (const auto& detector : m_manager.policy().detectors()) {
-        QLabel* note = m_notes.value(detector->rule());
+        ErrorNote* note = m_notes.value(detector->rule());
         if (!note || detector->available())
             continue;
-        note->setText(tr("This computer cannot tell: %1").arg(detector->unavailableReason()));
-        note->show();
+        note->showWarning(cannotSense(detector->rule()), detector->unavailableReason());
     }
 }
 
 QString PauseRulesPage::unavailableNote(const QString& rule) const {
-    const QLabel* note = m_notes.value(rule);
-    return note && !note->isHidden() ? note->text() : QString();
+    const ErrorNote* note = m_notes.value(rule);
+    return note ? note->message() : QString();
+}
+
+QString PauseRulesPage::unavailableDetails(const QString& rule) const {
+    const ErrorNote* note = m_notes.value(rule);
+    return note && !note->message().isEmpty() ? note->details() : QString();
 }
 
 } // namespace tessera::ui

@@ -8,14 +8,13 @@
 #include <QString>
 #include <QWidget>
 
-class QLabel;
-
 namespace tessera::manager {
 class Manager;
 }
 
 namespace tessera::ui {
 
+class ErrorNote;
 class SettingsBinder;
 
 class PauseRulesPage final : public QWidget {
@@ -26,16 +25,21 @@ public:
 
     // What is wrong with a time-window text (TimeWindows' own message), or an empty string.
     static QString checkTimeWindows(const QString& text);
-    // Shows, under each rule, why this computer cannot sense it (no X display, no NVML, …).
+    // Shows, under each rule, that this computer cannot sense it, in plain words, with the
+    // detector's own reason (no X display, no NVML, …) behind Details.
     void refreshAvailability();
     // The note shown for a rule id ("fullscreen"); empty when the rule can be sensed.
     QString unavailableNote(const QString& rule) const;
+    // Its technical reason (the Details text).
+    QString unavailableDetails(const QString& rule) const;
+    // The plain sentence for a rule this computer cannot sense.
+    static QString cannotSense(const QString& rule);
 
 private:
-    QLabel* noteFor(const QString& rule);
+    ErrorNote* noteFor(const QString& rule);
 
     manager::Manager& m_manager;
-    QHash<QString, QLabel*> m_notes;
+    QHash<QString, ErrorNote*> m_notes;
 };
 
 } // namespace tessera::ui

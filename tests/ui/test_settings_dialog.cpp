@@ -17,6 +17,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -44,6 +46,7 @@ private Q_SLOTS:
     void leaderboardNameIsOptionalAndChecked();
     void exclusiveAppsEditor();
     void unavailableRulesSaySo();
+    void everyPageFitsTheDialogsWidth();
 
 private:
     // Types text into a field and presses Return, as a user does.
@@ -235,15 +238,43 @@ void TestSettingsDialog::unavailableRulesSaySo() {
     test::UiFixture app; // no NVML, no X display: the GPU and full-screen rules cannot be sensed
     app.manager().start();
     ui::SettingsDialog dialog(app.manager());
-    QVERIFY2(
-        dialog.pauseRules().unavailableNote(u"gpu-graphics"_s).startsWith(u"This computer cannot tell: "),
-        qPrintable(dialog.pauseRules().unavailableNote(u"gpu-graphics"_s)));
-    QVERIFY(!dialog.pauseRules().unavailableNote(u"fullscreen"_s).isEmpty());
+    // In plain words; what the detector found (the missing library, the X display) behind Details.
+    QCOMPARE(dialog.pauseRules().unavailableNote(u"gpu-graphics"_s),
+             ui::PauseRulesPage::cannotSense(u"gpu-graphics"_s));
+    QVERIFY2(dialog.pauseRules().unavailableDetails(u"gpu-graphics"_s).contains(u"NVML"_s),
+             qPrintable(dialog.pauseRules().unavailableDetails(u"gpu-graphics"_s)));
+    QCOMPARE(dialog.pauseRules().unavailableNote(u"fullscreen"_s),
+             ui::PauseRulesPage::cannotSense(u"fullscreen"_s));
+    QVERIFY(!dialog.pauseRules().unavailableDetails(u"fullscreen"_s).isEmpty());
+    QVERIFY(!dialog.pauseRules().unavailableNote(u"fullscreen"_s).contains(u"X display"_s));
     // A rule turned off needs no warning; its note goes once the Manager rebuilt its detectors.
     test::child<QCheckBox>(dialog, u"pauseOnGpuGraphics"_s)->click();
     QTRY_VERIFY(dialog.pauseRules().unavailableNote(u"gpu-graphics"_s).isEmpty());
     // The time window rule is sensed everywhere (the clock).
     QVERIFY(dialog.pauseRules().unavailableNote(u"time-window"_s).isEmpty());
+}
+
+// The dialog opens at most 600 pixels wide (and 1280 × 720 at 150 % leaves 853): each page scrolls
+// down, never sideways — a check box or hint cut at the right edge is a page that does not fit.
+void TestSettingsDialog::everyPageFitsTheDialogsWidth() {
+    test::UiFixture app;
+    app.manager().start();
+    ui::SettingsDialog dialog(app.manager());
+    dialog.resize(600, 480);
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    auto* tabs = dialog.findChild<QTabWidget*>();
+    QVERIFY(tabs);
+    for (int i = 0; i < tabs->count(); ++i) {
+        tabs->setCurrentIndex(i);
+        auto* scroll = qobject_cast<QScrollArea*>(tabs->widget(i));
+        QVERIFY(scroll);
+        QTRY_VERIFY2(scroll->widget()->width() <= scroll->viewport()->width(),
+                     qPrintable(u"%1: %2 wide in %3"_s.arg(tabs->tabText(i))
+                                    .arg(scroll->widget()->width())
+                                    .arg(scroll->viewport()->width())));
+        QVERIFY2(!scroll->horizontalScrollBar()->isVisible(), qPrintable(tabs->tabText(i)));
+    }
 }
 
 QTEST_MAIN(TestSettingsDialog)
