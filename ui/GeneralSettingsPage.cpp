@@ -103,8 +103,8 @@ GeneralSettingsPage::GeneralSettingsPage(SettingsBinder& binder, QWidget* parent
     form->setRowWrapPolicy(QFormLayout::WrapLongRows);
     form->addRow(tr("GPU usage limit:"), limitRow);
     form->addRow(QString(), limitHint);
-    form->addRow(QString(), login);
-    form->addRow(QString(), notifications);
+    form->addRow(login); // the check boxes span the page: beside the label column they would not fit
+    form->addRow(notifications);
     form->addRow(tr("Data folder:"), dirRow);
     form->addRow(tr("Disk space limit:"), disk);
     form->addRow(tr("Name on the leaderboard (optional):"), displayName);
