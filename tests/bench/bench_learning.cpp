@@ -8,8 +8,9 @@
 // (two at a time, one thread each), and prints final held-out losses and tokens-to-target. Writes
 // one CSV per run and, when gnuplot is installed, a PNG plot.
 //
-// usage: bench_learning [STEPS] [OUTDIR] [RUNS]   RUNS: "all" (default) or "long" (centralized and
-// the default swarm, none and subspace 8x: for 2,000 steps)
+// usage: bench_learning [STEPS] [OUTDIR] [RUNS]   RUNS: "all" (default), "long" (centralized and
+// the default swarm, none and subspace 8x: for 2,000 steps) or "long-none" (without the subspace
+// row: the two runs side by side, half the time on two cores)
 #include "train/SwarmSimulator.h"
 
 #include <torch/torch.h>
@@ -66,9 +67,11 @@ int main(int argc, char** argv) {
 
     const std::string which = argc > 3 ? argv[3] : "all";
     std::vector<Run> runs = {{"centralized (S=1 R=1 none)", 1, 1, CodecKind::None, 8, true, false, 0, {}}};
-    if (which == "long") {
+    if (which == "long" || which == "long-none") {
         runs.push_back(
             {"swarm S=4 R=3 none (default)", 4, 3, CodecKind::None, 8, true, true, 0, 0, 0.0, {}, 8});
+    }
+    if (which == "long") {
         runs.push_back({"swarm S=4 R=3 subspace 8x (default)",
                         4,
                         3,
@@ -81,7 +84,7 @@ int main(int argc, char** argv) {
                         0.0,
                         {},
                         8});
-    } else {
+    } else if (which != "long-none") {
         runs.push_back({"S4R3 none: SPARTA only (1st wave)", 4, 3, CodecKind::None, 8, false, true, 0, {}});
         runs.push_back({"S4R3 none: grad avg", 4, 3, CodecKind::None, 8, true, false, 0, {}});
         runs.push_back(
