@@ -153,14 +153,17 @@ QString PauseRulesPage::checkTimeWindows(const QString& text) {
 }
 
 void PauseRulesPage::refreshAvailability() {
-    for (ErrorNote* note : std::as_const(m_notes))
-        note->clear();
-    // Only the rules turned on have a detector; a rule that is off needs no warning.
-    for (const auto& detector : m_manager.policy().detectors()) {
-        ErrorNote* note = m_notes.value(detector->rule());
-        if (!note || detector->available())
-            continue;
-        note->showWarning(cannotSense(detector->rule()), detector->unavailableReason());
+    // Only the rules turned on have a detector; a rule that is off needs no warning. A note shown
+    // again is updated in place (an open Details stays open while the reason is the same).
+    QHash<QString, QString> reasons;
+    for (const auto& detector : m_manager.policy().detectors())
+        if (!detector->available())
+            reasons.insert(detector->rule(), detector->unavailableReason());
+    for (auto it = m_notes.cbegin(); it != m_notes.cend(); ++it) {
+        if (reasons.contains(it.key()))
+            it.value()->showWarning(cannotSense(it.key()), reasons.value(it.key()));
+        else
+            it.value()->clear();
     }
 }
 
@@ -171,7 +174,7 @@ QString PauseRulesPage::unavailableNote(const QString& rule) const {
 
 QString PauseRulesPage::unavailableDetails(const QString& rule) const {
     const ErrorNote* note = m_notes.value(rule);
-    return note && !note->message().isEmpty() ? note->details() : QString();
+    return note ? note->details() : QString();
 }
 
 } // namespace tessera::ui

@@ -245,8 +245,7 @@ void TestSettingsDialog::unavailableRulesSaySo() {
              qPrintable(dialog.pauseRules().unavailableDetails(u"gpu-graphics"_s)));
     QCOMPARE(dialog.pauseRules().unavailableNote(u"fullscreen"_s),
              ui::PauseRulesPage::cannotSense(u"fullscreen"_s));
-    QVERIFY(!dialog.pauseRules().unavailableDetails(u"fullscreen"_s).isEmpty());
-    QVERIFY(!dialog.pauseRules().unavailableNote(u"fullscreen"_s).contains(u"X display"_s));
+    QVERIFY(dialog.pauseRules().unavailableDetails(u"fullscreen"_s).contains(u"X display"_s));
     // A rule turned off needs no warning; its note goes once the Manager rebuilt its detectors.
     test::child<QCheckBox>(dialog, u"pauseOnGpuGraphics"_s)->click();
     QTRY_VERIFY(dialog.pauseRules().unavailableNote(u"gpu-graphics"_s).isEmpty());
