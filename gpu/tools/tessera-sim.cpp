@@ -21,6 +21,8 @@ int usage(std::ostream& out, int code) {
            "                   [--data SPEC] [--csv FILE] [--microbatches M] [--batch B] [--seq T]\n"
            "                   [--lr LR] [--warmup-steps N] [--lr-decay none|cosine|linear]\n"
            "                   [--min-lr-ratio X] [--clip-norm X] [--rank R] [--bits B] [--memory-decay X]\n"
+           "                   [--freeze-variance-after N] [--dense-steps N] [--dense-every K]\n"
+           "                   [--routing-seed X]\n"
            "                   [--no-gradient-averaging] [--async [--look-ahead X]]\n"
            "                   [--eval-every N] [--no-averaging]\n"
            "                   [--average-every N] [--partitions P]  (SPARTA: 1/P of the weights every N "
@@ -125,6 +127,14 @@ int main(int argc, char** argv) {
             options.gradientRank = static_cast<int>(n);
         else if (arg == "--bits")
             options.gradientBits = static_cast<int>(n);
+        else if (arg == "--routing-seed")
+            options.routingSeed = static_cast<std::uint64_t>(n);
+        else if (arg == "--dense-steps")
+            options.denseSteps = static_cast<int>(n);
+        else if (arg == "--dense-every")
+            options.denseEvery = static_cast<int>(n);
+        else if (arg == "--freeze-variance-after")
+            options.optimizer.freezeVarianceAfter = static_cast<int>(n);
         else if (arg == "--eval-every")
             evalEvery = n;
         else {

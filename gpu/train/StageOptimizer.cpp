@@ -10,10 +10,18 @@ namespace tessera::gpu {
 
 StageOptimizer::StageOptimizer(std::vector<torch::Tensor> parameters, const OptimizerOptions& options)
     : m_parameters(std::move(parameters))
-    , m_options(options) {
-    torch::optim::AdamWOptions adam(options.learningRate);
-    adam.betas({options.beta1, options.beta2}).weight_decay(options.weightDecay).eps(options.epsilon);
-    m_adam = std::make_unique<torch::optim::AdamW>(m_parameters, adam);
+    , m_options(options)
+    , m_first(m_parameters.size())
+    , m_second(m_parameters.size()) {}
+
+bool StageOptimizer::varianceFrozen() const {
+    return m_options.freezeVarianceAfter > 0 && m_steps >= m_options.freezeVarianceAfter;
+}
+
+void StageOptimizer::zeroGradients() {
+    for (auto& p : m_parameters)
+        if (p.grad().defined())
+            p.grad().zero_();
 }
 
 double StageOptimizer::currentLearningRate() const {
@@ -32,8 +40,8 @@ bool StageOptimizer::step(int microbatches, std::optional<double> learningRate) 
     return applyAdam(learningRate.value_or(currentLearningRate()), clip);
 }
 
-bool StageOptimizer::stepAgreed(double learningRate, double clipScale) {
-    return applyAdam(learningRate, clipScale);
+bool StageOptimizer::stepAgreed(double learningRate, double clipScale, bool varianceMoves) {
+    return applyAdam(learningRate, clipScale, varianceMoves);
 }
 
 double StageOptimizer::scaleGradients(double factor) {
@@ -48,16 +56,41 @@ double StageOptimizer::scaleGradients(double factor) {
     return std::sqrt(squared);
 }
 
-bool StageOptimizer::applyAdam(double learningRate, double clipScale) {
+bool StageOptimizer::applyAdam(double learningRate, double clipScale, bool varianceMoves) {
     m_lastNorm = scaleGradients(clipScale);
     if (!std::isfinite(m_lastNorm) || !std::isfinite(learningRate) || learningRate < 0) {
-        m_adam->zero_grad();
+        zeroGradients();
         return false;
     }
-    for (auto& group : m_adam->param_groups())
-        static_cast<torch::optim::AdamWOptions&>(group.options()).lr(learningRate);
-    m_adam->step();
-    m_adam->zero_grad();
+    // AdamW as torch::optim::AdamW computes it (decoupled decay, bias-corrected moments), with the
+    // second moment held still once frozen.
+    torch::NoGradGuard noGrad;
+    const bool moveVariance = varianceMoves && !varianceFrozen();
+    const double beta1 = m_options.beta1, beta2 = m_options.beta2;
+    const double correction1 = 1.0 - std::pow(beta1, static_cast<double>(m_steps + 1));
+    const double correction2 =
+        1.0 - std::pow(beta2, static_cast<double>(m_varianceSteps + (moveVariance ? 1 : 0)));
+    for (std::size_t i = 0; i < m_parameters.size(); ++i) {
+        torch::Tensor& p = m_parameters[i];
+        if (!p.grad().defined())
+            continue;
+        const torch::Tensor& g = p.grad();
+        if (!m_first[i].defined()) {
+            m_first[i] = torch::zeros_like(p);
+            m_second[i] = torch::zeros_like(p);
+        }
+        p.mul_(1.0 - learningRate * m_options.weightDecay);
+        m_first[i].mul_(beta1).add_(g, 1.0 - beta1);
+        if (moveVariance)
+            m_second[i].mul_(beta2).addcmul_(g, g, 1.0 - beta2);
+        const torch::Tensor denominator =
+            (correction2 > 0 ? m_second[i].sqrt() / std::sqrt(correction2) : m_second[i].sqrt())
+                .add_(m_options.epsilon);
+        p.addcdiv_(m_first[i], denominator, -learningRate / correction1);
+        g.zero_();
+    }
+    if (moveVariance)
+        ++m_varianceSteps;
     ++m_steps;
     return true;
 }

@@ -5,7 +5,7 @@
 
 #include "train/OptimizerOptions.h"
 
-#include <torch/optim/adamw.h>
+#include <torch/types.h>
 
 #include <memory>
 #include <optional>
@@ -26,21 +26,27 @@ public:
     // A step on a gradient every replica of the stage agreed on (gradient averaging): p.grad()
     // already holds the mean gradient; it is scaled by clipScale (the run's global clip) and applied
     // at learningRate (the run's schedule). False, with nothing moved, when a value is not finite.
-    bool stepAgreed(double learningRate, double clipScale);
+    // varianceMoves false: the second moment stays as it is this step (a compressed round's
+    // gradient: only dense rounds move it, so AdamW stays linear in what error feedback releases).
+    bool stepAgreed(double learningRate, double clipScale, bool varianceMoves = true);
     double lastGradientNorm() const { return m_lastNorm; }
+    // Whether the next step leaves the second moment as it is (OptimizerOptions::freezeVarianceAfter).
+    bool varianceFrozen() const;
     std::int64_t steps() const { return m_steps; }
     double currentLearningRate() const;
 
 private:
+    void zeroGradients();
     // Multiplies every gradient by factor; returns their L2 norm after.
     double scaleGradients(double factor);
     // Scales by clipScale and steps AdamW at learningRate; false (nothing moved) when not finite.
-    bool applyAdam(double learningRate, double clipScale);
+    bool applyAdam(double learningRate, double clipScale, bool varianceMoves = true);
 
     std::vector<torch::Tensor> m_parameters;
     OptimizerOptions m_options;
-    std::unique_ptr<torch::optim::AdamW> m_adam;
+    std::vector<torch::Tensor> m_first, m_second; // AdamW's moments, per parameter (lazily made)
     std::int64_t m_steps = 0;
+    std::int64_t m_varianceSteps = 0; // steps that moved the second moment
     double m_lastNorm = 0;
 };
 

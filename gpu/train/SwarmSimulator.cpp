@@ -21,7 +21,8 @@ struct Replica {
     std::unique_ptr<StageOptimizer> optimizer;
     std::unique_ptr<Sparta> sparta;
     std::unique_ptr<GradientCompressor> compressor;
-    int microbatches = 0; // processed since the last optimizer step
+    std::unique_ptr<GradientCompressor> denseCompressor; // a low-rank run's dense rounds
+    int microbatches = 0;                                // processed since the last optimizer step
     // Asynchronous pipeline: the averaged gradient of the last step, waiting to land, and the
     // optimizer's weights while the model's run ahead of them (empty while none).
     std::vector<torch::Tensor> pending;
@@ -39,8 +40,9 @@ struct SwarmSimulator::State {
     SimOptions options;
     std::unique_ptr<DataSource> data;
     std::unique_ptr<Codec> codec;
-    std::vector<std::vector<Replica>> stages;                      // [stage][replica]
-    std::vector<std::unique_ptr<GradientRoundCombiner>> combiners; // per stage
+    std::vector<std::vector<Replica>> stages;                           // [stage][replica]
+    std::vector<std::unique_ptr<GradientRoundCombiner>> combiners;      // per stage
+    std::vector<std::unique_ptr<GradientRoundCombiner>> denseCombiners; // a low-rank run's dense rounds
     std::vector<torch::Tensor> heldOut;
     std::vector<PendingUpdate> pending; // per stage, with pipelineDelay 1
     std::mt19937_64 routing;
@@ -74,6 +76,8 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return makeError("the gradient exchange's rank must be between 0 and 1024");
     if (!validQuantBits(options.gradientBits) || (options.gradientBits != 32 && options.gradientRank != 0))
         return makeError("the gradient exchange travels in 32 bits, or in 8 or 4 at rank 0");
+    if (options.denseSteps < 0 || options.denseEvery < 0 || !validQuantBits(options.denseBits))
+        return makeError("dense steps and the dense interval must be ≥ 0, dense bits 32, 8 or 4");
     if (options.pipelineDelay < 0 || options.pipelineDelay > 1)
         return makeError("the pipeline's delay is 0 (synchronous) or 1 step");
     if (options.pipelineDelay > 0 && !options.gradientAveraging)
@@ -96,7 +100,7 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
     if (!codec)
         return codec.error();
     state->codec = std::move(*codec);
-    state->routing.seed(options.seed ^ 0x70u);
+    state->routing.seed(options.routingSeed != 0 ? options.routingSeed : options.seed ^ 0x70u);
     state->pending.resize(static_cast<std::size_t>(options.config.stages));
     try {
         state->stages.resize(static_cast<std::size_t>(options.config.stages));
@@ -113,9 +117,16 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
                 replica.compressor = std::make_unique<GradientCompressor>(
                     parameterTensors(*replica.model), options.gradientRank, options.config.seed,
                     options.memoryDecay, options.gradientBits);
-                if (r == 0)
+                if (options.gradientRank > 0 && (options.denseSteps > 0 || options.denseEvery > 0))
+                    replica.denseCompressor = std::make_unique<GradientCompressor>(
+                        parameterTensors(*replica.model), 0, options.config.seed, 1.0, options.denseBits);
+                if (r == 0) {
                     state->combiners.push_back(std::make_unique<GradientRoundCombiner>(
                         replica.compressor->layout(), options.config.seed, options.gradientBits));
+                    if (replica.denseCompressor)
+                        state->denseCombiners.push_back(std::make_unique<GradientRoundCombiner>(
+                            replica.denseCompressor->layout(), options.config.seed, options.denseBits));
+                }
                 state->stages[static_cast<std::size_t>(s)].push_back(std::move(replica));
             }
     } catch (const std::exception& e) {
@@ -154,15 +165,22 @@ void landAhead(Replica& replica, const PendingUpdate& update, double lookAhead) 
 void exchangeGradients(SwarmSimulator::State& st) {
     std::vector<std::vector<float>> results(st.stages.size());
     double squared = 0;
+    const SimOptions& o = st.options;
+    const bool dense = !st.denseCombiners.empty() &&
+                       (st.step <= o.denseSteps || (o.denseEvery > 0 && st.step % o.denseEvery == 0));
+    const auto compressor = [dense](Replica& r) -> GradientCompressor& {
+        return dense ? *r.denseCompressor : *r.compressor;
+    };
+    auto& combiners = dense ? st.denseCombiners : st.combiners;
     for (std::size_t s = 0; s < st.stages.size(); ++s) {
         auto& stage = st.stages[s];
-        std::vector<double> mean(static_cast<std::size_t>(st.combiners[s]->layout().shareSize()), 0.0);
+        std::vector<double> mean(static_cast<std::size_t>(combiners[s]->layout().shareSize()), 0.0);
         int total = 0;
         for (Replica& replica : stage) {
-            replica.compressor->collect();
+            compressor(replica).collect();
             if (replica.microbatches == 0)
                 continue;
-            const std::vector<float> share = replica.compressor->share(replica.microbatches);
+            const std::vector<float> share = compressor(replica).share(replica.microbatches);
             for (std::size_t i = 0; i < share.size(); ++i)
                 mean[i] += static_cast<double>(replica.microbatches) * share[i];
             total += replica.microbatches;
@@ -173,7 +191,7 @@ void exchangeGradients(SwarmSimulator::State& st) {
         for (std::size_t i = 0; i < mean.size(); ++i)
             meanShare[i] = static_cast<float>(mean[i] / total);
         double norm = 0;
-        results[s] = st.combiners[s]->result(meanShare, &norm);
+        results[s] = combiners[s]->result(meanShare, &norm);
         squared += norm;
     }
     const double norm = std::sqrt(squared);
@@ -184,14 +202,15 @@ void exchangeGradients(SwarmSimulator::State& st) {
         PendingUpdate now{!results[s].empty(), learningRate, scale};
         for (Replica& replica : st.stages[s]) {
             if (now.valid)
-                if (auto applied = replica.compressor->apply(results[s], replica.microbatches > 0,
-                                                             st.combiners[s]->round());
+                if (auto applied = compressor(replica).apply(results[s], replica.microbatches > 0,
+                                                             combiners[s]->round());
                     !applied)
                     throw std::runtime_error("gradient exchange: " + applied.message());
             replica.microbatches = 0;
             if (st.options.pipelineDelay == 0) {
                 if (now.valid)
-                    (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale);
+                    (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale,
+                                                        dense || st.denseCombiners.empty());
                 continue;
             }
             // One step late: this round's gradient waits; the last round's lands now.
@@ -382,6 +401,14 @@ std::string SwarmSimulator::describe() const {
             << " decay " << o.schedule.decayName();
         if (o.schedule.decay != LearningRateSchedule::Decay::None)
             out << " to " << o.schedule.minRatio << "x at step " << o.schedule.decaySteps;
+        if (!m_state->denseCombiners.empty())
+            out << ", dense " << o.denseBits << "-bit for the first " << o.denseSteps << " steps"
+                << (o.denseEvery > 0 ? " and every " + std::to_string(o.denseEvery) + "th" : std::string());
+        if (o.optimizer.freezeVarianceAfter > 0 || !m_state->denseCombiners.empty())
+            out << ", AdamW's second moment held "
+                << (m_state->denseCombiners.empty()
+                        ? "after step " + std::to_string(o.optimizer.freezeVarianceAfter)
+                        : std::string("on low-rank rounds"));
         if (o.pipelineDelay > 0)
             out << ", asynchronous pipeline (updates land " << o.pipelineDelay << " step late"
                 << (o.lookAhead > 0 ? ", look-ahead " + std::to_string(o.lookAhead) : std::string()) << ")";

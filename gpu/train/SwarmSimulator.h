@@ -33,14 +33,20 @@ struct SimOptions {
     int seqLen = 64;
     std::string data = "synthetic";
     std::uint64_t seed = 1;        // data order and routing
+    std::uint64_t routingSeed = 0; // the replica each microbatch goes to (0: derived from seed)
     OptimizerOptions optimizer;    // AdamW; its learning rate and warm-up are the schedule's
     LearningRateSchedule schedule; // with gradient averaging
     bool gradientAveraging = true; // off: every replica steps on its own gradients
     int gradientRank = 0;          // the exchange's rank (0: dense fp32, exact)
     int gradientBits = 32;         // what shares and results travel in (32; 8 or 4 at rank 0)
     double memoryDecay = 1.0;      // error feedback's memory carried per round (1: all)
-    int pipelineDelay = 0;         // 0: synchronous; 1: each update lands one step late
-    double lookAhead = 0;          // with a delay: the weights run ahead by this times the last update
+    // With a rank: the first denseSteps steps, and every denseEvery-th after (0: never), exchange
+    // dense (in gradientBits) instead; AdamW's second moment moves on those rounds only.
+    int denseSteps = 0;
+    int denseEvery = 0;
+    int denseBits = 8;     // what the dense rounds of a low-rank run travel in
+    int pipelineDelay = 0; // 0: synchronous; 1: each update lands one step late
+    double lookAhead = 0;  // with a delay: the weights run ahead by this times the last update
     bool sparseAveraging = true;
     int averagingInterval = 20; // steps between SPARTA rounds (the design's 20)
     int partitions = 20;        // 1/partitions of the weights per round (the design's 5%)

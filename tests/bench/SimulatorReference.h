@@ -17,7 +17,8 @@ struct SimulatorRequest {
     int averagingInterval = 20;
     int partitions = 20;
     int steps = 150;
-    int gradientBits = 32; // the coordinator's (GET /v1/status gradients.bits)
+    int gradientBits = 32;         // the coordinator's (GET /v1/status gradients.bits)
+    std::uint64_t routingSeed = 0; // another replica for each microbatch (0: the simulator's own)
 };
 
 struct SimulatorCurve {

@@ -9,8 +9,9 @@
 // one CSV per run and, when gnuplot is installed, a PNG plot.
 //
 // usage: bench_learning [STEPS] [OUTDIR] [RUNS]   RUNS: "all" (default), "long" (centralized and
-// the default swarm, none and subspace 8x: for 2,000 steps) or "long-none" (without the subspace
-// row: the two runs side by side, half the time on two cores)
+// the default swarm, none and subspace 8x: for 2,000 steps), "long-none" (without the subspace
+// row: the two runs side by side, half the time on two cores) or "long-subspace" (centralized and
+// the subspace row side by side)
 #include "train/SwarmSimulator.h"
 
 #include <torch/torch.h>
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
         runs.push_back(
             {"swarm S=4 R=3 none (default)", 4, 3, CodecKind::None, 8, true, true, 0, 0, 0.0, {}, 8});
     }
-    if (which == "long") {
+    if (which == "long" || which == "long-subspace") {
         runs.push_back({"swarm S=4 R=3 subspace 8x (default)",
                         4,
                         3,

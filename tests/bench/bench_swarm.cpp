@@ -226,11 +226,16 @@ bool replicaTable(const QString& dir, int steps) {
     LocalSwarm swarm(dir + QStringLiteral("/replicas"), coordinatorArguments({8, false}, steps));
     if (!startCoordinator(swarm))
         return false;
-    const SimulatorRequest request = simulatorRequest(swarm, steps, 2);
+    SimulatorRequest request = simulatorRequest(swarm, steps, 2);
     note(QStringLiteral("4. simulator S=%1 x R=2, %2 steps").arg(kStages).arg(steps));
     const SimulatorCurve sim = runSimulator(request);
-    if (!sim.error.empty()) {
-        note(QStringLiteral("simulator: ") + QString::fromStdString(sim.error));
+    // The same run with each microbatch routed to another replica: the same mean gradient every
+    // step up to float rounding, so the two curves show how far rounding alone carries a run.
+    request.routingSeed = 7;
+    note(QStringLiteral("4. simulator S=%1 x R=2, %2 steps, other routing").arg(kStages).arg(steps));
+    const SimulatorCurve other = runSimulator(request);
+    if (!sim.error.empty() || !other.error.empty()) {
+        note(QStringLiteral("simulator: ") + QString::fromStdString(sim.error + other.error));
         return false;
     }
     note(QStringLiteral("4. real swarm S=%1 x R=2, %2 steps").arg(kStages).arg(steps));
@@ -241,16 +246,27 @@ bool replicaTable(const QString& dir, int steps) {
         return false;
     std::printf(
         "4. train loss at equal tokens, S=%d x R=2 (4 nodes), synchronous steps, gradients averaged every "
-        "step (%s)\n   %6s %12s %10s %10s %8s\n",
-        kStages, gradients.value(u"rank").toInt() ? "low rank" : "dense", "step", "tokens", "simulator",
-        "swarm", "vs sim");
-    for (int s = 10; s <= steps; s += (s < 50 ? 10 : 25)) {
-        const double simLoss =
-            sim.trainLoss.size() >= std::size_t(s) ? sim.trainLoss[std::size_t(s) - 1] : -1;
+        "step (%s, %d bits)\n   %6s %12s %10s %10s %10s %13s %8s\n",
+        kStages, gradients.value(u"rank").toInt() ? "low rank" : "dense", gradients.value(u"bits").toInt(32),
+        "step", "tokens", "simulator", "sim other", "swarm", "other vs sim", "vs sim");
+    const auto at = [](const SimulatorCurve& c, int s) {
+        return c.trainLoss.size() >= std::size_t(s) ? c.trainLoss[std::size_t(s) - 1] : -1.0;
+    };
+    const auto gap = [](double a, double b) { return a > 0 && b > 0 ? 100.0 * (a - b) / b : 0.0; };
+    double worstOther = 0, worstSwarm = 0;
+    for (int s = 1; s <= steps; ++s) {
+        const double simLoss = at(sim, s), otherLoss = at(other, s);
         const double swarmLoss = real.loss.count(s) ? real.loss.at(s) : -1;
-        std::printf("   %6d %12lld %10.4f %10.4f %7.2f%%\n", s, qlonglong(s) * kTokensPerStep, simLoss,
-                    swarmLoss, simLoss > 0 && swarmLoss > 0 ? 100.0 * (swarmLoss - simLoss) / simLoss : 0.0);
+        worstOther = std::max(worstOther, std::abs(gap(otherLoss, simLoss)));
+        worstSwarm = std::max(worstSwarm, std::abs(gap(swarmLoss, simLoss)));
+        if (s % (s < 50 ? 10 : 25) == 0)
+            std::printf("   %6d %12lld %10.4f %10.4f %10.4f %12.2f%% %7.2f%%\n", s,
+                        qlonglong(s) * kTokensPerStep, simLoss, otherLoss, swarmLoss, gap(otherLoss, simLoss),
+                        gap(swarmLoss, simLoss));
     }
+    std::printf(
+        "   largest difference from the simulator over all %d steps: other routing %.2f%%, swarm %.2f%%\n",
+        steps, worstOther, worstSwarm);
     std::printf("   swarm: %lld gradient rounds, %lld shares counted, %lld missed, %lld clipped; %.0f s\n\n",
                 qlonglong(gradients.value(u"rounds").toInteger()),
                 qlonglong(gradients.value(u"shares_counted").toInteger()),
