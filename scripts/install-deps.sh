@@ -17,6 +17,8 @@ packages=(
     libtorch-dev libopenblas0-pthread libopenblas-dev
     # crypto and storage
     libssl-dev libsqlite3-dev
+    # the data tool's tokenizer (tessera-data: byte-pair encoding trained by SentencePiece)
+    libsentencepiece-dev
     # a PostgreSQL server the coordinator tests start for themselves (they skip without it)
     postgresql
     # the real HTTP client the coordinator's HTTP server is tested against
@@ -39,11 +41,12 @@ packages=(
     faketime util-linux
 )
 # `install-deps.sh --bench` (make bench) adds what only the benchmarks use: gnuplot for the
-# plots, tint2 (a tray host for the idle desktop app), and the web server bench_coordinator measures shard downloads against (bench_coordinator
+# plots, tint2 (a tray host for the idle desktop app), the King James Bible as text, and the web server bench_coordinator measures shard downloads against (bench_coordinator
 # runs its own nginx on a loopback port; the system service is stopped and disabled again).
 bench=0
 [ "${1:-}" = "--bench" ] && bench=1
-((bench)) && packages+=(gnuplot-nox nginx-light tint2)
+# bible-kjv: real text the small preset's learning run trains on (scripts/text-run.sh).
+((bench)) && packages+=(gnuplot-nox nginx-light tint2 bible-kjv)
 # `install-deps.sh --sanitize` (make sanitize, tsan, fuzz): clang and its sanitizer and libFuzzer runtimes.
 [ "${1:-}" = "--sanitize" ] && packages+=(clang libclang-rt-dev)
 

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "coordinator/DatasetSpec.h"
 
+#include "base/TokenDataset.h"
+
+#include <QFile>
+
 #include <QFileInfo>
 #include <QStringList>
 
@@ -9,7 +13,8 @@ namespace tessera::coordinator {
 namespace {
 
 const std::string kForms =
-    " (expected synthetic[:order=N,branch=M,symbols=V,tokens=K], text:PATH, tokens16:PATH or tokens32:PATH)";
+    " (expected synthetic[:order=N,branch=M,symbols=V,tokens=K], text:PATH, tokens16:PATH, "
+    "tokens32:PATH or dataset:DIR)";
 
 std::string str(const QString& s) {
     return s.toStdString();
@@ -60,6 +65,30 @@ Result<QString> fileSpec(const QString& spec, const QString& kind, const QString
     return QString(kind + u':' + file.absoluteFilePath());
 }
 
+// A token dataset (tessera-data build): pinned by its manifest's SHA-256, so the run trains on that
+// tokenizer and those tokens for good (the shards are checked against it when the data opens).
+Result<QString> datasetSpec(const QString& spec, const QString& path) {
+    if (path.isEmpty())
+        return makeError("--dataset " + str(spec) +
+                         ": dataset needs the directory tessera-data built after ':'");
+    if (path.contains(u'#'))
+        return makeError("--dataset " + str(spec) +
+                         ": give the dataset's directory; the run pins its hash itself");
+    const QString manifest = QString::fromStdString(
+        gpu::tokenDatasetManifestPath(QFileInfo(path).absoluteFilePath().toStdString()).string());
+    QFile file(manifest);
+    if (!file.open(QIODevice::ReadOnly))
+        return makeError("--dataset " + str(spec) + ": cannot read " + str(manifest) +
+                         " (build one with tessera-data build)");
+    const QByteArray text = file.readAll();
+    if (Result<gpu::TokenDatasetManifest> m = gpu::TokenDatasetManifest::fromJson(text.toStdString()); !m)
+        return makeError("--dataset " + str(spec) + ": " + str(manifest) + ": " + m.message());
+    Result<std::string> hash = gpu::tokenDatasetHash(manifest.toStdString());
+    if (!hash)
+        return hash.error();
+    return QStringLiteral("dataset:%1#sha256=%2").arg(manifest, QString::fromStdString(*hash));
+}
+
 } // namespace
 
 Result<DatasetSpec> DatasetSpec::parse(const QString& spec) {
@@ -71,6 +100,8 @@ Result<DatasetSpec> DatasetSpec::parse(const QString& spec) {
         text = syntheticSpec(spec, rest);
     else if (kind == u"text" || kind == u"tokens16" || kind == u"tokens32")
         text = fileSpec(spec, kind, rest);
+    else if (kind == u"dataset")
+        text = datasetSpec(spec, rest);
     else
         return makeError("--dataset " + str(spec) + ": unknown kind '" + str(kind) + "'" + kForms);
     if (!text)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/DataSource.h"
 
+#include "base/TokenDataset.h"
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -111,9 +113,10 @@ Result<std::vector<char>> readFile(const std::string& path) {
 
 } // namespace
 
-DataSource::DataSource(std::vector<std::int32_t> tokens, double entropyFloor, std::string description,
-                       std::uint64_t seed)
+DataSource::DataSource(std::vector<std::int32_t> tokens, std::vector<std::int32_t> heldOut,
+                       double entropyFloor, std::string description, std::uint64_t seed)
     : m_tokens(std::move(tokens))
+    , m_heldOut(std::move(heldOut))
     , m_entropyFloor(entropyFloor)
     , m_description(std::move(description))
     , m_rng{std::mt19937_64(mix(seed ^ 0xba7c4ull)), std::mt19937_64(mix(seed ^ 0xe7a1ull))} {}
@@ -124,7 +127,7 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
     const auto colon = spec.find(':');
     const std::string kind = spec.substr(0, colon);
     const std::string rest = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
-    std::vector<std::int32_t> tokens;
+    std::vector<std::int32_t> tokens, heldOut;
     double floor = -1;
     std::string description;
 
@@ -157,24 +160,44 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
             tokens[i] = static_cast<std::int32_t>(v);
         }
         description = (kind == "text" ? "bytes of " : "token ids of ") + rest;
+    } else if (kind == "dataset") {
+        const auto hash = rest.rfind("#sha256=");
+        const std::string path = rest.substr(0, hash);
+        if (path.empty())
+            return makeError("data spec '" + spec + "' needs the dataset's directory after ':'");
+        std::optional<std::string> pinned;
+        if (hash != std::string::npos)
+            pinned = rest.substr(hash + 8);
+        Result<TokenDataset> dataset = loadTokenDataset(path, vocabSize, pinned);
+        if (!dataset)
+            return dataset.error();
+        tokens = std::move(dataset->train);
+        heldOut = std::move(dataset->heldOut);
+        description = "token dataset " + path + " (manifest " + dataset->manifestSha256.substr(0, 12) +
+                      "…, " + std::to_string(tokens.size()) + " training and " +
+                      std::to_string(heldOut.size()) + " held-out tokens, vocabulary " +
+                      std::to_string(dataset->manifest.vocabSize) + ")";
     } else {
         return makeError("unknown data spec '" + spec +
                          "' (synthetic[:order=N,branch=M,symbols=V,tokens=K], text:PATH, "
-                         "tokens16:PATH, tokens32:PATH)");
+                         "tokens16:PATH, tokens32:PATH, dataset:PATH)");
     }
     if (tokens.size() < 2)
         return makeError("data source '" + spec + "' holds fewer than 2 tokens");
-    return std::unique_ptr<DataSource>(
-        new DataSource(std::move(tokens), floor, std::move(description), orderSeed.value_or(seed)));
+    return std::unique_ptr<DataSource>(new DataSource(std::move(tokens), std::move(heldOut), floor,
+                                                      std::move(description), orderSeed.value_or(seed)));
 }
 
 torch::Tensor DataSource::nextBatch(int batch, int seqLen, int stream) {
-    // The last tenth of the stream is held out; stream 1 draws from it only.
+    // A dataset's held-out split, or else the last tenth of the stream, is held out; stream 1 draws
+    // from it only.
     const std::size_t window = static_cast<std::size_t>(seqLen) + 1;
-    const std::size_t split = m_tokens.size() - m_tokens.size() / 10;
     const bool heldOut = stream == 1;
-    const std::size_t begin = heldOut ? split : 0;
-    const std::size_t end = heldOut ? m_tokens.size() : split;
+    const bool ownSplit = !m_heldOut.empty();
+    const std::vector<std::int32_t>& from = heldOut && ownSplit ? m_heldOut : m_tokens;
+    std::size_t begin = 0, end = from.size();
+    if (!ownSplit)
+        (heldOut ? begin : end) = m_tokens.size() - m_tokens.size() / 10;
     auto out = torch::empty({batch, static_cast<std::int64_t>(window)}, torch::kInt64);
     auto* p = out.data_ptr<std::int64_t>();
     auto& rng = m_rng[heldOut ? 1 : 0];
@@ -182,7 +205,7 @@ torch::Tensor DataSource::nextBatch(int batch, int seqLen, int stream) {
         const std::size_t span = end - begin;
         const std::size_t start = span > window ? begin + rng() % (span - window) : begin;
         for (std::size_t t = 0; t < window; ++t)
-            p[b * window + t] = m_tokens[start + (t % span)];
+            p[b * window + t] = from[start + (t % span)];
     }
     return out;
 }

@@ -2,7 +2,9 @@
 #pragma once
 // DataSource: the training tokens, as seeded random windows of one long token stream — a
 // synthetic corpus with a known entropy floor (the default), a UTF-8 text file read as bytes,
-// or a binary file of uint16/uint32 token ids. Internal to gpu/ (returns torch tensors).
+// a binary file of uint16/uint32 token ids, or a token dataset (base/TokenDataset: real text through
+// a trained tokenizer, with its own held-out split, checked file by file against its manifest).
+// Internal to gpu/ (returns torch tensors).
 
 #include "base/Result.h"
 
@@ -20,9 +22,11 @@ namespace tessera::gpu {
 class DataSource {
 public:
     // SPEC: "synthetic[:order=N,branch=M,symbols=V,tokens=K]", "text:PATH", "tokens16:PATH",
-    // "tokens32:PATH". Token ids must be < vocabSize. `seed` makes the synthetic corpus (and, unless
-    // `orderSeed` is given, the order windows are drawn in): a run's corpus must not change when its
-    // order is reseeded (a restarted coordinator once trained on another Markov chain).
+    // "tokens32:PATH", "dataset:PATH[#sha256=HEX]" (PATH: the dataset's directory or manifest; HEX:
+    // the manifest's SHA-256 the run pinned, refused when it differs). Token ids must be < vocabSize. `seed`
+    // makes the synthetic corpus (and, unless `orderSeed` is given, the order windows are drawn in): a run's
+    // corpus must not change when its order is reseeded (a restarted coordinator once trained on another
+    // Markov chain).
     static Result<std::unique_ptr<DataSource>> open(const std::string& spec, int vocabSize,
                                                     std::uint64_t seed,
                                                     std::optional<std::uint64_t> orderSeed = std::nullopt);
@@ -37,10 +41,11 @@ public:
     const std::string& description() const { return m_description; }
 
 private:
-    DataSource(std::vector<std::int32_t> tokens, double entropyFloor, std::string description,
-               std::uint64_t seed);
+    DataSource(std::vector<std::int32_t> tokens, std::vector<std::int32_t> heldOut, double entropyFloor,
+               std::string description, std::uint64_t seed);
 
     std::vector<std::int32_t> m_tokens;
+    std::vector<std::int32_t> m_heldOut; // a dataset's own split; empty: the last tenth of m_tokens
     double m_entropyFloor;
     std::string m_description;
     std::mt19937_64 m_rng[2];

@@ -4,10 +4,13 @@
 // another coordinator is using (three once ran on one, each writing the same shards and database);
 // a lock left by a coordinator that was killed does not keep the next one out; SIGTERM while a large
 // run is being created (minutes of writing shards, once ignored for more than 15 s) stops it within
-// seconds, and what it left is not taken for a run by the next start.
+// seconds, and what it left is not taken for a run by the next start. A token dataset is pinned by
+// its manifest's hash.
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
+#include "base/Sha256.h"
 #include "base/ShardManifest.h"
+#include "base/TokenDataset.h"
 #include "common/Identity.h"
 #include "protocol/AdmissionClaims.h"
 #include "protocol/ManifestSignature.h"
@@ -29,6 +32,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sys/stat.h>
 
@@ -39,6 +44,7 @@ class TestCoordinatorRuns final : public QObject {
 
 private Q_SLOTS:
     void datasetIsCheckedStoredAndNeverChanges();
+    void aTokenDatasetIsPinnedByItsHash();
     void plainHttpOffLoopbackRefused();
     void oneCoordinatorPerDataDir();
     void sigtermStopsARunBeingCreated();
@@ -113,6 +119,63 @@ void TestCoordinatorRuns::datasetIsCheckedStoredAndNeverChanges() {
     server = start(QString());
     QVERIFY2(server->waitReady(), server->err().constData());
     QCOMPARE(server->printed("dataset"), QStringLiteral("synthetic"));
+}
+
+// tessera-data's datasets (written by hand here; tests/gpu/data builds real ones with SentencePiece):
+// the run stores the manifest's SHA-256 with the path and refuses to resume on a dataset whose
+// shard or manifest changed since.
+void TestCoordinatorRuns::aTokenDatasetIsPinnedByItsHash() {
+    const std::filesystem::path data = m_dir.filePath(u"tokens-dataset"_qs).toStdString();
+    std::filesystem::create_directories(data);
+    std::vector<std::int32_t> train(4096), heldOut(512, 3);
+    for (std::size_t i = 0; i < train.size(); ++i)
+        train[i] = std::int32_t(i * 31 % 250);
+    const auto put = [&](const std::string& name, const std::string& bytes) {
+        std::ofstream(data / name, std::ios::binary) << bytes;
+        return gpu::TokenDatasetManifest::File{name, bytes.size(), gpu::sha256Hex(bytes)};
+    };
+    gpu::TokenDatasetManifest m;
+    m.tokenizer = put("tokenizer.model", "a tokenizer");
+    m.vocabSize = 256;
+    m.train = {put("train-00000.tok", gpu::encodeTokens(train, 2))};
+    m.heldOut = {put("held-out-00000.tok", gpu::encodeTokens(heldOut, 2))};
+    m.trainTokens = std::int64_t(train.size());
+    m.heldOutTokens = std::int64_t(heldOut.size());
+    m.heldOutFraction = 0.1;
+    std::ofstream(data / "manifest.json", std::ios::binary) << m.toJson();
+    const QString hash = QString::fromStdString(*gpu::sha256FileHex(data / "manifest.json"));
+
+    const QString dir = m_dir.filePath(QStringLiteral("pinned"));
+    const QStringList first{QStringLiteral("--insecure-loopback"), QStringLiteral("--dataset"),
+                            QStringLiteral("dataset:") + QString::fromStdString(data.string())};
+    auto server = std::make_unique<CoordinatorProcess>(args(dir, first));
+    QVERIFY2(server->waitReady(), server->err().constData());
+    const QString pinned =
+        QStringLiteral("dataset:%1/manifest.json#sha256=%2").arg(QString::fromStdString(data.string()), hash);
+    QCOMPARE(server->printed("dataset"), pinned);
+    server.reset();
+
+    // One byte of a shard changed: the resumed run refuses it and names the shard.
+    const std::string shard = gpu::encodeTokens(train, 2);
+    std::string changed = shard;
+    changed[100] = char(changed[100] ^ 1);
+    std::ofstream(data / "train-00000.tok", std::ios::binary | std::ios::trunc) << changed;
+    server = std::make_unique<CoordinatorProcess>(args(dir, {QStringLiteral("--insecure-loopback")}));
+    QCOMPARE(server->waitExit(), 1);
+    QVERIFY2(server->err().contains("train-00000.tok") && server->err().contains("SHA-256"),
+             server->err().constData());
+    std::ofstream(data / "train-00000.tok", std::ios::binary | std::ios::trunc) << shard;
+
+    // The manifest rewritten (another seed: another dataset) is refused as the run's.
+    m.seed = 2;
+    std::ofstream(data / "manifest.json", std::ios::binary | std::ios::trunc) << m.toJson();
+    server = std::make_unique<CoordinatorProcess>(args(dir, {QStringLiteral("--insecure-loopback")}));
+    QCOMPARE(server->waitExit(), 1);
+    QVERIFY2(server->err().contains("changed since the run started"), server->err().constData());
+    // Named again, it is another --dataset than the run's.
+    server = std::make_unique<CoordinatorProcess>(args(dir, first));
+    QCOMPARE(server->waitExit(), 1);
+    QVERIFY2(server->err().contains("A run's dataset never changes"), server->err().constData());
 }
 
 void TestCoordinatorRuns::plainHttpOffLoopbackRefused() {
