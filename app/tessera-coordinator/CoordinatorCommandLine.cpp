@@ -62,7 +62,8 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
     const auto stages = valueOption("stages", "New run's pipeline stage count (overrides the model's).", "S");
     const auto dataset = valueOption(
         "dataset",
-        "New run's data: synthetic[:order=N,...], text:PATH, tokens16:PATH, tokens32:PATH [synthetic].",
+        "New run's data: synthetic[:order=N,...], text:PATH, tokens16:PATH, tokens32:PATH or dataset:DIR "
+        "(tessera-data build; pinned by its manifest's hash) [synthetic].",
         "SPEC");
     const auto codec = valueOption("codec",
                                    "A new run's boundary codec between stages: none, int8 or subspace "

@@ -4,9 +4,59 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <fstream>
 #include <unordered_map>
 
 namespace tessera::gpu {
+
+namespace {
+
+// The training lines, read from the files here rather than by SentencePiece: the model then holds
+// no file name (its bytes, and so the dataset's hash, do not depend on where the text lay).
+class LineReader final : public sentencepiece::SentenceIterator {
+public:
+    explicit LineReader(std::vector<std::filesystem::path> files)
+        : m_files(std::move(files)) {
+        Next();
+    }
+    bool done() const override { return m_done; }
+    void Next() override {
+        while (true) {
+            if (m_in.is_open() && std::getline(m_in, m_line))
+                return;
+            if (m_in.is_open() && m_in.bad()) {
+                m_status = sentencepiece::util::Status(sentencepiece::util::StatusCode::kInternal,
+                                                       "could not read " + m_files[m_next - 1].string());
+                m_done = true;
+                return;
+            }
+            m_in.close();
+            if (m_next == m_files.size()) {
+                m_done = true;
+                return;
+            }
+            m_in.open(m_files[m_next++], std::ios::binary);
+            if (!m_in) {
+                m_status = sentencepiece::util::Status(sentencepiece::util::StatusCode::kNotFound,
+                                                       "cannot open " + m_files[m_next - 1].string());
+                m_done = true;
+                return;
+            }
+        }
+    }
+    const std::string& value() const override { return m_line; }
+    sentencepiece::util::Status status() const override { return m_status; }
+
+private:
+    std::vector<std::filesystem::path> m_files;
+    std::size_t m_next = 0;
+    std::ifstream m_in;
+    std::string m_line;
+    bool m_done = false;
+    sentencepiece::util::Status m_status;
+};
+
+} // namespace
 
 Status Tokenizer::train(const std::vector<std::filesystem::path>& inputs, const std::filesystem::path& model,
                         const TrainOptions& options) {
@@ -18,14 +68,8 @@ Status Tokenizer::train(const std::vector<std::filesystem::path>& inputs, const 
                          std::to_string(options.vocabSize));
     if (model.extension() != ".model")
         return makeError("the tokenizer's file must end in .model: " + model.string());
-    std::string input;
-    for (const auto& path : inputs)
-        input += (input.empty() ? "" : ",") + path.string();
-    const std::filesystem::path prefix = model.parent_path() / model.stem();
     sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned>(options.seed));
     const std::unordered_map<std::string, std::string> args = {
-        {"input", input},
-        {"model_prefix", prefix.string()},
         {"model_type", "bpe"},
         {"vocab_size", std::to_string(options.vocabSize)},
         {"character_coverage", "0.9999"},
@@ -44,9 +88,16 @@ Status Tokenizer::train(const std::vector<std::filesystem::path>& inputs, const 
         {"num_threads", std::to_string(std::max(1, options.threads))},
         {"minloglevel", "2"},
     };
-    const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+    LineReader lines(inputs);
+    std::string serialized;
+    const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &serialized);
     if (!status.ok())
         return makeError("SentencePiece could not train the tokenizer: " + std::string(status.message()));
+    std::ofstream out(model, std::ios::binary | std::ios::trunc);
+    out.write(serialized.data(), static_cast<std::streamsize>(serialized.size()));
+    out.flush();
+    if (!out)
+        return makeError("could not write " + model.string() + " (disk full?)");
     return {};
 }
 

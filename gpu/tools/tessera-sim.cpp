@@ -29,7 +29,7 @@ int usage(std::ostream& out, int code) {
            "steps;\n"
            "                   default 20 and 20)\n"
            "  SPEC: synthetic[:order=N,branch=M,symbols=V,tokens=K] | text:PATH | tokens16:PATH | "
-           "tokens32:PATH\n"
+           "tokens32:PATH | dataset:DIR (tessera-data build)\n"
            "  Gradients are averaged across a stage's replicas every step (rank R low-rank exchange with\n"
            "  error feedback; default 0: dense and exact; --bits 8 or 4: dense in that many bits a\n"
            "  value, error feedback on both sides); the decay ends at --steps.\n"

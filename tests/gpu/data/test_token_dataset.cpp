@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Real text as tokens: the tokenizer gives text back byte for byte (spaces, tabs, line breaks,
-// accents, Cyrillic, an emoji); a built dataset holds every byte of its text across its two splits;
+// accents, Cyrillic, an emoji); a built dataset holds every byte of its text across its two splits
+// and is the same, hash for hash, wherever it is built;
 // and what was tried against a dataset a run pinned — a shard with one byte changed, a truncated
 // shard, a replaced manifest, a tokenizer larger than the model's vocabulary, a file name that
 // points outside the directory, a second build over the first — is refused with the file named.
@@ -93,6 +94,14 @@ TESSERA_TEST(aBuiltDatasetHoldsEveryByteOfItsTextAcrossItsSplits) {
     CHECK_MSG(a->size() + b->size() == sourceBytes, a->size() << " + " << b->size() << " vs " << sourceBytes);
     CHECK(readAll(o.inputs[0]).find(b->substr(0, 200)) != std::string::npos ||
           readAll(o.inputs[1]).find(b->substr(0, 200)) != std::string::npos);
+    // Built again elsewhere from the same text and seed: the same bytes, so the same hash (the
+    // tokenizer's model holds no path).
+    DatasetBuildOptions elsewhere = o;
+    elsewhere.out = tempDir("build-again") / "nested";
+    CHECK(buildTokenDataset(elsewhere));
+    CHECK_MSG(*tokenDatasetHash(elsewhere.out) == d->manifestSha256,
+              "the dataset's hash depends on where it was built");
+    fs::remove_all(elsewhere.out.parent_path());
     // A second build never writes over a dataset (a run may have pinned it).
     auto again = buildTokenDataset(o);
     CHECK(!again && again.message().find("exists") != std::string::npos);
