@@ -31,7 +31,8 @@ demo: build
 
 # Side-by-side measurements recorded in BENCHMARKS.md (not part of the tests; the learning
 # comparison takes ~25 minutes on 2 cores and writes its CSVs and plot to build/bench-learning;
-# the swarm comparison ~12.5 minutes; the desktop app's ~8 minutes, under Xvfb).
+# the swarm comparison ~12.5 minutes; the desktop app's ~8 minutes, under Xvfb; the small preset on
+# the King James Bible ~50 minutes).
 bench: build
 	@scripts/install-deps.sh --bench
 	$(BUILD_DIR)/bin/bench_cpu_gemm
@@ -48,6 +49,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_gradient_exchange
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 	$(BUILD_DIR)/bin/bench_learning 2000 $(BUILD_DIR)/bench-learning-long long
+	scripts/text-run.sh $(BUILD_DIR) $(BUILD_DIR)/text-run 100 2
 
 # Instrumented builds, each in its own folder, of chosen targets only (cmake/TesseraSanitize.cmake,
 # tests/sanitize/selection.cmake), -O1 -g. CI runs `make sanitize` after `make test`.
