@@ -87,6 +87,7 @@ std::string moduleOfFile(const std::string& path) {
                                                   "gpu/codec",
                                                   "gpu/shard",
                                                   "gpu/train",
+                                                  "gpu/data",
                                                   "gpu/engine",
                                                   "gpu/cuda",
                                                   "gpu/tools",
@@ -131,9 +132,9 @@ std::vector<Include> includesOf(const std::string& file, const std::string& text
 
 // gpu/'s folders from the bottom up: a folder may include its own rank and below, never above.
 int gpuRank(const std::string& module) {
-    static const std::map<std::string, int> ranks{{"gpu/base", 0},  {"gpu/device", 1}, {"gpu/cuda", 1},
-                                                  {"gpu/model", 1}, {"gpu/codec", 2},  {"gpu/shard", 2},
-                                                  {"gpu/train", 3}, {"gpu/engine", 4}, {"gpu/tools", 5}};
+    static const std::map<std::string, int> ranks{
+        {"gpu/base", 0},  {"gpu/device", 1}, {"gpu/cuda", 1}, {"gpu/model", 1},  {"gpu/codec", 2},
+        {"gpu/shard", 2}, {"gpu/train", 3},  {"gpu/data", 3}, {"gpu/engine", 4}, {"gpu/tools", 5}};
     const auto it = ranks.find(module);
     return it == ranks.end() ? -1 : it->second;
 }
