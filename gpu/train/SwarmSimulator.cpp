@@ -78,6 +78,8 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return makeError("the gradient exchange travels in 32 bits, or in 8 or 4 at rank 0");
     if (options.denseSteps < 0 || options.denseEvery < 0 || !validQuantBits(options.denseBits))
         return makeError("dense steps and the dense interval must be ≥ 0, dense bits 32, 8 or 4");
+    if ((options.denseSteps > 0 || options.denseEvery > 0) && options.pipelineDelay > 0)
+        return makeError("dense rounds in a low-rank run are simulated with the synchronous pipeline only");
     if (options.pipelineDelay < 0 || options.pipelineDelay > 1)
         return makeError("the pipeline's delay is 0 (synchronous) or 1 step");
     if (options.pipelineDelay > 0 && !options.gradientAveraging)
