@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "base/ShardManifest.h"
 
+#include "base/FileRules.h"
+
 #include "base/Json.h"
 #include "base/JsonWriter.h"
 #include "base/Sha256.h"
@@ -13,22 +15,6 @@
 namespace tessera::gpu {
 
 namespace {
-
-bool isSha256Hex(std::string_view s) {
-    return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-           });
-}
-
-// A manifest comes from the network: its file name must not be able to point anywhere else.
-bool isPlainFileName(std::string_view s) {
-    constexpr std::string_view suffix = ".safetensors";
-    const bool charsOk = std::all_of(s.begin(), s.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-               c == '_' || c == '-';
-    });
-    return charsOk && s.size() > suffix.size() && s.size() <= 255 && s.front() != '.' && s.ends_with(suffix);
-}
 
 std::uint64_t chunkCount(std::uint64_t fileSize, std::uint64_t chunkSize) {
     return fileSize / chunkSize + (fileSize % chunkSize != 0);
@@ -81,7 +67,7 @@ Status ShardManifest::validate() const {
         return bad("field 'stage' must be between 0 and " + std::to_string(kMaxStage));
     if (version < 0 || step < 0)
         return bad("fields 'version' and 'step' must not be negative");
-    if (!isPlainFileName(file))
+    if (!isPlainFileName(file, ".safetensors"))
         return bad("field 'file' must be a plain file name ending in .safetensors, got '" + file + "'");
     if (fileSize > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
         return bad("field 'file_size' is out of range");

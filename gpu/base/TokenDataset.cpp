@@ -1,32 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "base/TokenDataset.h"
 
+#include "base/FileRules.h"
+
 #include "base/Json.h"
 #include "base/JsonWriter.h"
 #include "base/Sha256.h"
 
-#include <algorithm>
 #include <fstream>
 #include <iterator>
 
 namespace tessera::gpu {
 
 namespace {
-
-bool isSha256Hex(std::string_view s) {
-    return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-           });
-}
-
-// The manifest is read from a directory a run trusts by hash only: no name may point elsewhere.
-bool isPlainFileName(std::string_view s) {
-    const bool charsOk = std::all_of(s.begin(), s.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-               c == '_' || c == '-';
-    });
-    return charsOk && !s.empty() && s.size() <= 255 && s.front() != '.';
-}
 
 Status validateFile(const TokenDatasetManifest::File& f, std::string_view what) {
     if (!isPlainFileName(f.name))
@@ -38,16 +24,19 @@ Status validateFile(const TokenDatasetManifest::File& f, std::string_view what) 
     return {};
 }
 
+void writeFile(JsonWriter& w, const TokenDatasetManifest::File& f) {
+    w.beginObject();
+    w.field("name", f.name);
+    w.field("bytes", f.bytes);
+    w.field("sha256", f.sha256);
+    w.endObject();
+}
+
 void writeFiles(JsonWriter& w, std::string_view key, const std::vector<TokenDatasetManifest::File>& files) {
     w.key(key);
     w.beginArray();
-    for (const auto& f : files) {
-        w.beginObject();
-        w.field("name", f.name);
-        w.field("bytes", f.bytes);
-        w.field("sha256", f.sha256);
-        w.endObject();
-    }
+    for (const auto& f : files)
+        writeFile(w, f);
     w.endArray();
 }
 
@@ -174,11 +163,7 @@ std::string TokenDatasetManifest::toJson() const {
     w.beginObject();
     w.field("format", kFormat);
     w.key("tokenizer");
-    w.beginObject();
-    w.field("name", tokenizer.name);
-    w.field("bytes", tokenizer.bytes);
-    w.field("sha256", tokenizer.sha256);
-    w.endObject();
+    writeFile(w, tokenizer);
     w.field("vocab_size", vocabSize);
     w.field("token_bytes", tokenBytes);
     w.field("train_tokens", trainTokens);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "data/DatasetBuilder.h"
 
+#include "base/FileRules.h"
 #include "base/Sha256.h"
+#include "base/SplitMix.h"
 
 #include <fstream>
 #include <iterator>
@@ -11,13 +13,6 @@ namespace tessera::gpu {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::uint64_t mix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 Status writeFile(const fs::path& path, const std::string& bytes) {
     const fs::path temp = path.string() + ".part";
@@ -58,7 +53,7 @@ Result<std::vector<TokenDatasetManifest::File>> writeShards(const fs::path& dir,
 std::string plainName(const fs::path& path, std::size_t index) {
     std::string name;
     for (char c : path.filename().string())
-        name += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
+        name += isPlainFileNameChar(c) ? c : '_';
     if (name.empty() || name.front() == '.')
         name = "source-" + std::to_string(index) + name;
     return name.substr(0, 200);
@@ -130,9 +125,9 @@ Result<TokenDatasetManifest> buildTokenDataset(const DatasetBuildOptions& o) {
             std::size_t end = std::min(text.size(), begin + o.blockBytes);
             const std::size_t newline = text.find('\n', end);
             end = newline == std::string::npos ? text.size() : newline + 1;
-            const double u =
-                static_cast<double>(mix(o.training.seed ^ mix(f * 0x100000001ull + block)) >> 11) /
-                static_cast<double>(1ull << 53);
+            const double u = static_cast<double>(
+                                 splitMix64(o.training.seed ^ splitMix64(f * 0x100000001ull + block)) >> 11) /
+                             static_cast<double>(1ull << 53);
             Result<std::vector<std::int32_t>> ids =
                 (*tokenizer)->encode(std::string_view(text).substr(begin, end - begin));
             if (!ids)

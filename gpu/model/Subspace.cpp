@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/Subspace.h"
 
+#include "base/SplitMix.h"
+
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -9,33 +11,22 @@ namespace tessera::gpu {
 
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 constexpr std::uint64_t kBasisStream = 0x5553ull;     // "US"
 constexpr std::uint64_t kEmbeddingStream = 0x4546ull; // "EF"
 
 } // namespace
 
-double seededUniform(std::uint64_t seed, std::uint64_t index)
-{
+double seededUniform(std::uint64_t seed, std::uint64_t index) {
     // 53 random bits -> [0, 1) -> [-1, 1): exact in double, identical everywhere.
-    const std::uint64_t bits = splitmix64(splitmix64(seed) ^ index) >> 11;
+    const std::uint64_t bits = splitMix64(splitMix64(seed) ^ index) >> 11;
     return static_cast<double>(bits) * 0x1.0p-53 * 2.0 - 1.0;
 }
 
-SubspaceBasis makeSubspaceBasis(const ModelConfig& config)
-{
+SubspaceBasis makeSubspaceBasis(const ModelConfig& config) {
     return {makeSubspaceU(config), makeFixedEmbedding(config)};
 }
 
-torch::Tensor makeSubspaceU(const ModelConfig& config)
-{
+torch::Tensor makeSubspaceU(const ModelConfig& config) {
     const int d = config.dModel;
     const int k = config.subspaceDim();
     if (k < 1 || k > d)
@@ -71,8 +62,7 @@ torch::Tensor makeSubspaceU(const ModelConfig& config)
     return basis;
 }
 
-torch::Tensor makeFixedEmbedding(const ModelConfig& config)
-{
+torch::Tensor makeFixedEmbedding(const ModelConfig& config) {
     const int d = config.dModel;
     // Fixed embedding rows with unit RMS (uniform [-1,1) has variance 1/3).
     const std::uint64_t embeddingSeed = config.seed ^ (kEmbeddingStream << 48);

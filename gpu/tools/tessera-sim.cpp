@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
         else if (arg == "--dense-every")
             options.denseEvery = static_cast<int>(n);
         else if (arg == "--freeze-variance-after")
-            options.optimizer.freezeVarianceAfter = static_cast<int>(n);
+            options.freezeVarianceAfter = static_cast<int>(n);
         else if (arg == "--eval-every")
             evalEvery = n;
         else {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/DataSource.h"
 
+#include "base/SplitMix.h"
 #include "base/TokenDataset.h"
 
 #include <cmath>
@@ -12,13 +13,6 @@
 namespace tessera::gpu {
 
 namespace {
-
-std::uint64_t mix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 Result<std::map<std::string, std::int64_t>> parseOptions(const std::string& text) {
     std::map<std::string, std::int64_t> options;
@@ -81,21 +75,22 @@ Status synthetic(const std::map<std::string, std::int64_t>& options, int vocab, 
         cumulative[j] = running;
     }
     tokens.resize(static_cast<std::size_t>(count));
-    std::mt19937_64 rng(mix(seed ^ 0x5d47ull));
+    std::mt19937_64 rng(splitMix64(seed ^ 0x5d47ull));
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
     for (int i = 0; i < order; ++i)
         tokens[i] = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(symbols));
     for (std::size_t i = static_cast<std::size_t>(order); i < tokens.size(); ++i) {
         std::uint64_t context = seed;
         for (int j = 1; j <= order; ++j)
-            context = mix(context ^ static_cast<std::uint64_t>(tokens[i - j]));
+            context = splitMix64(context ^ static_cast<std::uint64_t>(tokens[i - j]));
         const double u = uniform(rng);
         int choice = 0;
         while (choice + 1 < branch && u > cumulative[choice])
             ++choice;
         // Successors are consecutive ids after a hashed base: always distinct, so the
         // conditional entropy is exactly the formula's.
-        tokens[i] = static_cast<std::int32_t>((mix(context) + static_cast<std::uint64_t>(choice)) % symbols);
+        tokens[i] =
+            static_cast<std::int32_t>((splitMix64(context) + static_cast<std::uint64_t>(choice)) % symbols);
     }
     description = "synthetic order-" + std::to_string(order) + " Markov corpus over " +
                   std::to_string(symbols) + " symbols, " + std::to_string(branch) +
@@ -119,7 +114,7 @@ DataSource::DataSource(std::vector<std::int32_t> tokens, std::vector<std::int32_
     , m_heldOut(std::move(heldOut))
     , m_entropyFloor(entropyFloor)
     , m_description(std::move(description))
-    , m_rng{std::mt19937_64(mix(seed ^ 0xba7c4ull)), std::mt19937_64(mix(seed ^ 0xe7a1ull))} {}
+    , m_rng{std::mt19937_64(splitMix64(seed ^ 0xba7c4ull)), std::mt19937_64(splitMix64(seed ^ 0xe7a1ull))} {}
 
 Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, int vocabSize,
                                                      std::uint64_t seed,

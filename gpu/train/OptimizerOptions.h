@@ -15,10 +15,6 @@ struct OptimizerOptions {
     // gradient with a value that is not finite is never applied (the step is skipped). With
     // gradient averaging the clip is global, over every stage (the step's clip scale).
     double clipNorm = 1.0;
-    // After this many steps AdamW's second moment stops moving (0: never): with a compressed
-    // exchange the update is then linear in the gradient, so error feedback's delayed parts arrive
-    // as they were held back instead of inflating the variance (1-bit Adam's frozen variance).
-    int freezeVarianceAfter = 0;
 };
 
 } // namespace tessera::gpu

@@ -14,10 +14,6 @@ StageOptimizer::StageOptimizer(std::vector<torch::Tensor> parameters, const Opti
     , m_first(m_parameters.size())
     , m_second(m_parameters.size()) {}
 
-bool StageOptimizer::varianceFrozen() const {
-    return m_options.freezeVarianceAfter > 0 && m_steps >= m_options.freezeVarianceAfter;
-}
-
 void StageOptimizer::zeroGradients() {
     for (auto& p : m_parameters)
         if (p.grad().defined())
@@ -62,14 +58,13 @@ bool StageOptimizer::applyAdam(double learningRate, double clipScale, bool varia
         zeroGradients();
         return false;
     }
-    // AdamW as torch::optim::AdamW computes it (decoupled decay, bias-corrected moments), with the
-    // second moment held still once frozen.
+    // AdamW as torch::optim::AdamW computes it (decoupled decay, bias-corrected moments); the
+    // second moment stays as it is unless varianceMoves.
     torch::NoGradGuard noGrad;
-    const bool moveVariance = varianceMoves && !varianceFrozen();
     const double beta1 = m_options.beta1, beta2 = m_options.beta2;
     const double correction1 = 1.0 - std::pow(beta1, static_cast<double>(m_steps + 1));
     const double correction2 =
-        1.0 - std::pow(beta2, static_cast<double>(m_varianceSteps + (moveVariance ? 1 : 0)));
+        1.0 - std::pow(beta2, static_cast<double>(m_varianceSteps + (varianceMoves ? 1 : 0)));
     for (std::size_t i = 0; i < m_parameters.size(); ++i) {
         torch::Tensor& p = m_parameters[i];
         if (!p.grad().defined())
@@ -81,7 +76,7 @@ bool StageOptimizer::applyAdam(double learningRate, double clipScale, bool varia
         }
         p.mul_(1.0 - learningRate * m_options.weightDecay);
         m_first[i].mul_(beta1).add_(g, 1.0 - beta1);
-        if (moveVariance)
+        if (varianceMoves)
             m_second[i].mul_(beta2).addcmul_(g, g, 1.0 - beta2);
         const torch::Tensor denominator =
             (correction2 > 0 ? m_second[i].sqrt() / std::sqrt(correction2) : m_second[i].sqrt())
@@ -89,7 +84,7 @@ bool StageOptimizer::applyAdam(double learningRate, double clipScale, bool varia
         p.addcdiv_(m_first[i], denominator, -learningRate / correction1);
         g.zero_();
     }
-    if (moveVariance)
+    if (varianceMoves)
         ++m_varianceSteps;
     ++m_steps;
     return true;

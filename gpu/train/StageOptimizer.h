@@ -30,8 +30,6 @@ public:
     // gradient: only dense rounds move it, so AdamW stays linear in what error feedback releases).
     bool stepAgreed(double learningRate, double clipScale, bool varianceMoves = true);
     double lastGradientNorm() const { return m_lastNorm; }
-    // Whether the next step leaves the second moment as it is (OptimizerOptions::freezeVarianceAfter).
-    bool varianceFrozen() const;
     std::int64_t steps() const { return m_steps; }
     double currentLearningRate() const;
 

@@ -76,9 +76,11 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return makeError("the gradient exchange's rank must be between 0 and 1024");
     if (!validQuantBits(options.gradientBits) || (options.gradientBits != 32 && options.gradientRank != 0))
         return makeError("the gradient exchange travels in 32 bits, or in 8 or 4 at rank 0");
-    if (options.denseSteps < 0 || options.denseEvery < 0 || !validQuantBits(options.denseBits))
+    if (options.denseSteps < 0 || options.denseEvery < 0 || options.freezeVarianceAfter < 0 ||
+        !validQuantBits(options.denseBits))
         return makeError("dense steps and the dense interval must be ≥ 0, dense bits 32, 8 or 4");
-    if ((options.denseSteps > 0 || options.denseEvery > 0) && options.pipelineDelay > 0)
+    if ((options.denseSteps > 0 || options.denseEvery > 0 || options.freezeVarianceAfter > 0) &&
+        options.pipelineDelay > 0)
         return makeError("dense rounds in a low-rank run are simulated with the synchronous pipeline only");
     if (options.pipelineDelay < 0 || options.pipelineDelay > 1)
         return makeError("the pipeline's delay is 0 (synchronous) or 1 step");
@@ -174,6 +176,9 @@ void exchangeGradients(SwarmSimulator::State& st) {
         return dense ? *r.denseCompressor : *r.compressor;
     };
     auto& combiners = dense ? st.denseCombiners : st.combiners;
+    // A low-rank run's variance moves on its dense rounds only, and on none after a freeze.
+    const bool varianceMoves = (dense || st.denseCombiners.empty()) &&
+                               (o.freezeVarianceAfter == 0 || st.step <= o.freezeVarianceAfter);
     for (std::size_t s = 0; s < st.stages.size(); ++s) {
         auto& stage = st.stages[s];
         std::vector<double> mean(static_cast<std::size_t>(combiners[s]->layout().shareSize()), 0.0);
@@ -211,8 +216,7 @@ void exchangeGradients(SwarmSimulator::State& st) {
             replica.microbatches = 0;
             if (st.options.pipelineDelay == 0) {
                 if (now.valid)
-                    (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale,
-                                                        dense || st.denseCombiners.empty());
+                    (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale, varianceMoves);
                 continue;
             }
             // One step late: this round's gradient waits; the last round's lands now.
@@ -406,11 +410,10 @@ std::string SwarmSimulator::describe() const {
         if (!m_state->denseCombiners.empty())
             out << ", dense " << o.denseBits << "-bit for the first " << o.denseSteps << " steps"
                 << (o.denseEvery > 0 ? " and every " + std::to_string(o.denseEvery) + "th" : std::string());
-        if (o.optimizer.freezeVarianceAfter > 0 || !m_state->denseCombiners.empty())
-            out << ", AdamW's second moment held "
-                << (m_state->denseCombiners.empty()
-                        ? "after step " + std::to_string(o.optimizer.freezeVarianceAfter)
-                        : std::string("on low-rank rounds"));
+        if (!m_state->denseCombiners.empty())
+            out << ", AdamW's second moment held on low-rank rounds";
+        if (o.freezeVarianceAfter > 0)
+            out << ", AdamW's second moment held after step " << o.freezeVarianceAfter;
         if (o.pipelineDelay > 0)
             out << ", asynchronous pipeline (updates land " << o.pipelineDelay << " step late"
                 << (o.lookAhead > 0 ? ", look-ahead " + std::to_string(o.lookAhead) : std::string()) << ")";

@@ -44,7 +44,10 @@ struct SimOptions {
     // dense (in gradientBits) instead; AdamW's second moment moves on those rounds only.
     int denseSteps = 0;
     int denseEvery = 0;
-    int denseBits = 8;     // what the dense rounds of a low-rank run travel in
+    int denseBits = 8; // what the dense rounds of a low-rank run travel in
+    // After this many steps AdamW's second moment stops moving (0: never; 1-bit Adam's frozen
+    // variance, measured with the low-rank exchange).
+    int freezeVarianceAfter = 0;
     int pipelineDelay = 0; // 0: synchronous; 1: each update lands one step late
     double lookAhead = 0;  // with a delay: the weights run ahead by this times the last update
     bool sparseAveraging = true;

@@ -79,19 +79,6 @@ TESSERA_TEST(aHeldSecondMomentMakesTheUpdateLinearInTheGradient) {
     CHECK_MSG(moving < 1.8, "moving: 2g moved " << moving << " times as far as g");
 }
 
-TESSERA_TEST(freezeVarianceAfterHoldsItFromThatStepOn) {
-    OptimizerOptions o = options();
-    o.freezeVarianceAfter = 3;
-    torch::Tensor w = torch::zeros({4}).requires_grad_(true);
-    StageOptimizer optimizer({w}, o);
-    for (int i = 0; i < 3; ++i) {
-        CHECK(!optimizer.varianceFrozen());
-        w.mutable_grad() = torch::ones({4});
-        optimizer.stepAgreed(o.learningRate, 1.0);
-    }
-    CHECK(optimizer.varianceFrozen());
-}
-
 TESSERA_TEST(aGradientThatIsNotFiniteMovesNothing) {
     torch::Tensor w = torch::ones({8}).requires_grad_(true);
     const OptimizerOptions o = options();
