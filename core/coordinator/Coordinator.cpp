@@ -227,9 +227,9 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
             "clock goes on from the stored time",
             static_cast<long long>(behind / 1000));
 
-    Result<CoordinatorRun> run =
-        CoordinatorRun::openOrCreate(options.dataDir, *p.db, *p.key, options.model,
-                                     ModelOverrides{options.stages, options.codec}, options.dataset, nowMs());
+    Result<CoordinatorRun> run = CoordinatorRun::openOrCreate(
+        options.dataDir, *p.db, *p.key, options.model,
+        ModelOverrides{options.stages, options.codec, options.momentBits}, options.dataset, nowMs());
     if (!run)
         return run.error();
     p.run = std::move(*run);

@@ -23,6 +23,7 @@ struct CoordinatorOptions {
     QString model;                       // preset name or CONFIG.json; empty: the run's, or tiny
     std::optional<int> stages;           // overrides the model's stage count
     std::optional<gpu::CodecKind> codec; // overrides the model's boundary codec
+    std::optional<int> momentBits;       // overrides the model's optimizer moments (32 or 8 bits)
     QString dataset;                     // DatasetSpec; empty: the run's, or synthetic
     // A node without a heartbeat for this long is offline (tests shorten it).
     std::chrono::milliseconds heartbeatTimeout{std::chrono::seconds(30)};

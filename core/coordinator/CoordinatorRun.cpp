@@ -96,6 +96,8 @@ Result<gpu::ModelConfig> CoordinatorRun::resolveModel(const QString& model, cons
         config->stages = *overrides.stages;
     if (overrides.codec)
         config->codec = *overrides.codec;
+    if (overrides.momentBits)
+        config->momentBits = *overrides.momentBits;
     if (Status valid = config->validate(); !valid)
         return makeError("the model: " + valid.message());
     return config;
@@ -150,17 +152,21 @@ Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Data
                 requested->stages = *overrides.stages;
             if (overrides.codec)
                 requested->codec = *overrides.codec;
+            if (overrides.momentBits)
+                requested->momentBits = *overrides.momentBits;
         }
         if (!requested)
             return requested.error();
         if (requested->toJson() != stored->toJson())
-            return makeError(
-                "this data dir holds a run of model '" + stored->name + "' with " +
-                std::to_string(stored->stages) + " stages (config hash " + stored->hash().substr(0, 12) +
-                "), which --model/--stages/--codec would change to '" + requested->name + "' with " +
-                std::to_string(requested->stages) + " stages (" + requested->hash().substr(0, 12) +
-                "). A run's model never changes: omit --model, --stages and --codec to resume it, or give "
-                "another --data-dir for a new run");
+            return makeError("this data dir holds a run of model '" + stored->name + "' with " +
+                             std::to_string(stored->stages) + " stages (config hash " +
+                             stored->hash().substr(0, 12) +
+                             "), which --model/--stages/--codec/--moment-bits would change to '" +
+                             requested->name + "' with " + std::to_string(requested->stages) + " stages (" +
+                             requested->hash().substr(0, 12) +
+                             "). A run's model never changes: omit --model, --stages, --codec and "
+                             "--moment-bits to resume it, or give "
+                             "another --data-dir for a new run");
     }
 
     CoordinatorRun run(*stored, storedRun->dataset, shardDir, false);

@@ -29,7 +29,8 @@ class Database;
 struct ModelOverrides {
     std::optional<int> stages;
     std::optional<gpu::CodecKind> codec;
-    bool any() const { return stages || codec; }
+    std::optional<int> momentBits; // AdamW's moments in 32 or 8 bits (gpu::ModelConfig::momentBits)
+    bool any() const { return stages || codec || momentBits; }
 };
 
 class CoordinatorRun final {

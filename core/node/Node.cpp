@@ -4,6 +4,7 @@
 #include "common/MonotonicClock.h"
 #include "common/Version.h"
 #include "node/BenchmarkRun.h"
+#include "node/StagePlan.h"
 #include "node/control/ControlServer.h"
 #include "node/engine/EngineHost.h"
 #include "node/engine/EngineWorker.h"
@@ -82,6 +83,19 @@ Status Node::start() {
             [this](const QString& detail) { enter(NodeState::Admitting, detail); });
     connect(m_admission.get(), &Admission::granted, this, [this](const gpu::ShardManifest& manifest) {
         m_backoff.reset();
+        // Before anything downloads: the stage must fit this device as the engine lays it out.
+        Result<gpu::MemoryPlan> plan = planAssignedStage({m_admission->modelConfig(), m_admission->stage(),
+                                                          m_admission->hardware(), m_admission->bench()});
+        if (!plan)
+            return refuse(protocol::RefusalKind::Other, QString::fromStdString(plan.message()));
+        if (!plan->fits)
+            return refuse(protocol::RefusalKind::NoStageFits,
+                          tr("The coordinator gave this node a stage it cannot hold: %1.")
+                              .arg(QString::fromStdString(plan->reason)));
+        m_plan = *plan;
+        qInfo("node: stage %d planned: %s, %s of %s usable", m_admission->stage(),
+              gpu::describe(m_plan.layout).c_str(), gpu::formatBytes(m_plan.deviceBytes).c_str(),
+              gpu::formatBytes(m_plan.usableBytes).c_str());
         m_manifest = manifest;
         download();
     });
@@ -254,6 +268,12 @@ void Node::join() {
     load.engine.config = *config;
     load.engine.stage = m_admission->stage();
     load.engine.device = m_options.device.toStdString();
+    if (m_plan.fits) { // planned when the stage was granted
+        load.engine.keepActivations = m_plan.layout.keepActivations;
+        load.engine.recomputePerBlock = m_plan.layout.perBlock;
+        if (m_plan.layout.keepActivations)
+            load.engine.maxKept = m_plan.maxKept;
+    }
     // Room for the message's envelope in front of every output frame: results go out from where
     // the engine wrote them.
     load.engine.outputHeadroom = std::size_t(protocol::kTaskMessageHeadroom);

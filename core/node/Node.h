@@ -12,6 +12,7 @@
 #include "base/ShardManifest.h"
 #include "common/Backoff.h"
 #include "common/Identity.h"
+#include "model/MemoryPlan.h"
 #include "node/NodeFiles.h"
 #include "node/NodeOptions.h"
 #include "node/NodeState.h"
@@ -94,6 +95,7 @@ private:
     QString m_lastError;
     std::optional<Identity> m_identity;
     std::optional<gpu::ShardManifest> m_manifest;
+    gpu::MemoryPlan m_plan; // how the stage given is laid out (StagePlan)
     qint64 m_retryAtMs = 0;
 
     std::unique_ptr<ControlServer> m_control;

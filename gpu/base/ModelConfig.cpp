@@ -101,6 +101,8 @@ Status ModelConfig::validate() const {
         return bad("stages", "must be between 1 and n_layers");
     if (subspaceRatio < 1 || subspaceRatio > dModel)
         return bad("subspace_ratio", "must be between 1 and d_model");
+    if (momentBits != 32 && momentBits != 8)
+        return bad("moment_bits", "must be 32 or 8");
     return {};
 }
 
@@ -176,6 +178,8 @@ std::string ModelConfig::toJson() const {
     w.field("seed", static_cast<std::uint64_t>(seed));
     w.field("codec", codecName(codec));
     w.field("subspace_ratio", subspaceRatio);
+    if (momentBits != 32)
+        w.field("moment_bits", momentBits);
     w.endObject();
     return w.str();
 }
@@ -190,9 +194,10 @@ Result<ModelConfig> ModelConfig::fromJson(std::string_view json) {
         return makeError("model config: " + doc.message());
     if (!doc->isObject())
         return makeError("model config: not a JSON object");
-    static const char* const known[] = {
-        "name",        "vocab_size", "d_model",  "n_layers", "n_heads", "n_kv_heads", "ffn_hidden",
-        "max_seq_len", "rope_theta", "norm_eps", "stages",   "seed",    "codec",      "subspace_ratio"};
+    static const char* const known[] = {"name",       "vocab_size",     "d_model",    "n_layers",
+                                        "n_heads",    "n_kv_heads",     "ffn_hidden", "max_seq_len",
+                                        "rope_theta", "norm_eps",       "stages",     "seed",
+                                        "codec",      "subspace_ratio", "moment_bits"};
     for (const auto& [key, value] : doc->asObject()) {
         bool ok = false;
         for (const char* k : known)
@@ -228,9 +233,11 @@ Result<ModelConfig> ModelConfig::fromJson(std::string_view json) {
     auto seed = optionalInt(*doc, "seed", 0);
     auto codec = optionalString(*doc, "codec");
     auto ratio = optionalInt(*doc, "subspace_ratio", 1, 1 << 24);
-    for (const std::string* error : {theta ? nullptr : &theta.message(), eps ? nullptr : &eps.message(),
-                                     seed ? nullptr : &seed.message(), codec ? nullptr : &codec.message(),
-                                     ratio ? nullptr : &ratio.message()})
+    auto moments = optionalInt(*doc, "moment_bits", 8, 32);
+    for (const std::string* error :
+         {theta ? nullptr : &theta.message(), eps ? nullptr : &eps.message(),
+          seed ? nullptr : &seed.message(), codec ? nullptr : &codec.message(),
+          ratio ? nullptr : &ratio.message(), moments ? nullptr : &moments.message()})
         if (error)
             return makeError("model config: " + *error);
     if (*theta)
@@ -241,6 +248,8 @@ Result<ModelConfig> ModelConfig::fromJson(std::string_view json) {
         c.seed = static_cast<std::uint64_t>(**seed);
     if (*ratio)
         c.subspaceRatio = static_cast<int>(**ratio);
+    if (*moments)
+        c.momentBits = static_cast<int>(**moments);
     if (*codec) {
         auto kind = parseCodec(**codec);
         if (!kind)

@@ -35,6 +35,12 @@ struct ModelConfig {
     CodecKind codec = CodecKind::None;
     int subspaceRatio = 100; // k = dModel / ratio (at least 1)
 
+    // AdamW's moments in 32 bits or in 8 (a scale per 256 values: train/StageOptimizer), on every
+    // replica and the coordinator's checkpoint alike — replicas that apply the same averaged
+    // gradient stay equal only if they keep the same moments — so it is the run's, like the codec.
+    // Written to the JSON only when 8: the hashes of runs from before it are unchanged.
+    int momentBits = 32;
+
     static Result<ModelConfig> preset(std::string_view name); // "tiny", "small", "8b"
     static Result<ModelConfig> fromJson(std::string_view json);
     std::string toJson() const;

@@ -91,9 +91,12 @@ Result<std::unique_ptr<StageEngine>> StageEngine::create(const StageEngineOption
                        state->device = *device;
                        state->codec = std::move(*codec);
                        state->model = std::make_unique<StageModel>(config, options.stage, *device, *dtype);
+                       state->model->setRecomputePerBlock(options.recomputePerBlock);
                        for (const auto& [name, tensor] : state->model->namedParameters())
                            state->aliases.push_back(tensor.variable_data().requires_grad_());
-                       state->optimizer = std::make_unique<StageOptimizer>(state->aliases, options.optimizer);
+                       OptimizerOptions optimizer = options.optimizer;
+                       optimizer.momentBits = config.momentBits; // the run's, on every replica
+                       state->optimizer = std::make_unique<StageOptimizer>(state->aliases, optimizer);
                        state->versions = std::make_unique<WeightVersions>(*state->model);
                        return std::unique_ptr<StageEngine>(new StageEngine(std::move(state)));
                    });

@@ -56,6 +56,9 @@ struct StageEngineOptions {
     // Keep each forward's graph so backward of the same microbatch needs no recompute (costs the
     // activations' memory until backward, drop or step).
     bool keepActivations = true;
+    // A backward without a kept graph recomputes one block at a time (StageModel::setRecomputePerBlock):
+    // one block's activations alive instead of the stage's, for one more forward (model/MemoryPlan).
+    bool recomputePerBlock = false;
     // Kept graphs at most (a coordinator that never sends the backwards cannot fill the memory):
     // beyond it the oldest is dropped, and its backward recomputes (ErrorKind::MissingGraph).
     std::int64_t maxKept = 64;

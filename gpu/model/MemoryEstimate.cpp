@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/MemoryEstimate.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tessera::gpu {
@@ -51,7 +52,7 @@ Activations savedActivations(const ModelConfig& config, int stage, std::int64_t 
 } // namespace
 
 MemoryEstimate estimateStageMemory(const ModelConfig& config, int stage, Dtype compute, int batch, int seqLen,
-                                   bool keepActivations) {
+                                   bool keepActivations, bool perBlock) {
     if (compute != Dtype::F32 && compute != Dtype::BF16 && compute != Dtype::F16)
         throw std::invalid_argument("the compute dtype must be fp32, bf16 or fp16");
     if (stage < 0 || stage >= config.stages || batch < 1 || seqLen < 1)
@@ -80,6 +81,20 @@ MemoryEstimate estimateStageMemory(const ModelConfig& config, int stage, Dtype c
     const std::int64_t inside = saved.blocks + saved.first + saved.last;
     if (keepActivations) {
         m.activationBytesPerMicrobatch = boundary + inside;
+    } else if (perBlock) {
+        const auto [firstBlock, lastBlock] = config.stageBlocks(stage);
+        const std::int64_t blocks = std::max(1, lastBlock - firstBlock);
+        m.activationBytesPerMicrobatch = boundary;
+        m.workingBytes = blocks * 4 * tokens * d + saved.blocks / blocks + saved.first + saved.last;
+        if (mixed) {
+            // The largest part whose compute-dtype gradients are alive at once.
+            std::int64_t largest = config.blockParameterCount();
+            if (stage == config.stages - 1)
+                largest = std::max<std::int64_t>(largest, std::int64_t(config.vocabSize) * d + d);
+            if (stage == 0)
+                largest = std::max<std::int64_t>(largest, params - config.blockParameterCount() * blocks);
+            m.gradientBytes = 4 * params + c * largest;
+        }
     } else {
         m.activationBytesPerMicrobatch = boundary;
         m.workingBytes = inside;

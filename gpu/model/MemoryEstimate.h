@@ -30,7 +30,11 @@ struct MemoryEstimate {
 // compute: F32, BF16 or F16 (anything else throws std::invalid_argument). batch·seqLen tokens
 // per microbatch. The activation count follows StageModel's graph (see the .cpp); it is an
 // estimate of the saved tensors, not of the allocator's fragmentation or transient gradients.
+// perBlock (with keepActivations false): the backward recomputes one block at a time
+// (StageModel::setRecomputePerBlock), so the working set is every block's input and one block's
+// activations, and the compute-dtype gradients alive at once are one block's (or the head's, the
+// embedding's) — they are folded into the fp32 ones after each block.
 MemoryEstimate estimateStageMemory(const ModelConfig& config, int stage, Dtype compute, int batch, int seqLen,
-                                   bool keepActivations);
+                                   bool keepActivations, bool perBlock = false);
 
 } // namespace tessera::gpu

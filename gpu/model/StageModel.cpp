@@ -117,6 +117,8 @@ torch::Tensor StageModel::forward(const torch::Tensor& input, const torch::Tenso
 }
 
 BackwardResult StageModel::backward(const torch::Tensor& input, const torch::Tensor& gradOutputOrTargets) {
+    if (m_perBlock)
+        return backwardPerBlock(input, gradOutputOrTargets);
     syncComputeWeights();
     torch::AutoGradMode gradMode(true);
     Kept kept;
@@ -170,21 +172,76 @@ BackwardResult StageModel::finishBackward(const Kept& kept, const torch::Tensor&
 }
 
 torch::Tensor StageModel::run(const torch::Tensor& input, const torch::Tensor& targets) {
-    torch::Tensor x = input;
-    if (isFirst()) {
-        x = torch::embedding(m_embedding->weight, input).to(torch::kFloat);
-        // x0 = E[tok] + Emb_k[tok]·Uᵀ: only the second part is learned, and it lies in span(U).
-        if (m_fixedEmbedding.defined())
-            x = torch::embedding(m_fixedEmbedding, input) + torch::matmul(x, m_basisT);
-    }
+    torch::Tensor x = isFirst() ? embed(input) : input;
     const BlockContext context{m_rope.get(), causalMask(input.size(1)), m_basisT, m_dtype};
     for (auto& block : m_blocks)
         x = block(x, context);
-    if (!isLast())
-        return x;
-    const torch::Tensor logits = m_head(m_norm(x, m_dtype));
+    return isLast() ? lossOf(x, targets) : x;
+}
+
+torch::Tensor StageModel::embed(const torch::Tensor& ids) const {
+    torch::Tensor x = torch::embedding(m_embedding->weight, ids).to(torch::kFloat);
+    // x0 = E[tok] + Emb_k[tok]·Uᵀ: only the second part is learned, and it lies in span(U).
+    if (m_fixedEmbedding.defined())
+        x = torch::embedding(m_fixedEmbedding, ids) + torch::matmul(x, m_basisT);
+    return x;
+}
+
+torch::Tensor StageModel::lossOf(const torch::Tensor& hidden, const torch::Tensor& targets) {
+    const torch::Tensor logits = m_head(m_norm(hidden, m_dtype));
     return torch::cross_entropy_loss(logits.view({-1, logits.size(-1)}).to(torch::kFloat),
                                      targets.view({-1}));
+}
+
+BackwardResult StageModel::backwardPerBlock(const torch::Tensor& input,
+                                            const torch::Tensor& gradOutputOrTargets) {
+    syncComputeWeights();
+    const torch::Tensor x = checkedInput(input, false);
+    const torch::Tensor targets = isLast() ? checkedTargets(gradOutputOrTargets, x) : torch::Tensor();
+    const BlockContext context{m_rope.get(), causalMask(input.size(1)), m_basisT, m_dtype};
+    // Without a graph: every block's input, and the stage's last hidden state.
+    std::vector<torch::Tensor> inputs;
+    {
+        torch::NoGradGuard noGrad;
+        torch::Tensor h = isFirst() ? embed(x) : x;
+        for (auto& block : m_blocks) {
+            inputs.push_back(h);
+            h = block(h, context);
+        }
+        inputs.push_back(h);
+    }
+    torch::AutoGradMode gradMode(true);
+    BackwardResult result;
+    torch::Tensor grad;
+    if (isLast()) {
+        const torch::Tensor h = inputs.back().detach().requires_grad_();
+        const torch::Tensor loss = lossOf(h, targets);
+        torch::autograd::backward({loss});
+        collectGradients();
+        grad = h.grad();
+        result.loss = loss.detach();
+    } else {
+        if (!gradOutputOrTargets.defined() || gradOutputOrTargets.sizes() != inputs.back().sizes())
+            throw std::invalid_argument("gradOutput must be " + shape(inputs.back()) +
+                                        " like the stage's output");
+        grad = gradOutputOrTargets.to(m_device, torch::kFloat);
+    }
+    inputs.pop_back();
+    for (std::size_t b = m_blocks.size(); b-- > 0;) {
+        const torch::Tensor h = inputs[b].detach().requires_grad_();
+        inputs[b] = torch::Tensor();
+        const torch::Tensor out = m_blocks[b](h, context);
+        torch::autograd::backward({out}, {grad});
+        collectGradients();
+        grad = h.grad();
+    }
+    if (isFirst()) {
+        torch::autograd::backward({embed(x)}, {grad});
+        collectGradients();
+    } else {
+        result.gradInput = grad;
+    }
+    return result;
 }
 
 torch::Tensor StageModel::checkedInput(const torch::Tensor& input, bool recordGradient) const {

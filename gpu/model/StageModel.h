@@ -62,6 +62,13 @@ public:
     // (the next stage's gradInput) or, on the last stage, the loss of targets [B, T]. Adds to the
     // parameters' .grad (never zeroes them).
     BackwardResult backward(const torch::Tensor& input, const torch::Tensor& gradOutputOrTargets);
+    // How that recompute runs: the whole stage with one graph (the default), or one block at a time
+    // (activation checkpointing per block): a forward without a graph keeps each block's input, then
+    // the blocks run again last first, each with a graph of its own freed after its backward. The
+    // activations alive are one block's instead of the stage's, for one more forward. The results
+    // are the same to the bit (tested): every parameter's gradient is made by the same operations.
+    void setRecomputePerBlock(bool perBlock) { m_perBlock = perBlock; }
+    bool recomputesPerBlock() const { return m_perBlock; }
 
     // Like forward, but records the graph and keeps it under `id` until backward(id, …) or
     // dropKept(id); a second forwardKeep with the same id replaces it. A kept graph is stale once
@@ -114,6 +121,9 @@ private:
     torch::Tensor checkedInput(const torch::Tensor& input, bool recordGradient) const;
     torch::Tensor checkedTargets(const torch::Tensor& targets, const torch::Tensor& input) const;
     torch::Tensor run(const torch::Tensor& input, const torch::Tensor& targets);
+    torch::Tensor embed(const torch::Tensor& ids) const;                             // stage 0
+    torch::Tensor lossOf(const torch::Tensor& hidden, const torch::Tensor& targets); // last stage
+    BackwardResult backwardPerBlock(const torch::Tensor& input, const torch::Tensor& gradOutputOrTargets);
     BackwardResult finishBackward(const Kept& kept, const torch::Tensor& gradOutput);
     const torch::Tensor& causalMask(std::int64_t length);
     void syncComputeWeights();
@@ -125,6 +135,7 @@ private:
     int m_lastBlock = 0;
     torch::Device m_device;
     torch::ScalarType m_dtype;
+    bool m_perBlock = false;
 
     std::vector<DecoderBlock> m_blocks;
     torch::nn::Embedding m_embedding{nullptr}; // stage 0: [vocab, d], or [vocab, k] in a subspace run

@@ -22,7 +22,7 @@ int usage(std::ostream& out, int code) {
            "                   [--lr LR] [--warmup-steps N] [--lr-decay none|cosine|linear]\n"
            "                   [--min-lr-ratio X] [--clip-norm X] [--rank R] [--bits B] [--memory-decay X]\n"
            "                   [--freeze-variance-after N] [--dense-steps N] [--dense-every K]\n"
-           "                   [--routing-seed X]\n"
+           "                   [--routing-seed X] [--moment-bits 32|8]\n"
            "                   [--no-gradient-averaging] [--async [--look-ahead X]]\n"
            "                   [--eval-every N] [--no-averaging]\n"
            "                   [--average-every N] [--partitions P]  (SPARTA: 1/P of the weights every N "
@@ -49,7 +49,7 @@ bool parseInt(const char* text, long long& out) {
 
 int main(int argc, char** argv) {
     std::string preset = "tiny", codec = "none", csvPath;
-    long long stages = -1, ratio = -1, steps = 200, evalEvery = 20;
+    long long stages = -1, ratio = -1, steps = 200, evalEvery = 20, momentBits = 32;
     SimOptions options;
     double lr = -1;
     for (int i = 1; i < argc; ++i) {
@@ -137,6 +137,8 @@ int main(int argc, char** argv) {
             options.freezeVarianceAfter = static_cast<int>(n);
         else if (arg == "--eval-every")
             evalEvery = n;
+        else if (arg == "--moment-bits")
+            momentBits = n;
         else {
             std::cerr << "tessera-sim: unknown option " << arg << "\n";
             return usage(std::cerr, 2);
@@ -154,6 +156,7 @@ int main(int argc, char** argv) {
         options.config.stages = static_cast<int>(stages);
     if (ratio > 0)
         options.config.subspaceRatio = static_cast<int>(ratio);
+    options.config.momentBits = static_cast<int>(momentBits);
     if (lr > 0)
         options.optimizer.learningRate = options.schedule.peak = lr;
     options.schedule.decaySteps = steps;

@@ -15,6 +15,8 @@ struct OptimizerOptions {
     // gradient with a value that is not finite is never applied (the step is skipped). With
     // gradient averaging the clip is global, over every stage (the step's clip scale).
     double clipNorm = 1.0;
+    // AdamW's moments in 32 or 8 bits (the run's ModelConfig::momentBits; see StageOptimizer).
+    int momentBits = 32;
 };
 
 } // namespace tessera::gpu

@@ -5,14 +5,84 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace tessera::gpu {
+
+namespace {
+
+constexpr std::int64_t kMomentBlock = 256;
+constexpr float kTiny = 1e-30f;
+
+// x flattened and zero-padded to whole blocks: [blocks, 256].
+torch::Tensor inBlocks(const torch::Tensor& x) {
+    const torch::Tensor flat = x.reshape({-1});
+    const std::int64_t pad = (kMomentBlock - flat.numel() % kMomentBlock) % kMomentBlock;
+    return (pad == 0 ? flat : torch::constant_pad_nd(flat, {0, pad})).view({-1, kMomentBlock});
+}
+
+torch::Tensor fromBlocks(const torch::Tensor& blocks, const torch::Tensor& like) {
+    return blocks.reshape({-1}).narrow(0, 0, like.numel()).view(like.sizes());
+}
+
+// The first moment: a sign and a 7-bit log code — magnitude code 1..127 for max|m|·2^((code − 127)/5)
+// per block, 0 for 0: ±7% of |m| over 25 octaves below the block's largest (a linear code would
+// round every value under 1/254 of it to zero and stall those weights).
+void encodeFirst(const torch::Tensor& m, torch::Tensor& codes, torch::Tensor& scales) {
+    const torch::Tensor b = inBlocks(m);
+    scales = b.abs().amax(1, true);
+    const torch::Tensor magnitude = b.abs();
+    const torch::Tensor level = magnitude.div(scales.clamp_min(kTiny))
+                                    .clamp_min_(kTiny)
+                                    .log2_()
+                                    .mul_(5.0f)
+                                    .add_(127.0f)
+                                    .round_()
+                                    .clamp_(1, 127);
+    codes = torch::where(magnitude > 0, level * b.sign(), torch::zeros_like(level)).to(torch::kInt8);
+}
+
+torch::Tensor decodeFirst(const torch::Tensor& codes, const torch::Tensor& scales,
+                          const torch::Tensor& like) {
+    const torch::Tensor c = codes.to(torch::kFloat);
+    const torch::Tensor value = c.abs().sub_(127.0f).div_(5.0f).exp2_().mul_(scales).mul_(c.sign());
+    return fromBlocks(value, like).clone(); // sign(0) = 0: a zero code decodes to 0
+}
+
+// The second moment (≥ 0), through its square root (what the update divides by): 0 for 0, else code
+// 1..255 for √v_max·2^((code − 255)/10) per block — ±3.5% of √v over 25 octaves of √v (50 of v).
+void encodeSecond(const torch::Tensor& v, torch::Tensor& codes, torch::Tensor& scales) {
+    const torch::Tensor b = inBlocks(v).sqrt();
+    scales = b.amax(1, true);
+    const torch::Tensor level = b.div(scales.clamp_min(kTiny))
+                                    .clamp_min_(kTiny)
+                                    .log2_()
+                                    .mul_(10.0f)
+                                    .add_(255.0f)
+                                    .round_()
+                                    .clamp_(1, 255);
+    codes = torch::where(b > 0, level, torch::zeros_like(level)).to(torch::kUInt8);
+}
+
+torch::Tensor decodeSecond(const torch::Tensor& codes, const torch::Tensor& scales,
+                           const torch::Tensor& like) {
+    const torch::Tensor c = codes.to(torch::kFloat);
+    const torch::Tensor root = c.sub(255.0f).div_(10.0f).exp2_().mul_(scales);
+    return fromBlocks(torch::where(c > 0, root * root, torch::zeros_like(root)), like).clone();
+}
+
+} // namespace
 
 StageOptimizer::StageOptimizer(std::vector<torch::Tensor> parameters, const OptimizerOptions& options)
     : m_parameters(std::move(parameters))
     , m_options(options)
     , m_first(m_parameters.size())
-    , m_second(m_parameters.size()) {}
+    , m_second(m_parameters.size())
+    , m_firstCoded(m_options.momentBits == 8 ? m_parameters.size() : 0)
+    , m_secondCoded(m_options.momentBits == 8 ? m_parameters.size() : 0) {
+    if (m_options.momentBits != 32 && m_options.momentBits != 8)
+        throw std::invalid_argument("the optimizer's moments are kept in 32 or 8 bits");
+}
 
 void StageOptimizer::zeroGradients() {
     for (auto& p : m_parameters)
@@ -70,7 +140,15 @@ bool StageOptimizer::applyAdam(double learningRate, double clipScale, bool varia
         if (!p.grad().defined())
             continue;
         const torch::Tensor& g = p.grad();
-        if (!m_first[i].defined()) {
+        const bool coded = m_options.momentBits == 8;
+        if (coded) {
+            Coded& first = m_firstCoded[i];
+            Coded& second = m_secondCoded[i];
+            m_first[i] =
+                first.codes.defined() ? decodeFirst(first.codes, first.scales, p) : torch::zeros_like(p);
+            m_second[i] =
+                second.codes.defined() ? decodeSecond(second.codes, second.scales, p) : torch::zeros_like(p);
+        } else if (!m_first[i].defined()) {
             m_first[i] = torch::zeros_like(p);
             m_second[i] = torch::zeros_like(p);
         }
@@ -83,6 +161,12 @@ bool StageOptimizer::applyAdam(double learningRate, double clipScale, bool varia
                 .add_(m_options.epsilon);
         p.addcdiv_(m_first[i], denominator, -learningRate / correction1);
         g.zero_();
+        if (coded) { // only one parameter's fp32 moments are ever alive
+            encodeFirst(m_first[i], m_firstCoded[i].codes, m_firstCoded[i].scales);
+            encodeSecond(m_second[i], m_secondCoded[i].codes, m_secondCoded[i].scales);
+            m_first[i] = torch::Tensor();
+            m_second[i] = torch::Tensor();
+        }
     }
     if (varianceMoves)
         ++m_varianceSteps;

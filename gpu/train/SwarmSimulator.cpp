@@ -106,6 +106,8 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
     state->codec = std::move(*codec);
     state->routing.seed(options.routingSeed != 0 ? options.routingSeed : options.seed ^ 0x70u);
     state->pending.resize(static_cast<std::size_t>(options.config.stages));
+    OptimizerOptions optimizer = options.optimizer;
+    optimizer.momentBits = options.config.momentBits; // the run's, as on a real swarm
     try {
         state->stages.resize(static_cast<std::size_t>(options.config.stages));
         for (int s = 0; s < options.config.stages; ++s)
@@ -114,7 +116,7 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
                 // Every replica of a stage starts from the same weights (the stage checkpoint).
                 replica.model = std::make_unique<StageModel>(options.config, s);
                 replica.optimizer =
-                    std::make_unique<StageOptimizer>(parameterTensors(*replica.model), options.optimizer);
+                    std::make_unique<StageOptimizer>(parameterTensors(*replica.model), optimizer);
                 replica.sparta =
                     std::make_unique<Sparta>(replica.model->namedParameters(), options.config.seed,
                                              options.partitions, options.averagingInterval);

@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "coordinator/admission/AssignmentPolicy.h"
 
-#include "model/MemoryEstimate.h"
-
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 namespace tessera::coordinator {
@@ -13,11 +10,21 @@ AssignmentPolicy::AssignmentPolicy(gpu::ModelConfig config, AssignmentSettings s
     : m_config(std::move(config))
     , m_settings(settings) {}
 
+gpu::MemoryPlan AssignmentPolicy::plan(int stage, const NodeCapacity& node) const {
+    gpu::MemoryPlanRequest request;
+    request.deviceBytes = node.memoryBytes;
+    request.gpu = node.gpu;
+    request.compute = node.compute;
+    request.batch = m_settings.batch;
+    request.seqLen = m_settings.seqLen;
+    request.microbatchesInFlight = m_settings.microbatchesInFlight;
+    request.memoryFraction = m_settings.memoryFraction;
+    return gpu::planStageMemory(m_config, stage, request);
+}
+
 qint64 AssignmentPolicy::stageRequirement(int stage, gpu::Dtype compute) const {
-    const int seqLen = m_settings.seqLen > 0 ? m_settings.seqLen : m_config.maxSeqLen;
-    return gpu::estimateStageMemory(m_config, stage, compute, m_settings.batch, seqLen,
-                                    m_settings.keepActivations)
-        .total(m_settings.microbatchesInFlight);
+    // With no memory at all nothing fits, and the plan is the most frugal layout's need.
+    return plan(stage, NodeCapacity{0, false, compute}).deviceBytes;
 }
 
 qint64 AssignmentPolicy::usableBytes(qint64 memoryBytes) const {
@@ -36,9 +43,9 @@ Assignment AssignmentPolicy::choose(const std::vector<StageLoad>& loads, const N
     qint64 smallest = std::numeric_limits<qint64>::max();
     bool anyFits = false;
     for (int s = 0; s < m_config.stages; ++s) {
-        const qint64 need = stageRequirement(s, node.compute);
-        smallest = std::min(smallest, need);
-        if (need > usable)
+        const gpu::MemoryPlan p = plan(s, node);
+        smallest = std::min(smallest, stageRequirement(s, node.compute));
+        if (!p.fits)
             continue;
         anyFits = true;
         const StageLoad load = s < int(loads.size()) ? loads[std::size_t(s)] : StageLoad{};
@@ -48,7 +55,7 @@ Assignment AssignmentPolicy::choose(const std::vector<StageLoad>& loads, const N
         if (score < bestScore) { // strict: a tie keeps the lower stage
             best = s;
             bestScore = score;
-            bestRequirement = need;
+            bestRequirement = p.deviceBytes;
         }
     }
 
@@ -56,7 +63,8 @@ Assignment AssignmentPolicy::choose(const std::vector<StageLoad>& loads, const N
     if (!anyFits) {
         const double fraction = m_settings.memoryFraction * 100;
         std::string reason = "needs " + formatBytes(smallest) + " for the smallest stage of model '" +
-                             m_config.name + "' in " + std::string(gpu::dtypeName(node.compute)) + ", " +
+                             m_config.name + "' in " + std::string(gpu::dtypeName(node.compute)) + " (" +
+                             gpu::describe(gpu::builtLayouts().back()) + "), " +
                              (node.gpu ? "this GPU" : "this computer") + " has " +
                              formatBytes(node.memoryBytes) + " (" + formatBytes(usable) + " usable at " +
                              std::to_string(int(fraction)) + "%)";
@@ -69,19 +77,6 @@ Assignment AssignmentPolicy::choose(const std::vector<StageLoad>& loads, const N
         return SwarmFull{retry, "every stage this node fits is full (" +
                                     std::to_string(m_settings.maxNodesPerStage) + " nodes each)"};
     return StageChosen{*best, bestRequirement};
-}
-
-std::string formatBytes(qint64 bytes) {
-    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double value = double(bytes);
-    int unit = 0;
-    while (value >= 1024 && unit < 4) {
-        value /= 1024;
-        ++unit;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-    return text;
 }
 
 } // namespace tessera::coordinator

@@ -4,6 +4,7 @@
 
 #include "base/Dtype.h"
 #include "base/ModelConfig.h"
+#include "model/MemoryPlan.h"
 
 #include <QtGlobal>
 
@@ -16,10 +17,10 @@
 namespace tessera::coordinator {
 
 struct AssignmentSettings {
-    // The training shape a node's memory must hold (see gpu::estimateStageMemory).
+    // The training shape a node's memory must hold (see gpu::planStageMemory: the node lays the
+    // stage out in the first of the engine's layouts that fits, and plans with the same arithmetic).
     int batch = 1;
     int seqLen = 0; // 0: the model's maxSeqLen
-    bool keepActivations = false;
     int microbatchesInFlight = 4;
     // Share of a device's memory a stage may plan on: the rest is the allocator's fragmentation,
     // the CUDA context and what the estimate does not count.
@@ -66,7 +67,10 @@ public:
     const gpu::ModelConfig& config() const { return m_config; }
     const AssignmentSettings& settings() const { return m_settings; }
 
-    // Bytes a node computing in `compute` needs to train `stage` under the settings.
+    // How the node would lay `stage` out (the node makes the same plan before it downloads).
+    gpu::MemoryPlan plan(int stage, const NodeCapacity& node) const;
+    // Bytes a node computing in `compute` needs at least to train `stage` under the settings: its
+    // most frugal layout.
     qint64 stageRequirement(int stage, gpu::Dtype compute) const;
     qint64 usableBytes(qint64 memoryBytes) const;
 
@@ -80,7 +84,6 @@ private:
     AssignmentSettings m_settings;
 };
 
-// "21.3 GiB": binary units, one decimal.
-std::string formatBytes(qint64 bytes);
+using gpu::formatBytes;
 
 } // namespace tessera::coordinator

@@ -53,8 +53,10 @@ public:
     void stop() { m_stopped = true; }
 
     const QByteArray& coordinatorKey() const { return m_coordinatorKey; } // raw 32 bytes, once pinned
-    const QJsonObject& modelConfig() const { return m_modelConfig; }      // from /v1/info
-    int stageCount() const { return m_stageCount; }                       // 0 while unknown
+    const QJsonObject& modelConfig() const { return m_modelConfig; }
+    const QJsonObject& hardware() const { return m_hardware; } // the claims admission signs
+    const QJsonObject& bench() const { return m_bench; }       // from /v1/info
+    int stageCount() const { return m_stageCount; }            // 0 while unknown
     const QString& sessionToken() const { return m_sessionToken; }
     int stage() const { return m_stage; } // -1 until assigned
 

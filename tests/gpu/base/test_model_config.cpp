@@ -62,6 +62,15 @@ TESSERA_TEST(jsonRoundTripsAndHashIdentifiesTheModel) {
     auto other = c;
     other.subspaceRatio += 1;
     CHECK(other.hash() != c.hash());
+
+    // The optimizer's moments: written only when 8 bits, so the runs from before keep their hash.
+    CHECK(c.toJson().find("moment_bits") == std::string::npos);
+    auto eight = c;
+    eight.momentBits = 8;
+    CHECK(eight.toJson().find("\"moment_bits\":8") != std::string::npos);
+    CHECK(eight.hash() != c.hash());
+    auto eightBack = ModelConfig::fromJson(eight.toJson());
+    CHECK_MSG(eightBack && eightBack->momentBits == 8, eightBack.message());
 }
 
 TESSERA_TEST(badConfigsNameTheField) {
@@ -78,6 +87,7 @@ TESSERA_TEST(badConfigsNameTheField) {
         {replace("\"codec\":\"none\"", "\"codec\":\"zip\""), "codec"},
         {replace("\"stages\":4", "\"stages\":99"), "stages"},
         {replace("{", "{\"colour\":1,"), "colour"},
+        {replace("{", "{\"moment_bits\":16,"), "moment_bits"},
         {"{\"name\":", "JSON"},
         {"[1,2]", "not a JSON object"},
     };

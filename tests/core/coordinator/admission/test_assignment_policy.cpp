@@ -35,6 +35,7 @@ private Q_SLOTS:
     void tooLittleMemoryIsRefusedInWords();
     void fullStagesAreSkipped();
     void fullSwarmWaitlists();
+    void the8bRunWith8BitMomentsFitsA24GbGpu();
     void doesNotFitWinsOverWaitlist();
 };
 
@@ -55,7 +56,10 @@ void TestAssignmentPolicy::leastServedPerCostWins() {
     const Assignment a = policy.choose(loads, gpu24());
     QVERIFY(std::holds_alternative<StageChosen>(a));
     QCOMPARE(std::get<StageChosen>(a).stage, 2);
-    QCOMPARE(std::get<StageChosen>(a).requiredBytes, policy.stageRequirement(2, gpu::Dtype::BF16));
+    // The requirement of the layout the node will use (graphs kept, on 24 GB), not the most frugal one.
+    QCOMPARE(std::get<StageChosen>(a).requiredBytes, qint64(policy.plan(2, gpu24()).deviceBytes));
+    QVERIFY(policy.plan(2, gpu24()).layout.keepActivations);
+    QVERIFY(std::get<StageChosen>(a).requiredBytes > policy.stageRequirement(2, gpu::Dtype::BF16));
 
     // An empty stage beats any served one.
     loads[3] = StageLoad{};
@@ -74,12 +78,14 @@ void TestAssignmentPolicy::tiesGoToLowestStage() {
 
 void TestAssignmentPolicy::onlyStagesThatFitAreChosen() {
     AssignmentPolicy policy(preset("small"), {});
-    // 800 MiB at 90%: stage 0 (no logits to hold) fits, the others do not.
+    // 800 MiB at 90%: stages 0 to 2 fit (recomputed), stage 3 — the head's logits over
+    // 32k tokens — does not, so the empty stage 3 is passed over for a served one.
     const NodeCapacity small{qint64(800) << 20, true, gpu::Dtype::BF16};
     QVERIFY(policy.stageRequirement(0, gpu::Dtype::BF16) <= policy.usableBytes(small.memoryBytes));
-    QVERIFY(policy.stageRequirement(1, gpu::Dtype::BF16) > policy.usableBytes(small.memoryBytes));
-    std::vector<StageLoad> loads{{5, 500}, {}, {}, {}};
-    QCOMPARE(std::get<StageChosen>(policy.choose(loads, small)).stage, 0);
+    QVERIFY(policy.stageRequirement(3, gpu::Dtype::BF16) > policy.usableBytes(small.memoryBytes));
+    QVERIFY(!policy.plan(0, small).layout.keepActivations);
+    std::vector<StageLoad> loads{{5, 500}, {5, 500}, {5, 1}, {}};
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, small)).stage, 2);
 }
 
 void TestAssignmentPolicy::tooLittleMemoryIsRefusedInWords() {
@@ -97,6 +103,7 @@ void TestAssignmentPolicy::tooLittleMemoryIsRefusedInWords() {
              qPrintable(reason));
     QVERIFY2(reason.contains(u"this GPU has 12.0 GiB"), qPrintable(reason));
     QVERIFY2(reason.contains(u"'8b'"), qPrintable(reason));
+    QVERIFY2(reason.contains(u"(activations recomputed a block at a time)"), qPrintable(reason));
 
     const Assignment cpu = policy.choose({}, NodeCapacity{16 * kGiB, false, gpu::Dtype::F32});
     QVERIFY(QString::fromStdString(std::get<DoesNotFit>(cpu).reason).contains(u"this computer has 16.0 GiB"));
@@ -125,6 +132,31 @@ void TestAssignmentPolicy::fullSwarmWaitlists() {
     QCOMPARE(std::get<SwarmFull>(a).retryAfterSeconds, qint64(60));
     loads[2] = {};
     QCOMPARE(std::get<StageChosen>(policy.choose(loads, gpu24())).stage, 2);
+}
+
+void TestAssignmentPolicy::the8bRunWith8BitMomentsFitsA24GbGpu() {
+    // Admission plans as the node does (gpu::planStageMemory): an 8b run with fp32 moments fits no
+    // 24 GB GPU; with 8-bit moments its middle stages fit, recomputed a block at a time, and the
+    // requirement chosen is that layout's; the head stage (logits over 128k tokens) does not.
+    const NodeCapacity card{24'000'000'000, true, gpu::Dtype::BF16};
+    QVERIFY(std::holds_alternative<DoesNotFit>(AssignmentPolicy(preset("8b"), {}).choose({}, card)));
+    gpu::ModelConfig eight = preset("8b");
+    eight.momentBits = 8;
+    AssignmentPolicy policy(eight, {});
+    const Assignment a = policy.choose({}, card);
+    QVERIFY(std::holds_alternative<StageChosen>(a));
+    const StageChosen chosen = std::get<StageChosen>(a);
+    const gpu::MemoryPlan plan = policy.plan(chosen.stage, card);
+    QVERIFY(plan.fits && plan.layout.perBlock);
+    QCOMPARE(chosen.requiredBytes, qint64(plan.deviceBytes));
+    QVERIFY(!policy.plan(eight.stages - 1, card).fits);
+    // Every stage but the head is offered, the least served first.
+    std::vector<StageLoad> loads(std::size_t(eight.stages), StageLoad{1, 1e9});
+    loads[5] = StageLoad{};
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, card)).stage, 5);
+    loads[5] = StageLoad{1, 1e9};
+    loads[6] = StageLoad{};
+    QVERIFY(std::get<StageChosen>(policy.choose(loads, card)).stage != 6);
 }
 
 void TestAssignmentPolicy::doesNotFitWinsOverWaitlist() {

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench_memory_plan: the memory plan of every 8b stage on 12, 16, 24 and 80 GB GPUs (bf16, 4
+// microbatches of 4,096 tokens in flight, AdamW's moments in 32 or 8 bits), then — given a folder —
+// a real 8b stage on this CPU, as a node holds it: its shard written from the seeded weights, the
+// engine created and the shard loaded (checked against its manifest), one microbatch forward and
+// backward (recomputed, as the plan lays an 8b stage out), and one AdamW step with 8-bit moments;
+// the time and the peak resident memory of each part beside what the plan says.
+//
+//   bench_memory_plan                      the table only
+//   bench_memory_plan DIR [STAGE] [SEQ]    and the CPU run (DIR gets a ~5 GB shard; STAGE 3, SEQ 256)
+#include "codec/Codec.h"
+#include "engine/StageEngine.h"
+#include "model/MemoryPlan.h"
+#include "model/StageModel.h"
+#include "shard/InitialShards.h"
+#include "shard/StageShard.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+using namespace tessera;
+using namespace tessera::gpu;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+ModelConfig eightB(int momentBits) {
+    ModelConfig c = ModelConfig::preset("8b").value();
+    c.momentBits = momentBits;
+    return c;
+}
+
+void printTable() {
+    std::printf(
+        "Memory plan of the 8b preset's stages (bf16 compute, 4 microbatches of 1 x 4096 tokens in flight,\n"
+        "90%% of the GPU's memory usable). Each cell: the layout chosen and what it needs; 'no' when no\n"
+        "layout the engine builds fits, with what the host-optimizer layout (not built) would need.\n\n");
+    const int gpus[] = {12, 16, 24, 80};
+    for (int bits : {32, 8}) {
+        const ModelConfig c = eightB(bits);
+        std::printf("moments in %d bits\n%-6s %-8s", bits, "stage", "params");
+        for (int g : gpus)
+            std::printf(" | %-34s", (std::to_string(g) + " GB").c_str());
+        std::printf("\n");
+        for (int s = 0; s < c.stages; ++s) {
+            std::printf("%-6d %6.2fB ", s, double(c.stageParameterCount(s)) / 1e9);
+            for (int g : gpus) {
+                MemoryPlanRequest r;
+                r.deviceBytes = std::int64_t(g) * 1'000'000'000; // as GPUs are sold
+                r.gpu = true;
+                r.compute = Dtype::BF16;
+                const MemoryPlan p = planStageMemory(c, s, r);
+                char cell[64];
+                if (p.fits) {
+                    std::snprintf(cell, sizeof cell, "%s %.1f GiB",
+                                  p.layout.keepActivations ? "keep"
+                                  : p.layout.perBlock      ? "per block"
+                                                           : "recompute",
+                                  double(p.deviceBytes) / kGiB);
+                } else {
+                    r.layouts = allLayouts();
+                    const MemoryPlan host = planStageMemory(c, s, r);
+                    std::snprintf(cell, sizeof cell, "no (%.1f GiB; host-opt %.1f%s)",
+                                  double(p.deviceBytes) / kGiB, double(host.deviceBytes) / kGiB,
+                                  host.fits ? " fits" : "");
+                }
+                std::printf(" | %-34s", cell);
+            }
+            std::printf("\n");
+        }
+        std::printf("\n");
+    }
+}
+
+// Resident memory now and at its peak since the last reset (Linux: /proc/self/status, clear_refs 5).
+double statusGiB(const char* key) {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(key, 0) == 0)
+            return std::stod(line.substr(std::string(key).size())) * 1024 / kGiB;
+    return 0;
+}
+void resetPeak() {
+    std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+struct Phase {
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    explicit Phase() { resetPeak(); }
+    void done(const char* what) const {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::printf("  %-44s %7.1f s   peak RSS %5.2f GiB  (now %5.2f)\n", what, s, statusGiB("VmHWM:"),
+                    statusGiB("VmRSS:"));
+        std::fflush(stdout);
+    }
+};
+
+int runStage(const fs::path& dir, int stage, int seq) {
+    const ModelConfig config = eightB(8);
+    fs::create_directories(dir);
+    const fs::path file = dir / stageShardFileName(stage, 1);
+    std::printf(
+        "An 8b stage on this CPU: stage %d, %.3fB parameters, fp32 compute, 1 x %d tokens, moments in 8 "
+        "bits\n",
+        stage, double(config.stageParameterCount(stage)) / 1e9, seq);
+    MemoryPlanRequest r;
+    r.deviceBytes = std::int64_t(24) << 30;
+    r.compute = Dtype::F32;
+    r.seqLen = seq;
+    r.microbatchesInFlight = 1;
+    r.layouts = {{false, true, false}};
+    const MemoryPlan plan = planStageMemory(config, stage, r);
+    std::printf("  the plan (recompute per block, 1 microbatch): weights %.2f + gradients %.2f + moments "
+                "%.2f + working %.2f = "
+                "%.2f GiB\n",
+                double(plan.parts.weightBytes) / kGiB, double(plan.parts.gradientBytes) / kGiB,
+                double(plan.parts.optimizerBytes) / kGiB, double(plan.parts.workingBytes) / kGiB,
+                double(plan.deviceBytes) / kGiB);
+    ShardManifest manifest;
+    {
+        Phase p;
+        const StageModel model(config, stage, torch::kCPU);
+        Result<ShardManifest> written = writeStageShard(model, file, 1, 0);
+        if (!written) {
+            std::cerr << "bench_memory_plan: " << written.message() << "\n";
+            return 1;
+        }
+        manifest = *written;
+        p.done("seeded weights built and the shard written");
+    }
+    StageEngineOptions options;
+    options.config = config;
+    options.stage = stage;
+    options.keepActivations = false;
+    options.recomputePerBlock = true;
+    options.maxTokens = seq;
+    std::unique_ptr<StageEngine> engine;
+    {
+        Phase p;
+        Result<std::unique_ptr<StageEngine>> made = StageEngine::create(options);
+        if (!made) {
+            std::cerr << "bench_memory_plan: " << made.message() << "\n";
+            return 1;
+        }
+        engine = std::move(*made);
+        p.done("engine created (its own seeded weights)");
+    }
+    {
+        Phase p;
+        if (Status loaded = engine->loadShard(file, manifest); !loaded) {
+            std::cerr << "bench_memory_plan: " << loaded.message() << "\n";
+            return 1;
+        }
+        p.done("shard checked against its manifest and loaded");
+    }
+    auto codec = makeCodec(config).value();
+    torch::manual_seed(1);
+    const torch::Tensor hidden = torch::randn({1, seq, config.dModel});
+    const torch::Tensor tokens = torch::randint(0, config.vocabSize, {1, seq}, torch::kLong);
+    const auto input = codec->encodeActivation(hidden, tokens);
+    const auto gradOut = codec->encodeGradient(torch::randn({1, seq, config.dModel}) * 1e-3, tokens);
+    {
+        Phase p;
+        auto f = engine->forward(0, input);
+        if (!f) {
+            std::cerr << "bench_memory_plan: " << f.message() << "\n";
+            return 1;
+        }
+        p.done("forward (no graph)");
+    }
+    {
+        Phase p;
+        auto b = engine->backward(0, gradOut, input);
+        if (!b) {
+            std::cerr << "bench_memory_plan: " << b.message() << "\n";
+            return 1;
+        }
+        p.done("backward (recomputed a block at a time)");
+    }
+    {
+        Phase p;
+        if (Status s = engine->step(1); !s) {
+            std::cerr << "bench_memory_plan: " << s.message() << "\n";
+            return 1;
+        }
+        p.done("AdamW step, moments made and kept in 8 bits");
+    }
+    const double flop =
+        4.0 * 2.0 * double(config.stageParameterCount(stage)) * seq; // fwd + recompute + 2x bwd
+    std::printf("  (%.2f TFLOP in the forward and backward)\n", flop / 1e12);
+    fs::remove(file);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    printTable();
+    if (argc < 2)
+        return 0;
+    const int stage = argc > 2 ? std::atoi(argv[2]) : 3;
+    const int seq = argc > 3 ? std::atoi(argv[3]) : 256;
+    return runStage(argv[1], stage, seq);
+}
