@@ -90,7 +90,7 @@ Status Node::start() {
             return refuse(protocol::RefusalKind::Other, QString::fromStdString(plan.message()));
         if (!plan->fits)
             return refuse(protocol::RefusalKind::NoStageFits,
-                          tr("The coordinator gave this node a stage it cannot hold: %1.")
+                          QStringLiteral("the coordinator gave this node a stage it cannot hold: %1")
                               .arg(QString::fromStdString(plan->reason)));
         m_plan = *plan;
         qInfo("node: stage %d planned: %s, %s of %s usable", m_admission->stage(),

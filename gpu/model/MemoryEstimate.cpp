@@ -85,7 +85,10 @@ MemoryEstimate estimateStageMemory(const ModelConfig& config, int stage, Dtype c
         const auto [firstBlock, lastBlock] = config.stageBlocks(stage);
         const std::int64_t blocks = std::max(1, lastBlock - firstBlock);
         m.activationBytesPerMicrobatch = boundary;
-        m.workingBytes = blocks * 4 * tokens * d + saved.blocks / blocks + saved.first + saved.last;
+        // The head and loss a chunk of tokens at a time; the gradient of the stage's output meanwhile.
+        const std::int64_t chunk = std::min(tokens, kLossChunkTokens);
+        const std::int64_t head = saved.last / tokens * chunk + (saved.last > 0 ? 4 * tokens * d : 0);
+        m.workingBytes = blocks * 4 * tokens * d + saved.blocks / blocks + saved.first + head;
         if (mixed) {
             // The largest part whose compute-dtype gradients are alive at once.
             std::int64_t largest = config.blockParameterCount();

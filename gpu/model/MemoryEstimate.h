@@ -10,6 +10,10 @@
 
 namespace tessera::gpu {
 
+// Recomputing a block at a time, the last stage computes its head and loss this many tokens at a time
+// (StageModel): the logits over the vocabulary, its largest tensors, of these tokens alive at once.
+inline constexpr std::int64_t kLossChunkTokens = 1024;
+
 struct MemoryEstimate {
     std::int64_t weightBytes = 0;    // fp32 masters, plus their compute-dtype copy when it is not fp32
     std::int64_t gradientBytes = 0;  // fp32 gradients, plus the compute-dtype ones of one backward

@@ -5,6 +5,7 @@
 #include "model/Subspace.h"
 
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/nn/functional/loss.h>
 #include <torch/utils.h>
 
 #include <cmath>
@@ -215,11 +216,31 @@ BackwardResult StageModel::backwardPerBlock(const torch::Tensor& input,
     torch::Tensor grad;
     if (isLast()) {
         const torch::Tensor h = inputs.back().detach().requires_grad_();
-        const torch::Tensor loss = lossOf(h, targets);
-        torch::autograd::backward({loss});
+        const std::int64_t tokens = h.size(0) * h.size(1);
+        if (tokens <= m_lossChunk) {
+            const torch::Tensor loss = lossOf(h, targets);
+            torch::autograd::backward({loss});
+            result.loss = loss.detach();
+        } else {
+            // The mean over all tokens as the sum of each chunk's share of it.
+            const torch::Tensor flat = h.view({tokens, h.size(2)});
+            const torch::Tensor flatTargets = targets.reshape({tokens});
+            torch::Tensor total = torch::zeros({}, flat.options().dtype(torch::kFloat));
+            for (std::int64_t begin = 0; begin < tokens; begin += m_lossChunk) {
+                const std::int64_t n = std::min(m_lossChunk, tokens - begin);
+                const torch::Tensor logits = m_head(m_norm(flat.narrow(0, begin, n), m_dtype));
+                const torch::Tensor part =
+                    torch::nn::functional::cross_entropy(
+                        logits.to(torch::kFloat), flatTargets.narrow(0, begin, n),
+                        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
+                    double(tokens);
+                torch::autograd::backward({part});
+                total += part.detach();
+            }
+            result.loss = total;
+        }
         collectGradients();
         grad = h.grad();
-        result.loss = loss.detach();
     } else {
         if (!gradOutputOrTargets.defined() || gradOutputOrTargets.sizes() != inputs.back().sizes())
             throw std::invalid_argument("gradOutput must be " + shape(inputs.back()) +

@@ -18,6 +18,7 @@
 
 #include "base/ModelConfig.h"
 #include "model/DecoderBlock.h"
+#include "model/MemoryEstimate.h"
 #include "model/RmsNorm.h"
 #include "model/RotaryEmbedding.h"
 
@@ -67,7 +68,11 @@ public:
     // the blocks run again last first, each with a graph of its own freed after its backward. The
     // activations alive are one block's instead of the stage's, for one more forward. The results
     // are the same to the bit (tested): every parameter's gradient is made by the same operations.
+    // The last stage then computes its head and loss kLossChunkTokens (MemoryEstimate.h) tokens at a time
+    // (the logits over the vocabulary are its largest tensors): the loss and the gradients then differ
+    // from the whole stage's by the order of their sums (~1e-7 relative), not at all with fewer tokens.
     void setRecomputePerBlock(bool perBlock) { m_perBlock = perBlock; }
+    void setLossChunkTokens(std::int64_t tokens) { m_lossChunk = tokens; } // tests
     bool recomputesPerBlock() const { return m_perBlock; }
 
     // Like forward, but records the graph and keeps it under `id` until backward(id, …) or
@@ -136,6 +141,7 @@ private:
     torch::Device m_device;
     torch::ScalarType m_dtype;
     bool m_perBlock = false;
+    std::int64_t m_lossChunk = kLossChunkTokens;
 
     std::vector<DecoderBlock> m_blocks;
     torch::nn::Embedding m_embedding{nullptr}; // stage 0: [vocab, d], or [vocab, k] in a subspace run

@@ -208,6 +208,24 @@ TESSERA_TEST(recomputingABlockAtATimeEqualsTheWholeStage) {
         }
 }
 
+// With more tokens than a chunk, the last stage's head and loss go a chunk at a time: the loss and every
+// gradient as the whole stage's, but for the order of the sums.
+TESSERA_TEST(theHeadAChunkOfTokensAtATimeAgreesWithTheWholeStage) {
+    const auto config = tinyConfig(CodecKind::None, 3);
+    auto whole = buildStages(config);
+    auto perBlock = buildStages(config);
+    for (auto& stage : perBlock) {
+        stage->setRecomputePerBlock(true);
+        stage->setLossChunkTokens(24); // 64 tokens: chunks of 24, 24 and 16
+    }
+    const Batch batch = makeBatch(config, 22);
+    const double wholeLoss = pipelineStep(whole, batch);
+    const double perBlockLoss = pipelineStep(perBlock, batch);
+    CHECK_MSG(std::abs(wholeLoss - perBlockLoss) <= 1e-6 * wholeLoss, wholeLoss << " vs " << perBlockLoss);
+    const double worst = worstRelativeDifference(gradients(perBlock), gradients(whole));
+    CHECK_MSG(worst <= 1e-5 && worst > 0, "the chunked head's gradients differ by " << worst);
+}
+
 TESSERA_TEST(gradientsAccumulateAcrossBackwardCalls) {
     const auto config = tinyConfig(CodecKind::None, 4);
     auto stages = buildStages(config);

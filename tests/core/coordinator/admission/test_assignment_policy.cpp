@@ -136,8 +136,8 @@ void TestAssignmentPolicy::fullSwarmWaitlists() {
 
 void TestAssignmentPolicy::the8bRunWith8BitMomentsFitsA24GbGpu() {
     // Admission plans as the node does (gpu::planStageMemory): an 8b run with fp32 moments fits no
-    // 24 GB GPU; with 8-bit moments its middle stages fit, recomputed a block at a time, and the
-    // requirement chosen is that layout's; the head stage (logits over 128k tokens) does not.
+    // 24 GB GPU; with 8-bit moments every stage fits, recomputed a block at a time, and the
+    // requirement chosen is that layout's.
     const NodeCapacity card{24'000'000'000, true, gpu::Dtype::BF16};
     QVERIFY(std::holds_alternative<DoesNotFit>(AssignmentPolicy(preset("8b"), {}).choose({}, card)));
     gpu::ModelConfig eight = preset("8b");
@@ -149,14 +149,12 @@ void TestAssignmentPolicy::the8bRunWith8BitMomentsFitsA24GbGpu() {
     const gpu::MemoryPlan plan = policy.plan(chosen.stage, card);
     QVERIFY(plan.fits && plan.layout.perBlock);
     QCOMPARE(chosen.requiredBytes, qint64(plan.deviceBytes));
-    QVERIFY(!policy.plan(eight.stages - 1, card).fits);
-    // Every stage but the head is offered, the least served first.
+    // The least served stage is offered, the head's too; a 16 GB GPU fits none.
     std::vector<StageLoad> loads(std::size_t(eight.stages), StageLoad{1, 1e9});
-    loads[5] = StageLoad{};
-    QCOMPARE(std::get<StageChosen>(policy.choose(loads, card)).stage, 5);
-    loads[5] = StageLoad{1, 1e9};
     loads[6] = StageLoad{};
-    QVERIFY(std::get<StageChosen>(policy.choose(loads, card)).stage != 6);
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, card)).stage, 6);
+    QVERIFY(std::holds_alternative<DoesNotFit>(
+        policy.choose(loads, NodeCapacity{16'000'000'000, true, gpu::Dtype::BF16})));
 }
 
 void TestAssignmentPolicy::doesNotFitWinsOverWaitlist() {
