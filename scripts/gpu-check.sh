@@ -23,3 +23,9 @@ ctest --test-dir "$build" --output-on-failure -j 4
 "$build/bin/test_cuda_backend"
 "$build/bin/tessera-gpu-bench" --check --device cuda:0 --seconds 20 --json > "$out/bench.json"
 "$build/bin/tessera-gpu-bench" --device cuda:0 --seconds 20 | tee "$out/bench.txt"
+# An 8b stage as a 24 GB GPU would hold it (issue 19): bf16 over fp32 masters, AdamW's moments in 8
+# bits, recomputed a block at a time — its time, tokens/s and the device memory's peak beside the plan.
+for stage in 3 6; do
+    "$build/bin/bench_memory_plan" "$out/stage" "$stage" 4096 cuda:0 | tee -a "$out/memory-plan.txt"
+done
+rm -rf "$out/stage"

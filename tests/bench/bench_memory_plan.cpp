@@ -6,23 +6,29 @@
 // backward (recomputed, as the plan lays an 8b stage out), and one AdamW step with 8-bit moments;
 // the time and the peak resident memory of each part beside what the plan says.
 //
-//   bench_memory_plan                      the table only
-//   bench_memory_plan DIR [STAGE] [SEQ]    and the CPU run (DIR gets a ~5 GB shard; STAGE 3, SEQ 256)
+//   bench_memory_plan                              the table only
+//   bench_memory_plan DIR [STAGE] [SEQ] [DEVICE]   and the run (DIR gets a ~5 GB shard; STAGE 3, SEQ 256,
+//                                                  DEVICE cpu; on cuda:N in bf16, the device memory's
+//                                                  peak sampled through NVML every 10 ms, context included)
 #include "codec/Codec.h"
+#include "device/Nvml.h"
 #include "engine/StageEngine.h"
 #include "model/MemoryPlan.h"
 #include "model/StageModel.h"
 #include "shard/InitialShards.h"
 #include "shard/StageShard.h"
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
 
 using namespace tessera;
 using namespace tessera::gpu;
@@ -93,111 +99,171 @@ void resetPeak() {
     std::ofstream("/proc/self/clear_refs") << "5";
 }
 
+// The device's memory in use, sampled every 10 ms while a phase runs (NVML: what the driver has given
+// the process — the CUDA context and the caching allocator's reserve included).
+class DeviceMemory {
+public:
+    explicit DeviceMemory(int index)
+        : m_index(index) {
+        if (index < 0)
+            return;
+        if (Result<std::unique_ptr<Nvml>> nvml = Nvml::load(); nvml)
+            m_nvml = std::move(*nvml);
+        else
+            std::printf("  (no NVML: %s; device memory not measured)\n", nvml.message().c_str());
+    }
+    ~DeviceMemory() { stopGiB(); }
+    void start() {
+        m_peak = 0;
+        if (!m_nvml)
+            return;
+        m_running = true;
+        m_thread = std::thread([this] {
+            while (m_running) {
+                if (Result<GpuTelemetry> t = m_nvml->telemetry(m_index); t && t->usedMemoryBytes)
+                    m_peak = std::max<std::uint64_t>(m_peak, *t->usedMemoryBytes);
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+        });
+    }
+    double stopGiB() {
+        m_running = false;
+        if (m_thread.joinable())
+            m_thread.join();
+        return double(m_peak) / kGiB;
+    }
+    bool measures() const { return m_nvml != nullptr; }
+
+private:
+    int m_index;
+    std::unique_ptr<Nvml> m_nvml;
+    std::thread m_thread;
+    std::atomic<bool> m_running{false};
+    std::atomic<std::uint64_t> m_peak{0};
+};
+
 struct Phase {
-    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-    explicit Phase() { resetPeak(); }
-    void done(const char* what) const {
+    DeviceMemory* device;
+    std::chrono::steady_clock::time_point start;
+    explicit Phase(DeviceMemory* d)
+        : device(d) {
+        resetPeak();
+        if (device)
+            device->start();
+        start = std::chrono::steady_clock::now();
+    }
+    double done(const char* what) const {
+        if (device)
+            torch::cuda::synchronize();
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        std::printf("  %-44s %7.1f s   peak RSS %5.2f GiB  (now %5.2f)\n", what, s, statusGiB("VmHWM:"),
+        const double used = device ? device->stopGiB() : 0;
+        std::printf("  %-44s %7.2f s   peak RSS %5.2f GiB  (now %5.2f)", what, s, statusGiB("VmHWM:"),
                     statusGiB("VmRSS:"));
+        if (device && device->measures())
+            std::printf("   device peak %5.2f GiB", used);
+        std::printf("\n");
         std::fflush(stdout);
+        return s;
     }
 };
 
-int runStage(const fs::path& dir, int stage, int seq) {
+int fail(const std::string& message) {
+    std::cerr << "bench_memory_plan: " << message << "\n";
+    return 1;
+}
+
+int runStage(const fs::path& dir, int stage, int seq, const std::string& device) {
     const ModelConfig config = eightB(8);
+    const bool cuda = device != "cpu";
+    DeviceMemory memory(cuda ? std::atoi(device.substr(device.find(':') + 1).c_str()) : -1);
+    DeviceMemory* onDevice = cuda ? &memory : nullptr;
     fs::create_directories(dir);
     const fs::path file = dir / stageShardFileName(stage, 1);
     std::printf(
-        "An 8b stage on this CPU: stage %d, %.3fB parameters, fp32 compute, 1 x %d tokens, moments in 8 "
-        "bits\n",
-        stage, double(config.stageParameterCount(stage)) / 1e9, seq);
+        "An 8b stage on %s: stage %d, %.3fB parameters, %s compute, 1 x %d tokens, moments in 8 bits\n",
+        device.c_str(), stage, double(config.stageParameterCount(stage)) / 1e9, cuda ? "bf16" : "fp32", seq);
     MemoryPlanRequest r;
     r.deviceBytes = std::int64_t(24) << 30;
-    r.compute = Dtype::F32;
+    r.gpu = cuda;
+    r.compute = cuda ? Dtype::BF16 : Dtype::F32;
     r.seqLen = seq;
     r.microbatchesInFlight = 1;
     r.layouts = {{false, true, false}};
     const MemoryPlan plan = planStageMemory(config, stage, r);
-    std::printf("  the plan (recompute per block, 1 microbatch): weights %.2f + gradients %.2f + moments "
-                "%.2f + working %.2f = "
-                "%.2f GiB\n",
-                double(plan.parts.weightBytes) / kGiB, double(plan.parts.gradientBytes) / kGiB,
-                double(plan.parts.optimizerBytes) / kGiB, double(plan.parts.workingBytes) / kGiB,
-                double(plan.deviceBytes) / kGiB);
+    std::printf(
+        "  the plan (recompute per block, 1 microbatch): weights %.2f + gradients %.2f + moments %.2f + "
+        "boundary %.2f + working %.2f = %.2f GiB\n",
+        double(plan.parts.weightBytes) / kGiB, double(plan.parts.gradientBytes) / kGiB,
+        double(plan.parts.optimizerBytes) / kGiB, double(plan.parts.activationBytesPerMicrobatch) / kGiB,
+        double(plan.parts.workingBytes) / kGiB, double(plan.deviceBytes) / kGiB);
     ShardManifest manifest;
     {
-        Phase p;
+        Phase p(nullptr);
         const StageModel model(config, stage, torch::kCPU);
         Result<ShardManifest> written = writeStageShard(model, file, 1, 0);
-        if (!written) {
-            std::cerr << "bench_memory_plan: " << written.message() << "\n";
-            return 1;
-        }
+        if (!written)
+            return fail(written.message());
         manifest = *written;
         p.done("seeded weights built and the shard written");
     }
     StageEngineOptions options;
     options.config = config;
     options.stage = stage;
+    options.device = device;
     options.keepActivations = false;
     options.recomputePerBlock = true;
     options.maxTokens = seq;
     std::unique_ptr<StageEngine> engine;
     {
-        Phase p;
+        Phase p(onDevice);
         Result<std::unique_ptr<StageEngine>> made = StageEngine::create(options);
-        if (!made) {
-            std::cerr << "bench_memory_plan: " << made.message() << "\n";
-            return 1;
-        }
+        if (!made)
+            return fail(made.message());
         engine = std::move(*made);
         p.done("engine created (its own seeded weights)");
     }
     {
-        Phase p;
-        if (Status loaded = engine->loadShard(file, manifest); !loaded) {
-            std::cerr << "bench_memory_plan: " << loaded.message() << "\n";
-            return 1;
-        }
+        Phase p(onDevice);
+        if (Status loaded = engine->loadShard(file, manifest); !loaded)
+            return fail(loaded.message());
         p.done("shard checked against its manifest and loaded");
     }
+    fs::remove(file);
     auto codec = makeCodec(config).value();
     torch::manual_seed(1);
     const torch::Tensor hidden = torch::randn({1, seq, config.dModel});
     const torch::Tensor tokens = torch::randint(0, config.vocabSize, {1, seq}, torch::kLong);
     const auto input = codec->encodeActivation(hidden, tokens);
     const auto gradOut = codec->encodeGradient(torch::randn({1, seq, config.dModel}) * 1e-3, tokens);
-    {
-        Phase p;
-        auto f = engine->forward(0, input);
-        if (!f) {
-            std::cerr << "bench_memory_plan: " << f.message() << "\n";
-            return 1;
+    double forwardSeconds = 0, backwardSeconds = 0;
+    for (int round = 0; round < (cuda ? 3 : 1); ++round) { // on a GPU, the first is the warm-up
+        {
+            Phase p(onDevice);
+            auto f = engine->forward(round, input);
+            if (!f)
+                return fail(f.message());
+            forwardSeconds = p.done("forward (no graph)");
         }
-        p.done("forward (no graph)");
+        {
+            Phase p(onDevice);
+            auto b = engine->backward(round, gradOut, input);
+            if (!b)
+                return fail(b.message());
+            backwardSeconds = p.done("backward (recomputed a block at a time)");
+        }
     }
     {
-        Phase p;
-        auto b = engine->backward(0, gradOut, input);
-        if (!b) {
-            std::cerr << "bench_memory_plan: " << b.message() << "\n";
-            return 1;
-        }
-        p.done("backward (recomputed a block at a time)");
-    }
-    {
-        Phase p;
-        if (Status s = engine->step(1); !s) {
-            std::cerr << "bench_memory_plan: " << s.message() << "\n";
-            return 1;
-        }
+        Phase p(onDevice);
+        if (Status s = engine->step(1); !s)
+            return fail(s.message());
         p.done("AdamW step, moments made and kept in 8 bits");
     }
-    const double flop =
-        4.0 * 2.0 * double(config.stageParameterCount(stage)) * seq; // fwd + recompute + 2x bwd
-    std::printf("  (%.2f TFLOP in the forward and backward)\n", flop / 1e12);
-    fs::remove(file);
+    // Matmul FLOP: the forward 2·P·T, the backward's recompute 2·P·T and its two products 4·P·T (attention's
+    // T² terms left out: a lower bound of the work done).
+    const double flop = 8.0 * double(config.stageParameterCount(stage)) * seq;
+    const double seconds = forwardSeconds + backwardSeconds;
+    std::printf("  %.2f TFLOP in one forward and backward: %.3f TFLOP/s, %.0f tokens/s\n", flop / 1e12,
+                flop / seconds / 1e12, seq / seconds);
     return 0;
 }
 
@@ -209,5 +275,5 @@ int main(int argc, char** argv) {
         return 0;
     const int stage = argc > 2 ? std::atoi(argv[2]) : 3;
     const int seq = argc > 3 ? std::atoi(argv[3]) : 256;
-    return runStage(argv[1], stage, seq);
+    return runStage(argv[1], stage, seq, argc > 4 ? argv[4] : "cpu");
 }
