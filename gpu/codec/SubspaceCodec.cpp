@@ -46,8 +46,9 @@ SubspaceCodec::create(const ModelConfig& config, const CodecOptions& options, Su
     const auto& u = basis.basis;
     const auto& e = basis.fixedEmbedding;
     if (!u.defined() || u.dim() != 2 || u.size(0) != d || u.size(1) != k ||
-        u.scalar_type() != torch::kFloat || !e.defined() || e.dim() != 2 || e.size(0) != config.vocabSize ||
-        e.size(1) != d || e.scalar_type() != torch::kFloat)
+        u.scalar_type() != torch::kFloat ||
+        (e.defined() && (e.dim() != 2 || e.size(0) != config.vocabSize || e.size(1) != d ||
+                         e.scalar_type() != torch::kFloat)))
         return makeError(
             "codec subspace: the basis does not match the model (U must be fp32 [d_model, k], E fp32 "
             "[vocab_size, d_model])");
@@ -62,6 +63,11 @@ SubspaceCodec::SubspaceCodec(const ModelConfig& config, const CodecOptions& opti
     , m_basisT(m_basis.basis.t().contiguous())
     , m_activation(activation)
     , m_gradient(gradient) {}
+
+torch::Tensor SubspaceCodec::embedded(const torch::Tensor& ids) const {
+    return m_basis.fixedEmbedding.defined() ? m_basis.fixedEmbedding.index_select(0, ids)
+                                            : fixedEmbeddingRows(config(), ids);
+}
 
 std::string SubspaceCodec::describe() const {
     return "subspace k=" + std::to_string(config().subspaceDim()) + ", activations " +
@@ -96,7 +102,7 @@ void SubspaceCodec::encodeValues(PayloadKind kind, const torch::Tensor& rows, co
     // c = Uᵀ(hidden − E[tok]), row-major: (hidden − E[tok]) · U.
     const auto& u = m_basis.basis;
     const auto c = kind == PayloadKind::Activation
-                       ? at::mm(rows - m_basis.fixedEmbedding.index_select(0, ids), u)
+                       ? at::mm(rows - embedded(ids), u)
                        : at::mm(rows, u);
     const Dtype dtype = layout(kind).dtype;
     if (dtype == Dtype::I8) {
@@ -125,7 +131,7 @@ Result<torch::Tensor> SubspaceCodec::decodeValues(const FrameHeader& header,
     }
     // hidden = E[tok] + U·c; a gradient comes back as U·(Uᵀg).
     if (header.kind == PayloadKind::Activation)
-        return at::addmm(m_basis.fixedEmbedding.index_select(0, ids), c, m_basisT);
+        return at::addmm(embedded(ids), c, m_basisT);
     return at::mm(c, m_basisT);
 }
 

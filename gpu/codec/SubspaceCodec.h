@@ -39,7 +39,9 @@ private:
     Result<torch::Tensor> decodeValues(const FrameHeader& header, std::span<const std::uint8_t> values,
                                        const torch::Tensor& ids) const override;
 
-    SubspaceBasis m_basis;  // U [d, k], E [vocab, d], fp32
+    // E[tok] for the ids (flat): the given E's rows, else generated from the seed (fixedEmbeddingRows).
+    torch::Tensor embedded(const torch::Tensor& ids) const;
+    SubspaceBasis m_basis;  // U [d, k] (and E [vocab, d] when given), fp32
     torch::Tensor m_basisT; // Uᵀ [k, d], contiguous for the decoder's matmul
     Dtype m_activation;
     Dtype m_gradient;

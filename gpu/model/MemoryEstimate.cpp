@@ -67,11 +67,8 @@ MemoryEstimate estimateStageMemory(const ModelConfig& config, int stage, Dtype c
     m.gradientBytes = 4 * params + (mixed ? c * params : 0);
     m.optimizerBytes = 8 * params;
     m.bufferBytes = 2 * static_cast<std::int64_t>(config.maxSeqLen) * config.headDim() * c;
-    if (config.codec == CodecKind::Subspace) {
+    if (config.codec == CodecKind::Subspace) // U; E's rows are made per microbatch (model/Subspace)
         m.bufferBytes += 4 * d * config.subspaceDim();
-        if (stage == 0)
-            m.bufferBytes += 4 * static_cast<std::int64_t>(config.vocabSize) * d;
-    }
 
     const std::int64_t tokens = static_cast<std::int64_t>(batch) * seqLen;
     const bool last = stage == config.stages - 1;

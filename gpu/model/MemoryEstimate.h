@@ -18,7 +18,7 @@ struct MemoryEstimate {
     std::int64_t weightBytes = 0;    // fp32 masters, plus their compute-dtype copy when it is not fp32
     std::int64_t gradientBytes = 0;  // fp32 gradients, plus the compute-dtype ones of one backward
     std::int64_t optimizerBytes = 0; // AdamW's two fp32 moments
-    std::int64_t bufferBytes = 0;    // fixed tensors: RoPE tables, U and the fixed embedding E
+    std::int64_t bufferBytes = 0;    // fixed tensors: RoPE tables and U (E's rows are made per microbatch)
     // Held per microbatch between its forward and its backward: the stage's input and output
     // when recomputing, every saved activation when keeping them.
     std::int64_t activationBytesPerMicrobatch = 0;

@@ -104,8 +104,7 @@ void StageModel::initialise() {
 
     if (subspace) {
         m_basisT = makeSubspaceU(m_config).t().contiguous().to(m_device);
-        if (isFirst())
-            m_fixedEmbedding = makeFixedEmbedding(m_config).to(m_device);
+        m_fixedEmbedding = isFirst();
     }
     m_rope = std::make_unique<RotaryEmbedding>(m_config, m_device, m_dtype);
 }
@@ -183,8 +182,9 @@ torch::Tensor StageModel::run(const torch::Tensor& input, const torch::Tensor& t
 torch::Tensor StageModel::embed(const torch::Tensor& ids) const {
     torch::Tensor x = torch::embedding(m_embedding->weight, ids).to(torch::kFloat);
     // x0 = E[tok] + Emb_k[tok]·Uᵀ: only the second part is learned, and it lies in span(U).
-    if (m_fixedEmbedding.defined())
-        x = torch::embedding(m_fixedEmbedding, ids) + torch::matmul(x, m_basisT);
+    if (m_fixedEmbedding) // E's rows made for these ids only (at 8b the whole E is 2 GiB)
+        x = fixedEmbeddingRows(m_config, ids).view({ids.size(0), ids.size(1), m_config.dModel}).to(m_device) +
+            torch::matmul(x, m_basisT);
     return x;
 }
 

@@ -148,7 +148,7 @@ private:
     RmsNorm m_norm{nullptr};                   // last stage
     torch::nn::Linear m_head{nullptr};         // last stage
     torch::Tensor m_basisT;                    // Uᵀ [k, d] fp32, subspace runs
-    torch::Tensor m_fixedEmbedding;            // E [vocab, d] fp32, stage 0 of a subspace run
+    bool m_fixedEmbedding = false;             // stage 0 of a subspace run adds E[tok] (model/Subspace)
     std::unique_ptr<RotaryEmbedding> m_rope;
     std::int64_t m_maskLength = -1;
     torch::Tensor m_mask;

@@ -3,6 +3,9 @@
 
 #include "base/SplitMix.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -23,7 +26,7 @@ double seededUniform(std::uint64_t seed, std::uint64_t index) {
 }
 
 SubspaceBasis makeSubspaceBasis(const ModelConfig& config) {
-    return {makeSubspaceU(config), makeFixedEmbedding(config)};
+    return {makeSubspaceU(config), torch::Tensor()};
 }
 
 torch::Tensor makeSubspaceU(const ModelConfig& config) {
@@ -60,6 +63,32 @@ torch::Tensor makeSubspaceU(const ModelConfig& config) {
         for (int c = 0; c < k; ++c)
             b[static_cast<std::size_t>(i) * k + c] = static_cast<float>(column(c)[i]);
     return basis;
+}
+
+torch::Tensor fixedEmbeddingRows(const ModelConfig& config, const torch::Tensor& ids) {
+    if (!torch::isIntegralType(ids.scalar_type(), false))
+        throw std::invalid_argument("fixedEmbeddingRows: token ids must be integers");
+    const torch::Tensor flat = ids.flatten().to(torch::kCPU, torch::kLong).contiguous();
+    const std::int64_t n = flat.numel(), d = config.dModel;
+    const std::int64_t* id = flat.data_ptr<std::int64_t>();
+    for (std::int64_t t = 0; t < n; ++t)
+        if (id[t] < 0 || id[t] >= config.vocabSize)
+            throw std::invalid_argument("fixedEmbeddingRows: token id " + std::to_string(id[t]) +
+                                        " is not in [0, vocab_size)");
+    const std::uint64_t embeddingSeed = config.seed ^ (kEmbeddingStream << 48);
+    const double scale = std::sqrt(3.0);
+    torch::Tensor rows = torch::empty({n, d}, torch::kFloat);
+    float* out = rows.data_ptr<float>();
+    at::parallel_for(0, n, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(d, 1)),
+                     [&](std::int64_t begin, std::int64_t end) {
+                         for (std::int64_t t = begin; t < end; ++t) {
+                             const auto base = static_cast<std::uint64_t>(id[t]) * static_cast<std::uint64_t>(d);
+                             for (std::int64_t j = 0; j < d; ++j)
+                                 out[t * d + j] = static_cast<float>(
+                                     scale * seededUniform(embeddingSeed, base + static_cast<std::uint64_t>(j)));
+                         }
+                     });
+    return rows;
 }
 
 torch::Tensor makeFixedEmbedding(const ModelConfig& config) {

@@ -14,17 +14,23 @@
 namespace tessera::gpu {
 
 struct SubspaceBasis {
-    torch::Tensor basis;          // U: [d, k] fp32, orthonormal columns
-    torch::Tensor fixedEmbedding; // E: [vocab, d] fp32
+    torch::Tensor basis; // U: [d, k] fp32, orthonormal columns
+    // E: [vocab, d] fp32 when given (tests); undefined (makeSubspaceBasis): the rows a frame needs are
+    // generated from the seed (fixedEmbeddingRows) — at 8b the whole E is 2 GiB in every process.
+    torch::Tensor fixedEmbedding;
 };
 
 // Deterministic on every machine: integer RNG (splitmix64) and a scalar double-precision
-// Gram-Schmidt, no BLAS and no torch RNG (whose vectorised paths differ between CPUs).
+// Gram-Schmidt, no BLAS and no torch RNG (whose vectorised paths differ between CPUs). U only.
 SubspaceBasis makeSubspaceBasis(const ModelConfig& config);
 // Its two parts alone: only stage 0 embeds tokens, the other stages need U alone (at 8b, E is
 // 2 GiB and takes seconds to generate).
 torch::Tensor makeSubspaceU(const ModelConfig& config);
 torch::Tensor makeFixedEmbedding(const ModelConfig& config);
+// E's rows for `ids` (integral, each in [0, vocab_size), else std::invalid_argument): [ids.numel(), d]
+// fp32 on the CPU, exactly makeFixedEmbedding(config).index_select(0, ids.flatten()) — each element is
+// its own counter of the generator, so only the rows asked for are made.
+torch::Tensor fixedEmbeddingRows(const ModelConfig& config, const torch::Tensor& ids);
 
 // The counter-based generator behind both: uniform in [-1, 1) for (seed, index).
 double seededUniform(std::uint64_t seed, std::uint64_t index);

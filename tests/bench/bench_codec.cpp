@@ -78,8 +78,9 @@ int main(int argc, char** argv) {
     SubspaceBasis basis;
     const double basisSeconds = wallSeconds([&] { basis = makeSubspaceBasis(config); });
     std::printf(
-        "subspace basis U [%lld,%lld] and fixed embedding E [%d,%lld] built from the seed in %.1f s\n\n",
-        (long long)d, (long long)k, config.vocabSize, (long long)d, basisSeconds);
+        "subspace basis U [%lld,%lld] built from the seed in %.1f s (E's rows are made per frame, for its "
+        "tokens)\n\n",
+        (long long)d, (long long)k, basisSeconds);
 
     std::vector<Variant> variants;
     {

@@ -47,8 +47,7 @@ torch::Tensor inSubspace(const SubspaceCodec& codec, const torch::Tensor& tokens
     const auto c = torch::randn({kBatch, kSeq, b.basis.size(1)}) * 3;
     if (coeffs)
         *coeffs = c;
-    return b.fixedEmbedding.index_select(0, tokens.flatten()).view({kBatch, kSeq, -1}) +
-           at::matmul(c, b.basis.t());
+    return fixedEmbeddingRows(codec.config(), tokens).view({kBatch, kSeq, -1}) + at::matmul(c, b.basis.t());
 }
 
 Activation roundTrip(const Codec& codec, const torch::Tensor& hidden, const torch::Tensor& tokens) {
@@ -129,7 +128,7 @@ TESSERA_TEST(subspaceInt8RebuildsAnInSubspaceActivation) {
     torch::Tensor c;
     const auto h = inSubspace(*codec, tokens, &c);
     const auto decoded = roundTrip(*codec, h, tokens).hidden;
-    const auto embedded = codec->basis().fixedEmbedding.index_select(0, tokens.flatten()).view(h.sizes());
+    const auto embedded = fixedEmbeddingRows(codec->config(), tokens).view(h.sizes());
     // The coefficients the receiver holds, read back through U (orthonormal): each within half
     // an int8 step of the token's largest, max|c_token|/254 (plus fp32 noise of the projection).
     const auto received = at::matmul(decoded - embedded, codec->basis().basis);
@@ -151,7 +150,7 @@ TESSERA_TEST(subspaceFp16AndFp32CoefficientsAreNearExact) {
         const auto h = inSubspace(*codec, tokens);
         const auto decoded = roundTrip(*codec, h, tokens).hidden;
         const auto learned =
-            h - codec->basis().fixedEmbedding.index_select(0, tokens.flatten()).view(h.sizes());
+            h - fixedEmbeddingRows(codec->config(), tokens).view(h.sizes());
         // Relative to the learned part U·c, per token: fp16 rounds to 2^-11 (≈4.9e-4).
         const double r = ((decoded - h).norm(2, 2) / learned.norm(2, 2)).max().item<double>();
         const double limit = dtype == Dtype::F16 ? 1e-3 : 2e-6;

@@ -53,7 +53,7 @@ TESSERA_TEST(boundaryActivationsStayInTheSubspaceWhileTraining) {
         std::vector<torch::Tensor> inputs{ids};
         for (int s = 0; s + 1 < config.stages; ++s) {
             inputs.push_back(stages[s]->forward(inputs.back()));
-            const double ratio = outOfSubspace(inputs.back(), ids, fixed.basis, fixed.fixedEmbedding);
+            const double ratio = outOfSubspace(inputs.back(), ids, fixed.basis, makeFixedEmbedding(config));
             CHECK_MSG(ratio < 1e-5,
                       "step " << step << " boundary " << s << ": " << ratio << " outside span(U)");
         }
@@ -96,5 +96,29 @@ TESSERA_TEST(gradientsTowardsTheBoundaryAreMeaningfulInTheSubspace) {
         const double scale = full[i].abs().max().item<double>();
         const double diff = (p.grad() - full[i++]).abs().max().item<double>();
         CHECK_MSG(diff <= 1e-4 * scale, name << ": " << diff << " of " << scale);
+    }
+}
+
+// E is never built whole outside tests: the rows made for a microbatch's tokens are the whole matrix's
+// rows to the bit, and an id outside the vocabulary is refused.
+TESSERA_TEST(fixedEmbeddingRowsAreTheWholeMatrixsRows) {
+    auto config = ModelConfig::preset("tiny").value();
+    config.codec = CodecKind::Subspace;
+    const torch::Tensor whole = makeFixedEmbedding(config);
+    torch::manual_seed(3);
+    const torch::Tensor ids = torch::randint(config.vocabSize, {3, 50}, torch::kLong);
+    const torch::Tensor rows = fixedEmbeddingRows(config, ids);
+    CHECK(rows.sizes() == torch::IntArrayRef({150, config.dModel}));
+    CHECK(torch::equal(rows, whole.index_select(0, ids.flatten())));
+    CHECK(torch::equal(fixedEmbeddingRows(config, torch::tensor({0, config.vocabSize - 1}, torch::kInt)),
+                       whole.index_select(0, torch::tensor({0L, std::int64_t(config.vocabSize - 1)}))));
+    for (const std::int64_t bad : {std::int64_t(-1), std::int64_t(config.vocabSize)}) {
+        bool threw = false;
+        try {
+            (void)fixedEmbeddingRows(config, torch::tensor({bad}));
+        } catch (const std::invalid_argument&) {
+            threw = true;
+        }
+        CHECK_MSG(threw, bad);
     }
 }
