@@ -101,9 +101,7 @@ void SubspaceCodec::encodeValues(PayloadKind kind, const torch::Tensor& rows, co
                                  std::vector<std::uint8_t>& out) const {
     // c = Uᵀ(hidden − E[tok]), row-major: (hidden − E[tok]) · U.
     const auto& u = m_basis.basis;
-    const auto c = kind == PayloadKind::Activation
-                       ? at::mm(rows - embedded(ids), u)
-                       : at::mm(rows, u);
+    const auto c = kind == PayloadKind::Activation ? at::mm(rows - embedded(ids), u) : at::mm(rows, u);
     const Dtype dtype = layout(kind).dtype;
     if (dtype == Dtype::I8) {
         const auto q = wire::quantiseRows(c);

@@ -149,8 +149,7 @@ TESSERA_TEST(subspaceFp16AndFp32CoefficientsAreNearExact) {
         const auto codec = take(SubspaceCodec::create(tiny(CodecKind::Subspace), o));
         const auto h = inSubspace(*codec, tokens);
         const auto decoded = roundTrip(*codec, h, tokens).hidden;
-        const auto learned =
-            h - fixedEmbeddingRows(codec->config(), tokens).view(h.sizes());
+        const auto learned = h - fixedEmbeddingRows(codec->config(), tokens).view(h.sizes());
         // Relative to the learned part U·c, per token: fp16 rounds to 2^-11 (≈4.9e-4).
         const double r = ((decoded - h).norm(2, 2) / learned.norm(2, 2)).max().item<double>();
         const double limit = dtype == Dtype::F16 ? 1e-3 : 2e-6;
