@@ -48,6 +48,7 @@ private Q_SLOTS:
     void plainHttpOffLoopbackRefused();
     void oneCoordinatorPerDataDir();
     void sigtermStopsARunBeingCreated();
+    void momentBitsAreTheRunsAndNeverChange();
 
 private:
     QStringList args(const QString& dataDir, const QStringList& extra = {}) const {
@@ -119,6 +120,43 @@ void TestCoordinatorRuns::datasetIsCheckedStoredAndNeverChanges() {
     server = start(QString());
     QVERIFY2(server->waitReady(), server->err().constData());
     QCOMPARE(server->printed("dataset"), QStringLiteral("synthetic"));
+}
+
+// --moment-bits 8 is the run's (every replica and the checkpoint keep AdamW's moments alike): stored in
+// the model, kept on a restart that does not name it, refused when changed; anything but 32 or 8 is
+// refused before anything is written.
+void TestCoordinatorRuns::momentBitsAreTheRunsAndNeverChange() {
+    const QString dir = m_dir.filePath(QStringLiteral("moments"));
+    const auto start = [&](const QStringList& extra) {
+        return std::make_unique<CoordinatorProcess>(
+            args(dir, QStringList{QStringLiteral("--insecure-loopback")} + extra));
+    };
+    std::unique_ptr<CoordinatorProcess> server =
+        start({QStringLiteral("--moment-bits"), QStringLiteral("16")});
+    QCOMPARE(server->waitExit(), 2);
+    QVERIFY2(server->err().contains("--moment-bits must be 32 or 8"), server->err().constData());
+    QVERIFY(!QFileInfo::exists(dir));
+
+    server = start({QStringLiteral("--moment-bits"), QStringLiteral("8")});
+    QVERIFY2(server->waitReady(), server->err().constData());
+    server.reset();
+    QFile run(dir + QStringLiteral("/run.json"));
+    QVERIFY(run.open(QIODevice::ReadOnly));
+    QCOMPARE(QJsonDocument::fromJson(run.readAll())
+                 .object()
+                 .value(u"model")
+                 .toObject()
+                 .value(u"moment_bits")
+                 .toInt(),
+             8);
+    server = start({});
+    QVERIFY2(server->waitReady(), server->err().constData());
+    QVERIFY(server->out().contains("resumed the run"));
+    server.reset();
+    server = start({QStringLiteral("--moment-bits"), QStringLiteral("32")});
+    QCOMPARE(server->waitExit(), 1);
+    QVERIFY2(server->err().contains("A run's model never changes") && server->err().contains("--moment-bits"),
+             server->err().constData());
 }
 
 // tessera-data's datasets (written by hand here; tests/gpu/data builds real ones with SentencePiece):
