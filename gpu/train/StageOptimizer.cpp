@@ -39,7 +39,7 @@ void encodeFirst(const torch::Tensor& m, torch::Tensor& codes, torch::Tensor& sc
                                     .add_(127.0f)
                                     .round_()
                                     .clamp_(1, 127);
-    codes = torch::where(magnitude > 0, level * b.sign(), torch::zeros_like(level)).to(torch::kInt8);
+    codes = level.mul_(b.sign()).to(torch::kInt8); // sign 0: code 0
 }
 
 torch::Tensor decodeFirst(const torch::Tensor& codes, const torch::Tensor& scales,
@@ -61,14 +61,14 @@ void encodeSecond(const torch::Tensor& v, torch::Tensor& codes, torch::Tensor& s
                                     .add_(255.0f)
                                     .round_()
                                     .clamp_(1, 255);
-    codes = torch::where(b > 0, level, torch::zeros_like(level)).to(torch::kUInt8);
+    codes = level.mul_(b.sign()).to(torch::kUInt8); // √0 codes 0
 }
 
 torch::Tensor decodeSecond(const torch::Tensor& codes, const torch::Tensor& scales,
                            const torch::Tensor& like) {
     const torch::Tensor c = codes.to(torch::kFloat);
-    const torch::Tensor root = c.sub(255.0f).div_(10.0f).exp2_().mul_(scales);
-    return fromBlocks(torch::where(c > 0, root * root, torch::zeros_like(root)), like).clone();
+    const torch::Tensor root = c.sub(255.0f).div_(10.0f).exp2_().mul_(scales).mul_(c.sign()); // code 0: 0
+    return fromBlocks(root.mul_(root), like).clone();
 }
 
 } // namespace
