@@ -84,18 +84,11 @@ Status Node::start() {
     connect(m_admission.get(), &Admission::granted, this, [this](const gpu::ShardManifest& manifest) {
         m_backoff.reset();
         // Before anything downloads: the stage must fit this device as the engine lays it out.
-        Result<gpu::MemoryPlan> plan = planAssignedStage({m_admission->modelConfig(), m_admission->stage(),
-                                                          m_admission->hardware(), m_admission->bench()});
-        if (!plan)
-            return refuse(protocol::RefusalKind::Other, QString::fromStdString(plan.message()));
-        if (!plan->fits)
-            return refuse(protocol::RefusalKind::NoStageFits,
-                          QStringLiteral("the coordinator gave this node a stage it cannot hold: %1")
-                              .arg(QString::fromStdString(plan->reason)));
-        m_plan = *plan;
-        qInfo("node: stage %d planned: %s, %s of %s usable", m_admission->stage(),
-              gpu::describe(m_plan.layout).c_str(), gpu::formatBytes(m_plan.deviceBytes).c_str(),
-              gpu::formatBytes(m_plan.usableBytes).c_str());
+        const GrantedStage granted = planGrantedStage({m_admission->modelConfig(), m_admission->stage(),
+                                                       m_admission->hardware(), m_admission->bench()});
+        if (!granted.plan)
+            return refuse(granted.refusal, granted.why);
+        m_plan = *granted.plan;
         m_manifest = manifest;
         download();
     });
@@ -268,12 +261,7 @@ void Node::join() {
     load.engine.config = *config;
     load.engine.stage = m_admission->stage();
     load.engine.device = m_options.device.toStdString();
-    if (m_plan.fits) { // planned when the stage was granted
-        load.engine.keepActivations = m_plan.layout.keepActivations;
-        load.engine.recomputePerBlock = m_plan.layout.perBlock;
-        if (m_plan.layout.keepActivations)
-            load.engine.maxKept = m_plan.maxKept;
-    }
+    applyPlan(m_plan, load.engine); // planned when the stage was granted
     // Room for the message's envelope in front of every output frame: results go out from where
     // the engine wrote them.
     load.engine.outputHeadroom = std::size_t(protocol::kTaskMessageHeadroom);
@@ -449,42 +437,6 @@ QJsonObject Node::onControl(const protocol::ControlRequest& request) {
         return status();
     }
     return status();
-}
-
-QJsonObject Node::status() const {
-    const EngineStats stats = m_engine ? m_engine->stats() : EngineStats{};
-    const QJsonObject download =
-        m_install ? m_install->status()
-                  : QJsonObject{{QStringLiteral("bytes"), qint64(0)}, {QStringLiteral("total"), qint64(0)}};
-    QJsonObject s{{QStringLiteral("state"), nodeStateName(m_state)},
-                  {QStringLiteral("detail"), m_stateDetail},
-                  {QStringLiteral("node_id"), m_identity ? m_identity->nodeId() : QString()},
-                  {QStringLiteral("coordinator"), m_options.coordinator.toString()},
-                  {QStringLiteral("device"), m_options.device},
-                  {QStringLiteral("stage"), m_admission ? m_admission->stage() : -1},
-                  {QStringLiteral("download"), download},
-                  {QStringLiteral("compute_share"), stats.computeShareWindow},
-                  {QStringLiteral("compute_share_total"), stats.computeShareTotal},
-                  {QStringLiteral("compute_limit"), m_limit},
-                  {QStringLiteral("paused"), m_pauseRequested},
-                  {QStringLiteral("tasks_done"), stats.tasksDone},
-                  {QStringLiteral("version"), tesseraVersion()}};
-    if (m_retryAtMs > nowMs())
-        s.insert(QStringLiteral("retry_in_s"), double(m_retryAtMs - nowMs()) / 1000);
-    if (!m_lastError.isEmpty())
-        s.insert(QStringLiteral("last_error"), m_lastError);
-    if (m_runner)
-        s.insert(QStringLiteral("training"), m_runner->status());
-    if (m_session)
-        s.insert(QStringLiteral("session"), m_session->status());
-    if (m_admission && m_admission->stageCount() > 0)
-        s.insert(QStringLiteral("stages"), m_admission->stageCount());
-    // The benchmark for the desktop app's first run: its progress, then its result.
-    if (m_benchmark)
-        s.insert(QStringLiteral("benchmark"), m_benchmark->status());
-    LocalLedger::addTotalsTo(m_ledger.get(), s); // credits_total, ledger_receipts
-    m_credits->addEscrowTo(s);                   // credits_pending, credits_forfeited, last_forfeit_reason
-    return s;
 }
 
 void Node::stop(const QString& why) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "node/StagePlan.h"
 
+#include "engine/StageEngine.h"
+
 #include <QJsonDocument>
 
 #include <stdexcept>
@@ -30,6 +32,28 @@ Result<gpu::MemoryPlan> planAssignedStage(const StagePlanInput& input) {
     } catch (const std::invalid_argument& e) {
         return makeError(std::string("planning the stage's memory: ") + e.what());
     }
+}
+
+GrantedStage planGrantedStage(const StagePlanInput& input) {
+    Result<gpu::MemoryPlan> plan = planAssignedStage(input);
+    if (!plan)
+        return {std::nullopt, protocol::RefusalKind::Other, QString::fromStdString(plan.message())};
+    if (!plan->fits)
+        return {std::nullopt, protocol::RefusalKind::NoStageFits,
+                QStringLiteral("the coordinator gave this node a stage it cannot hold: %1")
+                    .arg(QString::fromStdString(plan->reason))};
+    qInfo("node: stage %d planned: %s, %s of %s usable", input.stage, gpu::describe(plan->layout).c_str(),
+          gpu::formatBytes(plan->deviceBytes).c_str(), gpu::formatBytes(plan->usableBytes).c_str());
+    return {*plan, protocol::RefusalKind::Other, {}};
+}
+
+void applyPlan(const gpu::MemoryPlan& plan, gpu::StageEngineOptions& engine) {
+    if (!plan.fits)
+        return;
+    engine.keepActivations = plan.layout.keepActivations;
+    engine.recomputePerBlock = plan.layout.perBlock;
+    if (plan.layout.keepActivations)
+        engine.maxKept = plan.maxKept;
 }
 
 } // namespace tessera::node

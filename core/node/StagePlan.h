@@ -8,8 +8,16 @@
 
 #include "base/Result.h"
 #include "model/MemoryPlan.h"
+#include "protocol/Refusal.h"
 
 #include <QJsonObject>
+#include <QString>
+
+#include <optional>
+
+namespace tessera::gpu {
+struct StageEngineOptions;
+}
 
 namespace tessera::node {
 
@@ -23,5 +31,16 @@ struct StagePlanInput {
 
 // An error (malformed input) or the plan; plan.fits false carries plan.reason.
 Result<gpu::MemoryPlan> planAssignedStage(const StagePlanInput& input);
+
+// What the node does with a stage just granted: the plan that fits (logged), or the refusal it stops on.
+struct GrantedStage {
+    std::optional<gpu::MemoryPlan> plan;
+    protocol::RefusalKind refusal = protocol::RefusalKind::Other;
+    QString why;
+};
+GrantedStage planGrantedStage(const StagePlanInput& input);
+
+// The plan's layout into the engine's options; a plan that did not fit (none made) changes nothing.
+void applyPlan(const gpu::MemoryPlan& plan, gpu::StageEngineOptions& engine);
 
 } // namespace tessera::node
