@@ -79,8 +79,6 @@ MemoryPlan planStageMemory(const ModelConfig& config, int stage, const MemoryPla
         tried = true;
         if (device <= usable && (!layout.keepActivations || kept >= inFlight)) {
             plan.fits = true;
-            if (!layout.keepActivations)
-                plan.maxKept = 0;
             return plan;
         }
     }
