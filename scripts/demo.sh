@@ -38,7 +38,8 @@ run_args=(--model tiny --stages "$stages" --codec subspace)
 pids+=($!)
 url=""
 for _ in $(seq 1 600); do
-    url=$(sed -n 's/^listening on //p' "$log" | head -n1)
+    # "ready": a new run's initial weights are written; nodes started earlier would wait to be admitted.
+    grep -q '^ready: ' "$log" && url=$(sed -n 's/^listening on //p' "$log" | head -n1)
     [[ -n "$url" ]] && break
     kill -0 "${pids[0]}" 2>/dev/null || { cat "$log"; exit 1; }
     sleep 0.2

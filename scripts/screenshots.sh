@@ -129,7 +129,7 @@ wait_for 90 xdotool search --onlyvisible --class Tint2
     --microbatches-per-step 2 --credit-interval-ms 5000 --credit-escrow-ms 10000 > "$work/coordinator.out" 2>&1 &
 coordinator=$!
 pids+=($coordinator)
-wait_for 120 grep -q "listening on " "$work/coordinator.out"
+wait_for 120 grep -q "^ready: " "$work/coordinator.out"
 url=$(sed -n 's/.*listening on \(\S*\).*/\1/p' "$work/coordinator.out" | head -1)
 
 # The node as the app starts it, plus a short benchmark, a slow download (so the wizard is seen
@@ -267,7 +267,7 @@ for pid in "${apps[@]}"; do wait "$pid" 2> /dev/null || true; done
 "$bin/tessera-coordinator" --data-dir "$work/run2" --listen 127.0.0.1:0 --model tiny --stages 2 \
     > "$work/coordinator2.out" 2>&1 &
 pids+=($!)
-wait_for 120 grep -q "listening on " "$work/coordinator2.out"
+wait_for 120 grep -q "^ready: " "$work/coordinator2.out"
 url2=$(sed -n 's/.*listening on \(\S*\).*/\1/p' "$work/coordinator2.out" | head -1)
 export QT_SCALE_FACTOR=1.5
 # The wizard on a fresh settings file: the second coordinator's certificate is unknown.

@@ -103,6 +103,14 @@
         <source>Check the coordinator&apos;s address in Settings, then try again.</source>
         <translation>Prüfen Sie die Adresse des Koordinators in den Einstellungen und versuchen Sie es dann erneut.</translation>
     </message>
+    <message>
+        <source>The coordinator is still preparing the model (%1% ready). Tessera will try again by itself — you can close this window.</source>
+        <translation>Der Koordinator bereitet das Modell noch vor (%1 % fertig). Tessera versucht es von selbst erneut – Sie können dieses Fenster schließen.</translation>
+    </message>
+    <message>
+        <source>The coordinator is still preparing the model (%1% ready). Tessera will try again in %2 — you can close this window.</source>
+        <translation>Der Koordinator bereitet das Modell noch vor (%1 % fertig). Tessera versucht es in %2 erneut – Sie können dieses Fenster schließen.</translation>
+    </message>
 </context>
 <context>
     <name>PauseReason</name>
@@ -311,6 +319,10 @@
     <message>
         <source>Waiting — the coordinator could not be reached or did not let this computer join; trying again in %1</source>
         <translation>Wartet – der Koordinator war nicht erreichbar oder hat diesen Computer nicht aufgenommen; neuer Versuch in %1</translation>
+    </message>
+    <message>
+        <source>Waiting — the coordinator is preparing the model (%1% ready); trying again in %2</source>
+        <translation>Wartet – der Koordinator bereitet das Modell vor (%1 % fertig); neuer Versuch in %2</translation>
     </message>
 </context>
 <context>

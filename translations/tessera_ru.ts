@@ -103,6 +103,14 @@
         <source>Check the coordinator&apos;s address in Settings, then try again.</source>
         <translation>Проверьте адрес координатора в настройках и попробуйте снова.</translation>
     </message>
+    <message>
+        <source>The coordinator is still preparing the model (%1% ready). Tessera will try again by itself — you can close this window.</source>
+        <translation>Координатор ещё готовит модель (готово %1%). Tessera сама попробует снова — это окно можно закрыть.</translation>
+    </message>
+    <message>
+        <source>The coordinator is still preparing the model (%1% ready). Tessera will try again in %2 — you can close this window.</source>
+        <translation>Координатор ещё готовит модель (готово %1%). Tessera попробует снова через %2 — это окно можно закрыть.</translation>
+    </message>
 </context>
 <context>
     <name>PauseReason</name>
@@ -311,6 +319,10 @@
     <message>
         <source>Waiting — the coordinator could not be reached or did not let this computer join; trying again in %1</source>
         <translation>Ожидание — координатор недоступен или не принял этот компьютер; повтор через %1</translation>
+    </message>
+    <message>
+        <source>Waiting — the coordinator is preparing the model (%1% ready); trying again in %2</source>
+        <translation>Ожидание — координатор готовит модель (готово %1%); повтор через %2</translation>
     </message>
 </context>
 <context>

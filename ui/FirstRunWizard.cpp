@@ -283,7 +283,7 @@ void FirstRunWizard::fill(Page page) {
         m_admissionTitle->setText(tr("Joining the swarm"));
         m_admissionAdvice->clear();
         if (nodeState == u"Waitlisted")
-            m_admissionText->setText(NodeStatusText::waitlist(status));
+            m_admissionText->setText(NodeStatusText::waitlist(status, m_manager.swarmStatus()));
         else if (const QString stage = NodeStatusText::stage(status, m_manager.swarmStatus());
                  !stage.isEmpty())
             m_admissionText->setText(stage);

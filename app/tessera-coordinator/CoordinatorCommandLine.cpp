@@ -8,6 +8,7 @@
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QElapsedTimer>
 #include <QHash>
 
 #include <cmath>
@@ -443,10 +444,10 @@ int CoordinatorCommandLine::run(const QStringList& arguments) {
         m_err << kProgram << ": " << shutdownSignals.message() << std::endl;
         return 1;
     }
-    // The start can run for minutes without an event loop (creating a large run writes every stage's
-    // shard): a signal then stops the process at once. Nothing it leaves is trusted by the next start —
-    // a run's shards count once their versions are recorded, in one transaction after all are written;
-    // the data dir's lock of a dead process is taken over.
+    // The start runs without an event loop (a resumed large run reads its checkpoints): a signal then
+    // stops the process at once. Nothing it leaves is trusted by the next start — a run's shards count
+    // once their versions are recorded; the data dir's lock of a dead process is taken over. A new run's
+    // shards are written after the start, while the loop runs (Coordinator: Preparing).
     ShutdownSignals::setExitAtOnce(true, "tessera-coordinator: stopped while starting; a run being created "
                                          "is created again at the next start\n");
     Result<std::unique_ptr<Coordinator>> started = Coordinator::start(*options);
@@ -458,7 +459,7 @@ int CoordinatorCommandLine::run(const QStringList& arguments) {
     Coordinator& c = **started;
     const gpu::ModelConfig& model = c.model();
     m_out << kProgram << " " << tesseraVersion() << ": "
-          << (c.runCreated() ? "created the run" : "resumed the run") << " of model '" << model.name << "' ("
+          << (c.runCreated() ? "creating the run" : "resumed the run") << " of model '" << model.name << "' ("
           << model.parameterCount() << " parameters, " << model.stages << " stages) in " << options->dataDir
           << "\n"
           << "dataset: " << c.dataset() << "\n"
@@ -469,8 +470,23 @@ int CoordinatorCommandLine::run(const QStringList& arguments) {
               << "TLS SHA-256 fingerprint: " << c.tlsFingerprint() << "\n";
     else
         m_out << "warning: plain HTTP (--insecure-loopback): for local testing only\n";
-    // Tests and scripts wait for this line (it carries the port chosen for port 0).
+    // Tests and scripts wait for these lines: the URL (with the port chosen for port 0), then "ready".
     m_out << "listening on " << c.url() << std::endl;
+    if (c.state() == Coordinator::State::Serving)
+        m_out << "ready: admitting nodes" << std::endl;
+    else
+        m_out << "preparing: writing the initial weights (/v1/status shows how far); admission waits"
+              << std::endl;
+    QElapsedTimer preparing;
+    preparing.start();
+    c.onPrepared([this, &c, &preparing, name = model.name](const Status& prepared) {
+        if (!prepared) {
+            m_err << kProgram << ": " << prepared.message() << std::endl;
+            return c.stop([] { QCoreApplication::exit(1); });
+        }
+        m_out << "ready: created the run of model '" << name << "' in " << double(preparing.elapsed()) / 1000
+              << " s; admitting nodes" << std::endl;
+    });
     QObject::connect((*shutdownSignals).get(), &ShutdownSignals::received, [this, &c](int signalNumber) {
         m_out << kProgram << ": signal " << signalNumber << ", shutting down" << std::endl;
         c.stop([] { QCoreApplication::exit(0); });

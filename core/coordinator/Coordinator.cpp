@@ -6,6 +6,7 @@
 #include "common/WallClock.h"
 #include "coordinator/CoordinatorRun.h"
 #include "coordinator/DatasetSpec.h"
+#include "coordinator/RunPreparation.h"
 #include "coordinator/admission/AdmissionService.h"
 #include "coordinator/api/AdmissionApi.h"
 #include "coordinator/api/CreditsApi.h"
@@ -103,12 +104,16 @@ Result<ListenAddress> parseListenAddress(const QString& text) {
 }
 
 // Everything the coordinator owns; members are destroyed in reverse order, so the server (and
-// with it every handler) goes before what the handlers use.
+// with it every handler) goes before what the handlers use, and the preparation (its writer thread
+// joined) before the run and database it records into.
 struct Coordinator::Parts {
     std::unique_ptr<QLockFile> lock; // first: released after everything else is closed
     std::unique_ptr<Database> db;
     std::optional<Identity> key;
     std::optional<CoordinatorRun> run;
+    std::unique_ptr<RunPreparation> preparation; // a new run's initial shards; kept once done
+    CoordinatorOptions options;
+    std::function<void(const Status&)> prepared;
     Metrics metrics;
     std::unique_ptr<AdmissionService> admission;
     std::unique_ptr<AdmissionApi> admissionApi;
@@ -122,17 +127,26 @@ struct Coordinator::Parts {
     std::unique_ptr<http::HttpServer> server;
     QTimer purgeTimer;
     bool stopping = false;
+    bool serving = false; // serve() succeeded: the data plane runs, every route answers
     QString scheme;
     ListenAddress listen;
 
-    // Every route counts its requests for /metrics.
+    // Every route counts its requests for /metrics. What needs the run's published weights
+    // (admission, shards, sessions) answers 503 while they are being written.
+    enum class Needs { Nothing, Weights };
     void route(const QByteArray& method, const QString& pattern,
-               std::function<HttpResponse(const HttpRequest&)> h) {
-        server->route(method, pattern, [this, pattern, h = std::move(h)](const HttpRequest& r) {
+               std::function<HttpResponse(const HttpRequest&)> h, Needs needs = Needs::Nothing) {
+        server->route(method, pattern, [this, pattern, needs, h = std::move(h)](const HttpRequest& r) {
             metrics.countRequest(pattern);
+            if (needs == Needs::Weights && !serving && preparation)
+                return preparation->unavailable();
             return h(r);
         });
     }
+    void addRoutes();
+    // The part that needs every stage's published version: the data plane and the sessions.
+    Status serve();
+    void prepareDone();
 };
 
 Coordinator::Coordinator()
@@ -228,11 +242,12 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
             static_cast<long long>(behind / 1000));
 
     Result<CoordinatorRun> run = CoordinatorRun::openOrCreate(
-        options.dataDir, *p.db, *p.key, options.model,
-        ModelOverrides{options.stages, options.codec, options.momentBits}, options.dataset, nowMs());
+        options.dataDir, *p.db, options.model,
+        ModelOverrides{options.stages, options.codec, options.momentBits}, options.dataset);
     if (!run)
         return run.error();
     p.run = std::move(*run);
+    p.options = options;
     const gpu::ModelConfig& model = p.run->config();
 
     AdmissionSettings admission;
@@ -251,25 +266,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
         std::make_unique<StatusApi>(*p.db, p.metrics,
                                     StatusApiSettings{model, p.key->publicKeyBase64(),
                                                       admission.minimumClientVersion.toString(), nowMs()});
-
     p.creditsApi = std::make_unique<CreditsApi>(*p.db, p.key->publicKeyBase64());
-    SessionSettings session;
-    session.heartbeatTimeout = options.heartbeatTimeout;
-    session.maxBinaryBytes =
-        largestNodeMessage(model, qint64(options.training.loop.batch) * options.training.loop.seq);
-    p.sessionApi = std::make_unique<SessionApi>(*p.db, p.metrics, session);
-    // Before the sweep below: the trainer reads which nodes the previous process left online.
-    Result<std::unique_ptr<Trainer>> trainer = Trainer::create(
-        *p.db, *p.key, model, p.run->dataset(), p.run->shardDir(), options.training, *p.sessionApi);
-    if (!trainer)
-        return trainer.error();
-    p.trainer = std::move(*trainer);
-    // Nodes left online by a previous process have no socket here any more.
-    p.sessionApi->sweep();
-    Trainer* training = p.trainer.get();
-    p.statusApi->setTrainingStatus([training] { return training->status(); });
     p.swarmApi = std::make_unique<SwarmApi>(*p.db, SwarmApiSettings{model.stages});
-    p.swarmApi->setLive([training](const QString& node) { return training->live(node); });
 
     http::HttpServerConfig serverConfig;
     if (options.maxConnections)
@@ -283,38 +281,21 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     if (options.maxBytesInFlight)
         serverConfig.maxBytesInFlight = *options.maxBytesInFlight;
     p.server = std::make_unique<http::HttpServer>(serverConfig);
-    p.sessionApi->setByteBudget(&p.server->byteBudget());
     if (tls)
         p.server->useTls(*tls);
     p.scheme = tls ? QStringLiteral("https") : QStringLiteral("http");
-    StatusApi& status = *p.statusApi;
-    AdmissionApi& admit = *p.admissionApi;
-    ShardApi& shards = *p.shardApi;
-    CreditsApi& credits = *p.creditsApi;
-    SwarmApi& swarm = *p.swarmApi;
-    const OperatorPage& page = p.operatorPage;
-    p.route("GET", QStringLiteral("/"), [&page](const HttpRequest& r) { return page.page(r); });
-    p.route("GET", QStringLiteral("/operator.js"), [&page](const HttpRequest& r) { return page.script(r); });
-    p.route("GET", QStringLiteral("/operator.css"), [&page](const HttpRequest& r) { return page.style(r); });
-    p.route("GET", QStringLiteral("/v1/info"), [&status](const HttpRequest& r) { return status.info(r); });
-    p.route("GET", QStringLiteral("/v1/status"),
-            [&status](const HttpRequest& r) { return status.status(r); });
-    p.route("GET", QStringLiteral("/v1/loss"), [&status](const HttpRequest& r) { return status.loss(r); });
-    p.route("GET", QStringLiteral("/v1/nodes"), [&swarm](const HttpRequest& r) { return swarm.nodes(r); });
-    p.route("GET", QStringLiteral("/v1/leaderboard"),
-            [&swarm](const HttpRequest& r) { return swarm.leaderboard(r); });
-    p.route("GET", QStringLiteral("/metrics"), [&status](const HttpRequest& r) { return status.metrics(r); });
-    p.route("POST", QStringLiteral("/v1/admission/challenge"),
-            [&admit](const HttpRequest& r) { return admit.challenge(r); });
-    p.route("POST", QStringLiteral("/v1/admission"),
-            [&admit](const HttpRequest& r) { return admit.admit(r); });
-    p.route("GET", QStringLiteral("/v1/shards/{stage}/manifest"),
-            [&shards](const HttpRequest& r) { return shards.manifest(r); });
-    p.route("GET", QStringLiteral("/v1/shards/{stage}/{version}/{file}"),
-            [&shards](const HttpRequest& r) { return shards.file(r); });
-    p.route("GET", QStringLiteral("/v1/nodes/{node_id}/credits"),
-            [&credits](const HttpRequest& r) { return credits.credits(r); });
-    p.server->setUpgradeHandler(QStringLiteral("/v1/session"), p.sessionApi->upgradeHandler());
+    p.addRoutes();
+
+    // A run without published weights answers at once and writes them meanwhile (minutes for a large
+    // model); one that has them builds its data plane before it listens.
+    if (p.run->needsInitialShards()) {
+        p.preparation = std::make_unique<RunPreparation>(*p.run, *p.db, *p.key);
+        RunPreparation* preparation = p.preparation.get();
+        p.statusApi->setPreparation([preparation] { return preparation->progressJson(); });
+        QObject::connect(preparation, &RunPreparation::finished, [&p] { p.prepareDone(); });
+    } else if (Status s = p.serve(); !s) {
+        return s.error();
+    }
     if (Status s = p.server->listen(listen->address, listen->port); !s)
         return makeError("cannot listen on " + str(options.listen) + ": " + s.message());
 
@@ -331,6 +312,92 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     return c;
 }
 
+void Coordinator::Parts::addRoutes() {
+    StatusApi& status = *statusApi;
+    AdmissionApi& admit = *admissionApi;
+    ShardApi& shards = *shardApi;
+    CreditsApi& credits = *creditsApi;
+    SwarmApi& swarm = *swarmApi;
+    const OperatorPage& page = operatorPage;
+    route("GET", QStringLiteral("/"), [&page](const HttpRequest& r) { return page.page(r); });
+    route("GET", QStringLiteral("/operator.js"), [&page](const HttpRequest& r) { return page.script(r); });
+    route("GET", QStringLiteral("/operator.css"), [&page](const HttpRequest& r) { return page.style(r); });
+    route("GET", QStringLiteral("/v1/info"), [&status](const HttpRequest& r) { return status.info(r); });
+    route("GET", QStringLiteral("/v1/status"), [&status](const HttpRequest& r) { return status.status(r); });
+    route("GET", QStringLiteral("/v1/loss"), [&status](const HttpRequest& r) { return status.loss(r); });
+    route("GET", QStringLiteral("/v1/nodes"), [&swarm](const HttpRequest& r) { return swarm.nodes(r); });
+    route("GET", QStringLiteral("/v1/leaderboard"),
+          [&swarm](const HttpRequest& r) { return swarm.leaderboard(r); });
+    route("GET", QStringLiteral("/metrics"), [&status](const HttpRequest& r) { return status.metrics(r); });
+    route(
+        "POST", QStringLiteral("/v1/admission/challenge"),
+        [&admit](const HttpRequest& r) { return admit.challenge(r); }, Needs::Weights);
+    route(
+        "POST", QStringLiteral("/v1/admission"), [&admit](const HttpRequest& r) { return admit.admit(r); },
+        Needs::Weights);
+    route(
+        "GET", QStringLiteral("/v1/shards/{stage}/manifest"),
+        [&shards](const HttpRequest& r) { return shards.manifest(r); }, Needs::Weights);
+    route(
+        "GET", QStringLiteral("/v1/shards/{stage}/{version}/{file}"),
+        [&shards](const HttpRequest& r) { return shards.file(r); }, Needs::Weights);
+    route("GET", QStringLiteral("/v1/nodes/{node_id}/credits"),
+          [&credits](const HttpRequest& r) { return credits.credits(r); });
+    // The WebSocket upgrade is handed over once the run serves (serve()); until then, and for a plain
+    // GET, the request comes here.
+    route(
+        "GET", QStringLiteral("/v1/session"),
+        [](const HttpRequest&) {
+            return HttpResponse::error(426,
+                                       QStringLiteral("/v1/session is a WebSocket: send Upgrade: websocket"));
+        },
+        Needs::Weights);
+}
+
+Status Coordinator::Parts::serve() {
+    const gpu::ModelConfig& model = run->config();
+    SessionSettings session;
+    session.heartbeatTimeout = options.heartbeatTimeout;
+    session.maxBinaryBytes =
+        largestNodeMessage(model, qint64(options.training.loop.batch) * options.training.loop.seq);
+    sessionApi = std::make_unique<SessionApi>(*db, metrics, session);
+    sessionApi->setByteBudget(&server->byteBudget());
+    // Before the sweep below: the trainer reads which nodes the previous process left online.
+    Result<std::unique_ptr<Trainer>> created =
+        Trainer::create(*db, *key, model, run->dataset(), run->shardDir(), options.training, *sessionApi);
+    if (!created)
+        return created.error();
+    trainer = std::move(*created);
+    // Nodes left online by a previous process have no socket here any more.
+    sessionApi->sweep();
+    Trainer* training = trainer.get();
+    statusApi->setPreparation(nullptr);
+    statusApi->setTrainingStatus([training] { return training->status(); });
+    swarmApi->setLive([training](const QString& node) { return training->live(node); });
+    server->setUpgradeHandler(QStringLiteral("/v1/session"), sessionApi->upgradeHandler());
+    serving = true;
+    return {};
+}
+
+// The preparation has ended (on this thread): serve, or say why not. A stop meanwhile has its own ending.
+void Coordinator::Parts::prepareDone() {
+    if (stopping)
+        return;
+    Status outcome = preparation->outcome();
+    if (preparation->state() == RunPreparation::State::Done)
+        outcome = serve();
+    if (prepared)
+        prepared(outcome);
+}
+
+void Coordinator::onPrepared(std::function<void(const Status&)> prepared) {
+    m_parts->prepared = std::move(prepared);
+}
+
+Coordinator::State Coordinator::state() const {
+    return m_parts->serving ? State::Serving : State::Preparing;
+}
+
 void Coordinator::stop(std::function<void()> done) {
     Parts& p = *m_parts;
     if (p.stopping)
@@ -338,13 +405,20 @@ void Coordinator::stop(std::function<void()> done) {
     p.stopping = true;
     p.purgeTimer.stop();
     p.server->close();
-    p.trainer->stop();
-    p.sessionApi->closeAll(QStringLiteral("the coordinator is shutting down"));
+    if (p.trainer)
+        p.trainer->stop();
+    if (p.sessionApi)
+        p.sessionApi->closeAll(QStringLiteral("the coordinator is shutting down"));
+    // A run being prepared stops writing within a block; nothing is recorded and the next start
+    // prepares it again.
+    if (p.preparation)
+        p.preparation->cancel();
     auto* poll = new QTimer;
     const qint64 deadline = nowMs() + std::chrono::milliseconds(kStopGrace).count();
     poll->setInterval(20);
     QObject::connect(poll, &QTimer::timeout, [poll, deadline, &p, done = std::move(done)] {
-        if (p.sessionApi->closing() && nowMs() < deadline)
+        const bool closing = p.sessionApi && p.sessionApi->closing() && nowMs() < deadline;
+        if (closing || (p.preparation && p.preparation->active()))
             return;
         poll->stop();
         poll->deleteLater();
@@ -381,7 +455,7 @@ QString Coordinator::dataset() const {
 }
 
 bool Coordinator::runCreated() const {
-    return m_parts->run->created();
+    return m_parts->preparation != nullptr;
 }
 
 QString Coordinator::databaseName() const {

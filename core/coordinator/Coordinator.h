@@ -2,6 +2,15 @@
 #pragma once
 // Coordinator: the running control plane — run, database, key, TLS and the /v1 HTTP API —
 // assembled from CoordinatorOptions. Lives on the thread that started it (the SQL connection's).
+//
+//   Preparing ──(the initial shards written and recorded; the trainer built)──→ Serving
+//       └──(the writer or the trainer failed: onPrepared gets the error)
+//
+// A new run (or one whose first start stopped before its shards were recorded) starts Preparing:
+// it listens at once and writes its initial shards on a worker thread (RunPreparation).
+// Meanwhile /v1/info, /v1/status (state "preparing" and the bytes written), the operator's page,
+// credits and the leaderboard answer; admission, its challenge, shard downloads and the
+// /v1/session upgrade answer 503 with Retry-After. A run with published weights starts Serving.
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"
@@ -19,10 +28,13 @@ class Database;
 
 class Coordinator final {
 public:
+    enum class State { Preparing, Serving };
+
     // Creates the data dir, coordinator key (dataDir/coordinator.key), TLS certificate
     // (dataDir/tls.crt + tls.key unless given), database and, on the first start, the run
-    // (see CoordinatorRun); then listens. Refuses plain HTTP unless insecureLoopback is set
-    // and the listen address is loopback. Every error says what to change.
+    // (see CoordinatorRun); then listens, Serving, or Preparing while the run's initial shards are
+    // written. Refuses plain HTTP unless insecureLoopback is set and the listen address is
+    // loopback. Every error says what to change.
     static Result<std::unique_ptr<Coordinator>> start(const CoordinatorOptions& options);
     ~Coordinator();
     Coordinator(const Coordinator&) = delete;
@@ -30,8 +42,14 @@ public:
 
     // A clean stop: stops listening, closes every session with 1001 and marks its node offline,
     // waits (at most a couple of seconds) for the peers to take the close frames, closes the
-    // database, then calls done. Later calls do nothing.
+    // database, then calls done. Later calls do nothing. While Preparing it cancels the writer
+    // and waits for it (a second or so) instead: nothing is recorded, the next start prepares again.
     void stop(std::function<void()> done);
+
+    State state() const;
+    // Called once, on this thread, when a Preparing coordinator is Serving (an ok Status) or could
+    // not be prepared (the error, in words: then stop it). Never called after stop().
+    void onPrepared(std::function<void(const Status&)> prepared);
 
     quint16 port() const;
     QString url() const; // "https://127.0.0.1:8443"
@@ -41,7 +59,7 @@ public:
     QString coordinatorKey() const; // base64url Ed25519 public key
     const gpu::ModelConfig& model() const;
     QString dataset() const; // the run's DatasetSpec, normalised
-    bool runCreated() const; // this start created the run's initial shards
+    bool runCreated() const; // this start writes the run's initial shards (it started Preparing)
     QString databaseName() const;
 
 private:

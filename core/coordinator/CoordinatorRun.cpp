@@ -6,7 +6,6 @@
 #include "coordinator/store/Database.h"
 #include "coordinator/store/StageVersionStore.h"
 #include "protocol/ManifestSignature.h"
-#include "shard/InitialShards.h"
 
 #include <QDir>
 #include <QFile>
@@ -19,7 +18,6 @@ namespace tessera::coordinator {
 
 namespace {
 
-constexpr qint64 kInitialVersion = 1;
 const QString kRunFile = QStringLiteral("run.json");
 
 std::string str(const QString& s) {
@@ -70,11 +68,11 @@ Result<StoredRun> parseRunJson(const QString& path, const QByteArray& text) {
 
 } // namespace
 
-CoordinatorRun::CoordinatorRun(gpu::ModelConfig config, QString dataset, QString shardDir, bool created)
+CoordinatorRun::CoordinatorRun(gpu::ModelConfig config, QString dataset, QString shardDir, bool needsShards)
     : m_config(std::move(config))
     , m_dataset(std::move(dataset))
     , m_shardDir(std::move(shardDir))
-    , m_created(created) {}
+    , m_needsShards(needsShards) {}
 
 Result<gpu::ModelConfig> CoordinatorRun::resolveModel(const QString& model, const ModelOverrides& overrides) {
     Result<gpu::ModelConfig> config = makeError("");
@@ -104,9 +102,8 @@ Result<gpu::ModelConfig> CoordinatorRun::resolveModel(const QString& model, cons
 }
 
 Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Database& db,
-                                                    const Identity& coordinatorKey, const QString& model,
-                                                    const ModelOverrides& overrides, const QString& dataset,
-                                                    qint64 nowMs) {
+                                                    const QString& model, const ModelOverrides& overrides,
+                                                    const QString& dataset) {
     const QString runPath = QDir(dataDir).filePath(kRunFile);
     const QString shardDir = QDir(dataDir).filePath(QStringLiteral("shards"));
     std::optional<DatasetSpec> requestedDataset;
@@ -124,10 +121,7 @@ Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Data
         const QString data = requestedDataset ? requestedDataset->text() : DatasetSpec::defaultSpec();
         if (Status w = writeFileAtomically(runPath, runJson(*config, data)); !w)
             return w.error();
-        CoordinatorRun run(*config, data, shardDir, true);
-        if (Status s = run.createShards(db, coordinatorKey, nowMs); !s)
-            return s.error();
-        return run;
+        return CoordinatorRun(*config, data, shardDir, true);
     }
 
     Result<QByteArray> text = readFile(runPath);
@@ -173,24 +167,18 @@ Result<CoordinatorRun> CoordinatorRun::openOrCreate(const QString& dataDir, Data
     Result<bool> published = run.checkPublished(db);
     if (!published)
         return published.error();
-    if (!*published) {
-        run.m_created = true;
-        if (Status s = run.createShards(db, coordinatorKey, nowMs); !s)
-            return s.error();
-    }
+    run.m_needsShards = !*published;
     return run;
 }
 
-Status CoordinatorRun::createShards(Database& db, const Identity& coordinatorKey, qint64 nowMs) {
-    qInfo("coordinator: creating the run: writing the initial shards of %d stages (%lld parameters) to %s",
-          m_config.stages, qlonglong(m_config.parameterCount()), qPrintable(m_shardDir));
-    Result<std::vector<gpu::ShardManifest>> manifests =
-        gpu::writeInitialShards(m_config, m_shardDir.toStdString(), kInitialVersion);
-    if (!manifests)
-        return makeError("writing the initial shards: " + manifests.message());
-    return db.writeTransaction([&]() -> Status {
+Status CoordinatorRun::publishInitialShards(Database& db, const Identity& coordinatorKey,
+                                            std::vector<gpu::ShardManifest> manifests, qint64 nowMs) {
+    if (manifests.size() != std::size_t(m_config.stages))
+        return makeError("the initial shards: " + std::to_string(manifests.size()) + " manifests for " +
+                         std::to_string(m_config.stages) + " stages");
+    Status recorded = db.writeTransaction([&]() -> Status {
         StageVersionStore store(db);
-        for (gpu::ShardManifest& m : *manifests) {
+        for (gpu::ShardManifest& m : manifests) {
             protocol::signManifest(m, coordinatorKey);
             StageVersion v;
             v.stage = int(m.stage);
@@ -206,6 +194,9 @@ Status CoordinatorRun::createShards(Database& db, const Identity& coordinatorKey
         }
         return {};
     });
+    if (recorded)
+        m_needsShards = false;
+    return recorded;
 }
 
 Result<bool> CoordinatorRun::checkPublished(Database& db) const {

@@ -410,8 +410,12 @@ void Manager::updateState() {
         }
     } else if (nodeState == u"Waitlisted") {
         state = AppState::Waiting;
-        text = tr("Waiting — the swarm has no room right now; trying again in %1")
-                   .arg(NodeStatusText::duration(status.value(u"retry_in_s").toDouble()));
+        const QString retry = NodeStatusText::duration(status.value(u"retry_in_s").toDouble());
+        if (const int percent = NodeStatusText::preparingPercent(m_swarm->lastStatus()); percent >= 0)
+            text = tr("Waiting — the coordinator is preparing the model (%1% ready); trying again in %2")
+                       .arg(QString::number(percent), retry);
+        else
+            text = tr("Waiting — the swarm has no room right now; trying again in %1").arg(retry);
     } else if (nodeState == u"Downloading") {
         text = tr("Downloading %1 of the model: %2").arg(stageText, NodeStatusText::download(status));
     } else if (nodeState == u"Joining") {

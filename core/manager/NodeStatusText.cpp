@@ -122,8 +122,24 @@ QString NodeStatusText::stage(const QJsonObject& status, const QJsonObject& swar
     return tr("You hold stage %1 of %2 of the model").arg(stage + 1).arg(count);
 }
 
-QString NodeStatusText::waitlist(const QJsonObject& status) {
+int NodeStatusText::preparingPercent(const QJsonObject& swarm) {
+    if (swarm.value(u"state").toString() != u"preparing")
+        return -1;
+    return int(swarm.value(u"preparing").toObject().value(u"percent").toDouble());
+}
+
+QString NodeStatusText::waitlist(const QJsonObject& status, const QJsonObject& swarm) {
     const double retry = status.value(u"retry_in_s").toDouble(-1);
+    if (const int percent = preparingPercent(swarm); percent >= 0) {
+        if (retry < 0)
+            return tr("The coordinator is still preparing the model (%1% ready). Tessera will try again by "
+                      "itself — you can close this window.")
+                .arg(percent);
+        return tr("The coordinator is still preparing the model (%1% ready). Tessera will try again in %2 — "
+                  "you "
+                  "can close this window.")
+            .arg(QString::number(percent), duration(retry));
+    }
     if (retry < 0)
         return tr(
             "The swarm is full right now. Tessera will try again by itself — you can close this window.");

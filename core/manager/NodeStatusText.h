@@ -32,8 +32,11 @@ public:
     // The first stage (from 0) but `mine` the coordinator's status lists with nobody online; -1:
     // none, or no status. (Its status may be older than this node's arrival in its own stage.)
     static int emptyStage(const QJsonObject& swarm, int mine);
-    // "The swarm is full right now. Tessera will try again in 4 minutes — you can close this window."
-    static QString waitlist(const QJsonObject& status);
+    // "The swarm is full right now. Tessera will try again in 4 minutes — you can close this window.",
+    // or, while the coordinator's /v1/status (swarm) says its new run is "preparing", that it is.
+    static QString waitlist(const QJsonObject& status, const QJsonObject& swarm = {});
+    // The percentage of a new run's initial weights written, while the coordinator prepares them; else -1.
+    static int preparingPercent(const QJsonObject& swarm);
     // "12.5 MB of 48.0 MB · 3.2 MB/s · about 2 minutes left"; progress 0..1, -1 before the size is known.
     static QString download(const QJsonObject& status);
     static double downloadProgress(const QJsonObject& status);

@@ -112,7 +112,8 @@ QString LocalSwarm::start() {
             const QByteArray text = log.readAll();
             const qsizetype at = text.indexOf("listening on ");
             const qsizetype end = at < 0 ? -1 : text.indexOf('\n', at);
-            if (end > 0) {
+            // "ready": a new run's initial weights are written, nodes are admitted.
+            if (end > 0 && text.indexOf("\nready: ", end) >= 0) {
                 m_url = QString::fromUtf8(text.mid(at + 13, end - at - 13)).trimmed();
                 break;
             }

@@ -256,7 +256,7 @@ log "coordinator: ${exec_args[*]}"
     >"$work/coordinator.log" 2>&1 &
 coordinator=$!
 pids+=("$coordinator")
-coordinator_url() { grep -q '^listening on ' "$work/coordinator.log" || ! kill -0 "$coordinator" 2>/dev/null; }
+coordinator_url() { grep -q '^ready: ' "$work/coordinator.log" || ! kill -0 "$coordinator" 2>/dev/null; }
 wait_for "the coordinator" 300 coordinator_url || true
 url=$(sed -n 's/^listening on //p' "$work/coordinator.log" | head -n1)
 [[ -n "$url" ]] || {

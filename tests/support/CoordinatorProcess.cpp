@@ -4,7 +4,7 @@
 #include <QTest>
 
 namespace {
-constexpr int kStartMs = 120'000; // the first start writes every stage's shard
+constexpr int kStartMs = 120'000; // the first start writes every stage's shard before it is ready
 }
 
 QString coordinatorProgram() {
@@ -23,22 +23,44 @@ CoordinatorProcess::CoordinatorProcess(const QStringList& arguments) {
     m_process.start();
 }
 
-bool CoordinatorProcess::waitReady() {
+namespace {
+
+bool hasLine(const QByteArray& out, const QByteArray& start) {
+    const qsizetype at = out.startsWith(start) ? 0 : out.indexOf(QByteArray('\n' + start));
+    return at >= 0 && out.indexOf('\n', at + 1) >= 0;
+}
+
+} // namespace
+
+bool CoordinatorProcess::waitListening() {
     // Either way the checks below tell; the wait only bounds how long.
     (void)QTest::qWaitFor(
         [this] {
             m_out += m_process.readAllStandardOutput();
-            return (m_out.contains("listening on ") && m_out.endsWith('\n')) ||
-                   m_process.state() == QProcess::NotRunning;
+            return hasLine(m_out, "listening on ") || m_process.state() == QProcess::NotRunning;
         },
         kStartMs);
     m_err += m_process.readAllStandardError();
     m_out += m_process.readAllStandardOutput();
     const qsizetype at = m_out.indexOf("listening on ");
-    if (at < 0)
+    if (at < 0 || m_out.indexOf('\n', at) < 0)
         return false;
     m_url = QString::fromUtf8(m_out.mid(at + 13, m_out.indexOf('\n', at) - at - 13));
     return true;
+}
+
+bool CoordinatorProcess::waitReady() {
+    if (!waitListening())
+        return false;
+    (void)QTest::qWaitFor(
+        [this] {
+            m_out += m_process.readAllStandardOutput();
+            return hasLine(m_out, "ready: ") || m_process.state() == QProcess::NotRunning;
+        },
+        kStartMs);
+    m_err += m_process.readAllStandardError();
+    m_out += m_process.readAllStandardOutput();
+    return hasLine(m_out, "ready: ");
 }
 
 int CoordinatorProcess::waitExit() {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// CoordinatorProcess: one real tessera-coordinator process for a test, ready once it prints its URL.
+// CoordinatorProcess: one real tessera-coordinator process for a test: listening once it prints its
+// URL, ready once it says it admits nodes (a new run writes its initial weights in between).
 
 #include <QByteArray>
 #include <QProcess>
@@ -15,8 +16,11 @@ public:
     explicit CoordinatorProcess(const QStringList& arguments);
     ~CoordinatorProcess() { stop(); }
 
-    // Waits for "listening on URL"; false when the process ended first.
+    // Waits for "listening on URL" and then for "ready: …" (the run serves: admission, shards and
+    // sessions answer); false when the process ended first.
     bool waitReady();
+    // Waits for "listening on URL" only: the coordinator answers, its run may still be preparing.
+    bool waitListening();
     // For a start that must fail: the exit code, stderr collected.
     int waitExit();
     void stop();

@@ -19,6 +19,8 @@ using http::HttpResponse;
 namespace {
 
 const QString kName = QStringLiteral("tessera-coordinator");
+const QString kPreparing = QStringLiteral("preparing");
+const QString kServing = QStringLiteral("serving");
 // Points of /v1/loss: enough for a curve as wide as a screen.
 constexpr int kLossCurvePoints = 600;
 
@@ -86,6 +88,7 @@ HttpResponse StatusApi::info(const HttpRequest&) const {
                  {QStringLiteral("stages"), m_settings.model.stages},
                  {QStringLiteral("coordinator_key"), m_settings.coordinatorKey},
                  {QStringLiteral("min_client_version"), m_settings.minClientVersion},
+                 {QStringLiteral("state"), m_preparation ? kPreparing : kServing},
              }));
 }
 
@@ -119,7 +122,10 @@ QJsonObject StatusApi::statusJson(const Snapshot& s) const {
          QJsonObject{{QStringLiteral("online"), s.nodesOnline}, {QStringLiteral("total"), s.nodesTotal}}},
         {QStringLiteral("stages"), stages},
         {QStringLiteral("uptime_s"), (WallClock::nowMs() - m_settings.startedAtMs) / 1000},
+        {QStringLiteral("state"), m_preparation ? kPreparing : kServing},
     };
+    if (m_preparation)
+        out.insert(kPreparing, m_preparation());
     for (auto it = training.begin(); it != training.end(); ++it)
         if (it.key() != u"training_stages")
             out.insert(it.key(), it.value());

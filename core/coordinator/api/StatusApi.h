@@ -2,6 +2,8 @@
 #pragma once
 // StatusApi: what the coordinator tells about itself and the swarm: GET /v1/info, /v1/status,
 // /v1/loss (the loss curve of the whole run, across restarts) and /metrics (Prometheus text).
+// /v1/info and /v1/status carry the run's "state": "preparing" (its initial shards are being
+// written; /v1/status adds "preparing": the progress) or "serving".
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"
@@ -42,6 +44,8 @@ public:
 
     // The data plane's part of the status (Trainer::status()); none: the fields are absent.
     void setTrainingStatus(std::function<QJsonObject()> training) { m_training = std::move(training); }
+    // While set, the run is preparing and this is its progress (RunPreparation::progressJson).
+    void setPreparation(std::function<QJsonObject()> preparation) { m_preparation = std::move(preparation); }
 
 private:
     struct StageRow {
@@ -62,6 +66,7 @@ private:
     Metrics& m_metrics;
     StatusApiSettings m_settings;
     std::function<QJsonObject()> m_training;
+    std::function<QJsonObject()> m_preparation;
     ResponseCache m_lossCache;
 };
 

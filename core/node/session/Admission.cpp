@@ -13,6 +13,8 @@
 #include <QDateTime>
 #include <QJsonDocument>
 
+#include <algorithm>
+
 namespace tessera::node {
 
 namespace {
@@ -22,6 +24,25 @@ const QString kCoordinatorFile = QStringLiteral("coordinator.json");
 
 qint64 nowMs() {
     return QDateTime::currentMSecsSinceEpoch();
+}
+
+// 503 (the swarm is full, or the coordinator is still writing a new run's weights) and 429 (asked too
+// often) mean "come back later", not a failure: the node waits as long as it is told.
+bool asksToWait(const HttpReply& reply) {
+    return reply.status == 503 || reply.status == 429;
+}
+
+// The wait a 503 or 429 asks for: its Retry-After header, else its retry_after, else a minute.
+qint64 retryAfterSeconds(const HttpReply& reply) {
+    bool ok = false;
+    const qint64 header = reply.retryAfter.trimmed().toLongLong(&ok);
+    return std::max<qint64>(1, ok ? header : reply.json().value(u"retry_after").toInteger(60));
+}
+
+// Why: the coordinator's words ("the swarm is full", "preparing this run's initial weights (37%
+// written)"), or the status.
+QString waitReason(const HttpReply& reply) {
+    return reply.json().value(u"error").toString(reply.describe());
 }
 
 } // namespace
@@ -124,6 +145,8 @@ void Admission::admit() {
         [this](const HttpReply& challenge) {
             if (m_stopped)
                 return;
+            if (asksToWait(challenge))
+                return Q_EMIT waitlisted(retryAfterSeconds(challenge), waitReason(challenge));
             if (!challenge.ok())
                 return Q_EMIT retry(QStringLiteral("admission challenge: ") + challenge.describe());
             const QJsonObject body =
@@ -141,9 +164,8 @@ void Admission::onAdmission(const HttpReply& reply) {
     if (reply.status == 403 || reply.status == 426 || reply.status == 400)
         return Q_EMIT refused(protocol::refusalKindFromName(json.value(u"reason").toString()),
                               QStringLiteral("the coordinator refused this node: ") + reply.describe());
-    if (reply.status == 503 || reply.status == 429)
-        return Q_EMIT waitlisted(std::max<qint64>(1, json.value(u"retry_after").toInteger(60)),
-                                 json.value(u"error").toString());
+    if (asksToWait(reply))
+        return Q_EMIT waitlisted(retryAfterSeconds(reply), waitReason(reply));
     if (!reply.ok())
         return Q_EMIT retry(QStringLiteral("admission: ") + reply.describe());
     m_sessionToken = json.value(u"session_token").toString();
@@ -188,6 +210,8 @@ void Admission::fetchManifest() {
             return;
         if (reply.status == 404) // the run has no such stage any more: the old session is of no use
             return admitAgain();
+        if (asksToWait(reply))
+            return Q_EMIT waitlisted(retryAfterSeconds(reply), waitReason(reply));
         if (!reply.ok())
             return Q_EMIT retry(QStringLiteral("stage manifest: ") + reply.describe());
         useManifest(reply.body);

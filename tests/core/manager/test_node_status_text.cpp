@@ -112,6 +112,16 @@ void TestNodeStatusText::waitlistSaysWhen() {
         NodeStatusText::waitlist({{u"retry_in_s"_s, 230.0}}),
         u"The swarm is full right now. Tessera will try again in 4 minutes — you can close this window."_s);
     QVERIFY(NodeStatusText::waitlist({{u"retry_in_s"_s, 30.0}}).contains(u"in 30 seconds"));
+    // A new run's coordinator writing its initial weights answers 503 too: that is not a full swarm.
+    const QJsonObject preparing{{u"state"_s, u"preparing"_s},
+                                {u"preparing"_s, QJsonObject{{u"percent"_s, 37.4}}}};
+    QCOMPARE(
+        NodeStatusText::waitlist({{u"retry_in_s"_s, 60.0}}, preparing),
+        u"The coordinator is still preparing the model (37% ready). Tessera will try again in 1 minute — "
+        u"you can close this window."_s);
+    QCOMPARE(NodeStatusText::preparingPercent({{u"state"_s, u"serving"_s}}), -1);
+    QVERIFY(NodeStatusText::waitlist({{u"retry_in_s"_s, 60.0}}, {{u"state"_s, u"serving"_s}})
+                .startsWith(u"The swarm is full"));
     QCOMPARE(NodeStatusText::duration(60), u"1 minute"_s);
     QCOMPARE(NodeStatusText::duration(3 * 3600), u"3 hours"_s);
 }

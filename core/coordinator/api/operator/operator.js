@@ -108,7 +108,12 @@
     $('uptime').textContent = duration(s.uptime_s || 0);
 
     const mb = s.microbatches || {};
+    // A new run writes its initial weights first; nodes are asked to come back until then.
+    const prep = s.state === 'preparing' ? (s.preparing || {}) : null;
     const figures = [
+      ...(prep ? [['Preparing', 'writing the initial weights: ' + num(prep.percent, 1) + '% (' +
+        num((prep.bytes_written || 0) / 1e6) + ' of ' + num((prep.bytes_total || 0) / 1e6) +
+        ' MB); nodes join once they are written']] : []),
       ['Nodes online', num(s.nodes && s.nodes.online) + ' of ' + num(s.nodes && s.nodes.total) + ' admitted'],
       ['Step', num(s.step)],
       ['Loss', typeof s.loss === 'number' ? num(s.loss, 4) : '–'],

@@ -59,12 +59,13 @@ public:
         (void)QTest::qWaitFor(
             [&] {
                 out += m_process.readAllStandardOutput();
-                return (out.contains("listening on ") && out.endsWith('\n')) ||
+                // "ready": the run's shards are written and served (a new run prepares them first).
+                return (out.contains("\nready: ") && out.endsWith('\n')) ||
                        m_process.state() == QProcess::NotRunning;
             },
             120'000);
         const qsizetype at = out.indexOf("listening on ");
-        if (at < 0)
+        if (at < 0 || !out.contains("\nready: "))
             return false;
         m_url = QString::fromUtf8(out.mid(at + 13, out.indexOf('\n', at) - at - 13));
         return true;

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+// A new run's coordinator answers at once while it writes the initial weights (Preparing →
+// Serving), with the real tessera-coordinator and tessera-node processes: /v1/status and /v1/info say
+// "preparing" with the bytes written; admission, its challenge, the shard routes and the session
+// upgrade answer 503 with Retry-After and words a person can read; a node waits (Waitlisted) instead
+// of giving up. SIGTERM while preparing stops it within seconds, records nothing, and the next start
+// prepares again and serves: a node is then admitted. A writer that fills the disk ends the process
+// with exit 1 and says so. The `small` preset (124M parameters, about 500 MB of shards) takes 8 to
+// 20 s to write on a two-core machine: long enough to see every step, short enough for the suite.
+#include "CoordinatorHttp.h"
+#include "CoordinatorProcess.h"
+#include "NodeProcess.h"
+#include "SmallFilesystem.h"
+#include "common/Identity.h"
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QNetworkAccessManager>
+#include <QSqlDatabase>
+#include <QSqlQuery>
+#include <QSslCertificate>
+#include <QSslConfiguration>
+#include <QSslSocket>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUrl>
+
+using namespace tessera;
+using test::HttpReply;
+
+class TestCoordinatorPreparation final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void answersWhilePreparingStopsCleanlyAndPreparesAgain();
+    void aWriterThatFillsTheDiskEndsTheStart();
+
+private:
+    QStringList args(const QString& dataDir, const QStringList& extra = {}) const {
+        return QStringList{QStringLiteral("--data-dir"), dataDir, QStringLiteral("--listen"),
+                           QStringLiteral("127.0.0.1:0")} +
+               extra;
+    }
+    HttpReply get(const CoordinatorProcess& c, const QString& path) {
+        return test::httpRequest(m_net, m_ssl, c.url() + path);
+    }
+    void trust(const QString& dataDir) {
+        m_ssl = QSslConfiguration::defaultConfiguration();
+        m_ssl.setCaCertificates(QSslCertificate::fromPath(dataDir + QStringLiteral("/tls.crt"), QSsl::Pem));
+    }
+    // The status line a WebSocket upgrade of /v1/session gets ("HTTP/1.1 503 Service Unavailable").
+    QByteArray sessionUpgradeStatus(const CoordinatorProcess& c);
+    static int storedVersions(const QString& dataDir);
+
+    QTemporaryDir m_dir;
+    QNetworkAccessManager m_net;
+    QSslConfiguration m_ssl;
+};
+
+void TestCoordinatorPreparation::initTestCase() {
+    QVERIFY(m_dir.isValid());
+}
+
+QByteArray TestCoordinatorPreparation::sessionUpgradeStatus(const CoordinatorProcess& c) {
+    const QUrl url(c.url());
+    QSslSocket socket;
+    socket.setSslConfiguration(m_ssl);
+    socket.connectToHostEncrypted(url.host(), quint16(url.port()));
+    if (!socket.waitForEncrypted(10'000))
+        return "TLS: " + socket.errorString().toUtf8();
+    socket.write(
+        "GET /v1/session HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+    QByteArray answer;
+    (void)QTest::qWaitFor(
+        [&] {
+            answer += socket.readAll();
+            return answer.contains("\r\n") || socket.state() != QAbstractSocket::ConnectedState;
+        },
+        10'000);
+    return answer.left(answer.indexOf("\r\n"));
+}
+
+int TestCoordinatorPreparation::storedVersions(const QString& dataDir) {
+    int n = -1;
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("check"));
+        db.setDatabaseName(dataDir + QStringLiteral("/coordinator.sqlite"));
+        if (db.open()) {
+            QSqlQuery q(QStringLiteral("SELECT COUNT(*) FROM stage_versions"), db);
+            if (q.next())
+                n = q.value(0).toInt();
+        }
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("check"));
+    return n;
+}
+
+void TestCoordinatorPreparation::answersWhilePreparingStopsCleanlyAndPreparesAgain() {
+    const QString dir = m_dir.filePath(QStringLiteral("small"));
+    Result<Identity> id = Identity::generate();
+    QVERIFY(id);
+    {
+        QElapsedTimer started;
+        started.start();
+        CoordinatorProcess first(args(
+            dir, {QStringLiteral("--model"), QStringLiteral("small"), QStringLiteral("--stages"), u"2"_qs}));
+        QVERIFY2(first.waitListening(), first.err().constData());
+        // It answers before a single stage is written, not after (it once took minutes at 8b).
+        QVERIFY2(started.elapsed() < 30'000, QByteArray::number(started.elapsed()).constData());
+        QVERIFY2(first.out().contains("creating the run of model 'small'"), first.out().constData());
+        trust(dir);
+
+        const QJsonObject status = get(first, u"/v1/status"_qs).json();
+        QCOMPARE(status.value(u"state").toString(), QStringLiteral("preparing"));
+        const QJsonObject progress = status.value(u"preparing").toObject();
+        const qint64 total = progress.value(u"bytes_total").toInteger();
+        QVERIFY2(total > qint64(400) << 20, QJsonDocument(status).toJson().constData()); // ~500 MB in f32
+        QVERIFY(progress.value(u"bytes_written").toInteger() < total);
+        QVERIFY(progress.value(u"percent").toDouble() < 100);
+        const QJsonObject info = get(first, u"/v1/info"_qs).json();
+        QCOMPARE(info.value(u"state").toString(), QStringLiteral("preparing"));
+        QVERIFY(!info.value(u"coordinator_key").toString().isEmpty());
+        QCOMPARE(get(first, u"/"_qs).status, 200); // the operator's page
+
+        // Admission waits: 503, Retry-After, and what is happening in words.
+        const HttpReply refused = test::admitNode(m_net, m_ssl, first.url(), *id);
+        QCOMPARE(refused.status, 503);
+        const int retryAfter = refused.headers.value("retry-after").toInt();
+        QVERIFY2(retryAfter >= 5 && retryAfter <= 60, refused.headers.value("retry-after").constData());
+        QCOMPARE(refused.json().value(u"retry_after").toInt(), retryAfter);
+        QVERIFY2(refused.error().contains(u"preparing this run's initial weights") &&
+                     refused.error().contains(u"% written") && refused.error().contains(u"try again"),
+                 qPrintable(refused.error()));
+        const HttpReply admit =
+            test::httpRequest(m_net, m_ssl, first.url() + u"/v1/admission"_qs, "POST", QByteArray("{}"));
+        QCOMPARE(admit.status, 503);
+        QVERIFY(admit.headers.contains("retry-after"));
+        QCOMPARE(get(first, u"/v1/shards/0/manifest"_qs).status, 503);
+        QCOMPARE(get(first, u"/v1/shards/0/1/stage-0-v1.safetensors"_qs).status, 503);
+        QCOMPARE(sessionUpgradeStatus(first), QByteArray("HTTP/1.1 503 Service Unavailable"));
+
+        // Stopped in the middle of it.
+        const QJsonObject before = get(first, u"/v1/status"_qs).json();
+        QCOMPARE(before.value(u"state").toString(), QStringLiteral("preparing"));
+        QElapsedTimer stopping;
+        stopping.start();
+        QCOMPARE(first.terminate(10'000), 0);
+        QVERIFY2(stopping.elapsed() < 5'000, QByteArray::number(stopping.elapsed()).constData());
+        QVERIFY2(first.err().contains("the next start writes them again"), first.err().constData());
+        QVERIFY(!first.out().contains("\nready: "));
+    }
+    // Nothing recorded: the next start prepares again (the run's model comes from run.json).
+    QCOMPARE(storedVersions(dir), 0);
+
+    CoordinatorProcess again(args(dir));
+    QVERIFY2(again.waitListening(), again.err().constData());
+    QCOMPARE(get(again, u"/v1/status"_qs).json().value(u"state").toString(), QStringLiteral("preparing"));
+
+    // A node asks, is told to wait, and waits: not refused, not exited. (A machine that writes the
+    // weights before the node has measured itself and asked shows nothing here.)
+    {
+        NodeProcess node(again.url(), m_dir.filePath(QStringLiteral("node")), dir + u"/tls.crt"_qs);
+        (void)QTest::qWaitFor(
+            [&] {
+                return node.log().contains("node: waitlisted") || again.out().contains("\nready: ") ||
+                       !node.running();
+            },
+            60'000);
+        if (node.log().contains("node: waitlisted")) {
+            QVERIFY2(node.log().contains("preparing this run's initial weights"),
+                     node.log().right(3000).constData());
+            QVERIFY2(node.running(), node.log().right(3000).constData());
+        } else {
+            QVERIFY2(node.running(), node.log().right(3000).constData());
+            qWarning("the run was ready before the node asked to join: its wait was not seen");
+        }
+        node.kill();
+    }
+    QVERIFY2(again.waitReady(), QByteArray(again.out() + again.err()).constData());
+    QVERIFY2(again.out().contains("ready: created the run of model 'small' in "), again.out().constData());
+    qInfo("preparing the small preset: %s", qPrintable(again.printed("ready")));
+
+    const QJsonObject status = get(again, u"/v1/status"_qs).json();
+    QCOMPARE(status.value(u"state").toString(), QStringLiteral("serving"));
+    QVERIFY(!status.contains(u"preparing"));
+    QCOMPARE(status.value(u"stages").toArray().at(1).toObject().value(u"version").toInt(), 1);
+    QCOMPARE(storedVersions(dir), 2);
+    const HttpReply admitted = test::admitNode(m_net, m_ssl, again.url(), *id);
+    QCOMPARE(admitted.status, 200);
+    QVERIFY(!admitted.json().value(u"session_token").toString().isEmpty());
+    QCOMPARE(get(again, u"/v1/shards/0/manifest"_qs).status, 200);
+    // The upgrade is the session's now: without a token it gets no further than the WebSocket's own refusal.
+    QVERIFY(!sessionUpgradeStatus(again).contains("503"));
+}
+
+void TestCoordinatorPreparation::aWriterThatFillsTheDiskEndsTheStart() {
+    test::SmallFilesystem fs;
+    // Room for the key, the certificate and the database, not for 500 MB of shards.
+    const Status mounted = fs.mount(qint64(48) << 20);
+    QVERIFY2(mounted, mounted.message().c_str());
+    const QString dir = fs.path() + QStringLiteral("/run");
+    CoordinatorProcess full(args(dir, {QStringLiteral("--insecure-loopback"), QStringLiteral("--model"),
+                                       QStringLiteral("small"), QStringLiteral("--stages"), u"2"_qs}));
+    QCOMPARE(full.waitExit(), 1);
+    QVERIFY2(full.err().contains("writing the run's initial shards") && full.err().contains("No space left"),
+             full.err().constData());
+    QVERIFY(!full.out().contains("\nready: "));
+    QCOMPARE(storedVersions(dir), 0);
+}
+
+int main(int argc, char** argv) {
+    test::SmallFilesystem::reexecUnsharedIfNeeded(argc, argv);
+    QCoreApplication app(argc, argv);
+    TestCoordinatorPreparation test;
+    return QTest::qExec(&test, argc, argv);
+}
+
+#include "test_coordinator_preparation.moc"
