@@ -25,21 +25,27 @@ std::uint64_t nameHash(std::string_view name) {
 
 } // namespace
 
+void fillSeededNormal(float* out, std::int64_t count, std::int64_t firstIndex, std::uint64_t seed,
+                      std::string_view name, double stddev) {
+    if (count < 0 || firstIndex < 0)
+        throw std::invalid_argument("fillSeededNormal needs a non-negative range");
+    const std::uint64_t stream = seed ^ nameHash(name);
+    // Each element draws from its own two counters, so the values do not depend on how the
+    // work is divided between threads, nor on which piece of the tensor is asked for.
+    at::parallel_for(0, count, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) {
+            const auto n = static_cast<std::uint64_t>(firstIndex + i) * 2;
+            const double radius = 1.0 - (seededUniform(stream, n) + 1.0) * 0.5;           // (0, 1]
+            const double angle = (seededUniform(stream, n + 1) + 1.0) * std::numbers::pi; // [0, 2π)
+            out[i] = static_cast<float>(stddev * std::sqrt(-2.0 * std::log(radius)) * std::cos(angle));
+        }
+    });
+}
+
 void fillSeededNormal(const torch::Tensor& tensor, std::uint64_t seed, std::string_view name, double stddev) {
     if (tensor.device() != torch::kCPU || tensor.scalar_type() != torch::kFloat || !tensor.is_contiguous())
         throw std::invalid_argument("fillSeededNormal needs a contiguous fp32 CPU tensor");
-    const std::uint64_t stream = seed ^ nameHash(name);
-    float* data = tensor.data_ptr<float>();
-    // Each element draws from its own two counters, so the values do not depend on how the
-    // work is divided between threads.
-    at::parallel_for(0, tensor.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) {
-            const auto n = static_cast<std::uint64_t>(i) * 2;
-            const double radius = 1.0 - (seededUniform(stream, n) + 1.0) * 0.5;           // (0, 1]
-            const double angle = (seededUniform(stream, n + 1) + 1.0) * std::numbers::pi; // [0, 2π)
-            data[i] = static_cast<float>(stddev * std::sqrt(-2.0 * std::log(radius)) * std::cos(angle));
-        }
-    });
+    fillSeededNormal(tensor.data_ptr<float>(), tensor.numel(), 0, seed, name, stddev);
 }
 
 } // namespace tessera::gpu

@@ -14,5 +14,10 @@ namespace tessera::gpu {
 // Fills a contiguous fp32 CPU tensor with N(0, stddev²) draws from the counter-based generator
 // behind the subspace basis (seededUniform, Box-Muller in double), in parallel.
 void fillSeededNormal(const torch::Tensor& tensor, std::uint64_t seed, std::string_view name, double stddev);
+// Elements [firstIndex, firstIndex + count) of that fill (of the flattened tensor) into out[0, count):
+// element i draws from counters 2i and 2i+1 alone, so a piece is made without the rest of the
+// tensor, bit for bit (a large tensor streamed to a file a few megabytes at a time). In parallel.
+void fillSeededNormal(float* out, std::int64_t count, std::int64_t firstIndex, std::uint64_t seed,
+                      std::string_view name, double stddev);
 
 } // namespace tessera::gpu

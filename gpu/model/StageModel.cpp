@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/StageModel.h"
 
+#include "model/ParameterSpec.h"
 #include "model/SeededInit.h"
 #include "model/Subspace.h"
 
@@ -8,24 +9,12 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/utils.h>
 
-#include <cmath>
 #include <limits>
 #include <stdexcept>
 
 namespace tessera::gpu {
 
 namespace {
-
-// Llama's scales: unit-variance embedding coordinates (the fixed embedding of a subspace run has
-// unit RMS too), N(0, 0.02) linears, and the projections that write into the residual stream
-// shrunk by 1/sqrt(2·layers) so that the stream's variance does not grow with depth.
-double initialStd(const std::string& name, int layers) {
-    if (name.starts_with("embedding."))
-        return 1.0;
-    if (name.ends_with(".wo.weight") || name.ends_with(".w2.weight"))
-        return 0.02 / std::sqrt(2.0 * layers);
-    return 0.02;
-}
 
 std::string shape(const torch::Tensor& t) {
     std::string s = "[";
@@ -78,15 +67,23 @@ void StageModel::initialise() {
 
     torch::NoGradGuard noGrad;
     // Built in fp32 on the CPU and filled there from (seed, global name): the same values
-    // whichever stage holds a block and on whatever device it then runs.
+    // whichever stage holds a block and on whatever device it then runs. The spec says how: a new
+    // run's shards are streamed from it without a StageModel (shard/InitialShards), so the two agree.
+    const std::vector<ParameterSpec> specs = stageParameters(m_config, m_stage);
+    std::size_t next = 0;
     for (auto& [prefix, module] : owners)
         for (const auto& item : module->named_parameters()) {
             const std::string name = prefix + item.key();
-            if (item.value().dim() == 1)
-                item.value().fill_(1.0); // norm gains
+            if (next >= specs.size() || specs[next].name != name || specs[next].shape != item.value().sizes())
+                throw std::logic_error("parameter " + name + " is not the one ParameterSpec lists");
+            const ParameterSpec& spec = specs[next++];
+            if (spec.init == ParameterSpec::Init::Ones)
+                item.value().fill_(1.0);
             else
-                fillSeededNormal(item.value(), m_config.seed, name, initialStd(name, m_config.nLayers));
+                fillSeededNormal(item.value(), m_config.seed, name, spec.stddev);
         }
+    if (next != specs.size())
+        throw std::logic_error("ParameterSpec lists parameters the stage does not have");
 
     for (auto& [prefix, module] : owners) {
         std::vector<torch::Tensor> masters;

@@ -7,6 +7,7 @@
 #include "base/Result.h"
 #include "base/ShardManifest.h"
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -17,10 +18,18 @@ namespace tessera::gpu {
 // "stage-S-vV.safetensors": the file name a stage's shard of one version has on the coordinator.
 std::string stageShardFileName(std::int64_t stage, std::int64_t version);
 
-// Builds each stage's model on the CPU in turn (one in memory at a time), writes its shard to
-// dir/stageShardFileName(stage, version) at step 0 and returns the manifests (unsigned), one
-// per stage in stage order. `dir` is created when missing.
+// How far writeInitialShards has come, read from another thread (the coordinator's status), and
+// its stop: set `cancel` and it returns an error soon, leaving no file behind but *.tmp ones.
+struct InitialShardProgress {
+    std::atomic<std::int64_t> bytesWritten{0};
+    std::atomic<std::int64_t> bytesTotal{0}; // set before the first byte is written
+    std::atomic<bool> cancel{false};
+};
+
+// Writes each stage's seeded step-0 shard to dir/stageShardFileName(stage, version) and returns
+// the manifests (unsigned), one per stage in stage order. `dir` is created when missing.
 Result<std::vector<ShardManifest>> writeInitialShards(const ModelConfig& config,
-                                                      const std::filesystem::path& dir, std::int64_t version);
+                                                      const std::filesystem::path& dir, std::int64_t version,
+                                                      InitialShardProgress* progress = nullptr);
 
 } // namespace tessera::gpu

@@ -3,13 +3,8 @@
 
 #include "base/Json.h"
 #include "base/JsonWriter.h"
+#include "shard/AtomicFile.h"
 #include "shard/Safetensors.h"
-
-#include <cerrno>
-#include <cstring>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace tessera::gpu {
 
@@ -17,20 +12,6 @@ namespace {
 
 bool validName(std::string_view s) {
     return validUtf8Prefix(s) == s.size();
-}
-
-Status writeAll(int fd, const void* data, std::size_t size) {
-    const auto* p = static_cast<const char*>(data);
-    while (size > 0) {
-        const ssize_t n = ::write(fd, p, size);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return makeError(std::strerror(errno));
-        p += n;
-        size -= static_cast<std::size_t>(n);
-    }
-    return {};
 }
 
 } // namespace
@@ -54,8 +35,8 @@ Status SafetensorsWriter::add(std::string_view name, std::string_view dtype, std
     return added;
 }
 
-Status SafetensorsWriter::add(std::string_view name, std::string_view dtype, std::vector<std::int64_t> shape,
-                              std::span<const std::byte> data) {
+Result<std::uint64_t> SafetensorsWriter::checkEntry(std::string_view name, std::string_view dtype,
+                                                    const std::vector<std::int64_t>& shape) const {
     std::string quoted = "'";
     quoted.append(name).append("'"); // not "'" + ...: GCC 12 warns falsely (-Wrestrict, bug 105329)
     if (name.empty() || name == "__metadata__" || !validName(name))
@@ -72,10 +53,34 @@ Status SafetensorsWriter::add(std::string_view name, std::string_view dtype, std
         if (dim < 0 || __builtin_mul_overflow(count, static_cast<std::uint64_t>(dim), &count))
             return makeError("tensor " + quoted + ": bad shape");
     }
-    if (count > data.size() / *elementSize || count * *elementSize != data.size())
-        return makeError("tensor " + quoted + ": " + std::to_string(data.size()) +
-                         " bytes do not match its shape and dtype");
-    m_entries.push_back(Entry{std::string(name), std::string(dtype), std::move(shape), data, nullptr});
+    std::uint64_t bytes = 0;
+    if (__builtin_mul_overflow(count, static_cast<std::uint64_t>(*elementSize), &bytes))
+        return makeError("tensor " + quoted + ": bad shape");
+    return bytes;
+}
+
+Status SafetensorsWriter::add(std::string_view name, std::string_view dtype, std::vector<std::int64_t> shape,
+                              std::span<const std::byte> data) {
+    const Result<std::uint64_t> bytes = checkEntry(name, dtype, shape);
+    if (!bytes)
+        return bytes.error();
+    if (*bytes != data.size()) {
+        std::string message = "tensor '";
+        message.append(name).append("': ").append(std::to_string(data.size()));
+        return makeError(message + " bytes do not match its shape and dtype");
+    }
+    m_entries.push_back(
+        Entry{std::string(name), std::string(dtype), std::move(shape), data, nullptr, data.size(), false});
+    return {};
+}
+
+Status SafetensorsWriter::declare(std::string_view name, Dtype dtype, std::vector<std::int64_t> shape) {
+    const std::string_view dtypeName = safetensorsDtypeName(dtype);
+    const Result<std::uint64_t> bytes = checkEntry(name, dtypeName, shape);
+    if (!bytes)
+        return bytes.error();
+    m_entries.push_back(
+        Entry{std::string(name), std::string(dtypeName), std::move(shape), {}, nullptr, *bytes, true});
     return {};
 }
 
@@ -115,10 +120,10 @@ std::string SafetensorsWriter::header() const {
         w.key("data_offsets");
         w.beginArray();
         w.value(offset);
-        w.value(offset + e.data.size());
+        w.value(offset + e.size);
         w.endArray();
         w.endObject();
-        offset += e.data.size();
+        offset += e.size;
     }
     w.endObject();
     std::string text = w.str();
@@ -126,47 +131,42 @@ std::string SafetensorsWriter::header() const {
     return text;
 }
 
-Status SafetensorsWriter::write(const std::filesystem::path& path) const {
+Result<std::string> SafetensorsWriter::fileHead() const {
     const std::string text = header();
     if (text.size() > kSafetensorsMaxHeader)
         return makeError("safetensors header would be " + std::to_string(text.size()) +
                          " bytes, over the limit");
-    const std::filesystem::path tmp = path.string() + ".tmp";
-    const auto fail = [&](const std::string& why) {
-        std::error_code ignored;
-        std::filesystem::remove(tmp, ignored);
-        return makeError("cannot write " + path.string() + ": " + why);
-    };
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return fail(std::strerror(errno));
-    unsigned char prefix[8];
+    std::string head(8, '\0');
     for (int i = 0; i < 8; ++i)
-        prefix[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(text.size()) >> (8 * i));
-    Status s = writeAll(fd, prefix, sizeof prefix);
-    if (s)
-        s = writeAll(fd, text.data(), text.size());
+        head[i] = static_cast<char>(static_cast<std::uint64_t>(text.size()) >> (8 * i));
+    return head + text;
+}
+
+std::uint64_t SafetensorsWriter::dataSize() const {
+    std::uint64_t total = 0;
+    for (const Entry& e : m_entries)
+        total += e.size;
+    return total;
+}
+
+Status SafetensorsWriter::write(const std::filesystem::path& path) const {
+    for (const Entry& e : m_entries) {
+        if (e.declared)
+            return makeError("cannot write " + path.string() + ": tensor '" + e.name +
+                             "' was declared without its data");
+    }
+    const Result<std::string> head = fileHead();
+    if (!head)
+        return head.error();
+    Result<AtomicFile> file = AtomicFile::create(path);
+    if (!file)
+        return file.error();
+    Status s = file->append(*head);
     for (const Entry& e : m_entries) {
         if (s)
-            s = writeAll(fd, e.data.data(), e.data.size());
+            s = file->append(e.data);
     }
-    // fsync before rename: otherwise a crash can leave the new name on empty or partial data.
-    if (s && ::fsync(fd) != 0)
-        s = makeError(std::strerror(errno));
-    if (::close(fd) != 0 && s)
-        s = makeError(std::strerror(errno));
-    if (!s)
-        return fail(s.message());
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-        return fail(std::strerror(errno));
-    // Make the rename itself durable.
-    const std::filesystem::path dir =
-        path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
-    return {};
+    return s ? file->commit() : s;
 }
 
 } // namespace tessera::gpu

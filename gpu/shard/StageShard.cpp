@@ -27,6 +27,17 @@ std::string metadataValue(const SafetensorsFile& file, const std::string& key) {
 
 } // namespace
 
+Status setStageShardMetadata(SafetensorsWriter& writer, const ModelConfig& config, std::int64_t stage,
+                             std::int64_t step) {
+    for (const auto& [key, value] : {std::pair<const char*, std::string>{kConfigKey, config.toJson()},
+                                     {kHashKey, config.hash()},
+                                     {kStageKey, std::to_string(stage)},
+                                     {kStepKey, std::to_string(step)}})
+        if (auto set = writer.setMetadata(key, value); !set)
+            return set;
+    return {};
+}
+
 Result<ShardManifest> writeStageShard(const StageModel& model, const std::filesystem::path& file,
                                       std::int64_t version, std::int64_t step, std::uint64_t chunkSize) {
     try {
@@ -41,14 +52,9 @@ Result<ShardManifest> writeStageShard(const StageModel& model, const std::filesy
                 !added)
                 return added.error();
         }
+        if (Status set = setStageShardMetadata(writer, model.config(), model.stage(), step); !set)
+            return set.error();
         const std::string hash = model.config().hash();
-        for (const auto& [key, value] :
-             {std::pair<const char*, std::string>{kConfigKey, model.config().toJson()},
-              {kHashKey, hash},
-              {kStageKey, std::to_string(model.stage())},
-              {kStepKey, std::to_string(step)}})
-            if (auto set = writer.setMetadata(key, value); !set)
-                return set.error();
         if (auto written = writer.write(file); !written)
             return written.error();
         return ShardManifest::build(file, hash, model.stage(), version, step, chunkSize);

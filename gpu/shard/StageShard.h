@@ -5,6 +5,7 @@
 // holds exactly the stage's tensors with their shapes, before a single weight changes.
 // Internal to gpu/ (takes a StageModel).
 
+#include "base/ModelConfig.h"
 #include "base/Result.h"
 #include "base/ShardManifest.h"
 
@@ -12,7 +13,13 @@
 
 namespace tessera::gpu {
 
+class SafetensorsWriter;
 class StageModel;
+
+// The metadata a stage shard carries (the model's config and its hash, the stage, the step), which
+// loadStageShard checks. Also what the initial shards streamed without a StageModel carry.
+Status setStageShardMetadata(SafetensorsWriter& writer, const ModelConfig& config, std::int64_t stage,
+                             std::int64_t step);
 
 // Writes the stage's parameters (fp32) atomically to `file` and returns its manifest.
 Result<ShardManifest> writeStageShard(const StageModel& model, const std::filesystem::path& file,
