@@ -1,48 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/Sparta.h"
 
-#include <algorithm>
-#include <numeric>
-#include <random>
 #include <stdexcept>
 
 namespace tessera::gpu {
 
-namespace {
-
-std::uint64_t hashName(const std::string& name, std::uint64_t seed) {
-    std::uint64_t h = seed ^ 0xcbf29ce484222325ull; // FNV-1a over the name
-    for (const char c : name)
-        h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-    return h;
-}
-
-} // namespace
-
 Sparta::Sparta(NamedTensors parameters, std::uint64_t seed, int partitions, int interval)
     : m_parameters(std::move(parameters))
     , m_partitions(partitions)
-    , m_interval(interval)
-    , m_slices(static_cast<std::size_t>(partitions)) {
+    , m_interval(interval) {
     if (partitions < 1 || interval < 1)
         throw std::invalid_argument("Sparta needs at least one partition and a positive interval");
-    // A running offset deals each parameter's shuffled blocks round-robin from where the last
-    // parameter stopped, so partitions stay balanced to one block even for small tensors.
-    std::size_t next = 0;
-    for (std::size_t i = 0; i < m_parameters.size(); ++i) {
-        const auto& [name, tensor] = m_parameters[i];
-        const std::int64_t n = tensor.numel();
-        const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-        std::vector<std::int64_t> order(static_cast<std::size_t>(blocks));
-        std::iota(order.begin(), order.end(), 0);
-        std::mt19937_64 rng(hashName(name, seed));
-        std::shuffle(order.begin(), order.end(), rng);
-        for (const std::int64_t b : order) {
-            const std::int64_t begin = b * kBlock;
-            m_slices[next % m_slices.size()].push_back({i, begin, std::min(kBlock, n - begin)});
-            ++next;
-        }
-    }
+    std::vector<std::pair<std::string, std::int64_t>> sizes;
+    for (const auto& [name, tensor] : m_parameters)
+        sizes.emplace_back(name, tensor.numel());
+    m_slices = dealSpartaPartitions(sizes, seed, partitions);
 }
 
 torch::Tensor Sparta::gather(int p) const {

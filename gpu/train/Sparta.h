@@ -5,6 +5,8 @@
 // every replica. Every 20 steps replicas average the next partition (5% of the weights), so
 // every weight is averaged once per 400 steps. Internal to gpu/ (torch tensors).
 
+#include "train/SpartaPartitions.h"
+
 #include <torch/types.h>
 
 #include <cstdint>
@@ -18,7 +20,7 @@ class Sparta {
 public:
     static constexpr int kPartitions = 20;
     static constexpr int kInterval = 20; // steps between two averaging rounds
-    static constexpr std::int64_t kBlock = 256;
+    static constexpr std::int64_t kBlock = kSpartaBlock;
 
     using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
     Sparta(NamedTensors parameters, std::uint64_t seed, int partitions = kPartitions,
@@ -41,10 +43,7 @@ public:
     std::int64_t partitionSize(int p) const;
 
 private:
-    struct Slice {
-        std::size_t parameter;
-        std::int64_t begin, length; // in elements of the flattened parameter
-    };
+    using Slice = SpartaSlice;
     NamedTensors m_parameters;
     int m_partitions;
     int m_interval;

@@ -2,76 +2,13 @@
 #include "train/StageOptimizer.h"
 
 #include "train/LearningRateSchedule.h"
+#include "train/MomentCodes.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 namespace tessera::gpu {
-
-namespace {
-
-constexpr std::int64_t kMomentBlock = 256;
-constexpr float kTiny = 1e-30f;
-
-// x flattened and zero-padded to whole blocks: [blocks, 256].
-torch::Tensor inBlocks(const torch::Tensor& x) {
-    const torch::Tensor flat = x.reshape({-1});
-    const std::int64_t pad = (kMomentBlock - flat.numel() % kMomentBlock) % kMomentBlock;
-    return (pad == 0 ? flat : torch::constant_pad_nd(flat, {0, pad})).view({-1, kMomentBlock});
-}
-
-torch::Tensor fromBlocks(const torch::Tensor& blocks, const torch::Tensor& like) {
-    return blocks.reshape({-1}).narrow(0, 0, like.numel()).view(like.sizes());
-}
-
-// The first moment: a sign and a 7-bit log code — magnitude code 1..127 for max|m|·2^((code − 127)/5)
-// per block, 0 for 0: ±7% of |m| over 25 octaves below the block's largest (a linear code would
-// round every value under 1/254 of it to zero and stall those weights).
-void encodeFirst(const torch::Tensor& m, torch::Tensor& codes, torch::Tensor& scales) {
-    const torch::Tensor b = inBlocks(m);
-    scales = b.abs().amax(1, true);
-    const torch::Tensor magnitude = b.abs();
-    const torch::Tensor level = magnitude.div(scales.clamp_min(kTiny))
-                                    .clamp_min_(kTiny)
-                                    .log2_()
-                                    .mul_(5.0f)
-                                    .add_(127.0f)
-                                    .round_()
-                                    .clamp_(1, 127);
-    codes = level.mul_(b.sign()).to(torch::kInt8); // sign 0: code 0
-}
-
-torch::Tensor decodeFirst(const torch::Tensor& codes, const torch::Tensor& scales,
-                          const torch::Tensor& like) {
-    const torch::Tensor c = codes.to(torch::kFloat);
-    const torch::Tensor value = c.abs().sub_(127.0f).div_(5.0f).exp2_().mul_(scales).mul_(c.sign());
-    return fromBlocks(value, like).clone(); // sign(0) = 0: a zero code decodes to 0
-}
-
-// The second moment (≥ 0), through its square root (what the update divides by): 0 for 0, else code
-// 1..255 for √v_max·2^((code − 255)/10) per block — ±3.5% of √v over 25 octaves of √v (50 of v).
-void encodeSecond(const torch::Tensor& v, torch::Tensor& codes, torch::Tensor& scales) {
-    const torch::Tensor b = inBlocks(v).sqrt();
-    scales = b.amax(1, true);
-    const torch::Tensor level = b.div(scales.clamp_min(kTiny))
-                                    .clamp_min_(kTiny)
-                                    .log2_()
-                                    .mul_(10.0f)
-                                    .add_(255.0f)
-                                    .round_()
-                                    .clamp_(1, 255);
-    codes = level.mul_(b.sign()).to(torch::kUInt8); // √0 codes 0
-}
-
-torch::Tensor decodeSecond(const torch::Tensor& codes, const torch::Tensor& scales,
-                           const torch::Tensor& like) {
-    const torch::Tensor c = codes.to(torch::kFloat);
-    const torch::Tensor root = c.sub(255.0f).div_(10.0f).exp2_().mul_(scales).mul_(c.sign()); // code 0: 0
-    return fromBlocks(root.mul_(root), like).clone();
-}
-
-} // namespace
 
 StageOptimizer::StageOptimizer(std::vector<torch::Tensor> parameters, const OptimizerOptions& options)
     : m_parameters(std::move(parameters))
@@ -135,6 +72,8 @@ bool StageOptimizer::applyAdam(double learningRate, double clipScale, bool varia
     const double correction1 = 1.0 - std::pow(beta1, static_cast<double>(m_steps + 1));
     const double correction2 =
         1.0 - std::pow(beta2, static_cast<double>(m_varianceSteps + (varianceMoves ? 1 : 0)));
+    const AdamwStep step{learningRate,      beta1,       beta2,       m_options.weightDecay,
+                         m_options.epsilon, correction1, correction2, varianceMoves};
     for (std::size_t i = 0; i < m_parameters.size(); ++i) {
         torch::Tensor& p = m_parameters[i];
         if (!p.grad().defined())
@@ -152,14 +91,7 @@ bool StageOptimizer::applyAdam(double learningRate, double clipScale, bool varia
             m_first[i] = torch::zeros_like(p);
             m_second[i] = torch::zeros_like(p);
         }
-        p.mul_(1.0 - learningRate * m_options.weightDecay);
-        m_first[i].mul_(beta1).add_(g, 1.0 - beta1);
-        if (varianceMoves)
-            m_second[i].mul_(beta2).addcmul_(g, g, 1.0 - beta2);
-        const torch::Tensor denominator =
-            (correction2 > 0 ? m_second[i].sqrt() / std::sqrt(correction2) : m_second[i].sqrt())
-                .add_(m_options.epsilon);
-        p.addcdiv_(m_first[i], denominator, -learningRate / correction1);
+        adamwUpdate(p, g, m_first[i], m_second[i], step);
         g.zero_();
         if (coded) { // only one parameter's fp32 moments are ever alive
             encodeFirst(m_first[i], m_firstCoded[i].codes, m_firstCoded[i].scales);
@@ -172,6 +104,22 @@ bool StageOptimizer::applyAdam(double learningRate, double clipScale, bool varia
         ++m_varianceSteps;
     ++m_steps;
     return true;
+}
+
+} // namespace tessera::gpu
+
+namespace tessera::gpu {
+
+void adamwUpdate(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& first,
+                 const torch::Tensor& second, const AdamwStep& s) {
+    torch::NoGradGuard noGrad;
+    p.mul_(1.0 - s.learningRate * s.weightDecay);
+    first.mul_(s.beta1).add_(g, 1.0 - s.beta1);
+    if (s.varianceMoves)
+        second.mul_(s.beta2).addcmul_(g, g, 1.0 - s.beta2);
+    const torch::Tensor denominator =
+        (s.correction2 > 0 ? second.sqrt() / std::sqrt(s.correction2) : second.sqrt()).add_(s.epsilon);
+    p.addcdiv_(first, denominator, -s.learningRate / s.correction1);
 }
 
 } // namespace tessera::gpu

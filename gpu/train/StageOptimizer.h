@@ -25,6 +25,17 @@
 
 namespace tessera::gpu {
 
+// One parameter's AdamW step as StageOptimizer takes it (decoupled decay, bias-corrected moments):
+// the optimizer's whole tensors, or the coordinator's checkpoint a chunk at a time (elementwise:
+// the same values either way).
+struct AdamwStep {
+    double learningRate, beta1, beta2, weightDecay, epsilon;
+    double correction1, correction2; // 1 − β^t of the first and second moment
+    bool varianceMoves;              // false: the second moment stays as it is
+};
+void adamwUpdate(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& first,
+                 const torch::Tensor& second, const AdamwStep& step);
+
 class StageOptimizer {
 public:
     StageOptimizer(std::vector<torch::Tensor> parameters, const OptimizerOptions& options = {});

@@ -5,9 +5,9 @@
 #include "common/WallClock.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/StageVersionStore.h"
-#include "engine/StageEngine.h"
 #include "protocol/ManifestSignature.h"
 #include "shard/InitialShards.h"
+#include "train/StageCheckpointFile.h"
 
 #include <QDir>
 #include <QFile>
@@ -15,7 +15,7 @@
 namespace tessera::coordinator {
 
 struct StageCheckpoints::Stage {
-    std::unique_ptr<gpu::StageEngine> engine;
+    std::unique_ptr<gpu::StageCheckpointFile> file;
     qint64 version = 0; // loaded or last published
     qint64 highest = 0; // the highest number recorded, refused versions included
     qint64 step = 0;
@@ -35,20 +35,14 @@ Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::open(Database& db, c
     std::unique_ptr<StageCheckpoints> c(new StageCheckpoints(db, key, shardDir));
     StageVersionStore store(db);
     std::vector<int> fellBack;
+    const std::filesystem::path workDir = QDir(shardDir).filePath(QStringLiteral("work")).toStdString();
     for (int s = 0; s < config.stages; ++s) {
-        gpu::StageEngineOptions options;
-        options.config = config;
-        options.stage = s;
-        options.device = "cpu";
-        options.keepActivations = false;
-        Result<std::unique_ptr<gpu::StageEngine>> engine = gpu::StageEngine::create(options);
-        if (!engine)
-            return makeError("the checkpoint of stage " + std::to_string(s) + ": " + engine.message());
         // The newest version whose file checks against its manifest; a damaged one (a disk error, a
         // file cut short or edited) is refused in words and the one before it is used.
         std::optional<qint64> below;
         std::string damaged;
         std::optional<StageVersion> loaded;
+        std::unique_ptr<gpu::StageCheckpointFile> file;
         while (!loaded) {
             Result<std::optional<StageVersion>> latest = store.latest(s, below);
             if (!latest)
@@ -57,16 +51,18 @@ Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::open(Database& db, c
                 return makeError("stage " + std::to_string(s) + " has no usable published version" +
                                  (damaged.empty() ? std::string() : " (" + damaged + ")"));
             const StageVersion& v = **latest;
-            const QString file = QDir(shardDir).filePath(v.file);
+            const QString path = QDir(shardDir).filePath(v.file);
             Result<gpu::ShardManifest> manifest = gpu::ShardManifest::fromJson(v.manifestJson.toStdString());
-            Status ok =
-                manifest ? (*engine)->loadShard(file.toStdString(), *manifest) : Status(manifest.error());
-            if (ok) {
+            Result<std::unique_ptr<gpu::StageCheckpointFile>> opened =
+                manifest ? gpu::StageCheckpointFile::open(config, s, path.toStdString(), *manifest, workDir)
+                         : Result<std::unique_ptr<gpu::StageCheckpointFile>>(manifest.error());
+            if (opened) {
                 loaded = v;
+                file = std::move(*opened);
                 break;
             }
             const std::string why =
-                "version " + std::to_string(v.version) + " (" + file.toStdString() + "): " + ok.message();
+                "version " + std::to_string(v.version) + " (" + path.toStdString() + "): " + opened.message();
             qWarning("checkpoints: stage %d's checkpoint %s — refused; using the version before it", s,
                      why.c_str());
             if (Status refused = store.refuse(s, v.version, QString::fromStdString(why)); !refused)
@@ -78,7 +74,7 @@ Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::open(Database& db, c
         if (!highest)
             return highest.error();
         auto stage = std::make_unique<Stage>();
-        stage->engine = std::move(*engine);
+        stage->file = std::move(file);
         stage->version = loaded->version;
         stage->highest = *highest;
         stage->step = loaded->step;
@@ -99,13 +95,13 @@ int StageCheckpoints::stages() const {
 }
 
 qint64 StageCheckpoints::parameters(int stage) const {
-    return m_stages.at(std::size_t(stage))->engine->parameterCount();
+    return m_stages.at(std::size_t(stage))->file->parameterCount();
 }
 
 qint64 StageCheckpoints::partitionSize(int stage, int partition, int partitions) const {
     if (stage < 0 || stage >= stages())
         return 0;
-    Result<std::int64_t> n = m_stages[std::size_t(stage)]->engine->partitionSize(partition, partitions);
+    Result<std::int64_t> n = m_stages[std::size_t(stage)]->file->partitionSize(partition, partitions);
     return n ? *n : 0;
 }
 
@@ -124,14 +120,14 @@ bool StageCheckpoints::changed(int stage) const {
 Result<std::vector<float>> StageCheckpoints::values(int stage, int partition, int partitions) const {
     if (stage < 0 || stage >= stages())
         return makeError("no stage " + std::to_string(stage));
-    return m_stages[std::size_t(stage)]->engine->gatherPartition(partition, partitions);
+    return m_stages[std::size_t(stage)]->file->gatherPartition(partition, partitions);
 }
 
 Status StageCheckpoints::take(int stage, int partition, int partitions, std::span<const float> values) {
     if (stage < 0 || stage >= stages())
         return makeError("no stage " + std::to_string(stage));
     Stage& s = *m_stages[std::size_t(stage)];
-    if (Status set = s.engine->setPartition(partition, partitions, values); !set)
+    if (Status set = s.file->setPartition(partition, partitions, values); !set)
         return set;
     s.changed = true;
     return {};
@@ -140,16 +136,15 @@ Status StageCheckpoints::take(int stage, int partition, int partitions, std::spa
 std::vector<std::vector<std::int64_t>> StageCheckpoints::parameterShapes(int stage) const {
     if (stage < 0 || stage >= stages())
         return {};
-    return m_stages[std::size_t(stage)]->engine->parameterShapes();
+    return m_stages[std::size_t(stage)]->file->parameterShapes();
 }
 
-Status StageCheckpoints::applyGradients(int stage, int rank, std::span<const float> result, qint64 round,
+Status StageCheckpoints::applyGradients(int stage, int rank, std::span<const float> result,
                                         double learningRate, double clipScale) {
     if (stage < 0 || stage >= stages())
         return makeError("no stage " + std::to_string(stage));
     Stage& s = *m_stages[std::size_t(stage)];
-    if (Status applied = s.engine->applyGradients(rank, result, true, round, learningRate, clipScale);
-        !applied)
+    if (Status applied = s.file->applyGradients(rank, result, learningRate, clipScale); !applied)
         return applied;
     s.changed = true;
     return {};
@@ -173,7 +168,7 @@ Status StageCheckpoints::publishStage(int i, qint64 step, qint64 nowMs, int keep
     const qint64 version = std::max(s.version, s.highest) + 1;
     const QString name = QString::fromStdString(gpu::stageShardFileName(i, version));
     const QString path = QDir(m_shardDir).filePath(name);
-    Result<gpu::ShardManifest> manifest = s.engine->saveShard(path.toStdString(), version, step);
+    Result<gpu::ShardManifest> manifest = s.file->save(path.toStdString(), version, step);
     if (!manifest)
         return makeError("writing the checkpoint of stage " + std::to_string(i) + ": " + manifest.message());
     manifest->file = name.toStdString();

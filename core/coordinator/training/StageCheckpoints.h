@@ -6,7 +6,9 @@
 // written atomically, manifest signed, recorded in stage_versions. New nodes download the
 // latest version; a restarted coordinator starts from it.
 //
-// One gpu::StageEngine per stage on the CPU (weights only: it never trains here).
+// Each stage lives on disk (gpu::StageCheckpointFile: the published shard, a working copy of the
+// weights once they change, AdamW's moments), read and changed a chunk at a time: the coordinator's
+// memory does not grow with the model (an 8b run's stages are 32 GB of fp32 weights).
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"
@@ -21,7 +23,7 @@ namespace tessera {
 class Identity;
 }
 namespace tessera::gpu {
-class StageEngine;
+class StageCheckpointFile;
 }
 
 namespace tessera::coordinator {
@@ -51,8 +53,8 @@ public:
     std::vector<std::vector<std::int64_t>> parameterShapes(int stage) const;
     // A step's averaged gradient applied as every replica applies it (the same AdamW step): the
     // checkpoint holds what the replicas hold, for joiners and for a restart.
-    Status applyGradients(int stage, int rank, std::span<const float> result, qint64 round,
-                          double learningRate, double clipScale);
+    Status applyGradients(int stage, int rank, std::span<const float> result, double learningRate,
+                          double clipScale);
 
     // Publishes a new version of every changed stage at `step`: returns how many. Old files
     // beyond the newest `keep` versions of a stage are deleted (their rows stay, for history).

@@ -125,13 +125,12 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
             [resultChecks](const QString& node) { return resultChecks->trusted(node); });
         connect(t->m_gradients.get(), &GradientAverager::shareRefused, self, &Trainer::onRefused);
         const int rank = t->m_gradients->settings().rank; // after a fallback, not the option's
-        connect(
-            t->m_gradients.get(), &GradientAverager::applied, self,
-            [self, rank](int stage, const std::vector<float>& result, qint64 round, double lr, double clip) {
-                if (Status s = self->m_checkpoints->applyGradients(stage, rank, result, round, lr, clip); !s)
-                    qWarning("trainer: the checkpoint of stage %d did not take step's gradients: %s", stage,
-                             s.message().c_str());
-            });
+        connect(t->m_gradients.get(), &GradientAverager::applied, self,
+                [self, rank](int stage, const std::vector<float>& result, qint64, double lr, double clip) {
+                    if (Status s = self->m_checkpoints->applyGradients(stage, rank, result, lr, clip); !s)
+                        qWarning("trainer: the checkpoint of stage %d did not take step's gradients: %s",
+                                 stage, s.message().c_str());
+                });
         // Queued: a round can close inside the router's completion of the step's last microbatch.
         TrainingLoop* loopForGradients = t->m_loop.get();
         connect(
