@@ -48,6 +48,7 @@ bench: build
 	xvfb-run -a -s "-screen 0 1280x720x24 -noreset" $(BUILD_DIR)/bin/bench_app
 	$(BUILD_DIR)/bin/bench_gradient_exchange
 	$(BUILD_DIR)/bin/bench_memory_plan $(BUILD_DIR)/bench-8b-stage 3 256
+	$(BUILD_DIR)/bin/bench_coordinator_start tiny,small
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 	$(BUILD_DIR)/bin/bench_learning 2000 $(BUILD_DIR)/bench-learning-long long
 	scripts/text-run.sh $(BUILD_DIR) $(BUILD_DIR)/text-run 100 2

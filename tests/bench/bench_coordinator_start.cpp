@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench_coordinator_start: a new run's coordinator, per model — how soon it answers, how soon it serves
+// (its initial shards written in the background), its peak memory, and how soon SIGTERM stops it.
+//
+// bench_coordinator_start [MODELS=tiny,small,8b] [DIR=a temporary directory]
+// The 8b run writes ~32 GB of shards under DIR. Nothing is asserted; the figures go to BENCHMARKS.md.
+#include "CoordinatorProcess.h"
+#include "ProcessStats.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QSslCertificate>
+#include <QSslConfiguration>
+#include <QTemporaryDir>
+#include <QTimer>
+
+#include <cstdio>
+
+namespace {
+
+// VmHWM (the kernel's peak of the resident set) in MiB; -1 when it cannot be read.
+double peakRssMiB(qint64 pid) {
+    QFile f(QStringLiteral("/proc/%1/status").arg(pid));
+    if (!f.open(QIODevice::ReadOnly))
+        return -1;
+    for (const QByteArray& line : f.readAll().split('\n'))
+        if (line.startsWith("VmHWM:"))
+            return line.mid(6).trimmed().split(' ').first().toDouble() / 1024;
+    return -1;
+}
+
+// GET url/v1/status over TLS with the run's certificate; the JSON, or an empty object.
+QJsonObject status(QNetworkAccessManager& net, const QString& url, const QString& runDir) {
+    QNetworkRequest request(QUrl(url + u"/v1/status"_qs));
+    QSslConfiguration ssl = QSslConfiguration::defaultConfiguration();
+    ssl.setCaCertificates(QSslCertificate::fromPath(runDir + u"/tls.crt"_qs, QSsl::Pem));
+    request.setSslConfiguration(ssl);
+    QNetworkReply* reply = net.get(request);
+    QEventLoop loop;
+    QObject::connect(reply, &QNetworkReply::finished, &loop, &QEventLoop::quit);
+    QTimer::singleShot(10'000, &loop, &QEventLoop::quit);
+    loop.exec();
+    const QJsonObject out = QJsonDocument::fromJson(reply->readAll()).object();
+    reply->deleteLater();
+    return out;
+}
+
+struct Row {
+    QString what;
+    double answerS = -1, readyS = -1, peakMiB = -1, readyRssMiB = -1, exitS = -1;
+    qint64 shardBytes = 0;
+};
+
+qint64 bytesUnder(const QString& dir) {
+    qint64 n = 0;
+    for (const QFileInfo& f : QDir(dir).entryInfoList(QDir::Files))
+        n += f.size();
+    return n;
+}
+
+// One new run of `model`; with stopAfterS ≥ 0, SIGTERM that many seconds after its first answer.
+Row run(const QString& model, const QString& base, double stopAfterS) {
+    Row row;
+    row.what = model + (stopAfterS >= 0 ? QStringLiteral(", SIGTERM while preparing") : QString());
+    const QString runDir = base + u"/"_qs + model + (stopAfterS >= 0 ? u"-stopped"_qs : QString());
+    QDir(runDir).removeRecursively();
+    QElapsedTimer clock;
+    clock.start();
+    CoordinatorProcess p({u"--data-dir"_qs, runDir, u"--listen"_qs, u"127.0.0.1:0"_qs, u"--model"_qs, model});
+    if (!p.waitListening()) {
+        std::printf("%s: did not start: %s\n", qPrintable(model), p.err().constData());
+        return row;
+    }
+    const qint64 pid = p.pid();
+    QNetworkAccessManager net;
+    const QJsonObject first = status(net, p.url(), runDir);
+    row.answerS = double(clock.elapsed()) / 1000;
+    std::printf("  %s: answered after %.1f s (state %s)\n", qPrintable(model), row.answerS,
+                qPrintable(first.value(u"state"_qs).toString()));
+    if (stopAfterS >= 0) {
+        QElapsedTimer wait;
+        wait.start();
+        while (wait.elapsed() < qint64(stopAfterS * 1000))
+            QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 100);
+        row.peakMiB = peakRssMiB(pid);
+        QElapsedTimer stop;
+        stop.start();
+        const int code = p.terminate(120'000);
+        row.exitS = double(stop.elapsed()) / 1000;
+        std::printf("  %s: SIGTERM after %.0f s: exit code %d in %.1f s; left %lld bytes of shards\n",
+                    qPrintable(model), stopAfterS, code, row.exitS,
+                    static_cast<long long>(bytesUnder(runDir + u"/shards"_qs)));
+        return row;
+    }
+    // Ready: waitReady() waits a bounded time; a large run takes several of those.
+    while (!p.waitReady())
+        if (p.pid() <= 0) {
+            std::printf("%s: ended before it was ready: %s\n", qPrintable(model), p.err().constData());
+            return row;
+        }
+    row.readyS = double(clock.elapsed()) / 1000;
+    row.readyRssMiB = processRssMiB(pid);
+    row.peakMiB = peakRssMiB(pid);
+    row.shardBytes = bytesUnder(runDir + u"/shards"_qs);
+    QElapsedTimer stop;
+    stop.start();
+    p.terminate(60'000);
+    row.exitS = double(stop.elapsed()) / 1000;
+    QDir(runDir).removeRecursively(); // 8b: 32 GB
+    return row;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    const QStringList models =
+        QString::fromLocal8Bit(argc > 1 ? argv[1] : "tiny,small,8b").split(u',', Qt::SkipEmptyParts);
+    QTemporaryDir temporary;
+    const QString base = argc > 2 ? QString::fromLocal8Bit(argv[2]) : temporary.path();
+    std::printf("bench_coordinator_start: a new run per model in %s, SQLite, TLS on loopback\n",
+                qPrintable(base));
+    std::vector<Row> rows;
+    for (const QString& m : models) {
+        rows.push_back(run(m, base, -1));
+        if (m == u"8b"_qs)
+            rows.push_back(run(m, base, 60));
+    }
+    std::printf("\n%-34s %10s %10s %12s %12s %10s %10s\n", "run", "answer s", "ready s", "peak RSS MiB",
+                "RSS ready MiB", "shards GB", "exit s");
+    for (const Row& r : rows)
+        std::printf("%-34s %10.1f %10.1f %12.0f %12.0f %10.2f %10.1f\n", qPrintable(r.what), r.answerS,
+                    r.readyS, r.peakMiB, r.readyRssMiB, double(r.shardBytes) / 1e9, r.exitS);
+    return 0;
+}
