@@ -2,9 +2,15 @@
 #include "base/Sha256.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 namespace tessera::gpu {
 
@@ -24,20 +30,7 @@ constexpr std::uint32_t rotr(std::uint32_t x, int n) {
     return (x >> n) | (x << (32 - n));
 }
 
-} // namespace
-
-Sha256::Sha256() {
-    reset();
-}
-
-void Sha256::reset() {
-    m_state = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    m_buffered = 0;
-    m_length = 0;
-}
-
-void Sha256::compress(const std::uint8_t* block) {
+void compressOne(std::uint32_t* state, const std::uint8_t* block) {
     std::uint32_t w[64];
     for (int i = 0; i < 16; ++i)
         w[i] = std::uint32_t(block[4 * i]) << 24 | std::uint32_t(block[4 * i + 1]) << 16 |
@@ -47,7 +40,8 @@ void Sha256::compress(const std::uint8_t* block) {
         const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
         w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
-    auto [a, b, c, d, e, f, g, h] = m_state;
+    std::uint32_t a = state[0], b = state[1], c = state[2], d = state[3], e = state[4], f = state[5],
+                  g = state[6], h = state[7];
     for (int i = 0; i < 64; ++i) {
         const std::uint32_t t1 =
             h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[i] + w[i];
@@ -63,7 +57,115 @@ void Sha256::compress(const std::uint8_t* block) {
     }
     const std::uint32_t add[8] = {a, b, c, d, e, f, g, h};
     for (int i = 0; i < 8; ++i)
-        m_state[i] += add[i];
+        state[i] += add[i];
+}
+
+void compressPortable(std::uint32_t* state, const std::uint8_t* blocks, std::size_t count) {
+    for (; count > 0; --count, blocks += 64)
+        compressOne(state, blocks);
+}
+
+#if defined(__x86_64__)
+// Shard hashing (4.6 GB a stage at 8b, hashed when written and again when verified) is bound by this
+// function; the SHA extensions run it several times faster than the portable code. Compiled for those
+// instructions only here, and used only where CPUID reports them, so the binaries still run anywhere.
+__attribute__((target("sha,sse4.1"))) void compressShaNi(std::uint32_t* state, const std::uint8_t* blocks,
+                                                         std::size_t count) {
+    // The round instructions keep the state as two vectors, ABEF and CDGH (A in the highest lane).
+    const __m128i dcba = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state));
+    const __m128i hgfe = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 4));
+    const __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+    const __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+    __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+    // Big-endian words to little-endian lanes.
+    const __m128i byteSwap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+
+    for (; count > 0; --count, blocks += 64) {
+        const __m128i abefSaved = abef;
+        const __m128i cdghSaved = cdgh;
+        __m128i w[4]; // the message schedule, four words a vector, reused every 16 rounds
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) { // four rounds each
+            if (i < 4)
+                w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + 16 * i)),
+                                        byteSwap);
+            __m128i wk = _mm_add_epi32(
+                w[i % 4], _mm_loadu_si128(reinterpret_cast<const __m128i*>(kRound.data() + 4 * i)));
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);
+            if (i >= 3 && i < 15) { // finish the words of group i + 1: W[t-7] and sigma1 terms
+                const __m128i w7 = _mm_alignr_epi8(w[i % 4], w[(i + 3) % 4], 4);
+                w[(i + 1) % 4] = _mm_sha256msg2_epu32(_mm_add_epi32(w[(i + 1) % 4], w7), w[i % 4]);
+            }
+            wk = _mm_shuffle_epi32(wk, 0x0E);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, wk);
+            if (i >= 1 && i < 13) // start the words of group i + 3: W[t-16] and sigma0 terms
+                w[(i + 3) % 4] = _mm_sha256msg1_epu32(w[(i + 3) % 4], w[i % 4]);
+        }
+        abef = _mm_add_epi32(abef, abefSaved);
+        cdgh = _mm_add_epi32(cdgh, cdghSaved);
+    }
+
+    const __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    const __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(state), _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), _mm_alignr_epi8(dchg, feba, 8));
+}
+
+bool cpuHasShaNi() {
+    // CPUID rather than __builtin_cpu_supports("sha"), which clang 14 does not know.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+        return false;
+    const bool sse41 = (ecx & bit_SSE4_1) != 0 && (ecx & bit_SSSE3) != 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+        return false;
+    return sse41 && (ebx & (1u << 29)) != 0; // leaf 7 EBX bit 29: SHA extensions
+}
+#endif
+
+using CompressFn = void (*)(std::uint32_t*, const std::uint8_t*, std::size_t);
+
+CompressFn fastestCompress() {
+    // Decided once, on first use (safe from other translation units' static initialisers).
+    static const CompressFn best = [] {
+#if defined(__x86_64__)
+        if (cpuHasShaNi())
+            return &compressShaNi;
+#endif
+        return &compressPortable;
+    }();
+    return best;
+}
+
+std::atomic<bool> g_forcePortable{false};
+
+} // namespace
+
+namespace detail {
+void sha256ForcePortableForTesting(bool portable) {
+    g_forcePortable.store(portable, std::memory_order_relaxed);
+}
+bool sha256FastPathActive() {
+    return !g_forcePortable.load(std::memory_order_relaxed) && fastestCompress() != &compressPortable;
+}
+} // namespace detail
+
+Sha256::Sha256() {
+    reset();
+}
+
+void Sha256::reset() {
+    m_state = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    m_buffered = 0;
+    m_length = 0;
+}
+
+void Sha256::compress(const std::uint8_t* blocks, std::size_t count) {
+    const CompressFn fn =
+        g_forcePortable.load(std::memory_order_relaxed) ? &compressPortable : fastestCompress();
+    fn(m_state.data(), blocks, count);
 }
 
 void Sha256::update(std::span<const std::byte> data) {
@@ -78,11 +180,15 @@ void Sha256::update(std::span<const std::byte> data) {
         n -= take;
         if (m_buffered < m_buffer.size())
             return;
-        compress(m_buffer.data());
+        compress(m_buffer.data(), 1);
         m_buffered = 0;
     }
-    for (; n >= 64; p += 64, n -= 64)
-        compress(p);
+    if (n >= 64) {
+        const std::size_t blocks = n / 64;
+        compress(p, blocks);
+        p += 64 * blocks;
+        n -= 64 * blocks;
+    }
     std::memcpy(m_buffer.data(), p, n);
     m_buffered = n;
 }

@@ -28,7 +28,7 @@ public:
 
 private:
     void reset();
-    void compress(const std::uint8_t* block);
+    void compress(const std::uint8_t* blocks, std::size_t count); // count whole 64-byte blocks
 
     std::array<std::uint32_t, 8> m_state{};
     std::array<std::uint8_t, 64> m_buffer{};
@@ -39,5 +39,11 @@ private:
 std::string sha256Hex(std::string_view data);
 // Streams the file through the hash (never holds it in memory).
 Result<std::string> sha256FileHex(const std::filesystem::path& path);
+
+namespace detail {
+// Tests only: force the portable compression instead of the CPU's SHA extensions (process-wide).
+void sha256ForcePortableForTesting(bool portable);
+bool sha256FastPathActive(); // true when hashing now uses the SHA extensions
+} // namespace detail
 
 } // namespace tessera::gpu

@@ -3,10 +3,14 @@
 #include "GpuTest.h"
 #include "base/Sha256.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <random>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 using namespace tessera::gpu;
 
@@ -49,6 +53,76 @@ TESSERA_TEST(everyLengthAroundThePaddingBoundaryMatchesOneShot) {
           "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
     CHECK(sha256Hex(std::string(64, 'a')) ==
           "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+}
+
+namespace {
+
+// Forces the portable compression for its lifetime (restored even when a CHECK throws).
+struct PortableOnly {
+    PortableOnly() { detail::sha256ForcePortableForTesting(true); }
+    ~PortableOnly() { detail::sha256ForcePortableForTesting(false); }
+};
+
+std::string randomBytes(std::mt19937& rng, std::size_t n) {
+    std::string s(n, '\0');
+    for (char& c : s)
+        c = static_cast<char>(rng());
+    return s;
+}
+
+// Hashes msg fed in pieces whose sizes cycle through awkward lengths.
+std::string hashInPieces(const std::string& msg) {
+    static constexpr std::size_t kPieces[] = {1, 63, 65, 7, 129, 4097, 64, 100'003, 13};
+    Sha256 h;
+    std::size_t at = 0;
+    for (std::size_t i = 0; at < msg.size(); ++i) {
+        const std::size_t n = std::min(kPieces[i % std::size(kPieces)], msg.size() - at);
+        h.update(std::string_view(msg).substr(at, n));
+        at += n;
+    }
+    return Sha256::toHex(h.final());
+}
+
+} // namespace
+
+TESSERA_TEST(knownVectorsHoldOnEveryPath) {
+    const bool fast = detail::sha256FastPathActive();
+    for (int portable = 0; portable < 2; ++portable) {
+        std::optional<PortableOnly> force;
+        if (portable)
+            force.emplace();
+        CHECK(detail::sha256FastPathActive() == (fast && !portable));
+        CHECK_MSG(sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+                  "portable " << portable);
+        CHECK_MSG(sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+                  "portable " << portable);
+        const std::string million(1'000'000, 'a');
+        const std::string expected = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
+        CHECK_MSG(sha256Hex(million) == expected, "portable " << portable);
+        CHECK_MSG(hashInPieces(million) == expected, "portable " << portable);
+    }
+    CHECK(detail::sha256FastPathActive() == fast);
+}
+
+TESSERA_TEST(fastPathMatchesPortableOnRandomData) {
+    // Where the CPU has no SHA extensions both sides are the portable code and this checks nothing new.
+    std::mt19937 rng(20240607);
+    std::vector<std::string> messages;
+    for (std::size_t n = 0; n <= 2000; ++n)
+        messages.push_back(randomBytes(rng, n));
+    for (std::size_t n : {std::size_t{3'000'000}, std::size_t{4'194'304 + 37}})
+        messages.push_back(randomBytes(rng, n));
+
+    std::vector<std::string> portable;
+    {
+        PortableOnly force;
+        for (const auto& m : messages)
+            portable.push_back(sha256Hex(m));
+    }
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+        CHECK_MSG(sha256Hex(messages[i]) == portable[i], "length " << messages[i].size());
+        CHECK_MSG(hashInPieces(messages[i]) == portable[i], "length " << messages[i].size() << " in pieces");
+    }
 }
 
 TESSERA_TEST(finalStartsOver) {
