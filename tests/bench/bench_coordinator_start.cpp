@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench_coordinator_start: a new run's coordinator, per model — how soon it answers, how soon it serves
-// (its initial shards written in the background), its peak memory, and how soon SIGTERM stops it.
+// (its initial shards written in the background), its peak memory, how soon SIGTERM stops it, and the
+// same run restarted (its checkpoints opened and verified before it answers).
 //
 // bench_coordinator_start [MODELS=tiny,small,8b] [DIR=a temporary directory]
 // The 8b run writes ~32 GB of shards under DIR. Nothing is asserted; the figures go to BENCHMARKS.md.
@@ -113,6 +114,31 @@ Row run(const QString& model, const QString& base, double stopAfterS) {
     stop.start();
     p.terminate(60'000);
     row.exitS = double(stop.elapsed()) / 1000;
+    return row;
+}
+
+// The same run started again: it opens (and verifies) its checkpoints before it answers.
+Row restart(const QString& model, const QString& base) {
+    Row row;
+    row.what = model + QStringLiteral(", restarted");
+    const QString runDir = base + u"/"_qs + model;
+    QElapsedTimer clock;
+    clock.start();
+    CoordinatorProcess p({u"--data-dir"_qs, runDir, u"--listen"_qs, u"127.0.0.1:0"_qs});
+    if (!p.waitReady()) {
+        std::printf("%s: the restart did not serve: %s\n", qPrintable(model), p.err().constData());
+        return row;
+    }
+    QNetworkAccessManager net;
+    (void)status(net, p.url(), runDir);
+    row.answerS = row.readyS = double(clock.elapsed()) / 1000;
+    row.readyRssMiB = processRssMiB(p.pid());
+    row.peakMiB = peakRssMiB(p.pid());
+    row.shardBytes = bytesUnder(runDir + u"/shards"_qs);
+    QElapsedTimer stop;
+    stop.start();
+    p.terminate(60'000);
+    row.exitS = double(stop.elapsed()) / 1000;
     QDir(runDir).removeRecursively(); // 8b: 32 GB
     return row;
 }
@@ -131,6 +157,7 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     for (const QString& m : models) {
         rows.push_back(run(m, base, -1));
+        rows.push_back(restart(m, base));
         if (m == u"8b"_qs)
             rows.push_back(run(m, base, 60));
     }
