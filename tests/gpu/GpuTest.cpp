@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "GpuTest.h"
 
+#include <atomic>
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace tessera::test {
@@ -57,3 +60,19 @@ int main() {
     std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
     return failed ? 1 : 0;
 }
+
+namespace tessera::test {
+
+TempDir::TempDir() {
+    static std::atomic<int> counter{0};
+    path = std::filesystem::temp_directory_path() /
+           ("tessera-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(path);
+}
+
+TempDir::~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+}
+
+} // namespace tessera::test

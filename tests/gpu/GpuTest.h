@@ -4,6 +4,7 @@
 // GPU machine that has only a compiler and a LibTorch. Each test executable prints one line
 // per test and closes with "N passed, N failed".
 
+#include <filesystem>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -18,6 +19,16 @@ void registerTest(const char* name, std::function<void()> body);
 [[noreturn]] void fail(const char* file, int line, const std::string& what);
 // A test that cannot run on this machine (e.g. needs a GPU) says why and counts as skipped.
 [[noreturn]] void skip(const std::string& why);
+
+// A fresh directory under the system's temporary one (unique per process and per instance), removed
+// with everything in it when the object goes.
+struct TempDir {
+    std::filesystem::path path;
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+};
 
 struct Registrar {
     Registrar(const char* name, std::function<void()> body) { registerTest(name, std::move(body)); }

@@ -26,12 +26,6 @@ namespace fs = std::filesystem;
 constexpr int kBatch = 4;
 constexpr int kSeq = 32;
 
-struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("tessera-stage-engine-" + std::to_string(getpid()));
-    TempDir() { fs::create_directories(path); }
-    ~TempDir() { fs::remove_all(path); }
-};
-
 inline ModelConfig twoStages(CodecKind codec = CodecKind::None) {
     auto config = ModelConfig::preset("tiny").value();
     config.stages = 2;

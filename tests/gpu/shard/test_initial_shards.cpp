@@ -22,16 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("tessera-initial-shards-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
+using tessera::test::TempDir;
 
 ModelConfig presetWith(const char* name, CodecKind codec) {
     auto config = ModelConfig::preset(name).value();

@@ -16,17 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory per test, removed afterwards.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("tessera-safetensors-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
+using tessera::test::TempDir;
 
 std::string lengthPrefix(std::uint64_t n) {
     std::string out(8, '\0');

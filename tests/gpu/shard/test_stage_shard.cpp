@@ -16,11 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("tessera-stage-shard-" + std::to_string(getpid()));
-    TempDir() { fs::create_directories(path); }
-    ~TempDir() { fs::remove_all(path); }
-};
+using tessera::test::TempDir;
 
 ModelConfig config() {
     auto c = *ModelConfig::preset("tiny");
