@@ -9,6 +9,14 @@
 #include <sstream>
 #include <string>
 
+// LibTorch defines a CHECK of its own (c10's, or glog's where LibTorch was built with it, as Debian's
+// is): a ternary that aborts the process, which a failing test must not do. Its header comes first, so
+// a torch header included later finds it already read, and the harness's CHECK below is in force.
+#if __has_include(<c10/util/Logging.h>)
+#include <c10/util/Logging.h>
+#undef CHECK
+#endif
+
 namespace tessera::test {
 
 struct Failure {

@@ -103,8 +103,11 @@ TESSERA_TEST(readsDevicesAndTelemetryThroughNvml) {
 
 TESSERA_TEST(discoveryListsNvmlDevicesWhenTheCudaRuntimeIsAbsent) {
     EnvOverride nvml("TESSERA_NVML_LIBRARY", FAKE_NVML_PATH);
-    EnvOverride cuda("TESSERA_CUDA_BACKEND", "none");
-    const DeviceReport report = discoverDevices();
+    // Not TESSERA_CUDA_BACKEND=none: the backend is loaded once per process, and on a machine with a GPU
+    // an earlier test has loaded the real one (which found the real GPU, not the stand-in's two).
+    DiscoveryOptions withoutCuda;
+    withoutCuda.useCuda = false;
+    const DeviceReport report = discoverDevices(withoutCuda);
     CHECK(report.nvmlAvailable);
     CHECK(report.driverVersion == "555.42.06");
     CHECK_MSG(report.cudaDevices.size() == 2, report.cudaDevices.size());

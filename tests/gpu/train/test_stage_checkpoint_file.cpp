@@ -3,12 +3,9 @@
 // partitions, the same weights after every averaged step (dense and low rank, 32- and 8-bit moments,
 // a clipped step), bit for bit, though it works a few hundred values at a time; what it saves loads
 // into an engine unchanged; a tampered, foreign or missing shard is refused at open.
-// First: it brings glog's CHECK, which the harness's (below) replaces.
-#include "train/GradientExchange.h"
-#undef CHECK
-
 #include "../engine/StageEngineTestSupport.h"
 #include "shard/InitialShards.h"
+#include "train/GradientExchange.h"
 #include "train/StageCheckpointFile.h"
 
 #include <cstring>
