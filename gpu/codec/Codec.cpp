@@ -96,7 +96,7 @@ void Codec::encode(PayloadKind kind, const torch::Tensor& x, const torch::Tensor
                                         " is outside the vocabulary of " +
                                         std::to_string(m_config.vocabSize));
     }
-    const auto rows = x.detach().to(torch::kCPU, torch::kFloat).reshape({n, d}).contiguous();
+    const auto rows = x.detach().to(m_options.device, torch::kFloat).reshape({n, d}).contiguous();
 
     const FrameHeader header = headerFor(kind, batch, seq);
     const std::uint64_t expected = payloadBytes(kind, batch, seq);

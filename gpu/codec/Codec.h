@@ -40,6 +40,10 @@ struct CodecOptions {
     // Most tokens (B·T) one payload may carry. It bounds what decoding allocates: a subspace
     // frame expands ~d/k·4 times, so the payload's own length is no bound.
     std::int64_t maxTokens = 65536;
+    // Where the codec computes (projection, quantisation, dequantisation): the device the stage
+    // runs on, so only the payload's bytes cross the bus. Payloads are host bytes either way;
+    // decoding returns tensors on this device.
+    torch::Device device = torch::kCPU;
 };
 
 class Codec {
@@ -52,7 +56,7 @@ public:
     // One line for logs and benchmarks, e.g. "subspace k=40, int8 coefficients".
     virtual std::string describe() const = 0;
 
-    // hidden [B,T,d] (any float type, CPU), tokens [B,T] integral in [0, vocab). Misuse (shapes,
+    // hidden [B,T,d] (any float type, any device), tokens [B,T] integral in [0, vocab). Misuse (shapes,
     // ids, sizes beyond the limits) throws std::invalid_argument: it is a bug, not bad input.
     std::vector<std::uint8_t> encodeActivation(const torch::Tensor& hidden,
                                                const torch::Tensor& tokens) const;
@@ -62,7 +66,7 @@ public:
                           std::vector<std::uint8_t>& out) const;
     Result<Activation> decodeActivation(std::span<const std::uint8_t> payload) const;
     // grad [B,T,d]; tokens [B,T] only checks the shape (the previous stage has the ids) and
-    // may be undefined. Decoding gives [B,T,d] fp32.
+    // may be undefined. Decoding gives [B,T,d] fp32 on the options' device (token ids on the CPU).
     std::vector<std::uint8_t> encodeGradient(const torch::Tensor& grad, const torch::Tensor& tokens) const;
     void encodeGradient(const torch::Tensor& grad, const torch::Tensor& tokens,
                         std::vector<std::uint8_t>& out) const;
@@ -90,10 +94,11 @@ protected:
     virtual Status checkLayout(const FrameHeader& header) const = 0;
     // Length of the body's value section (everything before the token ids).
     virtual std::uint64_t valueBytes(const FrameHeader& header) const = 0;
-    // rows: [N, d] fp32 contiguous; ids: [N] int64 (undefined for gradients).
+    // rows: [N, d] fp32 contiguous on the options' device; ids: [N] int64 on the CPU (undefined for
+    // gradients).
     virtual void encodeValues(PayloadKind kind, const torch::Tensor& rows, const torch::Tensor& ids,
                               std::vector<std::uint8_t>& out) const = 0;
-    // values: exactly valueBytes(header) long. Returns [N, d] fp32.
+    // values: exactly valueBytes(header) long. Returns [N, d] fp32 on the options' device.
     virtual Result<torch::Tensor> decodeValues(const FrameHeader& header,
                                                std::span<const std::uint8_t> values,
                                                const torch::Tensor& ids) const = 0;

@@ -74,8 +74,8 @@ Result<torch::Tensor> Int8Codec::decodeValues(const FrameHeader& header, std::sp
     const auto scales = wire::readTensor(values.first(scaleBytes), torch::kFloat, blocks);
     if (!wire::scalesValid(scales))
         return makeError("codec payload 'int8' has a negative, infinite or NaN scale");
-    const auto q = wire::readTensor(values.subspan(scaleBytes), torch::kChar, n * d);
-    return wire::dequantiseRows(scales, asBlocks(q, blocks, block))
+    const auto q = wire::readTensor(values.subspan(scaleBytes), torch::kChar, n * d).to(options().device);
+    return wire::dequantiseRows(scales.to(options().device), asBlocks(q, blocks, block))
         .view({blocks * block})
         .narrow(0, 0, n * d)
         .view({n, d});

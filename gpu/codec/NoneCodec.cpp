@@ -58,7 +58,9 @@ void NoneCodec::encodeValues(PayloadKind kind, const torch::Tensor& rows, const 
 Result<torch::Tensor> NoneCodec::decodeValues(const FrameHeader& header, std::span<const std::uint8_t> values,
                                               const torch::Tensor&) const {
     const std::int64_t n = header.tokens(), d = header.width;
-    return wire::readTensor(values, wire::scalarType(header.dtype), n * d).view({n, d}).to(torch::kFloat);
+    return wire::readTensor(values, wire::scalarType(header.dtype), n * d)
+        .view({n, d})
+        .to(options().device, torch::kFloat);
 }
 
 } // namespace tessera::gpu

@@ -13,6 +13,13 @@ bool supported(Dtype dtype) {
     return dtype == Dtype::I8 || dtype == Dtype::F16 || dtype == Dtype::F32;
 }
 
+SubspaceBasis onDevice(SubspaceBasis basis, torch::Device device) {
+    basis.basis = basis.basis.to(device);
+    if (basis.fixedEmbedding.defined())
+        basis.fixedEmbedding = basis.fixedEmbedding.to(device);
+    return basis;
+}
+
 std::string coefficients(Dtype dtype) {
     return dtype == Dtype::I8 ? "int8 (fp32 scale per token)" : std::string(dtypeName(dtype));
 }
@@ -59,14 +66,16 @@ SubspaceCodec::create(const ModelConfig& config, const CodecOptions& options, Su
 SubspaceCodec::SubspaceCodec(const ModelConfig& config, const CodecOptions& options, SubspaceBasis basis,
                              Dtype activation, Dtype gradient)
     : Codec(config, options)
-    , m_basis(std::move(basis))
+    , m_basis(onDevice(std::move(basis), options.device))
     , m_basisT(m_basis.basis.t().contiguous())
     , m_activation(activation)
     , m_gradient(gradient) {}
 
 torch::Tensor SubspaceCodec::embedded(const torch::Tensor& ids) const {
-    return m_basis.fixedEmbedding.defined() ? m_basis.fixedEmbedding.index_select(0, ids)
-                                            : fixedEmbeddingRows(config(), ids);
+    // ids on the CPU; E's rows are made on the device (seeded per token).
+    const torch::Device device = options().device;
+    return m_basis.fixedEmbedding.defined() ? m_basis.fixedEmbedding.index_select(0, ids.to(device))
+                                            : fixedEmbeddingRows(config(), ids, device);
 }
 
 std::string SubspaceCodec::describe() const {
@@ -122,10 +131,14 @@ Result<torch::Tensor> SubspaceCodec::decodeValues(const FrameHeader& header,
         const auto scales = wire::readTensor(values.first(scaleBytes), torch::kFloat, n);
         if (!wire::scalesValid(scales))
             return makeError("codec payload 'subspace' has a negative, infinite or NaN scale");
-        c = wire::dequantiseRows(
-            scales, wire::readTensor(values.subspan(scaleBytes), torch::kChar, n * k).view({n, k}));
+        c = wire::dequantiseRows(scales.to(options().device),
+                                 wire::readTensor(values.subspan(scaleBytes), torch::kChar, n * k)
+                                     .view({n, k})
+                                     .to(options().device));
     } else {
-        c = wire::readTensor(values, wire::scalarType(header.dtype), n * k).view({n, k}).to(torch::kFloat);
+        c = wire::readTensor(values, wire::scalarType(header.dtype), n * k)
+                .view({n, k})
+                .to(options().device, torch::kFloat);
     }
     // hidden = E[tok] + U·c; a gradient comes back as U·(Uᵀg).
     if (header.kind == PayloadKind::Activation)

@@ -41,7 +41,7 @@ private:
 
     // E[tok] for the ids (flat): the given E's rows, else generated from the seed (fixedEmbeddingRows).
     torch::Tensor embedded(const torch::Tensor& ids) const;
-    SubspaceBasis m_basis;  // U [d, k] (and E [vocab, d] when given), fp32
+    SubspaceBasis m_basis;  // U [d, k] (and E [vocab, d] when given), fp32, on the options' device
     torch::Tensor m_basisT; // Uᵀ [k, d], contiguous for the decoder's matmul
     Dtype m_activation;
     Dtype m_gradient;

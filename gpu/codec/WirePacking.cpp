@@ -36,7 +36,7 @@ int tokenBytesFor(int vocabSize) {
 }
 
 void appendTensor(std::vector<std::uint8_t>& out, const torch::Tensor& t) {
-    const auto c = t.contiguous();
+    const auto c = t.to(torch::kCPU).contiguous(); // a device's tensor crosses the bus here, once
     const auto* p = static_cast<const std::uint8_t*>(c.data_ptr());
     out.insert(out.end(), p, p + c.numel() * c.element_size());
 }

@@ -82,6 +82,7 @@ Result<std::unique_ptr<StageEngine>> StageEngine::create(const StageEngineOption
                        codecOptions.activationDtype = options.activationDtype;
                        codecOptions.gradientDtype = options.gradientDtype;
                        codecOptions.maxTokens = options.maxTokens;
+                       codecOptions.device = *device; // the codec computes beside the stage
                        auto codec = makeCodec(config, codecOptions);
                        if (!codec)
                            return codec.error();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/Attention.h"
 
+#include <ATen/ATen.h>
+
 #include <cmath>
 
 namespace tessera::gpu {
@@ -34,6 +36,21 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const BlockContext&
     const auto k = context.rope->apply(wk(x).view({batch, length, m_kvHeads, m_headDim}));
     const auto v = wv(x).view({batch, length, m_kvHeads, m_headDim});
 
+#if TESSERA_FUSED_ATTENTION
+    // LibTorch 2's fused attention (flash or memory-efficient kernels on a GPU, a blocked kernel on the
+    // CPU): causal, scaled by 1/√head_dim, the T×T scores never in memory. Head h = kv·group + g reads kv
+    // head h / group: each kv head's keys and values are expanded to its group of query heads.
+    const auto perHead = [&](const torch::Tensor& t) {
+        return t.unsqueeze(3)
+            .expand({batch, length, m_kvHeads, group, m_headDim})
+            .reshape({batch, length, m_heads, m_headDim})
+            .transpose(1, 2);
+    };
+    const auto fused =
+        at::scaled_dot_product_attention(q.transpose(1, 2), perHead(k), perHead(v), {}, 0.0, true);
+    return wo(fused.transpose(1, 2).reshape({batch, length, m_heads * m_headDim}));
+#else
+
     // The `group` query heads that share a kv head become one matrix of group·T rows (head
     // h = kv·group + g reads kv head h / group), so keys and values are never repeated.
     const auto q3 = q.view({batch, length, m_kvHeads, group, m_headDim})
@@ -50,6 +67,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const BlockContext&
                            .permute({0, 3, 1, 2, 4})
                            .reshape({batch, length, m_heads * m_headDim});
     return wo(heads);
+#endif
 }
 
 } // namespace tessera::gpu

@@ -7,13 +7,26 @@
 #include "model/RotaryEmbedding.h"
 
 #include <torch/types.h>
+#include <torch/version.h>
+
+// LibTorch 2 fuses attention (at::scaled_dot_product_attention: flash kernels on a GPU); Debian's 1.13
+// has no such call, and the blocks compute masked scores with baddbmm there.
+#if TORCH_VERSION_MAJOR >= 2
+#define TESSERA_FUSED_ATTENTION 1
+#else
+#define TESSERA_FUSED_ATTENTION 0
+#endif
 
 namespace tessera::gpu {
 
+inline constexpr bool kFusedAttention = TESSERA_FUSED_ATTENTION;
+
 struct BlockContext {
     const RotaryEmbedding* rope = nullptr;
-    torch::Tensor causalMask; // [G·T, T] additive (0 or −inf), compute dtype; G = nHeads / nKvHeads
-    torch::Tensor basisT;     // Uᵀ [k, d] fp32; undefined without the subspace constraint
+    // [G·T, T] additive (0 or −inf), compute dtype; G = nHeads / nKvHeads. Undefined where attention is
+    // fused (kFusedAttention): the kernel is told it is causal.
+    torch::Tensor causalMask;
+    torch::Tensor basisT; // Uᵀ [k, d] fp32; undefined without the subspace constraint
     torch::ScalarType dtype = torch::kFloat;
 
     // A block's output (compute dtype, d wide, or k wide in a subspace run) as an fp32 update of

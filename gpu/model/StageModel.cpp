@@ -180,7 +180,7 @@ torch::Tensor StageModel::embed(const torch::Tensor& ids) const {
     torch::Tensor x = torch::embedding(m_embedding->weight, ids).to(torch::kFloat);
     // x0 = E[tok] + Emb_k[tok]·Uᵀ: only the second part is learned, and it lies in span(U).
     if (m_fixedEmbedding) // E's rows made for these ids only (at 8b the whole E is 2 GiB)
-        x = fixedEmbeddingRows(m_config, ids).view({ids.size(0), ids.size(1), m_config.dModel}).to(m_device) +
+        x = fixedEmbeddingRows(m_config, ids, m_device).view({ids.size(0), ids.size(1), m_config.dModel}) +
             torch::matmul(x, m_basisT);
     return x;
 }
@@ -296,6 +296,8 @@ torch::Tensor StageModel::checkedTargets(const torch::Tensor& targets, const tor
 }
 
 const torch::Tensor& StageModel::causalMask(std::int64_t length) {
+    if (kFusedAttention) // causal by the kernel's flag: no mask in memory
+        return m_mask;
     if (m_maskLength != length) {
         const std::int64_t group = m_config.nHeads / m_config.nKvHeads;
         m_mask = torch::full({length, length}, -std::numeric_limits<double>::infinity(),

@@ -65,16 +65,63 @@ torch::Tensor makeSubspaceU(const ModelConfig& config) {
     return basis;
 }
 
-torch::Tensor fixedEmbeddingRows(const ModelConfig& config, const torch::Tensor& ids) {
+namespace {
+
+// The ids, flat, int64 on the CPU, each checked against the vocabulary.
+torch::Tensor checkedIds(const ModelConfig& config, const torch::Tensor& ids) {
     if (!torch::isIntegralType(ids.scalar_type(), false))
         throw std::invalid_argument("fixedEmbeddingRows: token ids must be integers");
     const torch::Tensor flat = ids.flatten().to(torch::kCPU, torch::kLong).contiguous();
-    const std::int64_t n = flat.numel(), d = config.dModel;
     const std::int64_t* id = flat.data_ptr<std::int64_t>();
-    for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t t = 0; t < flat.numel(); ++t)
         if (id[t] < 0 || id[t] >= config.vocabSize)
             throw std::invalid_argument("fixedEmbeddingRows: token id " + std::to_string(id[t]) +
                                         " is not in [0, vocab_size)");
+    return flat;
+}
+
+// x >> shift on uint64 bits held in int64 (torch shifts int64 arithmetically: mask the sign's copies).
+torch::Tensor logicalShiftRight(const torch::Tensor& x, int shift) {
+    return at::bitwise_and(at::bitwise_right_shift(x, shift), static_cast<std::int64_t>(~0ull >> shift));
+}
+
+// splitMix64 elementwise on uint64 bits held in int64: additions and products wrap as uint64's do.
+torch::Tensor splitMix64(torch::Tensor x) {
+    const auto asSigned = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+    x = x + asSigned(0x9e3779b97f4a7c15ull);
+    x = at::bitwise_xor(x, logicalShiftRight(x, 30)) * asSigned(0xbf58476d1ce4e5b9ull);
+    x = at::bitwise_xor(x, logicalShiftRight(x, 27)) * asSigned(0x94d049bb133111ebull);
+    return at::bitwise_xor(x, logicalShiftRight(x, 31));
+}
+
+} // namespace
+
+torch::Tensor fixedEmbeddingRowsByTensorOps(const ModelConfig& config, const torch::Tensor& ids,
+                                            torch::Device device) {
+    const torch::Tensor flat = checkedIds(config, ids).to(device);
+    const std::int64_t n = flat.numel(), d = config.dModel;
+    const auto streamKey = static_cast<std::int64_t>(gpu::splitMix64(config.seed ^ (kEmbeddingStream << 48)));
+    const double scale = std::sqrt(3.0);
+    torch::Tensor rows = torch::empty({n, d}, torch::TensorOptions().dtype(torch::kFloat).device(device));
+    // 512 tokens at a time: the int64 temporaries stay ~16 MiB each at d = 4096.
+    const auto columns = torch::arange(d, torch::TensorOptions().dtype(torch::kLong).device(device));
+    for (std::int64_t begin = 0; begin < n; begin += 512) {
+        const std::int64_t count = std::min<std::int64_t>(512, n - begin);
+        const auto index = flat.narrow(0, begin, count).unsqueeze(1) * d + columns.unsqueeze(0);
+        // seededUniform: 53 bits -> [0, 1) -> [-1, 1), in double, exact; then the scale and the float.
+        const auto bits = logicalShiftRight(splitMix64(at::bitwise_xor(index, streamKey)), 11);
+        rows.narrow(0, begin, count)
+            .copy_(((bits.to(torch::kDouble) * 0x1.0p-53 * 2.0 - 1.0) * scale).to(torch::kFloat));
+    }
+    return rows;
+}
+
+torch::Tensor fixedEmbeddingRows(const ModelConfig& config, const torch::Tensor& ids, torch::Device device) {
+    if (!device.is_cpu())
+        return fixedEmbeddingRowsByTensorOps(config, ids, device);
+    const torch::Tensor flat = checkedIds(config, ids);
+    const std::int64_t n = flat.numel(), d = config.dModel;
+    const std::int64_t* id = flat.data_ptr<std::int64_t>();
     const std::uint64_t embeddingSeed = config.seed ^ (kEmbeddingStream << 48);
     const double scale = std::sqrt(3.0);
     torch::Tensor rows = torch::empty({n, d}, torch::kFloat);

@@ -28,9 +28,16 @@ SubspaceBasis makeSubspaceBasis(const ModelConfig& config);
 torch::Tensor makeSubspaceU(const ModelConfig& config);
 torch::Tensor makeFixedEmbedding(const ModelConfig& config);
 // E's rows for `ids` (integral, each in [0, vocab_size), else std::invalid_argument): [ids.numel(), d]
-// fp32 on the CPU, exactly makeFixedEmbedding(config).index_select(0, ids.flatten()) — each element is
+// fp32 on `device`, exactly makeFixedEmbedding(config).index_select(0, ids.flatten()) — each element is
 // its own counter of the generator, so only the rows asked for are made.
-torch::Tensor fixedEmbeddingRows(const ModelConfig& config, const torch::Tensor& ids);
+// On a GPU (`device` not the CPU) the rows are made there, from the same integers by tensor operations:
+// bit for bit the CPU's (the generator is integer arithmetic, then exact double steps and one rounding),
+// so a stage on a GPU never computes E on its CPU nor moves it over the bus.
+torch::Tensor fixedEmbeddingRows(const ModelConfig& config, const torch::Tensor& ids,
+                                 torch::Device device = torch::kCPU);
+// That tensor-operation path on any device (the CPU too: the test compares it with the loop).
+torch::Tensor fixedEmbeddingRowsByTensorOps(const ModelConfig& config, const torch::Tensor& ids,
+                                            torch::Device device);
 
 // The counter-based generator behind both: uniform in [-1, 1) for (seed, index).
 double seededUniform(std::uint64_t seed, std::uint64_t index);

@@ -99,6 +99,23 @@ TESSERA_TEST(gradientsTowardsTheBoundaryAreMeaningfulInTheSubspace) {
     }
 }
 
+// A GPU makes E's rows by tensor operations on uint64 bits held in int64 (wrapping products, masked
+// shifts): run on the CPU, they give the loop's floats to the bit — at the 8b width and vocabulary, whose
+// counters reach 2^29, and for the last token of the vocabulary.
+TESSERA_TEST(tensorOpEmbeddingRowsAreTheLoopsToTheBit) {
+    for (const char* preset : {"tiny", "8b"}) {
+        auto config = ModelConfig::preset(preset).value();
+        config.codec = CodecKind::Subspace;
+        torch::manual_seed(5);
+        torch::Tensor ids = torch::randint(config.vocabSize, {2, 600}, torch::kLong); // more than one chunk
+        ids[1][599] = config.vocabSize - 1;
+        const torch::Tensor loop = fixedEmbeddingRows(config, ids);
+        const torch::Tensor ops = fixedEmbeddingRowsByTensorOps(config, ids, torch::kCPU);
+        CHECK_MSG(torch::equal(loop, ops),
+                  preset << ": differs by " << (loop - ops).abs().max().item<double>());
+    }
+}
+
 // E is never built whole outside tests: the rows made for a microbatch's tokens are the whole matrix's
 // rows to the bit, and an id outside the vocabulary is refused.
 TESSERA_TEST(fixedEmbeddingRowsAreTheWholeMatrixsRows) {
@@ -114,6 +131,13 @@ TESSERA_TEST(fixedEmbeddingRowsAreTheWholeMatrixsRows) {
                        whole.index_select(0, torch::tensor({0L, std::int64_t(config.vocabSize - 1)}))));
     for (const std::int64_t bad : {std::int64_t(-1), std::int64_t(config.vocabSize)}) {
         bool threw = false;
+        try {
+            (void)fixedEmbeddingRowsByTensorOps(config, torch::tensor({bad}), torch::kCPU);
+        } catch (const std::invalid_argument&) {
+            threw = true;
+        }
+        CHECK_MSG(threw, bad);
+        threw = false;
         try {
             (void)fixedEmbeddingRows(config, torch::tensor({bad}));
         } catch (const std::invalid_argument&) {
