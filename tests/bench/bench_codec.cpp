@@ -2,7 +2,9 @@
 // bench_codec: what each boundary codec costs at the 8b width (d=4096, k=40) — bytes per token
 // against bf16, and the time a middle stage spends encoding and decoding one microbatch's
 // activations and gradients as a share of that stage's own forward+backward compute, both
-// measured in one run on this CPU. Usage: bench_codec [T] [B] [vocab] (default 1024 1 128256).
+// measured in one run on this CPU. Usage: bench_codec [T] [B] [vocab] [device] (default 1024 1 128256
+// cpu). On cuda:N the codec computes on the device (as the engine's does) and the stage's linear layers
+// run there in bf16, as a GPU node computes them; each timing waits for the device.
 #include "codec/Codec.h"
 #include "codec/Int8Codec.h"
 #include "codec/NoneCodec.h"
@@ -11,6 +13,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +25,18 @@
 using namespace tessera::gpu;
 
 namespace {
+
+torch::Device g_device = torch::kCPU;
+
+// Wall seconds of fn, the device's queued work included.
+template <class Fn>
+double deviceSeconds(Fn&& fn) {
+    return wallSeconds([&] {
+        fn();
+        if (g_device.is_cuda())
+            torch::cuda::synchronize();
+    });
+}
 
 struct Variant {
     std::string name;
@@ -38,8 +53,14 @@ std::unique_ptr<Codec> take(tessera::Result<std::unique_ptr<T>> r) {
     return std::move(r).value();
 }
 
-CodecOptions wire(Dtype dtype) {
+CodecOptions onDevice() {
     CodecOptions o;
+    o.device = g_device;
+    return o;
+}
+
+CodecOptions wire(Dtype dtype) {
+    CodecOptions o = onDevice();
     o.activationDtype = o.gradientDtype = dtype;
     return o;
 }
@@ -47,11 +68,13 @@ CodecOptions wire(Dtype dtype) {
 // Forward + backward of one linear layer [in -> out] on T tokens: the three GEMMs
 // Y = X·W, dX = dY·Wᵀ, dW = Xᵀ·dY, timed once (after a warm-up of the same shape at T/8).
 double linearSeconds(std::int64_t tokens, std::int64_t in, std::int64_t out) {
-    const auto w = torch::randn({in, out}) * 0.01;
+    const auto options =
+        torch::TensorOptions().device(g_device).dtype(g_device.is_cuda() ? torch::kBFloat16 : torch::kFloat);
+    const auto w = torch::randn({in, out}, options) * 0.01;
     const auto run = [&](std::int64_t t) {
-        const auto x = torch::randn({t, in});
-        const auto dy = torch::randn({t, out});
-        return wallSeconds([&] {
+        const auto x = torch::randn({t, in}, options);
+        const auto dy = torch::randn({t, out}, options);
+        return deviceSeconds([&] {
             (void)at::mm(x, w);
             (void)at::mm(dy, w.t());
             (void)at::mm(x.t(), dy);
@@ -69,6 +92,8 @@ int main(int argc, char** argv) {
     auto config = ModelConfig::preset("8b").value();
     if (argc > 3)
         config.vocabSize = std::atoi(argv[3]);
+    if (argc > 4)
+        g_device = torch::Device(argv[4]);
     config.codec = CodecKind::Subspace;
     const std::int64_t d = config.dModel, k = config.subspaceDim(), tokens = batch * seq;
     std::printf("8b preset: d=%lld, k=%lld (subspace_ratio %d), vocab %d; microbatch B=%lld T=%lld\n",
@@ -86,15 +111,15 @@ int main(int argc, char** argv) {
     {
         auto plain = config;
         plain.codec = CodecKind::None;
-        variants.push_back({"none fp32", take(NoneCodec::create(plain)), false});
+        variants.push_back({"none fp32", take(NoneCodec::create(plain, onDevice())), false});
         variants.push_back({"none bf16", take(NoneCodec::create(plain, wire(Dtype::BF16))), false});
         plain.codec = CodecKind::Int8;
-        variants.push_back({"int8 block 64", take(Int8Codec::create(plain)), false});
+        variants.push_back({"int8 block 64", take(Int8Codec::create(plain, onDevice())), false});
         variants.push_back(
             {"subspace fp32", take(SubspaceCodec::create(config, wire(Dtype::F32), basis)), true});
         variants.push_back(
             {"subspace fp16", take(SubspaceCodec::create(config, wire(Dtype::F16), basis)), true});
-        variants.push_back({"subspace int8", take(SubspaceCodec::create(config, {}, basis)), true});
+        variants.push_back({"subspace int8", take(SubspaceCodec::create(config, onDevice(), basis)), true});
     }
 
     // (a) Bytes per token: a frame's body over its tokens (the 28-byte header once per frame
@@ -149,9 +174,9 @@ int main(int argc, char** argv) {
     const auto [subFirst, subLast] = config.stageBlocks(stage);
     const double fullStage = fullBlock * (fullLast - fullFirst),
                  subStage = subspaceBlock * (subLast - subFirst);
-    std::printf("(b) stage compute, timed: the linear layers of one block, forward + backward (3 GEMMs each: "
-                "X·W, dY·Wᵀ, Xᵀ·dY) on %lld tokens, fp32, attention scores and norms not included\n",
-                (long long)tokens);
+    std::printf("(b) stage compute, timed on %s: the linear layers of one block, forward + backward (3 GEMMs "
+                "each: X·W, dY·Wᵀ, Xᵀ·dY) on %lld tokens, %s, attention scores and norms not included\n",
+                g_device.str().c_str(), (long long)tokens, g_device.is_cuda() ? "bf16" : "fp32");
     std::printf(
         "    full block (q,o %lld->%lld; k,v %lld->%lld; gate,up %lld->%lld; down %lld->%lld): %.2f s; "
         "middle stage %d holds %d blocks: %.1f s\n",
@@ -166,9 +191,10 @@ int main(int argc, char** argv) {
     // activation out, decode the gradient in, encode the gradient out.
     torch::manual_seed(1);
     const auto ids = torch::randint(config.vocabSize, {batch, seq}, torch::kLong);
-    const auto hidden = basis.fixedEmbedding.index_select(0, ids.flatten()).view({batch, seq, d}) +
-                        at::matmul(torch::randn({batch, seq, k}) * 3, basis.basis.t());
-    const auto grad = torch::randn({batch, seq, d}) * 1e-3;
+    const auto hidden = (fixedEmbeddingRows(config, ids).view({batch, seq, d}) +
+                         at::matmul(torch::randn({batch, seq, k}) * 3, basis.basis.t()))
+                            .to(g_device);
+    const auto grad = (torch::randn({batch, seq, d}) * 1e-3).to(g_device);
     RepeatPolicy policy;
     policy.warmups = 1;
     policy.minRepeats = 5;
@@ -183,7 +209,7 @@ int main(int argc, char** argv) {
         const auto act = c.encodeActivation(hidden, ids);
         const auto gr = c.encodeGradient(grad, ids);
         const auto ms = [&](auto fn) {
-            return 1e3 * repeatTimed(policy, [&] { return wallSeconds(fn); }).median();
+            return 1e3 * repeatTimed(policy, [&] { return deviceSeconds(fn); }).median();
         };
         const double encA = ms([&] { (void)c.encodeActivation(hidden, ids); });
         const double decA = ms([&] {
@@ -200,9 +226,15 @@ int main(int argc, char** argv) {
         std::printf("%-16s %6.2f ms %6.2f ms %6.2f ms %6.2f ms %7.2f ms %7.3f%%\n", v.name.c_str(), encA,
                     decA, encG, decG, total, 100 * total / stageMs);
     }
-    std::printf(
-        "target: <= 5%% of the stage's compute. Codec ops ran on %d torch thread(s); the GEMMs on the BLAS's "
-        "own threads (%u hardware threads)\n",
-        at::get_num_threads(), std::thread::hardware_concurrency());
+    if (g_device.is_cuda())
+        std::printf(
+            "target: <= 5%% of the stage's compute. Codec and GEMMs on %s (payload bytes copied to and "
+            "from the host inside each timing)\n",
+            g_device.str().c_str());
+    else
+        std::printf(
+            "target: <= 5%% of the stage's compute. Codec ops ran on %d torch thread(s); the GEMMs on "
+            "the BLAS's own threads (%u hardware threads)\n",
+            at::get_num_threads(), std::thread::hardware_concurrency());
     return 0;
 }

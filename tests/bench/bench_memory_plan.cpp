@@ -7,9 +7,13 @@
 // the time and the peak resident memory of each part beside what the plan says.
 //
 //   bench_memory_plan                              the table only
-//   bench_memory_plan DIR [STAGE] [SEQ] [DEVICE]   and the run (DIR gets a ~5 GB shard; STAGE 3, SEQ 256,
+//   bench_memory_plan DIR [STAGE] [SEQ] [DEVICE] [PEAK]   and the run (DIR gets a ~5 GB shard; STAGE 3, SEQ
+//   256,
 //                                                  DEVICE cpu; on cuda:N in bf16, the device memory's
 //                                                  peak sampled through NVML every 10 ms, context included)
+//                                                  DIR "-": no shard, the engine's own seeded weights
+//                                                  (the device check, where the compute is the point)
+#include "base/TokenFrame.h"
 #include "codec/Codec.h"
 #include "device/Nvml.h"
 #include "engine/StageEngine.h"
@@ -172,12 +176,14 @@ int fail(const std::string& message) {
     return 1;
 }
 
-int runStage(const fs::path& dir, int stage, int seq, const std::string& device) {
+int runStage(const fs::path& dir, int stage, int seq, const std::string& device, double peakTflops) {
     const ModelConfig config = eightB(8);
     const bool cuda = device != "cpu";
     DeviceMemory memory(cuda ? std::atoi(device.substr(device.find(':') + 1).c_str()) : -1);
     DeviceMemory* onDevice = cuda ? &memory : nullptr;
-    fs::create_directories(dir);
+    const bool shard = dir != "-";
+    if (shard)
+        fs::create_directories(dir);
     const fs::path file = dir / stageShardFileName(stage, 1);
     std::printf(
         "An 8b stage on %s: stage %d, %.3fB parameters, %s compute, 1 x %d tokens, moments in 8 bits\n",
@@ -197,7 +203,7 @@ int runStage(const fs::path& dir, int stage, int seq, const std::string& device)
         double(plan.parts.optimizerBytes) / kGiB, double(plan.parts.activationBytesPerMicrobatch) / kGiB,
         double(plan.parts.workingBytes) / kGiB, double(plan.deviceBytes) / kGiB);
     ShardManifest manifest;
-    {
+    if (shard) {
         Phase p(nullptr);
         const StageModel model(config, stage, torch::kCPU);
         Result<ShardManifest> written = writeStageShard(model, file, 1, 0);
@@ -222,31 +228,39 @@ int runStage(const fs::path& dir, int stage, int seq, const std::string& device)
         engine = std::move(*made);
         p.done("engine created (its own seeded weights)");
     }
-    {
+    if (shard) {
         Phase p(onDevice);
         if (Status loaded = engine->loadShard(file, manifest); !loaded)
             return fail(loaded.message());
         p.done("shard checked against its manifest and loaded");
+        fs::remove(file);
     }
-    fs::remove(file);
     auto codec = makeCodec(config).value();
     torch::manual_seed(1);
     const torch::Tensor hidden = torch::randn({1, seq, config.dModel});
     const torch::Tensor tokens = torch::randint(0, config.vocabSize, {1, seq}, torch::kLong);
     const auto input = codec->encodeActivation(hidden, tokens);
     const auto gradOut = codec->encodeGradient(torch::randn({1, seq, config.dModel}) * 1e-3, tokens);
+    // The last stage takes its targets (a token frame) and computes the loss instead of a gradient in.
+    const torch::Tensor next = torch::randint(0, config.vocabSize, {seq}, torch::kInt);
+    const Bytes targets =
+        encodeTokens(std::span(next.data_ptr<std::int32_t>(), static_cast<std::size_t>(seq)), 1, seq).value();
+    const bool last = stage == config.stages - 1;
     double forwardSeconds = 0, backwardSeconds = 0;
     for (int round = 0; round < (cuda ? 3 : 1); ++round) { // on a GPU, the first is the warm-up
         {
             Phase p(onDevice);
-            auto f = engine->forward(round, input);
+            auto f = engine->forward(round, input,
+                                     last ? std::span<const std::uint8_t>(targets)
+                                          : std::span<const std::uint8_t>());
             if (!f)
                 return fail(f.message());
             forwardSeconds = p.done("forward (no graph)");
         }
         {
             Phase p(onDevice);
-            auto b = engine->backward(round, gradOut, input);
+            auto b =
+                last ? engine->backward(round, {}, input, targets) : engine->backward(round, gradOut, input);
             if (!b)
                 return fail(b.message());
             backwardSeconds = p.done("backward (recomputed a block at a time)");
@@ -264,6 +278,9 @@ int runStage(const fs::path& dir, int stage, int seq, const std::string& device)
     const double seconds = forwardSeconds + backwardSeconds;
     std::printf("  %.2f TFLOP in one forward and backward: %.3f TFLOP/s, %.0f tokens/s\n", flop / 1e12,
                 flop / seconds / 1e12, seq / seconds);
+    if (peakTflops > 0)
+        std::printf("  MFU %.1f%% of a %.0f TFLOP/s peak (the matmul FLOP above over the wall time)\n",
+                    100.0 * flop / seconds / 1e12 / peakTflops, peakTflops);
     return 0;
 }
 
@@ -275,5 +292,6 @@ int main(int argc, char** argv) {
         return 0;
     const int stage = argc > 2 ? std::atoi(argv[2]) : 3;
     const int seq = argc > 3 ? std::atoi(argv[3]) : 256;
-    return runStage(argv[1], stage, seq, argc > 4 ? argv[4] : "cpu");
+    const double peak = argc > 5 ? std::atof(argv[5]) : 0; // TFLOP/s of the device, for the MFU
+    return runStage(argv[1], stage, seq, argc > 4 ? argv[4] : "cpu", peak);
 }
