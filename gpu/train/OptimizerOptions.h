@@ -17,6 +17,9 @@ struct OptimizerOptions {
     double clipNorm = 1.0;
     // AdamW's moments in 32 or 8 bits (the run's ModelConfig::momentBits; see StageOptimizer).
     int momentBits = 32;
+    // With 8-bit moments, how many values a step decodes, updates and codes at once (rounded down to
+    // whole code blocks of 256): what bounds the step's memory beyond the codes themselves.
+    long long stepChunkValues = 1 << 22;
 };
 
 } // namespace tessera::gpu

@@ -12,8 +12,9 @@
 // to zero: the first moment's small values then stall their weights (measured: half of fp32 AdamW's
 // move lost, median), the second's would blow their updates up; v itself on a log scale (tried
 // next) spans too few octaves: gradients six decades below their block's largest moved 0.64× as far. A step
-// decodes one parameter's moments, steps in fp32 exactly as with 32 bits, and encodes them again; rounding is
-// to nearest, so replicas that apply the same gradients hold the same codes.
+// decodes a chunk of one parameter's moments (options.stepChunkValues), steps in fp32 exactly as with 32
+// bits, and encodes them again; rounding is to nearest, so replicas that apply the same gradients hold
+// the same codes.
 
 #include "train/OptimizerOptions.h"
 
@@ -62,6 +63,8 @@ private:
     double scaleGradients(double factor);
     // Scales by clipScale and steps AdamW at learningRate; false (nothing moved) when not finite.
     bool applyAdam(double learningRate, double clipScale, bool varianceMoves = true);
+    void stepCoded(std::size_t parameter, const AdamwStep& step);
+    static double squaredNorm(const torch::Tensor& gradient, std::int64_t chunk);
 
     std::vector<torch::Tensor> m_parameters;
     OptimizerOptions m_options;

@@ -38,6 +38,11 @@ struct TempDir {
     TempDir& operator=(const TempDir&) = delete;
 };
 
+// This process's peak resident memory (VmHWM, MiB; −1 where /proc cannot tell), and setting that peak
+// to what is resident now (/proc/self/clear_refs "5"; false where it cannot be written).
+double peakResidentMiB();
+bool resetPeakResident();
+
 struct Registrar {
     Registrar(const char* name, std::function<void()> body) { registerTest(name, std::move(body)); }
 };

@@ -138,26 +138,6 @@ TESSERA_TEST(aTamperedForeignOrMissingShardIsRefused) {
     CHECK(!StageCheckpointFile::open(config, 0, file, *manifest, dir.path / "work").ok());
 }
 
-namespace {
-
-// VmHWM − VmRSS reset: /proc/self/clear_refs "5" sets the peak to what is resident now.
-double peakMiB() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line))
-        if (line.rfind("VmHWM:", 0) == 0)
-            return std::stod(line.substr(6)) / 1024;
-    return -1;
-}
-
-bool resetPeak() {
-    std::ofstream clear("/proc/self/clear_refs");
-    clear << "5";
-    return bool(clear);
-}
-
-} // namespace
-
 // The small preset's stage 0 (its embedding and first blocks: over 100 MiB of fp32): taking an averaged
 // partition, an averaged step and publishing it raise this process's peak memory by a few chunks, not by the
 // stage.
@@ -176,14 +156,14 @@ TESSERA_TEST(aRefreshStaysWithinAFewChunksOfMemory) {
     const GradientLayout layout(c.parameterShapes(), 0);
     const std::vector<float> result(std::size_t(layout.resultSize()), 1e-3f); // held before the measure
     std::vector<float> partition(std::size_t(c.partitionSize(3, kPartitions).value()), 0.5f);
-    if (!resetPeak())
+    if (!resetPeakResident())
         skip("/proc/self/clear_refs cannot be written here");
-    const double base = peakMiB();
+    const double base = peakResidentMiB();
     CHECK(c.setPartition(3, kPartitions, partition).ok());
     CHECK(c.applyGradients(0, result, 1e-3, 1.0).ok());
     auto saved = c.save(dir.path / "stage-0-v2.safetensors", 2, 1);
     CHECK_MSG(saved.ok(), saved.message());
-    const double grew = peakMiB() - base;
+    const double grew = peakResidentMiB() - base;
     std::printf("  stage %.0f MiB; a partition taken, a step applied and a version saved raised the peak by "
                 "%.0f MiB\n",
                 stageMiB, grew);
