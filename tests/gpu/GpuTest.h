@@ -10,9 +10,11 @@
 #include <string>
 
 // LibTorch defines a CHECK of its own (c10's, or glog's where LibTorch was built with it, as Debian's
-// is): a ternary that aborts the process, which a failing test must not do. Its header comes first, so
-// a torch header included later finds it already read, and the harness's CHECK below is in force.
-#if __has_include(<c10/util/Logging.h>)
+// is): a ternary that aborts the process, which a failing test must not do. In a test linked with
+// LibTorch its header comes first, so a torch header included later finds it already read, and the
+// harness's CHECK below is in force. (Torch-free tests never read it: Debian's c10 is on the default
+// include path.)
+#ifdef TESSERA_TEST_WITH_TORCH
 #include <c10/util/Logging.h>
 #undef CHECK
 #endif
