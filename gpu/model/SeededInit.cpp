@@ -3,7 +3,7 @@
 
 #include "model/Subspace.h"
 
-#include "model/ParallelRanges.h"
+#include <ATen/Parallel.h>
 
 #include <cmath>
 #include <numbers>
@@ -32,7 +32,7 @@ void fillSeededNormal(float* out, std::int64_t count, std::int64_t firstIndex, s
     const std::uint64_t stream = seed ^ nameHash(name);
     // Each element draws from its own two counters, so the values do not depend on how the
     // work is divided between threads, nor on which piece of the tensor is asked for.
-    parallelRanges(count, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+    at::parallel_for(0, count, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t i = begin; i < end; ++i) {
             const auto n = static_cast<std::uint64_t>(firstIndex + i) * 2;
             const double radius = 1.0 - (seededUniform(stream, n) + 1.0) * 0.5;           // (0, 1]

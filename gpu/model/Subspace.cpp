@@ -3,7 +3,7 @@
 
 #include "base/SplitMix.h"
 
-#include "model/ParallelRanges.h"
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
@@ -126,8 +126,8 @@ torch::Tensor fixedEmbeddingRows(const ModelConfig& config, const torch::Tensor&
     const double scale = std::sqrt(3.0);
     torch::Tensor rows = torch::empty({n, d}, torch::kFloat);
     float* out = rows.data_ptr<float>();
-    parallelRanges(
-        n, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(d, 1)),
+    at::parallel_for(
+        0, n, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(d, 1)),
         [&](std::int64_t begin, std::int64_t end) {
             for (std::int64_t t = begin; t < end; ++t) {
                 const auto base = static_cast<std::uint64_t>(id[t]) * static_cast<std::uint64_t>(d);
