@@ -22,7 +22,6 @@ endif()
 # and crashed (a null call inside remove_all, issue 19's device check). Where the LibTorch exports such
 # symbols, programs link libstdc++ statically: their own calls are then resolved inside the program,
 # whatever the libraries export. Debian's LibTorch exports none, and nothing changes there.
-set(TESSERA_STATIC_LIBSTDCXX OFF)
 if(UNIX AND NOT APPLE AND NOT TESSERA_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND TORCH_INSTALL_PREFIX)
     find_library(TESSERA_TORCH_CPU_LIBRARY torch_cpu PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)
     find_program(TESSERA_NM nm)
@@ -31,7 +30,6 @@ if(UNIX AND NOT APPLE AND NOT TESSERA_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUA
                         COMMAND grep -c "_ZNSt10filesystem"
                         OUTPUT_VARIABLE _tessera_exported OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
         if(_tessera_exported GREATER 0)
-            set(TESSERA_STATIC_LIBSTDCXX ON)
             target_link_options(tessera_build_options INTERFACE -static-libstdc++)
             message(STATUS "LibTorch exports ${_tessera_exported} std::filesystem symbols (pytorch#133437): "
                            "programs link libstdc++ statically")

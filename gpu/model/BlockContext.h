@@ -19,12 +19,10 @@
 
 namespace tessera::gpu {
 
-inline constexpr bool kFusedAttention = TESSERA_FUSED_ATTENTION;
-
 struct BlockContext {
     const RotaryEmbedding* rope = nullptr;
     // [G·T, T] additive (0 or −inf), compute dtype; G = nHeads / nKvHeads. Undefined where attention is
-    // fused (kFusedAttention): the kernel is told it is causal.
+    // fused (TESSERA_FUSED_ATTENTION): the kernel is told it is causal.
     torch::Tensor causalMask;
     torch::Tensor basisT; // Uᵀ [k, d] fp32; undefined without the subspace constraint
     torch::ScalarType dtype = torch::kFloat;

@@ -296,7 +296,7 @@ torch::Tensor StageModel::checkedTargets(const torch::Tensor& targets, const tor
 }
 
 const torch::Tensor& StageModel::causalMask(std::int64_t length) {
-    if (kFusedAttention) // causal by the kernel's flag: no mask in memory
+    if (TESSERA_FUSED_ATTENTION) // causal by the kernel's flag: no mask in memory
         return m_mask;
     if (m_maskLength != length) {
         const std::int64_t group = m_config.nHeads / m_config.nKvHeads;

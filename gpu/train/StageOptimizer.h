@@ -68,7 +68,7 @@ private:
 
     std::vector<torch::Tensor> m_parameters;
     OptimizerOptions m_options;
-    std::vector<torch::Tensor> m_first, m_second; // AdamW's moments, per parameter (lazily made)
+    std::vector<torch::Tensor> m_first, m_second; // 32-bit moments, per parameter (lazily made)
     // 8-bit moments: codes (int8 / uint8, padded to whole blocks) and fp32 block scales, per parameter.
     struct Coded {
         torch::Tensor codes, scales;
