@@ -318,9 +318,14 @@ void Node::announceAvailability() {
         return;
     if (m_pauseRequested)
         m_session->send(protocol::Unavailable{QStringLiteral("paused")});
-    else
-        m_session->send(
-            protocol::Ready{m_admission->stage(), m_manifest ? qint64(m_manifest->version) : qint64(0)});
+    else {
+        protocol::Ready ready{m_admission->stage(), m_manifest ? qint64(m_manifest->version) : qint64(0)};
+        if (m_runner) { // a ghost sync cut short: the coordinator can resume it
+            ready.syncRound = m_runner->syncProgress().round();
+            ready.syncReceived = m_runner->syncProgress().received();
+        }
+        m_session->send(ready);
+    }
 }
 
 void Node::onSessionMessage(const protocol::SessionMessage& message) {

@@ -71,7 +71,8 @@ struct Schema<Heartbeat> {
     static constexpr auto fields = std::tuple<>();
 };
 TESSERA_SCHEMA(Ready, "ready", ToCoordinator, Text, need("stage", &Ready::stage, 0, kMaxStage),
-               need("version", &Ready::version));
+               need("version", &Ready::version), maybe("sync_round", &Ready::syncRound),
+               maybe("sync_received", &Ready::syncReceived));
 TESSERA_SCHEMA(Unavailable, "unavailable", ToCoordinator, Text, text("reason", &Unavailable::reason));
 TESSERA_SCHEMA(TaskResult, "task_result", ToCoordinator, Either, need("task_id", &TaskResult::taskId),
                need("kind", &TaskResult::kind), maybe("microbatch", &TaskResult::microbatch, -1),
@@ -86,7 +87,8 @@ TESSERA_SCHEMA(AverageShare, "average_share", ToCoordinator, Binary, need("round
                maybe("partitions", &AverageShare::partitions, 0, kMaxPartitions),
                need("ok", &AverageShare::ok), text("error", &AverageShare::error));
 TESSERA_SCHEMA(SyncDone, "sync_done", ToCoordinator, Text, need("round", &SyncDone::round),
-               need("ok", &SyncDone::ok), text("error", &SyncDone::error));
+               need("ok", &SyncDone::ok), text("error", &SyncDone::error),
+               maybe("received", &SyncDone::received));
 TESSERA_SCHEMA(GradientShare, "gradient_share", ToCoordinator, Binary, need("step", &GradientShare::step),
                need("microbatches", &GradientShare::microbatches, 0, 1e9),
                need("basis", &GradientShare::basis), maybe("bits", &GradientShare::bits, 4, 32),
@@ -108,8 +110,8 @@ TESSERA_SCHEMA(AverageResult, "average_result", ToNode, Binary, need("round", &A
                need("replicas", &AverageResult::replicas, 1, 1e6));
 TESSERA_SCHEMA(SyncRequest, "sync_request", ToNode, Text, need("round", &SyncRequest::round),
                need("partitions", &SyncRequest::partitions, 1, kMaxPartitions));
-TESSERA_SCHEMA(Sync, "sync", ToNode, Binary, need("round", &Sync::round),
-               need("partitions", &Sync::partitions, 1, kMaxPartitions));
+TESSERA_SCHEMA(Sync, "sync", ToNode, Binary, need("round", &Sync::round), need("offset", &Sync::offset),
+               need("total", &Sync::total, 1));
 TESSERA_SCHEMA(Reassign, "reassign", ToNode, Text, need("stage", &Reassign::stage, 0, kMaxStage),
                text("reason", &Reassign::reason));
 template <>
@@ -131,6 +133,12 @@ Status crossCheck(const Average& m) {
     if (m.partition >= m.partitions)
         return makeError("partition " + std::to_string(m.partition) + " is not in [0, " +
                          std::to_string(m.partitions) + ")");
+    return {};
+}
+Status crossCheck(const Sync& m) {
+    if (m.offset >= m.total)
+        return makeError("offset " + std::to_string(m.offset) + " is not below total " +
+                         std::to_string(m.total));
     return {};
 }
 Status crossCheck(const Task& m) {

@@ -67,6 +67,10 @@ struct Heartbeat {};
 struct Ready {
     int stage = 0;
     qint64 version = 0; // the stage shard's
+    // A ghost sync this node's weights hold a part of (a pause or a dropped session cut it short):
+    // its round and how many weights, from the start, it took. 0: none.
+    qint64 syncRound = 0;
+    qint64 syncReceived = 0;
 };
 struct Unavailable {
     QString reason;
@@ -99,6 +103,7 @@ struct SyncDone {
     qint64 round = 0;
     bool ok = false;
     QString error;
+    qint64 received = 0; // weights taken so far, from the start (the next chunk starts there)
 };
 struct GradientShare {
     qint64 step = 0;
@@ -149,9 +154,12 @@ struct SyncRequest {
     qint64 round = 0;
     int partitions = 0;
 };
+// A chunk of a ghost sync: the stage's weights [offset, offset + values) in parameter order, of
+// `total`. Each chunk is answered with a sync_done; the sync ends when `total` were taken.
 struct Sync {
     qint64 round = 0;
-    int partitions = 0;
+    qint64 offset = 0;
+    qint64 total = 0;
 };
 struct Reassign {
     int stage = 0;

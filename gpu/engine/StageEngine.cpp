@@ -385,6 +385,11 @@ Status StageEngine::setPartition(int partition, int partitions, std::span<const 
     });
 }
 
+Status StageEngine::setWeightsRange(std::int64_t offset, std::int64_t total, std::span<const float> values) {
+    return guarded("setting weights " + str(offset) + "+" + str(static_cast<std::int64_t>(values.size())),
+                   [&] { return m_state->setWeightsRange(offset, total, values); });
+}
+
 std::int64_t StageEngine::steps() const {
     return m_state->optimizer->steps();
 }

@@ -164,6 +164,11 @@ public:
                                std::span<const float> snapshot);
     // w = values (the coordinator's checkpoint taking an average; a ghost syncing all weights).
     Status setPartition(int partition, int partitions, std::span<const float> values);
+    // A ghost sync's chunk: values [offset, offset + size) of the stage's weights in parameter order
+    // (each parameter flattened, one after the other, as the shard lays them out) replace the
+    // weights there; `total` is the stage's parameter count as the sender knows it (refused when it
+    // is not this stage's). The look-ahead is dropped (the weights are the optimizer's).
+    Status setWeightsRange(std::int64_t offset, std::int64_t total, std::span<const float> values);
 
     std::int64_t steps() const;
     std::int64_t parameterCount() const;

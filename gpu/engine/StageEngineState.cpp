@@ -140,3 +140,36 @@ std::int64_t saturatingFlop(std::int64_t factor, std::int64_t parameters, std::i
 }
 
 } // namespace tessera::gpu::engine_detail
+
+namespace tessera::gpu {
+
+using engine_detail::str;
+
+Status StageEngine::State::setWeightsRange(std::int64_t offset, std::int64_t total,
+                                           std::span<const float> values) {
+    const std::int64_t count = model->parameterCount();
+    const auto size = static_cast<std::int64_t>(values.size());
+    if (total != count)
+        return makeError("the sync is of " + str(total) + " weights; this stage has " + str(count));
+    if (offset < 0 || size == 0 || offset > count - size)
+        return makeError("values " + str(offset) + "+" + str(size) + " are not within the stage's " +
+                         str(count) + " weights");
+    if (auto finite = engine_detail::checkFinite(values, "the weights"); !finite)
+        return finite;
+    torch::NoGradGuard noGrad;
+    std::int64_t start = 0; // of the current parameter, in parameter order
+    for (const torch::Tensor& alias : aliases) {
+        const std::int64_t from = std::max(offset, start),
+                           to = std::min(offset + size, start + alias.numel());
+        if (from < to)
+            alias.view({-1})
+                .narrow(0, from - start, to - from)
+                .copy_(onDevice(values.subspan(static_cast<std::size_t>(from - offset),
+                                               static_cast<std::size_t>(to - from))));
+        start += alias.numel();
+    }
+    weightsReplaced();
+    return {};
+}
+
+} // namespace tessera::gpu

@@ -246,6 +246,9 @@ struct StageEngine::State {
         versions->reset();
     }
 
+    // A ghost sync's chunk: weights [offset, offset + size) in parameter order (StageEngine's).
+    Status setWeightsRange(std::int64_t offset, std::int64_t total, std::span<const float> values);
+
     // The weights were replaced (a load, a full sync): they are the optimizer's, without look-ahead.
     void weightsReplaced() {
         optimizerWeights.clear();

@@ -337,6 +337,24 @@ Result<std::vector<float>> StageCheckpointFile::gatherPartition(int partition, i
     return out;
 }
 
+Result<std::vector<float>> StageCheckpointFile::readRange(std::int64_t offset, std::int64_t count) const {
+    const State& st = *m_state;
+    if (offset < 0 || count < 0 || offset > st.total - count)
+        return makeError("weights " + str(offset) + "+" + str(count) + " are not within the stage's " +
+                             str(st.total),
+                         ErrorKind::InvalidInput);
+    std::vector<float> out(static_cast<std::size_t>(count));
+    std::int64_t start = 0; // of the current parameter, in parameter order
+    for (const Parameter& p : st.parameters) {
+        const std::int64_t from = std::max(offset, start), to = std::min(offset + count, start + p.numel);
+        if (from < to)
+            if (Status read = st.readWeights(p, from - start, to - from, out.data() + (from - offset)); !read)
+                return read.error();
+        start += p.numel;
+    }
+    return out;
+}
+
 Status StageCheckpointFile::setPartition(int partition, int partitions, std::span<const float> values) {
     Result<std::int64_t> size = partitionSize(partition, partitions);
     if (!size)

@@ -54,6 +54,9 @@ public:
     Result<std::int64_t> partitionSize(int partition, int partitions) const;
     Result<std::vector<float>> gatherPartition(int partition, int partitions) const;
     Status setPartition(int partition, int partitions, std::span<const float> values);
+    // Weights [offset, offset + count) in parameter order (each parameter flattened, one after the
+    // other): a ghost sync's chunk, read from disk without the rest.
+    Result<std::vector<float>> readRange(std::int64_t offset, std::int64_t count) const;
     // A step's averaged gradient (a GradientRoundCombiner's result for this rank) applied as every
     // replica applies it: scaled by clipScale, one AdamW step at learningRate.
     Status applyGradients(int rank, std::span<const float> result, double learningRate, double clipScale);

@@ -23,6 +23,9 @@ struct Replica {
     std::unique_ptr<GradientCompressor> compressor;
     std::unique_ptr<GradientCompressor> denseCompressor; // a low-rank run's dense rounds
     int microbatches = 0;                                // processed since the last optimizer step
+    // exchangeUpdates: AdamW over zeros beside the weights, whose step is this replica's update.
+    std::vector<torch::Tensor> stepScratch;
+    std::unique_ptr<StageOptimizer> stepOptimizer;
     // Asynchronous pipeline: the averaged gradient of the last step, waiting to land, and the
     // optimizer's weights while the model's run ahead of them (empty while none).
     std::vector<torch::Tensor> pending;
@@ -84,6 +87,9 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return makeError("dense rounds in a low-rank run are simulated with the synchronous pipeline only");
     if (options.pipelineDelay < 0 || options.pipelineDelay > 1)
         return makeError("the pipeline's delay is 0 (synchronous) or 1 step");
+    if (options.exchangeUpdates &&
+        (options.pipelineDelay > 0 || options.denseSteps > 0 || options.denseEvery > 0))
+        return makeError("exchanged updates are simulated with the synchronous pipeline only");
     if (options.pipelineDelay > 0 && !options.gradientAveraging)
         return makeError("the asynchronous pipeline is simulated with gradient averaging only");
     if (options.lookAhead < 0 || options.lookAhead > 4)
@@ -123,6 +129,13 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
                 replica.compressor = std::make_unique<GradientCompressor>(
                     parameterTensors(*replica.model), options.gradientRank, options.config.seed,
                     options.memoryDecay, options.gradientBits);
+                if (options.exchangeUpdates) {
+                    for (auto& [name, p] : replica.model->namedParameters())
+                        replica.stepScratch.push_back(torch::zeros_like(p).set_requires_grad(true));
+                    OptimizerOptions local = optimizer;
+                    local.weightDecay = 0; // decay is applied to the weights with the agreed step
+                    replica.stepOptimizer = std::make_unique<StageOptimizer>(replica.stepScratch, local);
+                }
                 if (options.gradientRank > 0 && (options.denseSteps > 0 || options.denseEvery > 0))
                     replica.denseCompressor = std::make_unique<GradientCompressor>(
                         parameterTensors(*replica.model), 0, options.config.seed, 1.0, options.denseBits);
@@ -166,6 +179,29 @@ void landAhead(Replica& replica, const PendingUpdate& update, double lookAhead) 
     }
 }
 
+// exchangeUpdates: the replica's own AdamW step (moments of its own gradients, clipped on its own, at
+// learning rate 1 and no decay) replaces its gradient sum: p.grad() = step × microbatches.
+void localStep(Replica& replica) {
+    torch::NoGradGuard noGrad;
+    auto params = replica.model->namedParameters();
+    for (std::size_t i = 0; i < params.size(); ++i)
+        replica.stepScratch[i].mutable_grad() = params[i].second.grad().detach().clone();
+    (void)replica.stepOptimizer->step(replica.microbatches, 1.0);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        params[i].second.mutable_grad().copy_(replica.stepScratch[i]).mul_(-replica.microbatches);
+        replica.stepScratch[i].zero_();
+    }
+}
+
+// The agreed step, in p.grad(): w ← w·(1 − lr·decay) − lr·step.
+void applyAgreedStep(Replica& replica, double learningRate, double weightDecay) {
+    torch::NoGradGuard noGrad;
+    for (auto& [name, p] : replica.model->namedParameters()) {
+        p.mul_(1.0 - learningRate * weightDecay).sub_(p.grad(), learningRate);
+        p.mutable_grad().zero_();
+    }
+}
+
 // Each stage's replicas share their gradients, the combiner makes the round's result, the global
 // norm sets the clip, and every replica applies the same update — as the coordinator does.
 void exchangeGradients(SwarmSimulator::State& st) {
@@ -186,6 +222,8 @@ void exchangeGradients(SwarmSimulator::State& st) {
         std::vector<double> mean(static_cast<std::size_t>(combiners[s]->layout().shareSize()), 0.0);
         int total = 0;
         for (Replica& replica : stage) {
+            if (o.exchangeUpdates && replica.microbatches > 0)
+                localStep(replica);
             compressor(replica).collect();
             if (replica.microbatches == 0)
                 continue;
@@ -216,6 +254,11 @@ void exchangeGradients(SwarmSimulator::State& st) {
                     !applied)
                     throw std::runtime_error("gradient exchange: " + applied.message());
             replica.microbatches = 0;
+            if (o.exchangeUpdates) {
+                if (now.valid)
+                    applyAgreedStep(replica, learningRate, o.optimizer.weightDecay);
+                continue;
+            }
             if (st.options.pipelineDelay == 0) {
                 if (now.valid)
                     (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale, varianceMoves);

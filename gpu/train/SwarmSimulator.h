@@ -12,7 +12,8 @@
 // forward and backward alike, as PipeDream-2BW's double buffer makes them), optionally with
 // look-ahead: the weights a microbatch sees are the master weights plus lookAhead times the last
 // update (a one-step prediction of the update still in flight).
-// S=1, R=1, codec none, rank 0 is the centralized baseline.
+// exchangeUpdates (measured, not the swarm's): each replica's AdamW step is exchanged instead of its
+// gradient. S=1, R=1, codec none, rank 0 is the centralized baseline.
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"
@@ -48,6 +49,9 @@ struct SimOptions {
     // After this many steps AdamW's second moment stops moving (0: never; 1-bit Adam's frozen
     // variance, measured with the low-rank exchange).
     int freezeVarianceAfter = 0;
+    // Replicas exchange their AdamW step instead of their gradient: each keeps AdamW's moments of
+    // its own gradients, and the (compressed) mean of their steps is what every replica applies.
+    bool exchangeUpdates = false;
     int pipelineDelay = 0; // 0: synchronous; 1: each update lands one step late
     double lookAhead = 0;  // with a delay: the weights run ahead by this times the last update
     bool sparseAveraging = true;

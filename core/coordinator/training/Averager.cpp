@@ -6,6 +6,8 @@
 
 #include <QDateTime>
 
+#include <algorithm>
+
 namespace tessera::coordinator {
 
 namespace {
@@ -134,24 +136,69 @@ void Averager::nodeGone(const QString& node) {
         endSync(node, false);
 }
 
-void Averager::startSync(const QString& ghost, int stage) {
+void Averager::startSync(const QString& ghost, int stage, qint64 heldRound, qint64 heldReceived) {
     Sync sync;
-    sync.id = m_nextRound++;
-    sync.stage = stage;
+    const auto cut = m_cut.constFind(ghost);
+    if (cut != m_cut.constEnd() && cut->stage == stage && cut->id == heldRound && heldReceived > 0 &&
+        heldReceived <= cut->sent && heldReceived < cut->total) {
+        sync = *cut; // resumed where the ghost's weights stop
+        sync.sent = sync.acked = heldReceived;
+        ++m_syncsResumed;
+        qInfo("averager: resuming the sync of %s at %lld of %lld weights", qPrintable(shortId(ghost)),
+              qlonglong(heldReceived), qlonglong(sync.total));
+    } else {
+        sync.id = m_nextRound++;
+        sync.stage = stage;
+        sync.total = m_partitionSize(stage, -1);
+    }
+    m_cut.remove(ghost);
     sync.deadlineMs = m_clock() + m_settings.syncDeadlineMs;
     m_syncs.insert(ghost, sync);
-    const std::vector<float> weights = m_reference ? m_reference(stage, -1) : std::vector<float>();
-    if (weights.empty() || qint64(weights.size()) != m_partitionSize(stage, -1) ||
-        !m_sendBinary(ghost, partitionMessage(protocol::Sync{sync.id, m_settings.partitions}, weights)))
+    if (sync.total <= 0 || !m_weights)
         return endSync(ghost, false);
-    Q_EMIT weightsSent(ghost);
+    sendChunks(ghost);
 }
 
-void Averager::onSyncDone(const QString& ghost, qint64 round) {
-    const auto it = m_syncs.constFind(ghost);
-    if (it == m_syncs.constEnd() || it->id != round)
+void Averager::sendChunks(const QString& ghost) {
+    const auto it = m_syncs.find(ghost);
+    if (it == m_syncs.end())
         return;
-    endSync(ghost, true);
+    Sync& sync = it.value();
+    const qint64 chunk = std::max<qint64>(1, m_settings.syncChunkValues);
+    const bool first = sync.sent == 0;
+    while (sync.sent < sync.total && sync.sent - sync.acked < chunk * std::max(1, m_settings.syncWindow)) {
+        const qint64 count = std::min(chunk, sync.total - sync.sent);
+        const std::vector<float> values = m_weights(sync.stage, sync.sent, count);
+        if (qint64(values.size()) != count ||
+            !m_sendBinary(ghost, partitionMessage(protocol::Sync{sync.id, sync.sent, sync.total}, values))) {
+            qWarning("averager: could not send weights %lld+%lld of stage %d to %s", qlonglong(sync.sent),
+                     qlonglong(count), sync.stage, qPrintable(shortId(ghost)));
+            return endSync(ghost, false);
+        }
+        sync.sent += count;
+        ++m_syncChunksSent;
+    }
+    if (first)
+        Q_EMIT weightsSent(ghost);
+}
+
+void Averager::onSyncDone(const QString& ghost, const protocol::SyncDone& done) {
+    const auto it = m_syncs.find(ghost);
+    if (it == m_syncs.end() || it->id != done.round)
+        return;
+    Sync& sync = it.value();
+    // The ghost's weights take chunks in order: an answer says how far, never past what was sent.
+    if (!done.ok || done.received <= sync.acked || done.received > sync.sent) {
+        qWarning("averager: the sync of %s ends at %lld of %lld weights: %s", qPrintable(shortId(ghost)),
+                 qlonglong(sync.acked), qlonglong(sync.total),
+                 done.ok ? "an answer out of order" : qPrintable(done.error));
+        return endSync(ghost, false);
+    }
+    sync.acked = done.received;
+    sync.deadlineMs = m_clock() + m_settings.syncDeadlineMs;
+    if (sync.acked == sync.total)
+        return endSync(ghost, true);
+    sendChunks(ghost);
 }
 
 bool Averager::syncing(const QString& ghost) const {
@@ -163,6 +210,8 @@ void Averager::endSync(const QString& ghost, bool ok) {
     if (it == m_syncs.end())
         return;
     const int stage = it->stage;
+    if (!ok && it->acked > 0 && it->acked < it->total)
+        m_cut.insert(ghost, *it); // to resume if the ghost comes back holding what it took
     m_syncs.erase(it);
     Q_EMIT synced(ghost, stage, ok);
 }

@@ -10,7 +10,13 @@
 //
 // It also syncs a joining node (the "ghost" phase) from the coordinator's checkpoint — never from
 // one peer, which could hand every newcomer its own weights — before the router sends it any task.
-// Nothing a ghost receives goes back into the checkpoint.
+// Nothing a ghost receives goes back into the checkpoint. The weights go in bounded chunks (16 MiB:
+// an 8b stage is 4.4 GB), read from the checkpoint on disk as they are sent, two in flight, each
+// answered by a sync_done; the chunk deadline restarts with every answer. A sync cut short (the
+// ghost paused, its session dropped, a deadline) resumes where the ghost's weights stop when it is
+// ready again (its ready message says how far it got in which round). Chunks are read as they go,
+// so a sync that spans steps holds weights of a few adjacent checkpoint steps: the same lag a ghost
+// synced whole has by the time it is routed, which SPARTA's rounds then close.
 //
 // Round of one stage: Open (request sent to the replicas) → Closed (all answered or deadline:
 // averaged, results sent) ; a new round of the stage closes the previous one first.
@@ -33,7 +39,9 @@ struct AveragingSettings {
     int interval = 20;   // steps between two rounds (DESIGN: 20)
     int partitions = 20; // the weights are averaged 1/partitions at a time (DESIGN: 5%)
     qint64 deadlineMs = 30'000;
-    qint64 syncDeadlineMs = 60'000;
+    qint64 syncDeadlineMs = 60'000;   // for each chunk's answer
+    qint64 syncChunkValues = 4 << 20; // weights per sync message (16 MiB of fp32)
+    int syncWindow = 2;               // chunks in flight
 };
 
 class Averager final : public QObject {
@@ -46,8 +54,11 @@ public:
 
     // How many values partition p (-1: all) of a stage holds: a share of another size is refused.
     using PartitionSize = std::function<qint64(int stage, int partition)>;
-    // The checkpoint's values of partition p (-1: all) of a stage: a sync's weights, a round's reference.
+    // The checkpoint's values of partition p (-1: all) of a stage: a round's reference.
     using Reference = std::function<std::vector<float>(int stage, int partition)>;
+    // The checkpoint's weights [offset, offset + count) of a stage in parameter order (a sync's
+    // chunk); empty when they cannot be read.
+    using Weights = std::function<std::vector<float>(int stage, qint64 offset, qint64 count)>;
     // Whether a node's share counts (false while it is on probation).
     using Trusted = std::function<bool(const QString& node)>;
 
@@ -56,6 +67,7 @@ public:
 
     const AveragingSettings& settings() const { return m_settings; }
     void setReference(Reference reference) { m_reference = std::move(reference); }
+    void setWeights(Weights weights) { m_weights = std::move(weights); }
     void setTrusted(Trusted trusted) { m_trusted = std::move(trusted); }
     void setClock(Clock clock) { m_clock = std::move(clock); }
     bool isAveragingStep(qint64 step) const { return step > 0 && step % m_settings.interval == 0; }
@@ -70,15 +82,19 @@ public:
                  const protocol::TaskMessage& message);
     // The node left: rounds stop waiting for it; a sync it was the source of is failed.
     void nodeGone(const QString& node);
-    // Starts the ghost phase of `ghost`: it is sent the checkpoint's weights of its stage.
-    void startSync(const QString& ghost, int stage);
-    // The ghost confirmed it took the weights.
-    void onSyncDone(const QString& ghost, qint64 round);
+    // Starts the ghost phase of `ghost`: it is sent the checkpoint's weights of its stage. It resumes
+    // a sync of round `heldRound` cut short for this ghost when the ghost says its weights took
+    // `heldReceived` of them (no more than were sent); else it starts a new one from the start.
+    void startSync(const QString& ghost, int stage, qint64 heldRound = 0, qint64 heldReceived = 0);
+    // The ghost's answer to a chunk: how far its weights took the sync.
+    void onSyncDone(const QString& ghost, const protocol::SyncDone& done);
     bool syncing(const QString& ghost) const;
     void tick(); // deadlines
 
     qint64 roundsCompleted() const { return m_roundsCompleted; }
     qint64 sharesReceived() const { return m_sharesReceived; }
+    qint64 syncChunksSent() const { return m_syncChunksSent; }
+    qint64 syncsResumed() const { return m_syncsResumed; }
 
 Q_SIGNALS:
     // The robust average of a partition, for the checkpoint.
@@ -102,9 +118,13 @@ private:
         qint64 id = 0;
         int stage = 0;
         qint64 deadlineMs = 0;
+        qint64 total = 0; // the stage's weights
+        qint64 sent = 0;  // weights sent, from the start
+        qint64 acked = 0; // weights the ghost said it took
     };
 
     void closeRound(int stage);
+    void sendChunks(const QString& ghost);
     void endSync(const QString& ghost, bool ok);
 
     int m_stages;
@@ -115,11 +135,15 @@ private:
     SendText m_sendText;
     SendBinary m_sendBinary;
     Clock m_clock;
-    QHash<int, Round> m_rounds;   // open round per stage
+    QHash<int, Round> m_rounds; // open round per stage
+    Weights m_weights;
     QHash<QString, Sync> m_syncs; // by ghost
+    QHash<QString, Sync> m_cut;   // by ghost: a sync cut short, to resume
     qint64 m_nextRound = 1;
     qint64 m_roundsCompleted = 0;
     qint64 m_sharesReceived = 0;
+    qint64 m_syncChunksSent = 0;
+    qint64 m_syncsResumed = 0;
 };
 
 } // namespace tessera::coordinator

@@ -92,7 +92,7 @@ void Membership::onReady(const QString& node, const protocol::Ready& ready) {
         m_ghosts.insert(node, ready.stage);
         qInfo("trainer: node %s joins stage %d; syncing it from the checkpoint", qPrintable(shortId(node)),
               ready.stage);
-        m_averager.startSync(node, ready.stage);
+        m_averager.startSync(node, ready.stage, ready.syncRound, ready.syncReceived);
         return;
     }
     route(node, ready.stage);

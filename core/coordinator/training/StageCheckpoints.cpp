@@ -123,6 +123,12 @@ Result<std::vector<float>> StageCheckpoints::values(int stage, int partition, in
     return m_stages[std::size_t(stage)]->file->gatherPartition(partition, partitions);
 }
 
+Result<std::vector<float>> StageCheckpoints::weights(int stage, qint64 offset, qint64 count) const {
+    if (stage < 0 || stage >= stages())
+        return makeError("no stage " + std::to_string(stage));
+    return m_stages[std::size_t(stage)]->file->readRange(offset, count);
+}
+
 Status StageCheckpoints::take(int stage, int partition, int partitions, std::span<const float> values) {
     if (stage < 0 || stage >= stages())
         return makeError("no stage " + std::to_string(stage));

@@ -46,6 +46,8 @@ public:
 
     // The checkpoint's values of a partition (-1: all of them, in the order a sync sends them).
     Result<std::vector<float>> values(int stage, int partition, int partitions) const;
+    // Weights [offset, offset + count) of a stage in parameter order (a ghost sync's chunk).
+    Result<std::vector<float>> weights(int stage, qint64 offset, qint64 count) const;
     // The partition's values replace the checkpoint's (partition -1: all of them).
     Status take(int stage, int partition, int partitions, std::span<const float> values);
     bool changed(int stage) const; // since the last publish

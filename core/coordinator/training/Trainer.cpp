@@ -101,6 +101,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
         Result<std::vector<float>> v = cp->values(stage, partition, partitions);
         return v ? std::move(*v) : std::vector<float>();
     });
+    t->m_averager->setWeights([cp](int stage, qint64 offset, qint64 count) {
+        Result<std::vector<float>> v = cp->weights(stage, offset, count);
+        return v ? std::move(*v) : std::vector<float>();
+    });
     t->m_averager->setTrusted([resultChecks](const QString& node) { return resultChecks->trusted(node); });
     connect(t->m_averager.get(), &Averager::shareRefused, self, &Trainer::onRefused);
     connect(t->m_averager.get(), &Averager::averaged, self,
@@ -256,7 +260,7 @@ void Trainer::sessionMessage(const QString& nodeId, const protocol::SessionMessa
         return m_membership->onUnavailable(nodeId, unavailable->reason);
     }
     if (const auto* done = std::get_if<protocol::SyncDone>(&message))
-        return m_averager->onSyncDone(nodeId, done->round);
+        return m_averager->onSyncDone(nodeId, *done);
     if (const auto* result = std::get_if<protocol::TaskResult>(&message)) {
         // Text results are probes'; the data plane's come binary, with their frames.
         if (!m_probes->onResult(nodeId, *result))

@@ -30,6 +30,8 @@ struct EngineTask {
         Gather,     // partition of partitions (-1: all of them) → values
         ApplyDelta, // the delta rule on a partition: w += values − snapshot
         SetWeights, // a partition's (-1: every) weights = values
+        // A ghost sync's chunk: weights [offset, offset + values) in parameter order = values.
+        SetWeightsRange,
         // Gradient averaging: what was accumulated → this replica's share (on basis round `round`,
         // at `rank`); then the round's result → the same AdamW step on every replica.
         ShareGradients,
@@ -60,6 +62,8 @@ struct EngineTask {
     int partitions = 0;
     std::vector<float> values;   // ApplyDelta: the average; SetWeights: the weights
     std::vector<float> snapshot; // ApplyDelta: what this node sent for the round
+    std::int64_t offset = 0;     // SetWeightsRange: where values go, of `total` weights
+    std::int64_t total = 0;
     // ShareGradients: the basis round and rank; ApplyGradients: the result's round (values: the result).
     std::int64_t round = 0;
     int rank = 0;

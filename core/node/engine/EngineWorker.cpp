@@ -408,13 +408,20 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
             }
             break;
         }
-        case EngineTask::SetWeights: {
-            const Status s = engine.setPartition(task.partition, task.partitions, task.values);
+        case EngineTask::SetWeights:
+        case EngineTask::SetWeightsRange: { // SPARTA's partitions; a ghost sync's chunk of the weights
+            const bool range = task.kind == EngineTask::SetWeightsRange;
+            const Status s = range ? engine.setWeightsRange(task.offset, task.total, task.values)
+                                   : engine.setPartition(task.partition, task.partitions, task.values);
             if (!s) {
-                r.error = QStringLiteral("setting partition %1 of %2: %3")
-                              .arg(task.partition)
-                              .arg(task.partitions)
-                              .arg(text(s.message()));
+                r.error = (range ? QStringLiteral("syncing weights %1 to %2 of %3")
+                                       .arg(task.offset)
+                                       .arg(task.offset + qint64(task.values.size()))
+                                       .arg(task.total)
+                                 : QStringLiteral("setting partition %1 of %2")
+                                       .arg(task.partition)
+                                       .arg(task.partitions)) +
+                          QStringLiteral(": ") + text(s.message());
                 return r;
             }
             break;

@@ -231,21 +231,27 @@ void TaskRunner::onSync(const Sync& header, const TaskMessage& message) {
     const TaskFrame* frame = message.frame(TaskFrameType::Partition);
     Result<std::vector<float>> values =
         frame ? partitionValues(*frame) : Result<std::vector<float>>(makeError("no Partition frame"));
-    if (!values) {
+    const QString refused =
+        !values ? QString::fromStdString(values.message())
+                : m_sync.refusal(header.round, header.offset, qint64(values->size()), header.total);
+    if (!refused.isEmpty()) {
         ++m_refused;
-        qWarning("node: refusing the sync of round %lld: %s", qlonglong(header.round),
-                 values.message().c_str());
-        m_sendText(SyncDone{header.round, false, QString::fromStdString(values.message())});
-        return;
+        qWarning("node: refusing a chunk of the sync of round %lld: %s", qlonglong(header.round),
+                 qPrintable(refused));
+        return m_sendText(
+            SyncDone{header.round, false, refused.left(kMaxReasonChars), m_sync.receivedOf(header.round)});
     }
     Pending p;
     p.message = MessageType::Sync;
     p.round = header.round;
-    p.partitions = header.partitions;
+    p.offset = header.offset;
+    p.end = header.offset + qint64(values->size());
+    p.total = header.total;
+    m_sync.queued(p.round, p.end);
     EngineTask task;
-    task.kind = EngineTask::SetWeights;
-    task.partition = -1;
-    task.partitions = header.partitions;
+    task.kind = EngineTask::SetWeightsRange;
+    task.offset = header.offset;
+    task.total = header.total;
     task.values = std::move(values).value();
     submit(std::move(task), p);
 }
@@ -344,14 +350,17 @@ void TaskRunner::onTaskFinished(const EngineResult& result) {
         else
             qWarning("node: averaging round %lld: %s", qlonglong(p.round), qPrintable(result.error));
         return;
-    case MessageType::Sync:
-        if (result.ok) {
+    case MessageType::Sync: {
+        const bool complete = m_sync.applied(p.round, p.offset, p.end, p.total, result.ok);
+        if (complete) {
             ++m_syncs;
-            qInfo("node: weights synced (round %lld)", qlonglong(p.round));
-        } else {
+            qInfo("node: weights synced (round %lld, %lld weights)", qlonglong(p.round), qlonglong(p.total));
+        } else if (!result.ok) {
             qWarning("node: sync of round %lld: %s", qlonglong(p.round), qPrintable(result.error));
         }
-        return m_sendText(SyncDone{p.round, result.ok, result.error.left(kMaxReasonChars)});
+        return m_sendText(SyncDone{p.round, result.ok, result.error.left(kMaxReasonChars),
+                                   complete ? p.total : m_sync.receivedOf(p.round)});
+    }
     default:
         return;
     }

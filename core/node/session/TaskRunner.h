@@ -23,6 +23,7 @@
 
 #include "base/ModelConfig.h"
 #include "node/engine/EngineTask.h"
+#include "node/session/SyncProgress.h"
 #include "protocol/SessionMessages.h"
 
 #include <QByteArray>
@@ -74,6 +75,8 @@ public:
     QJsonObject status() const;
     qint64 averagingRounds() const { return m_averagingRounds; }
     qint64 snapshotsHeld() const { return qint64(m_snapshots.size()); }
+    // The ghost sync these weights hold a part of (Ready says so, to resume it): round 0 when none.
+    const SyncProgress& syncProgress() const { return m_sync; }
 
 private:
     // What an engine task was for, by the engine task id this runner gave it.
@@ -87,7 +90,8 @@ private:
         int partition = -1;
         int partitions = 0;
         qint64 step = 0;
-        int bits = 32; // a gradient share's: what its values travel in
+        int bits = 32;                         // a gradient share's: what its values travel in
+        qint64 offset = 0, end = 0, total = 0; // a sync chunk's weights [offset, end) of total
     };
     struct Snapshot {
         int partition = -1;
@@ -129,6 +133,7 @@ private:
     QElapsedTimer m_sinceTask; // since the last data-plane task done; invalid before the first
     qint64 m_averagingRounds = 0;
     qint64 m_syncs = 0;
+    SyncProgress m_sync;
 };
 
 } // namespace tessera::node

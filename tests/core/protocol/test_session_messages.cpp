@@ -34,12 +34,12 @@ std::vector<SessionMessage> samples() {
     task.kind = TaskKind::Backward;
     task.microbatch = 3;
     return {Heartbeat{},
-            Ready{2, 5},
+            Ready{2, 5, 9, 4096},
             Unavailable{QStringLiteral("paused")},
             result,
             StepDone{12, true, 8, {}},
             AverageShare{4, -1, 20, true, {}},
-            SyncDone{4, false, QStringLiteral("bad size")},
+            SyncDone{4, false, QStringLiteral("bad size"), 8192},
             GradientShare{12, 3, 11, true, {}},
             HeartbeatAck{1'700'000'000'000},
             ErrorNotice{QStringLiteral("refused")},
@@ -48,7 +48,7 @@ std::vector<SessionMessage> samples() {
             Average{5, 3, 20, 100},
             AverageResult{5, 3, 2},
             SyncRequest{6, 20},
-            Sync{6, 20},
+            Sync{6, 4096, 10000},
             Reassign{1, QStringLiteral("stage 1 has no node")},
             Credits{},
             GradientResult{12, 12, true, 3, 0.0025, 0.5}};
@@ -129,7 +129,11 @@ private Q_SLOTS:
         QVERIFY(fails(toNode(R"({"type":"launch_missiles"})"), "unknown message type 'launch_missiles'"));
         QVERIFY(fails(toNode(R"({"type":"ready","stage":1,"version":1})"), "sent the wrong way"));
         QVERIFY(fails(toCoordinator(R"({"type":"step","step":1})"), "sent the wrong way"));
-        QVERIFY(fails(toNode(R"({"type":"sync","round":1,"partitions":20})"), "binary message"));
+        QVERIFY(fails(toNode(R"({"type":"sync","round":1,"offset":0,"total":20})"), "binary message"));
+        QVERIFY(fails(toNode(R"({"type":"sync","round":1,"offset":20,"total":20})", Transport::Binary),
+                      "offset 20 is not below total 20"));
+        QVERIFY(fails(toNode(R"({"type":"sync","round":1,"offset":-1,"total":20})", Transport::Binary),
+                      "sync.offset: must be within"));
         QVERIFY(fails(toCoordinator(R"({"type":"ready","stage":1,"version":1})", Transport::Binary),
                       "text message"));
         QVERIFY(fails(toNode(R"({"type":"step"})"), "step.step: missing"));
