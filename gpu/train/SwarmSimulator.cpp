@@ -2,11 +2,7 @@
 #include "train/SwarmSimulator.h"
 
 #include "base/BlockQuant.h"
-#include "codec/Codec.h"
-#include "model/StageModel.h"
-#include "train/DataSource.h"
-#include "train/GradientExchange.h"
-#include "train/Sparta.h"
+#include "train/SwarmSimulatorState.h"
 
 #include <torch/torch.h>
 
@@ -15,55 +11,6 @@
 #include <vector>
 
 namespace tessera::gpu {
-
-struct Replica {
-    std::unique_ptr<StageModel> model;
-    std::unique_ptr<StageOptimizer> optimizer;
-    std::unique_ptr<Sparta> sparta;
-    std::unique_ptr<GradientCompressor> compressor;
-    std::unique_ptr<GradientCompressor> denseCompressor; // a low-rank run's dense rounds
-    int microbatches = 0;                                // processed since the last optimizer step
-    // exchangeUpdates: AdamW over zeros beside the weights, whose step is this replica's update.
-    std::vector<torch::Tensor> stepScratch;
-    std::unique_ptr<StageOptimizer> stepOptimizer;
-    // Asynchronous pipeline: the averaged gradient of the last step, waiting to land, and the
-    // optimizer's weights while the model's run ahead of them (empty while none).
-    std::vector<torch::Tensor> pending;
-    std::vector<torch::Tensor> optimizerWeights;
-};
-
-// The update a stage's replicas apply one step late: its round's learning rate and clip.
-struct PendingUpdate {
-    bool valid = false;
-    double learningRate = 0;
-    double clipScale = 1;
-};
-
-struct SwarmSimulator::State {
-    SimOptions options;
-    std::unique_ptr<DataSource> data;
-    std::unique_ptr<Codec> codec;
-    std::vector<std::vector<Replica>> stages;                           // [stage][replica]
-    std::vector<std::unique_ptr<GradientRoundCombiner>> combiners;      // per stage
-    std::vector<std::unique_ptr<GradientRoundCombiner>> denseCombiners; // a low-rank run's dense rounds
-    std::vector<torch::Tensor> heldOut;
-    std::vector<PendingUpdate> pending; // per stage, with pipelineDelay 1
-    std::mt19937_64 routing;
-    std::int64_t step = 0;
-    std::int64_t tokens = 0;
-    std::int64_t nextMicrobatch = 0;
-};
-
-namespace {
-
-std::vector<torch::Tensor> parameterTensors(StageModel& model) {
-    std::vector<torch::Tensor> out;
-    for (auto& [name, tensor] : model.namedParameters())
-        out.push_back(tensor);
-    return out;
-}
-
-} // namespace
 
 SwarmSimulator::SwarmSimulator(std::unique_ptr<State> state)
     : m_state(std::move(state)) {}
@@ -87,6 +34,9 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return makeError("dense rounds in a low-rank run are simulated with the synchronous pipeline only");
     if (options.pipelineDelay < 0 || options.pipelineDelay > 1)
         return makeError("the pipeline's delay is 0 (synchronous) or 1 step");
+    if (options.twoRounds && (options.gradientRank == 0 || options.exchangeUpdates ||
+                              options.pipelineDelay > 0 || options.denseSteps > 0 || options.denseEvery > 0))
+        return makeError("two PowerSGD rounds are simulated with a rank, synchronous steps only");
     if (options.exchangeUpdates &&
         (options.pipelineDelay > 0 || options.denseSteps > 0 || options.denseEvery > 0))
         return makeError("exchanged updates are simulated with the synchronous pipeline only");
@@ -139,6 +89,13 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
                 if (options.gradientRank > 0 && (options.denseSteps > 0 || options.denseEvery > 0))
                     replica.denseCompressor = std::make_unique<GradientCompressor>(
                         parameterTensors(*replica.model), 0, options.config.seed, 1.0, options.denseBits);
+                if (r == 0 && options.twoRounds) {
+                    std::vector<std::vector<std::int64_t>> shapes;
+                    for (const torch::Tensor& p : parameterTensors(*replica.model))
+                        shapes.push_back(p.sizes().vec());
+                    state->twoRounds.push_back(std::make_unique<PowerSgdTwoRounds>(
+                        shapes, options.gradientRank, options.config.seed, options.replicas));
+                }
                 if (r == 0) {
                     state->combiners.push_back(std::make_unique<GradientRoundCombiner>(
                         replica.compressor->layout(), options.config.seed, options.gradientBits));
@@ -155,136 +112,6 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         state->heldOut.push_back(state->data->nextBatch(options.batch, options.seqLen, 1));
     return std::unique_ptr<SwarmSimulator>(new SwarmSimulator(std::move(state)));
 }
-
-namespace {
-
-// AdamW steps the optimizer's weights (exact copies while the model runs ahead of them, as the node's
-// engine keeps them); then the model runs ahead by lookAhead times the update just made.
-void landAhead(Replica& replica, const PendingUpdate& update, double lookAhead) {
-    torch::NoGradGuard noGrad;
-    auto params = replica.model->namedParameters();
-    for (std::size_t i = 0; i < replica.optimizerWeights.size(); ++i)
-        params[i].second.copy_(replica.optimizerWeights[i]);
-    replica.optimizerWeights.clear();
-    std::vector<torch::Tensor> before;
-    if (lookAhead > 0)
-        for (auto& [name, p] : params)
-            before.push_back(p.detach().clone());
-    (void)replica.optimizer->stepAgreed(update.learningRate, update.clipScale);
-    if (lookAhead <= 0)
-        return;
-    for (std::size_t i = 0; i < params.size(); ++i) {
-        replica.optimizerWeights.push_back(params[i].second.detach().clone());
-        params[i].second.add_((replica.optimizerWeights[i] - before[i]).mul_(lookAhead));
-    }
-}
-
-// exchangeUpdates: the replica's own AdamW step (moments of its own gradients, clipped on its own, at
-// learning rate 1 and no decay) replaces its gradient sum: p.grad() = step × microbatches.
-void localStep(Replica& replica) {
-    torch::NoGradGuard noGrad;
-    auto params = replica.model->namedParameters();
-    for (std::size_t i = 0; i < params.size(); ++i)
-        replica.stepScratch[i].mutable_grad() = params[i].second.grad().detach().clone();
-    (void)replica.stepOptimizer->step(replica.microbatches, 1.0);
-    for (std::size_t i = 0; i < params.size(); ++i) {
-        params[i].second.mutable_grad().copy_(replica.stepScratch[i]).mul_(-replica.microbatches);
-        replica.stepScratch[i].zero_();
-    }
-}
-
-// The agreed step, in p.grad(): w ← w·(1 − lr·decay) − lr·step.
-void applyAgreedStep(Replica& replica, double learningRate, double weightDecay) {
-    torch::NoGradGuard noGrad;
-    for (auto& [name, p] : replica.model->namedParameters()) {
-        p.mul_(1.0 - learningRate * weightDecay).sub_(p.grad(), learningRate);
-        p.mutable_grad().zero_();
-    }
-}
-
-// Each stage's replicas share their gradients, the combiner makes the round's result, the global
-// norm sets the clip, and every replica applies the same update — as the coordinator does.
-void exchangeGradients(SwarmSimulator::State& st) {
-    std::vector<std::vector<float>> results(st.stages.size());
-    double squared = 0;
-    const SimOptions& o = st.options;
-    const bool dense = !st.denseCombiners.empty() &&
-                       (st.step <= o.denseSteps || (o.denseEvery > 0 && st.step % o.denseEvery == 0));
-    const auto compressor = [dense](Replica& r) -> GradientCompressor& {
-        return dense ? *r.denseCompressor : *r.compressor;
-    };
-    auto& combiners = dense ? st.denseCombiners : st.combiners;
-    // A low-rank run's variance moves on its dense rounds only, and on none after a freeze.
-    const bool varianceMoves = (dense || st.denseCombiners.empty()) &&
-                               (o.freezeVarianceAfter == 0 || st.step <= o.freezeVarianceAfter);
-    for (std::size_t s = 0; s < st.stages.size(); ++s) {
-        auto& stage = st.stages[s];
-        std::vector<double> mean(static_cast<std::size_t>(combiners[s]->layout().shareSize()), 0.0);
-        int total = 0;
-        for (Replica& replica : stage) {
-            if (o.exchangeUpdates && replica.microbatches > 0)
-                localStep(replica);
-            compressor(replica).collect();
-            if (replica.microbatches == 0)
-                continue;
-            const std::vector<float> share = compressor(replica).share(replica.microbatches);
-            for (std::size_t i = 0; i < share.size(); ++i)
-                mean[i] += static_cast<double>(replica.microbatches) * share[i];
-            total += replica.microbatches;
-        }
-        if (total == 0)
-            continue;
-        std::vector<float> meanShare(mean.size());
-        for (std::size_t i = 0; i < mean.size(); ++i)
-            meanShare[i] = static_cast<float>(mean[i] / total);
-        double norm = 0;
-        results[s] = combiners[s]->result(meanShare, &norm);
-        squared += norm;
-    }
-    const double norm = std::sqrt(squared);
-    const double clip = st.options.optimizer.clipNorm;
-    const double scale = clip > 0 && norm > clip ? clip / norm : 1.0;
-    const double learningRate = st.options.schedule.at(st.step);
-    for (std::size_t s = 0; s < st.stages.size(); ++s) {
-        PendingUpdate now{!results[s].empty(), learningRate, scale};
-        for (Replica& replica : st.stages[s]) {
-            if (now.valid)
-                if (auto applied = compressor(replica).apply(results[s], replica.microbatches > 0,
-                                                             combiners[s]->round());
-                    !applied)
-                    throw std::runtime_error("gradient exchange: " + applied.message());
-            replica.microbatches = 0;
-            if (o.exchangeUpdates) {
-                if (now.valid)
-                    applyAgreedStep(replica, learningRate, o.optimizer.weightDecay);
-                continue;
-            }
-            if (st.options.pipelineDelay == 0) {
-                if (now.valid)
-                    (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale, varianceMoves);
-                continue;
-            }
-            // One step late: this round's gradient waits; the last round's lands now.
-            std::vector<torch::Tensor> waiting;
-            for (auto& [name, p] : replica.model->namedParameters())
-                waiting.push_back(now.valid && p.grad().defined() ? p.grad().clone() : torch::Tensor());
-            const PendingUpdate& landing = st.pending[s];
-            if (landing.valid) {
-                auto params = replica.model->namedParameters();
-                for (std::size_t i = 0; i < params.size(); ++i)
-                    if (replica.pending[i].defined())
-                        params[i].second.mutable_grad() = replica.pending[i];
-                landAhead(replica, landing, st.options.lookAhead);
-            } else {
-                replica.model->zeroGrad();
-            }
-            replica.pending = std::move(waiting);
-        }
-        st.pending[s] = now;
-    }
-}
-
-} // namespace
 
 SimStep SwarmSimulator::step() {
     State& st = *m_state;

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Gradient averaging within a stage: replicas that apply a round's result hold the same gradient
 // (the weighted mean, exactly when dense), error feedback keeps what compression left out, a
-// replica left out of a round loses nothing, and the schedule follows its settings.
+// replica left out of a round loses nothing, and the schedule follows its settings. PowerSGD's two
+// rounds (the simulator's measure): a gradient of the exchange's rank arrives exactly, and what the
+// update leaves out stays in the replicas' memories.
 #include "GpuTest.h"
 #include "train/GradientExchange.h"
 #include "train/LearningRateSchedule.h"
+#include "train/PowerSgdRounds.h"
 
 #include <torch/torch.h>
 
@@ -288,6 +291,51 @@ TESSERA_TEST(aResultOfTheWrongSizeOrNotFiniteChangesNothing) {
     CHECK(!nan.ok() && nan.message().find("not finite") != std::string::npos);
     CHECK(replica.compressor.memorySquaredNorm() == before);
     CHECK(replica.compressor.basisRound() == 0);
+}
+
+TESSERA_TEST(twoRoundsSendALowRankGradientExactlyAndKeepWhatTheyLeaveOut) {
+    const std::vector<std::vector<std::int64_t>> shapes{{48}, {64, 40}};
+    PowerSgdTwoRounds exchange(shapes, 4, 9, 3);
+    std::vector<std::vector<torch::Tensor>> replicas(3);
+    for (auto& params : replicas)
+        for (const auto& shape : shapes)
+            params.push_back(torch::zeros(shape).set_requires_grad(true));
+    // A gradient of rank 2 on the matrix: its basis is found this step, so the mean arrives whole
+    // (the one-round exchange projects it on the previous step's basis instead).
+    torch::manual_seed(5);
+    const torch::Tensor u = torch::randn({64, 2}), v = torch::randn({2, 40});
+    const std::vector<int> microbatches{1, 3, 0};
+    for (std::size_t r = 0; r < 3; ++r) {
+        replicas[r][0].mutable_grad() = torch::randn({48}) * double(microbatches[r]);
+        replicas[r][1].mutable_grad() = u.mm(v) * double(microbatches[r] + 1);
+    }
+    torch::Tensor expected = (u.mm(v) * 2 + u.mm(v) * 4) / 4; // replica 2 processed nothing
+    const torch::Tensor vectorMean = (replicas[0][0].grad() + replicas[1][0].grad()) / 4;
+    exchange.exchange(replicas, microbatches);
+    for (std::size_t r = 0; r < 3; ++r) {
+        CHECK((replicas[r][1].grad() - expected).abs().max().item<double>() <
+              1e-4 * expected.abs().max().item<double>());
+        CHECK((replicas[r][0].grad() - vectorMean).abs().max().item<double>() < 1e-5);
+    }
+    CHECK(exchange.memory(0)[1].abs().max().item<double>() < 1e-3);
+    // Replica 2 counted nothing: all of its gradient waits in its memory.
+    CHECK((exchange.memory(2)[1] - u.mm(v)).abs().max().item<double>() < 1e-6);
+
+    // A full-rank gradient: the update is rank 4, and the memories hold exactly what it left out.
+    std::vector<torch::Tensor> carried;
+    for (std::size_t r = 0; r < 3; ++r) {
+        replicas[r][1].mutable_grad() = torch::randn({64, 40});
+        carried.push_back(exchange.memory(int(r))[1] + replicas[r][1].grad());
+    }
+    exchange.exchange(replicas, {1, 1, 1});
+    const torch::Tensor update = replicas[0][1].grad();
+    CHECK(torch::linalg_matrix_rank(update).item<std::int64_t>() == 4);
+    torch::Tensor lost = carried[0] + carried[1] + carried[2] - update * 3;
+    for (int r = 0; r < 3; ++r)
+        lost -= exchange.memory(r)[1];
+    CHECK_MSG(lost.abs().max().item<double>() < 1e-4,
+              "the memories miss " << lost.abs().max().item<double>());
+    CHECK(update.norm().item<double>() < (carried[0] + carried[1] + carried[2]).norm().item<double>() / 3);
 }
 
 TESSERA_TEST(orthonormalColumnsAreOrthonormalAndReplaceAVanishedColumn) {

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: Apache-2.0
+// The simulator's gradient exchange at each step, in its variants: the swarm's (GradientExchange,
+// synchronous or landing a step late with look-ahead), each replica's AdamW step exchanged instead,
+// and PowerSGD's two rounds.
+#include "train/SwarmSimulatorState.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace tessera::gpu {
+
+std::vector<torch::Tensor> parameterTensors(StageModel& model) {
+    std::vector<torch::Tensor> out;
+    for (auto& [name, tensor] : model.namedParameters())
+        out.push_back(tensor);
+    return out;
+}
+
+namespace {
+
+// AdamW steps the optimizer's weights (exact copies while the model runs ahead of them, as the node's
+// engine keeps them); then the model runs ahead by lookAhead times the update just made.
+void landAhead(Replica& replica, const PendingUpdate& update, double lookAhead) {
+    torch::NoGradGuard noGrad;
+    auto params = replica.model->namedParameters();
+    for (std::size_t i = 0; i < replica.optimizerWeights.size(); ++i)
+        params[i].second.copy_(replica.optimizerWeights[i]);
+    replica.optimizerWeights.clear();
+    std::vector<torch::Tensor> before;
+    if (lookAhead > 0)
+        for (auto& [name, p] : params)
+            before.push_back(p.detach().clone());
+    (void)replica.optimizer->stepAgreed(update.learningRate, update.clipScale);
+    if (lookAhead <= 0)
+        return;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        replica.optimizerWeights.push_back(params[i].second.detach().clone());
+        params[i].second.add_((replica.optimizerWeights[i] - before[i]).mul_(lookAhead));
+    }
+}
+
+// exchangeUpdates: the replica's own AdamW step (moments of its own gradients, clipped on its own, at
+// learning rate 1 and no decay) replaces its gradient sum: p.grad() = step × microbatches.
+void localStep(Replica& replica) {
+    torch::NoGradGuard noGrad;
+    auto params = replica.model->namedParameters();
+    for (std::size_t i = 0; i < params.size(); ++i)
+        replica.stepScratch[i].mutable_grad() = params[i].second.grad().detach().clone();
+    (void)replica.stepOptimizer->step(replica.microbatches, 1.0);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        params[i].second.mutable_grad().copy_(replica.stepScratch[i]).mul_(-replica.microbatches);
+        replica.stepScratch[i].zero_();
+    }
+}
+
+// The agreed step, in p.grad(): w ← w·(1 − lr·decay) − lr·step.
+void applyAgreedStep(Replica& replica, double learningRate, double weightDecay) {
+    torch::NoGradGuard noGrad;
+    for (auto& [name, p] : replica.model->namedParameters()) {
+        p.mul_(1.0 - learningRate * weightDecay).sub_(p.grad(), learningRate);
+        p.mutable_grad().zero_();
+    }
+}
+
+// twoRounds: PowerSGD's exchange per stage, then the global clip and the same AdamW step everywhere.
+void exchangeTwoRounds(SwarmSimulator::State& st) {
+    double squared = 0;
+    for (std::size_t s = 0; s < st.stages.size(); ++s) {
+        std::vector<std::vector<torch::Tensor>> parameters;
+        std::vector<int> microbatches;
+        for (Replica& replica : st.stages[s]) {
+            parameters.push_back(parameterTensors(*replica.model));
+            microbatches.push_back(replica.microbatches);
+        }
+        squared += st.twoRounds[s]->exchange(parameters, microbatches);
+    }
+    const double norm = std::sqrt(squared), clip = st.options.optimizer.clipNorm;
+    for (auto& stage : st.stages)
+        for (Replica& replica : stage) {
+            (void)replica.optimizer->stepAgreed(st.options.schedule.at(st.step),
+                                                clip > 0 && norm > clip ? clip / norm : 1.0);
+            replica.microbatches = 0;
+        }
+}
+
+} // namespace
+
+void exchangeGradients(SwarmSimulator::State& st) {
+    if (!st.twoRounds.empty())
+        return exchangeTwoRounds(st);
+    std::vector<std::vector<float>> results(st.stages.size());
+    double squared = 0;
+    const SimOptions& o = st.options;
+    const bool dense = !st.denseCombiners.empty() &&
+                       (st.step <= o.denseSteps || (o.denseEvery > 0 && st.step % o.denseEvery == 0));
+    const auto compressor = [dense](Replica& r) -> GradientCompressor& {
+        return dense ? *r.denseCompressor : *r.compressor;
+    };
+    auto& combiners = dense ? st.denseCombiners : st.combiners;
+    // A low-rank run's variance moves on its dense rounds only, and on none after a freeze.
+    const bool varianceMoves = (dense || st.denseCombiners.empty()) &&
+                               (o.freezeVarianceAfter == 0 || st.step <= o.freezeVarianceAfter);
+    for (std::size_t s = 0; s < st.stages.size(); ++s) {
+        auto& stage = st.stages[s];
+        std::vector<double> mean(static_cast<std::size_t>(combiners[s]->layout().shareSize()), 0.0);
+        int total = 0;
+        for (Replica& replica : stage) {
+            if (o.exchangeUpdates && replica.microbatches > 0)
+                localStep(replica);
+            compressor(replica).collect();
+            if (replica.microbatches == 0)
+                continue;
+            const std::vector<float> share = compressor(replica).share(replica.microbatches);
+            for (std::size_t i = 0; i < share.size(); ++i)
+                mean[i] += static_cast<double>(replica.microbatches) * share[i];
+            total += replica.microbatches;
+        }
+        if (total == 0)
+            continue;
+        std::vector<float> meanShare(mean.size());
+        for (std::size_t i = 0; i < mean.size(); ++i)
+            meanShare[i] = static_cast<float>(mean[i] / total);
+        double norm = 0;
+        results[s] = combiners[s]->result(meanShare, &norm);
+        squared += norm;
+    }
+    const double norm = std::sqrt(squared);
+    const double clip = st.options.optimizer.clipNorm;
+    const double scale = clip > 0 && norm > clip ? clip / norm : 1.0;
+    const double learningRate = st.options.schedule.at(st.step);
+    for (std::size_t s = 0; s < st.stages.size(); ++s) {
+        PendingUpdate now{!results[s].empty(), learningRate, scale};
+        for (Replica& replica : st.stages[s]) {
+            if (now.valid)
+                if (auto applied = compressor(replica).apply(results[s], replica.microbatches > 0,
+                                                             combiners[s]->round());
+                    !applied)
+                    throw std::runtime_error("gradient exchange: " + applied.message());
+            replica.microbatches = 0;
+            if (o.exchangeUpdates) {
+                if (now.valid)
+                    applyAgreedStep(replica, learningRate, o.optimizer.weightDecay);
+                continue;
+            }
+            if (st.options.pipelineDelay == 0) {
+                if (now.valid)
+                    (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale, varianceMoves);
+                continue;
+            }
+            // One step late: this round's gradient waits; the last round's lands now.
+            std::vector<torch::Tensor> waiting;
+            for (auto& [name, p] : replica.model->namedParameters())
+                waiting.push_back(now.valid && p.grad().defined() ? p.grad().clone() : torch::Tensor());
+            const PendingUpdate& landing = st.pending[s];
+            if (landing.valid) {
+                auto params = replica.model->namedParameters();
+                for (std::size_t i = 0; i < params.size(); ++i)
+                    if (replica.pending[i].defined())
+                        params[i].second.mutable_grad() = replica.pending[i];
+                landAhead(replica, landing, st.options.lookAhead);
+            } else {
+                replica.model->zeroGrad();
+            }
+            replica.pending = std::move(waiting);
+        }
+        st.pending[s] = now;
+    }
+}
+
+} // namespace tessera::gpu
