@@ -162,7 +162,7 @@ public:
     // The delta rule: w += average − snapshot (snapshot: what this replica sent for the round).
     Status applyPartitionDelta(int partition, int partitions, std::span<const float> average,
                                std::span<const float> snapshot);
-    // w = values (the coordinator's checkpoint taking an average; a ghost syncing all weights).
+    // w = values (the coordinator's checkpoint taking an average).
     Status setPartition(int partition, int partitions, std::span<const float> values);
     // A ghost sync's chunk: values [offset, offset + size) of the stage's weights in parameter order
     // (each parameter flattened, one after the other, as the shard lays them out) replace the

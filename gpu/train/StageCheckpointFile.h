@@ -50,7 +50,8 @@ public:
     std::vector<std::vector<std::int64_t>> parameterShapes() const; // the gradient exchange's order
     std::int64_t steps() const;                                     // AdamW steps applied since open
 
-    // SPARTA partition `partition` of `partitions` (-1: every one in order, what a sync sends).
+    // SPARTA partition `partition` of `partitions` (-1: every one in order, what a node's sync_request
+    // answer holds).
     Result<std::int64_t> partitionSize(int partition, int partitions) const;
     Result<std::vector<float>> gatherPartition(int partition, int partitions) const;
     Status setPartition(int partition, int partitions, std::span<const float> values);

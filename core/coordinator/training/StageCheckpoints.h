@@ -44,7 +44,7 @@ public:
     qint64 version(int stage) const;                                      // latest published
     qint64 step(int stage) const; // the step of the latest published version
 
-    // The checkpoint's values of a partition (-1: all of them, in the order a sync sends them).
+    // The checkpoint's values of a partition (-1: all of them, in SPARTA's order: a reclaim's reference).
     Result<std::vector<float>> values(int stage, int partition, int partitions) const;
     // Weights [offset, offset + count) of a stage in parameter order (a ghost sync's chunk).
     Result<std::vector<float>> weights(int stage, qint64 offset, qint64 count) const;
