@@ -195,8 +195,8 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
          "its own gradients (replicas drift apart; SPARTA alone pulls them together).",
          0, 1, [](TrainerSettings& t, qint64 n) { t.gradients.enabled = n != 0; }},
         {"gradient-rank",
-         "Rank of the low-rank gradient exchange, with error feedback, in fp32 [0: dense, in "
-         "--gradient-bits; 16 sends 165x fewer bytes than fp32 at an 8b middle stage and learns slower].",
+         "Rank of the low-rank gradient exchange (PowerSGD's two rounds a step, with error feedback, in "
+         "fp32) [0: dense, in --gradient-bits; 16 sends 165x fewer bytes than fp32 at an 8b middle stage].",
          0, 1024, [](TrainerSettings& t, qint64 n) { t.gradients.rank = int(n); }},
         {"gradient-bits",
          "What the dense gradient exchange travels in: 8 or 4 bits a value with a scale per 256 (3.9x "

@@ -92,7 +92,8 @@ TESSERA_SCHEMA(SyncDone, "sync_done", ToCoordinator, Text, need("round", &SyncDo
 TESSERA_SCHEMA(GradientShare, "gradient_share", ToCoordinator, Binary, need("step", &GradientShare::step),
                need("microbatches", &GradientShare::microbatches, 0, 1e9),
                need("basis", &GradientShare::basis), maybe("bits", &GradientShare::bits, 4, 32),
-               need("ok", &GradientShare::ok), text("error", &GradientShare::error));
+               need("ok", &GradientShare::ok), text("error", &GradientShare::error),
+               maybe("first_round", &GradientShare::firstRound));
 TESSERA_SCHEMA(HeartbeatAck, "heartbeat_ack", ToNode, Text,
                need("server_time_ms", &HeartbeatAck::serverTimeMs));
 TESSERA_SCHEMA(ErrorNotice, "error", ToNode, Text, text("error", &ErrorNotice::error, true));
@@ -126,6 +127,8 @@ TESSERA_SCHEMA(GradientResult, "gradient_result", ToNode, Binary, need("step", &
                need("clip_scale", &GradientResult::clipScale, 1e-12, 1),
                maybe("look_ahead", &GradientResult::lookAhead, 0, 4),
                maybe("bits", &GradientResult::bits, 4, 32), maybe("values", &GradientResult::values));
+TESSERA_SCHEMA(GradientBasis, "gradient_basis", ToNode, Binary, need("step", &GradientBasis::step),
+               need("round", &GradientBasis::round, 0));
 #undef TESSERA_SCHEMA
 
 // Checks across fields, beyond each field's own range.

@@ -41,8 +41,9 @@ enum class MessageType : quint8 {
     Reassign,       // coordinator → node, text: move to another stage
     Credits,        // coordinator → node, text: new credit receipts are waiting
     GradientResult, // coordinator → node, binary: the step's averaged gradient (apply it)
+    GradientBasis,  // coordinator → node, binary: a low-rank exchange's basis (send the second share)
 };
-inline constexpr int kMessageTypes = int(MessageType::GradientResult) + 1;
+inline constexpr int kMessageTypes = int(MessageType::GradientBasis) + 1;
 
 enum class TaskKind : quint8 {
     Probe,           // synthetic forward + backward of a stage: how fast this node runs it
@@ -112,6 +113,9 @@ struct GradientShare {
     bool ok = false;      // false: no share (no basis for the round, no microbatch, or an error)
     QString error;
     int bits = 32; // what its values travel in (32, 8 or 4: gpu/base/BlockQuant)
+    // A low-rank exchange's first round (P_r): the coordinator answers with gradient_basis, and the
+    // node with its second share (first_round false).
+    bool firstRound = false;
 };
 struct HeartbeatAck {
     qint64 serverTimeMs = 0;
@@ -178,9 +182,17 @@ struct GradientResult {
     qint64 values = 0;       // how many (needed below 32 bits: the bytes do not say)
 };
 
-using SessionMessage = std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare,
-                                    SyncDone, GradientShare, HeartbeatAck, ErrorNotice, Task, Step, Average,
-                                    AverageResult, SyncRequest, Sync, Reassign, Credits, GradientResult>;
+// The basis P̂ of a low-rank exchange's step (fp32, a Partition frame): the node answers with its
+// second gradient_share, built on it.
+struct GradientBasis {
+    qint64 step = 0;
+    qint64 round = 0; // the warm start's round the first shares were built on
+};
+
+using SessionMessage =
+    std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare, SyncDone, GradientShare,
+                 HeartbeatAck, ErrorNotice, Task, Step, Average, AverageResult, SyncRequest, Sync, Reassign,
+                 Credits, GradientResult, GradientBasis>;
 static_assert(std::variant_size_v<SessionMessage> == kMessageTypes);
 
 inline MessageType typeOf(const SessionMessage& message) {

@@ -31,6 +31,9 @@ int GradientCombiner::rank() const {
 int GradientCombiner::bits() const {
     return m_combiner->bits();
 }
+std::int64_t GradientCombiner::basisSize() const {
+    return m_combiner->layout().basisSize();
+}
 std::int64_t GradientCombiner::shareSize() const {
     return m_combiner->layout().shareSize();
 }
@@ -49,6 +52,14 @@ bool GradientCombiner::needsBasis() const {
 }
 void GradientCombiner::reset() {
     m_combiner->reset();
+}
+
+Result<std::vector<float>> GradientCombiner::basis(std::span<const float> meanBasisShare) {
+    try {
+        return m_combiner->basis(meanBasisShare);
+    } catch (const std::exception& e) {
+        return makeError(std::string("the gradients' basis: ") + e.what());
+    }
 }
 
 Result<std::vector<float>> GradientCombiner::result(std::span<const float> meanShare, double* squaredNorm) {

@@ -287,9 +287,30 @@ Result<GradientShare> StageEngine::shareGradients(int rank, std::int64_t basis, 
         st.accumulated = 0;
         share.basisRound = st.compressor->basisRound();
         share.hasBasis = share.basisRound == basis || !st.compressor->layout().lowRank();
-        if (share.hasBasis && share.microbatches > 0)
-            share.values = st.compressor->share(share.microbatches);
+        share.firstRound = st.compressor->layout().lowRank();
+        st.sharedMicrobatches = 0;
+        if (share.hasBasis && share.microbatches > 0 && share.firstRound) {
+            share.values = st.compressor->basisShare(share.microbatches);
+            st.sharedMicrobatches = share.microbatches; // the second share divides by the same
+        } else if (share.hasBasis && share.microbatches > 0) {
+            share.values = st.compressor->share(share.microbatches).value(); // dense: no basis to refuse
+        }
         return share;
+    });
+}
+
+Result<std::vector<float>> StageEngine::shareOnBasis(int rank, std::span<const float> basis) {
+    State& st = *m_state;
+    if (!st.compressor || st.compressor->layout().rank() != rank || st.sharedMicrobatches < 1)
+        return makeError("gradient exchange: a basis at rank " + str(rank) +
+                             " with no first share of this step to build on",
+                         ErrorKind::InvalidInput);
+    return guarded("sharing the gradients on the basis", [&]() -> Result<std::vector<float>> {
+        Result<std::vector<float>> values = st.compressor->share(st.sharedMicrobatches, basis);
+        if (!values)
+            return Error{values.message(), ErrorKind::InvalidInput};
+        st.sharedMicrobatches = 0; // one second share per first
+        return values;
     });
 }
 

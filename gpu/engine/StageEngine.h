@@ -71,8 +71,11 @@ struct StageEngineOptions {
 struct GradientShare {
     std::vector<float> values; // empty when it cannot take part (hasBasis false, or no microbatch)
     int microbatches = 0;      // accumulated since the last exchange
-    bool hasBasis = true;      // false: it holds another round's basis and sits this round out
+    bool hasBasis = true;      // false: it holds another round's warm start and sits this round out
     std::int64_t basisRound = 0;
+    // PowerSGD's first round (low rank): the values are P_r; the second share follows the basis
+    // (shareOnBasis). false: the values are the whole share (everything travels dense).
+    bool firstRound = false;
 };
 
 struct StageForwardResult {
@@ -132,15 +135,19 @@ public:
     Status step(int microbatches);
 
     // Gradient averaging (gpu/train/GradientExchange), in place of step(): shareGradients moves what
-    // was accumulated into the error memory and returns this replica's share, built on the basis of
-    // round `basis` at rank `rank` (basis 0: the seeded one — the combiner started afresh; a rank
-    // unlike the last one starts the memory afresh). applyGradients writes the round's mean gradient
-    // (every replica of the stage gets the same result) and steps AdamW on it at the schedule's
+    // was accumulated into the error memory and returns this replica's share — at a low rank the
+    // first round's, built on the warm start of round `basis` (basis 0: the seeded one — the combiner
+    // started afresh; a rank unlike the last one starts the memory afresh); shareOnBasis then
+    // returns the second share, on the basis the combiner answered. applyGradients writes the round's mean
+    // gradient (every replica of the stage gets the same result) and steps AdamW on it at the schedule's
     // learning rate and the run's clip scale; kept graphs end (they hold the old weights).
     // step ≥ 0: the pipelined microbatches of that step (and what synchronous ones accumulated).
     // bits: what the share travels in (32; 8 or 4 at rank 0: its values are rounded as the receiver
     // decodes them, what rounding lost stays in the memory).
     Result<GradientShare> shareGradients(int rank, std::int64_t basis, std::int64_t step = -1, int bits = 32);
+    // Refuses a basis of the wrong size or with values that are not finite, and a call with no first
+    // share of this rank before it.
+    Result<std::vector<float>> shareOnBasis(int rank, std::span<const float> basis);
     // (rank: the round's; a replica that never shared — the coordinator's checkpoint — starts there.)
     // lookAhead > 0 (the asynchronous pipeline's staleness correction): the weights then run ahead
     // of the optimizer's by lookAhead times this update, until the next one.

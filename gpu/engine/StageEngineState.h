@@ -101,6 +101,7 @@ struct StageEngine::State {
 
     std::unique_ptr<Sparta> sparta;                 // the partitioning last asked for (see spartaFor)
     std::unique_ptr<GradientCompressor> compressor; // made at the first exchange, at its rank
+    int sharedMicrobatches = 0; // a low-rank first share's, until its second share is made
 
     // The compressor at `rank` and `bits` (a new one, memory empty, when there was none or another
     // rank or bits; bits 0: whatever the current one has — applying a result needs no bits).

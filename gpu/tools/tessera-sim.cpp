@@ -22,7 +22,7 @@ int usage(std::ostream& out, int code) {
            "                   [--lr LR] [--warmup-steps N] [--lr-decay none|cosine|linear]\n"
            "                   [--min-lr-ratio X] [--clip-norm X] [--rank R] [--bits B] [--memory-decay X]\n"
            "                   [--freeze-variance-after N] [--dense-steps N] [--dense-every K]\n"
-           "                   [--exchange-updates 1] [--two-rounds 1]\n"
+           "                   [--exchange-updates 1]\n"
            "                   [--routing-seed X] [--moment-bits 32|8]\n"
            "                   [--no-gradient-averaging] [--async [--look-ahead X]]\n"
            "                   [--eval-every N] [--no-averaging]\n"
@@ -136,8 +136,6 @@ int main(int argc, char** argv) {
             options.denseEvery = static_cast<int>(n);
         else if (arg == "--freeze-variance-after")
             options.freezeVarianceAfter = static_cast<int>(n);
-        else if (arg == "--two-rounds")
-            options.twoRounds = n != 0;
         else if (arg == "--exchange-updates")
             options.exchangeUpdates = n != 0;
         else if (arg == "--eval-every")

@@ -62,10 +62,12 @@ GradientLayout::GradientLayout(const std::vector<std::vector<std::int64_t>>& sha
         if (rank > 0 && shape.size() >= 2 && r > 0 && 2 * r * (e.m + e.n) <= e.m * e.n)
             e.rank = r;
         m_lowRank = m_lowRank || e.rank > 0;
+        e.basisOffset = m_basisSize;
         e.shareOffset = m_shareSize;
         e.resultOffset = m_resultSize;
-        m_shareSize += e.rank ? e.rank * (e.m + e.n) : numel;
-        m_resultSize += e.rank ? e.rank * (2 * e.m + e.n) : numel;
+        m_basisSize += e.rank * e.m;
+        m_shareSize += e.rank ? e.rank * e.n : numel;
+        m_resultSize += e.rank ? e.rank * (e.m + e.n) : numel;
         m_gradientSize += numel;
         m_entries.push_back(e);
     }
@@ -108,8 +110,8 @@ torch::Tensor orthonormalColumns(const torch::Tensor& x, std::uint64_t seed) {
     return q.to(torch::kFloat);
 }
 
-torch::Tensor initialLeftBasis(std::uint64_t seed, std::size_t index, std::int64_t m, std::int64_t rank) {
-    return orthonormalColumns(seededMatrix(entrySeed(seed, index, 1), m, rank), entrySeed(seed, index, 2));
+torch::Tensor initialWarmStart(std::uint64_t seed, std::size_t index, std::int64_t n, std::int64_t rank) {
+    return orthonormalColumns(seededMatrix(entrySeed(seed, index, 1), n, rank), entrySeed(seed, index, 2));
 }
 
 namespace {
@@ -139,7 +141,7 @@ GradientCompressor::GradientCompressor(std::vector<torch::Tensor> parameters, in
         m_memory.push_back(torch::zeros(
             {e.m, e.n}, torch::TensorOptions().dtype(torch::kFloat).device(m_parameters[i].device())));
     }
-    m_left.resize(m_parameters.size());
+    m_warm.resize(m_parameters.size());
     resetBasis();
 }
 
@@ -148,8 +150,7 @@ void GradientCompressor::resetBasis() {
         const GradientLayout::Entry& e = m_layout.entries()[i];
         if (e.rank == 0)
             continue;
-        const torch::Device device = m_parameters[i].device();
-        m_left[i] = initialLeftBasis(m_seed, i, e.m, e.rank).to(device);
+        m_warm[i] = initialWarmStart(m_seed, i, e.n, e.rank).to(m_parameters[i].device());
     }
     m_basisRound = 0;
 }
@@ -165,22 +166,40 @@ void GradientCompressor::collect() {
     }
 }
 
-std::vector<float> GradientCompressor::share(int microbatches) {
+std::vector<float> GradientCompressor::basisShare(int microbatches) {
     torch::NoGradGuard noGrad;
     if (microbatches < 1)
         throw std::invalid_argument("a gradient share needs at least one microbatch");
+    std::vector<float> out;
+    out.reserve(static_cast<std::size_t>(m_layout.basisSize()));
+    for (std::size_t i = 0; i < m_parameters.size(); ++i)
+        if (m_layout.entries()[i].rank > 0)
+            append(out, m_memory[i].mm(m_warm[i]) * (1.0 / microbatches)); // P_r = c·Q / m_r, m × r
+    return out;
+}
+
+Result<std::vector<float>> GradientCompressor::share(int microbatches, std::span<const float> basis) {
+    torch::NoGradGuard noGrad;
+    if (microbatches < 1)
+        throw std::invalid_argument("a gradient share needs at least one microbatch");
+    if (static_cast<std::int64_t>(basis.size()) != m_layout.basisSize())
+        return makeError("a gradient basis of " + std::to_string(basis.size()) + " values, " +
+                         std::to_string(m_layout.basisSize()) + " expected");
+    for (const float v : basis)
+        if (!std::isfinite(v))
+            return makeError("the gradient basis holds a value that is not finite");
     const double inverse = 1.0 / microbatches;
     std::vector<float> out;
     out.reserve(static_cast<std::size_t>(m_layout.shareSize()));
     for (std::size_t i = 0; i < m_parameters.size(); ++i) {
+        const GradientLayout::Entry& e = m_layout.entries()[i];
         const torch::Tensor& c = m_memory[i];
-        if (m_layout.entries()[i].rank == 0) {
+        if (e.rank == 0) {
             append(out, c * inverse);
             continue;
         }
-        const torch::Tensor y = c.t().mm(m_left[i]) * inverse; // Y = cᵀ·P̂ / m_r, n × r
-        append(out, c.mm(y) * inverse);                        // X = c·Y / m_r, m × r
-        append(out, y);
+        const torch::Tensor left = cpuFloats(basis, e.basisOffset, e.m, e.rank).to(c.device(), false, true);
+        append(out, c.t().mm(left) * inverse); // Q_r = cᵀ·P̂ / m_r, n × r
     }
     if (m_bits != 32) {
         // Rounded as the receiver will decode it; the memory keeps c − m_r·share for apply().
@@ -227,8 +246,7 @@ Status GradientCompressor::apply(std::span<const float> result, bool included, s
                 if (m_memoryDecay != 1.0)
                     m_memory[i].mul_(m_memoryDecay);
             }
-            m_left[i] =
-                cpuFloats(result, e.resultOffset + (e.m + e.n) * e.rank, e.m, e.rank).to(device, false, true);
+            m_warm[i] = right; // Q̄: the next round's warm start
         }
         // A view would not survive zero_grad (it detaches in place): a tensor of its own.
         p.mutable_grad() = update.reshape(p.sizes()).to(p.scalar_type()).clone();
@@ -256,18 +274,30 @@ GradientRoundCombiner::GradientRoundCombiner(GradientLayout layout, std::uint64_
 }
 
 void GradientRoundCombiner::reset() {
-    m_left.assign(m_layout.entries().size(), torch::Tensor());
+    m_basis.clear();
+    m_round = 0;
+}
+
+std::vector<float> GradientRoundCombiner::basis(std::span<const float> meanBasisShare) {
+    if (static_cast<std::int64_t>(meanBasisShare.size()) != m_layout.basisSize())
+        throw std::invalid_argument("a mean basis share of the wrong size");
+    m_basis.clear();
+    m_basis.reserve(meanBasisShare.size());
     for (std::size_t i = 0; i < m_layout.entries().size(); ++i) {
         const GradientLayout::Entry& e = m_layout.entries()[i];
-        if (e.rank)
-            m_left[i] = initialLeftBasis(m_seed, i, e.m, e.rank);
+        if (e.rank > 0)
+            append(m_basis,
+                   orthonormalColumns(cpuFloats(meanBasisShare, e.basisOffset, e.m, e.rank),
+                                      entrySeed(m_seed, i, 4) ^ static_cast<std::uint64_t>(m_round)));
     }
-    m_round = 0;
+    return m_basis;
 }
 
 std::vector<float> GradientRoundCombiner::result(std::span<const float> meanShare, double* squaredNorm) {
     if (static_cast<std::int64_t>(meanShare.size()) != m_layout.shareSize())
         throw std::invalid_argument("a mean share of the wrong size");
+    if (static_cast<std::int64_t>(m_basis.size()) != m_layout.basisSize())
+        throw std::logic_error("a low-rank result before its round's basis");
     std::vector<float> out;
     out.reserve(static_cast<std::size_t>(m_layout.resultSize()));
     double norm = 0;
@@ -292,21 +322,15 @@ std::vector<float> GradientRoundCombiner::result(std::span<const float> meanShar
     for (std::size_t i = 0; i < m_layout.entries().size(); ++i) {
         const GradientLayout::Entry& e = m_layout.entries()[i];
         const float* share = meanShare.data() + e.shareOffset;
-        if (e.rank == 0) {
-            for (std::int64_t k = 0; k < e.m * e.n; ++k)
-                norm += double(share[k]) * share[k];
-            out.insert(out.end(), share, share + e.m * e.n);
-            continue;
-        }
-        const float* y = share + e.m * e.rank;
-        for (std::int64_t k = 0; k < e.n * e.rank; ++k)
-            norm += double(y[k]) * y[k];
-        append(out, m_left[i]);
-        out.insert(out.end(), y, y + e.n * e.rank);
-        m_left[i] = orthonormalColumns(cpuFloats(meanShare, e.shareOffset, e.m, e.rank),
-                                       entrySeed(m_seed, i, 4) ^ static_cast<std::uint64_t>(m_round));
-        append(out, m_left[i]);
+        const std::int64_t count = e.rank ? e.n * e.rank : e.m * e.n;
+        for (std::int64_t k = 0; k < count; ++k)
+            norm += double(share[k]) * share[k]; // ‖P̂Q̄ᵀ‖ = ‖Q̄‖: P̂ is orthonormal
+        if (e.rank)
+            out.insert(out.end(), m_basis.begin() + e.basisOffset,
+                       m_basis.begin() + e.basisOffset + e.m * e.rank);
+        out.insert(out.end(), share, share + count);
     }
+    m_basis.clear();
     if (squaredNorm)
         *squaredNorm = norm;
     return out;

@@ -64,32 +64,9 @@ void applyAgreedStep(Replica& replica, double learningRate, double weightDecay) 
     }
 }
 
-// twoRounds: PowerSGD's exchange per stage, then the global clip and the same AdamW step everywhere.
-void exchangeTwoRounds(SwarmSimulator::State& st) {
-    double squared = 0;
-    for (std::size_t s = 0; s < st.stages.size(); ++s) {
-        std::vector<std::vector<torch::Tensor>> parameters;
-        std::vector<int> microbatches;
-        for (Replica& replica : st.stages[s]) {
-            parameters.push_back(parameterTensors(*replica.model));
-            microbatches.push_back(replica.microbatches);
-        }
-        squared += st.twoRounds[s]->exchange(parameters, microbatches);
-    }
-    const double norm = std::sqrt(squared), clip = st.options.optimizer.clipNorm;
-    for (auto& stage : st.stages)
-        for (Replica& replica : stage) {
-            (void)replica.optimizer->stepAgreed(st.options.schedule.at(st.step),
-                                                clip > 0 && norm > clip ? clip / norm : 1.0);
-            replica.microbatches = 0;
-        }
-}
-
 } // namespace
 
 void exchangeGradients(SwarmSimulator::State& st) {
-    if (!st.twoRounds.empty())
-        return exchangeTwoRounds(st);
     std::vector<std::vector<float>> results(st.stages.size());
     double squared = 0;
     const SimOptions& o = st.options;
@@ -104,24 +81,43 @@ void exchangeGradients(SwarmSimulator::State& st) {
                                (o.freezeVarianceAfter == 0 || st.step <= o.freezeVarianceAfter);
     for (std::size_t s = 0; s < st.stages.size(); ++s) {
         auto& stage = st.stages[s];
-        std::vector<double> mean(static_cast<std::size_t>(combiners[s]->layout().shareSize()), 0.0);
         int total = 0;
         for (Replica& replica : stage) {
             if (o.exchangeUpdates && replica.microbatches > 0)
                 localStep(replica);
             compressor(replica).collect();
-            if (replica.microbatches == 0)
-                continue;
-            const std::vector<float> share = compressor(replica).share(replica.microbatches);
-            for (std::size_t i = 0; i < share.size(); ++i)
-                mean[i] += static_cast<double>(replica.microbatches) * share[i];
             total += replica.microbatches;
         }
         if (total == 0)
             continue;
-        std::vector<float> meanShare(mean.size());
-        for (std::size_t i = 0; i < mean.size(); ++i)
-            meanShare[i] = static_cast<float>(mean[i] / total);
+        // The weighted mean of the replicas' shares, as the coordinator makes it.
+        const auto meanOf = [&](std::int64_t size, const auto& shareOf) {
+            std::vector<double> mean(static_cast<std::size_t>(size), 0.0);
+            for (Replica& replica : stage) {
+                if (replica.microbatches == 0)
+                    continue;
+                const std::vector<float> share = shareOf(replica);
+                for (std::size_t i = 0; i < share.size(); ++i)
+                    mean[i] += static_cast<double>(replica.microbatches) * share[i];
+            }
+            std::vector<float> out(mean.size());
+            for (std::size_t i = 0; i < mean.size(); ++i)
+                out[i] = static_cast<float>(mean[i] / total);
+            return out;
+        };
+        const GradientLayout& layout = combiners[s]->layout();
+        // PowerSGD's first round (low rank only): the basis every replica projects on.
+        std::vector<float> basis;
+        if (layout.lowRank())
+            basis = combiners[s]->basis(meanOf(layout.basisSize(), [&](Replica& replica) {
+                return compressor(replica).basisShare(replica.microbatches);
+            }));
+        const std::vector<float> meanShare = meanOf(layout.shareSize(), [&](Replica& replica) {
+            Result<std::vector<float>> share = compressor(replica).share(replica.microbatches, basis);
+            if (!share)
+                throw std::runtime_error("gradient exchange: " + share.message());
+            return std::move(share).value();
+        });
         double norm = 0;
         results[s] = combiners[s]->result(meanShare, &norm);
         squared += norm;

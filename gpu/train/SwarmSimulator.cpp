@@ -34,9 +34,6 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
         return makeError("dense rounds in a low-rank run are simulated with the synchronous pipeline only");
     if (options.pipelineDelay < 0 || options.pipelineDelay > 1)
         return makeError("the pipeline's delay is 0 (synchronous) or 1 step");
-    if (options.twoRounds && (options.gradientRank == 0 || options.exchangeUpdates ||
-                              options.pipelineDelay > 0 || options.denseSteps > 0 || options.denseEvery > 0))
-        return makeError("two PowerSGD rounds are simulated with a rank, synchronous steps only");
     if (options.exchangeUpdates &&
         (options.pipelineDelay > 0 || options.denseSteps > 0 || options.denseEvery > 0))
         return makeError("exchanged updates are simulated with the synchronous pipeline only");
@@ -89,13 +86,6 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
                 if (options.gradientRank > 0 && (options.denseSteps > 0 || options.denseEvery > 0))
                     replica.denseCompressor = std::make_unique<GradientCompressor>(
                         parameterTensors(*replica.model), 0, options.config.seed, 1.0, options.denseBits);
-                if (r == 0 && options.twoRounds) {
-                    std::vector<std::vector<std::int64_t>> shapes;
-                    for (const torch::Tensor& p : parameterTensors(*replica.model))
-                        shapes.push_back(p.sizes().vec());
-                    state->twoRounds.push_back(std::make_unique<PowerSgdTwoRounds>(
-                        shapes, options.gradientRank, options.config.seed, options.replicas));
-                }
                 if (r == 0) {
                     state->combiners.push_back(std::make_unique<GradientRoundCombiner>(
                         replica.compressor->layout(), options.config.seed, options.gradientBits));
@@ -232,7 +222,8 @@ double SwarmSimulator::evaluate() {
 }
 
 std::int64_t SwarmSimulator::shareValues(int stage) const {
-    return m_state->combiners.at(static_cast<std::size_t>(stage))->layout().shareSize();
+    const GradientLayout& layout = m_state->combiners.at(static_cast<std::size_t>(stage))->layout();
+    return layout.basisSize() + layout.shareSize(); // both rounds
 }
 
 std::int64_t SwarmSimulator::gradientValues(int stage) const {

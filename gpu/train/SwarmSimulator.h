@@ -52,8 +52,6 @@ struct SimOptions {
     // Replicas exchange their AdamW step instead of their gradient: each keeps AdamW's moments of
     // its own gradients, and the (compressed) mean of their steps is what every replica applies.
     bool exchangeUpdates = false;
-    // With a rank: PowerSGD's two rounds a step (train/PowerSgdRounds) instead of the swarm's one.
-    bool twoRounds = false;
     int pipelineDelay = 0; // 0: synchronous; 1: each update lands one step late
     double lookAhead = 0;  // with a delay: the weights run ahead by this times the last update
     bool sparseAveraging = true;

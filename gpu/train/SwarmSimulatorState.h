@@ -7,7 +7,6 @@
 #include "model/StageModel.h"
 #include "train/DataSource.h"
 #include "train/GradientExchange.h"
-#include "train/PowerSgdRounds.h"
 #include "train/Sparta.h"
 #include "train/SwarmSimulator.h"
 
@@ -49,7 +48,6 @@ struct SwarmSimulator::State {
     std::vector<std::vector<Replica>> stages;                           // [stage][replica]
     std::vector<std::unique_ptr<GradientRoundCombiner>> combiners;      // per stage
     std::vector<std::unique_ptr<GradientRoundCombiner>> denseCombiners; // a low-rank run's dense rounds
-    std::vector<std::unique_ptr<PowerSgdTwoRounds>> twoRounds;          // per stage, with twoRounds
     std::vector<torch::Tensor> heldOut;
     std::vector<PendingUpdate> pending; // per stage, with pipelineDelay 1
     std::mt19937_64 routing;

@@ -26,6 +26,7 @@ SimulatorCurve runSimulator(const SimulatorRequest& request,
     options.averagingInterval = request.averagingInterval;
     options.partitions = request.partitions;
     options.gradientBits = request.gradientBits;
+    options.gradientRank = request.gradientRank;
     options.routingSeed = request.routingSeed;
     // The coordinator seeds its data with the model's seed on a fresh run: the same here.
     options.seed = config->seed;

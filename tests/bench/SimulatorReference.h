@@ -18,6 +18,7 @@ struct SimulatorRequest {
     int partitions = 20;
     int steps = 150;
     int gradientBits = 32;         // the coordinator's (GET /v1/status gradients.bits)
+    int gradientRank = 0;          // the coordinator's (gradients.rank): PowerSGD's two rounds
     std::uint64_t routingSeed = 0; // another replica for each microbatch (0: the simulator's own)
 };
 

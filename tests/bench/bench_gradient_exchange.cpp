@@ -42,10 +42,11 @@ int main() {
         for (const int rank : {0, 1, 4, 16, 32, 64}) {
             const GradientLayout layout(shapes, rank);
             const double fp32 = double(layout.gradientSize()) * 4 / 1e6;
-            const double share = double(layout.shareSize()) * 4 / 1e6;
+            // Both of PowerSGD's rounds at a low rank: the two shares up, the basis and result down.
+            const double share = double(layout.basisSize() + layout.shareSize()) * 4 / 1e6;
             std::printf("%-6s %7d %13lld %10.1f | %5d %12.3f %8.0fx %12.3f %10.2f\n", name, blocks,
                         static_cast<long long>(layout.gradientSize()), fp32, rank, share, fp32 / share,
-                        double(layout.resultSize()) * 4 / 1e6, share * 8 / 100.0);
+                        double(layout.basisSize() + layout.resultSize()) * 4 / 1e6, share * 8 / 100.0);
         }
     }
     return 0;

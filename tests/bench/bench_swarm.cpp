@@ -175,8 +175,9 @@ SimulatorRequest simulatorRequest(LocalSwarm& swarm, int steps, int replicas) {
     request.averagingInterval = kAveragingInterval;
     request.partitions = kPartitions;
     request.steps = steps;
-    request.gradientBits =
-        swarm.get(QStringLiteral("/v1/status")).value(u"gradients").toObject().value(u"bits").toInt(32);
+    const QJsonObject gradients = swarm.get(QStringLiteral("/v1/status")).value(u"gradients").toObject();
+    request.gradientBits = gradients.value(u"bits").toInt(32);
+    request.gradientRank = gradients.value(u"rank").toInt(0);
     return request;
 }
 
@@ -223,7 +224,12 @@ bool lossTable(const QString& dir, int steps, std::vector<ShareRun>& shares) {
 // --- Replicas (table 4) ---
 
 bool replicaTable(const QString& dir, int steps) {
-    LocalSwarm swarm(dir + QStringLiteral("/replicas"), coordinatorArguments({8, false}, steps));
+    // BENCH_SWARM_RANK=R: the gradient exchange at rank R (PowerSGD's two rounds) in both.
+    QStringList extra;
+    if (const QByteArray rank = qgetenv("BENCH_SWARM_RANK"); !rank.isEmpty())
+        extra << QStringLiteral("--gradient-rank") << QString::fromLatin1(rank);
+    LocalSwarm swarm(dir + QStringLiteral("/replicas"),
+                     coordinatorArguments({8, false, kMicrobatches, extra}, steps));
     if (!startCoordinator(swarm))
         return false;
     SimulatorRequest request = simulatorRequest(swarm, steps, 2);

@@ -169,6 +169,11 @@ def protocol():
         {"type": "gradient_result", "step": 3, "round": 4, "included": True, "replicas": 2,
          "learning_rate": 0.001, "clip_scale": 1, "bits": 8, "values": 3},
         [frame(6, quantised([1.0, -2.0, 0.5], 8))]))
+    write(t, "gradient-share-first-round", message(
+        {"type": "gradient_share", "step": 3, "microbatches": 2, "basis": 1, "ok": True, "first_round": True},
+        [frame(6, struct.pack("<4f", 0.5, -0.25, 1, 2))]))
+    write(t, "gradient-basis", message({"type": "gradient_basis", "step": 3, "round": 1},
+                                       [frame(6, struct.pack("<4f", 0.5, 0.5, 0.5, 0.5))]))
     write(t, "average-share", message({"type": "average_share", "round": 2, "partition": 0, "partitions": 2,
                                        "ok": True}, [frame(6, struct.pack("<4f", 1, 2, 3, 4))]))
     write(t, "eight-frames", message({"type": "sync", "round": 1, "partitions": 8},

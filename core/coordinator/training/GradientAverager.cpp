@@ -41,7 +41,7 @@ GradientAverager::GradientAverager(std::vector<std::unique_ptr<gpu::GradientComb
     , m_sendText(std::move(sendText))
     , m_sendBinary(std::move(sendBinary))
     , m_clock(std::move(clock))
-    , m_norms(m_combiners.size()) {}
+    , m_norms(2 * m_combiners.size()) {}
 
 GradientAverager::~GradientAverager() = default;
 
@@ -94,8 +94,11 @@ void GradientAverager::start(qint64 step, const std::vector<QStringList>& replic
     Round round;
     round.step = step;
     round.work = work;
-    round.deadlineMs = m_clock() + m_settings.deadlineMs;
     round.stages.resize(m_combiners.size());
+    for (std::size_t s = 0; s < m_combiners.size(); ++s) {
+        round.stages[s].deadlineMs = m_clock() + m_settings.deadlineMs;
+        round.stages[s].second = !m_combiners[s]->needsBasis(); // dense: one round
+    }
     for (std::size_t s = 0; s < m_combiners.size() && s < replicas.size(); ++s) {
         const protocol::Step request{step, m_combiners[s]->round(), m_combiners[s]->rank(),
                                      m_combiners[s]->bits()};
@@ -120,17 +123,26 @@ bool GradientAverager::onShare(const QString& node, const protocol::GradientShar
         const bool basisOk = share.basis == m_combiners[s]->round() || !m_combiners[s]->needsBasis();
         if (!basisOk)
             stage.satOut = true;
-        if (share.ok && basisOk && share.microbatches > 0) {
+        // A first share in the second phase (or the other way) does not fit this phase's mean.
+        const bool phaseOk = share.firstRound == !stage.second;
+        const qint64 size = stage.second ? m_combiners[s]->shareSize() : m_combiners[s]->basisSize();
+        if (share.ok && !phaseOk) {
+            Q_EMIT shareRefused(
+                node, int(s),
+                QStringLiteral("its gradient share of step %1 is of the %2 round, not the %3")
+                    .arg(share.step)
+                    .arg(share.firstRound ? QStringLiteral("first") : QStringLiteral("second"),
+                         stage.second ? QStringLiteral("second") : QStringLiteral("first")));
+        } else if (share.ok && basisOk && share.microbatches > 0) {
             const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
             // In the bits the node chose to send (it was asked for the run's; any valid ones decode).
-            Result<std::vector<float>> values =
-                frame ? protocol::gradientValues(*frame, share.bits, m_combiners[s]->shareSize())
-                      : Result<std::vector<float>>(makeError("no values"));
-            if (!values || qint64(values->size()) != m_combiners[s]->shareSize()) {
+            Result<std::vector<float>> values = frame ? protocol::gradientValues(*frame, share.bits, size)
+                                                      : Result<std::vector<float>>(makeError("no values"));
+            if (!values || qint64(values->size()) != size) {
                 Q_EMIT shareRefused(node, int(s),
                                     QStringLiteral("its gradient share of step %1 is not %2 values: %3")
                                         .arg(share.step)
-                                        .arg(m_combiners[s]->shareSize())
+                                        .arg(size)
                                         .arg(values ? QStringLiteral("%1 came").arg(values->size())
                                                     : QString::fromStdString(values.message())));
             } else {
@@ -163,27 +175,62 @@ void GradientAverager::nodeGone(const QString& node) {
 }
 
 void GradientAverager::tick() {
-    if (m_round && m_clock() >= m_round->deadlineMs) {
-        for (const StageRound& stage : m_round->stages)
-            for (const QString& node : stage.waiting) {
-                ++m_sharesMissed;
-                qInfo("gradients: node %s missed step %lld's deadline: dropped from the round",
-                      qPrintable(shortId(node)), qlonglong(m_round->step));
-            }
-        close();
+    if (!m_round)
+        return;
+    const qint64 now = m_clock();
+    for (StageRound& stage : m_round->stages) {
+        if (stage.waiting.isEmpty() || now < stage.deadlineMs)
+            continue;
+        for (const QString& node : std::as_const(stage.waiting)) {
+            ++m_sharesMissed;
+            qInfo("gradients: node %s missed step %lld's deadline (%s round): dropped from the round",
+                  qPrintable(shortId(node)), qlonglong(m_round->step), stage.second ? "second" : "first");
+        }
+        stage.waiting.clear();
     }
+    maybeClose();
 }
 
 void GradientAverager::maybeClose() {
+    for (std::size_t s = 0; s < m_round->stages.size(); ++s) {
+        StageRound& stage = m_round->stages[s];
+        if (stage.waiting.isEmpty() && !stage.second)
+            sendBasis(int(s), stage);
+    }
     for (const StageRound& stage : m_round->stages)
-        if (!stage.waiting.isEmpty())
+        if (!stage.waiting.isEmpty() || !stage.second)
             return;
     close();
 }
 
+void GradientAverager::sendBasis(int s, StageRound& stage) {
+    QSet<QString> counted;
+    std::optional<std::vector<float>> mean = combine(s, stage, counted);
+    stage.second = true;
+    stage.shares.clear();
+    stage.deadlineMs = m_clock() + m_settings.deadlineMs;
+    if (!mean)
+        return; // no result for this stage this step (close() restarts a basis nobody held)
+    Result<std::vector<float>> basis = m_combiners[std::size_t(s)]->basis(*mean);
+    if (!basis) {
+        qWarning("gradients: stage %d, step %lld: %s", s, qlonglong(m_round->step), basis.message().c_str());
+        return;
+    }
+    const QByteArray payload = protocol::gradientPayload(*basis, 32);
+    const protocol::GradientBasis header{m_round->step, m_combiners[std::size_t(s)]->round()};
+    for (const QString& node : stage.asked)
+        if (counted.contains(node) &&
+            m_sendBinary(node, protocol::TaskMessageBuilder(protocol::toJson(header), payload.size())
+                                   .add(protocol::TaskFrameType::Partition, payload)
+                                   .take())) {
+            stage.waiting.insert(node);
+            ++m_basesSent;
+        }
+}
+
 std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRound& round,
                                                             QSet<QString>& counted) {
-    std::vector<double>& recent = m_norms[std::size_t(stage)];
+    std::vector<double>& recent = m_norms[2 * std::size_t(stage) + (round.second ? 1 : 0)];
     std::vector<double> sorted = recent;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
@@ -252,7 +299,8 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
     for (const Share& share : used)
         if (!combined.dropped.contains(share.node))
             counted.insert(share.node);
-    m_sharesCounted += counted.size();
+    if (round.second)
+        m_sharesCounted += counted.size();
     return std::move(combined.values);
 }
 
@@ -264,11 +312,13 @@ void GradientAverager::close() {
     std::vector<QSet<QString>> counted(stages);
     double squared = 0;
     for (std::size_t s = 0; s < stages; ++s) {
-        std::optional<std::vector<float>> mean = combine(int(s), round.stages[s], counted[s]);
+        // A stage still in its first phase (the next step began first) makes no result.
+        std::optional<std::vector<float>> mean =
+            round.stages[s].second ? combine(int(s), round.stages[s], counted[s]) : std::nullopt;
         if (!mean) {
             // Its replicas all hold another round's basis (they joined since): everyone starts over
             // from the seeded one at the next step rather than sit out for ever.
-            if (round.stages[s].satOut) {
+            if (round.stages[s].satOut && round.stages[s].second) {
                 qInfo("gradients: stage %d: no replica holds round %lld's basis; the next round starts from "
                       "the "
                       "seeded one",
@@ -322,8 +372,11 @@ QJsonObject GradientAverager::status() const {
     QJsonArray bytes;
     for (const auto& c : m_combiners)
         bytes.append(QJsonObject{
-            {QStringLiteral("share_bytes"), qint64(gpu::quantizedBytes(c->shareSize(), c->bits()))},
-            {QStringLiteral("result_bytes"), qint64(gpu::quantizedBytes(c->resultSize(), c->bits()))},
+            // Per replica and step, both rounds: up (first and second share), down (basis and result).
+            {QStringLiteral("share_bytes"),
+             qint64(c->basisSize() * 4 + gpu::quantizedBytes(c->shareSize(), c->bits()))},
+            {QStringLiteral("result_bytes"),
+             qint64(c->basisSize() * 4 + gpu::quantizedBytes(c->resultSize(), c->bits()))},
             {QStringLiteral("fp32_gradient_bytes"), c->gradientSize() * qint64(sizeof(float))}});
     const gpu::LearningRateSchedule& s = m_settings.schedule;
     return QJsonObject{
@@ -338,6 +391,7 @@ QJsonObject GradientAverager::status() const {
                                                  {QStringLiteral("decay_steps"), qint64(s.decaySteps)},
                                                  {QStringLiteral("min_ratio"), s.minRatio}}},
         {QStringLiteral("rounds"), m_rounds},
+        {QStringLiteral("bases_sent"), m_basesSent},
         {QStringLiteral("last_step"), m_lastStep},
         {QStringLiteral("gradient_norm"), m_lastNorm},
         {QStringLiteral("clip_scale"), m_lastClipScale},

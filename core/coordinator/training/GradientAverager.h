@@ -3,7 +3,10 @@
 // GradientAverager: the replicas of every stage average their gradients at every step
 // (gpu/train/GradientExchange behind gpu::GradientCombiner). When a step's microbatches are all in,
 // every routed node is sent `step {basis, rank}`; each answers a gradient_share (its share per
-// microbatch, weighted by the microbatches it processed). A stage's shares are combined robustly
+// microbatch, weighted by the microbatches it processed). At a low rank that share is PowerSGD's
+// first round (P_r): the stage's first shares are combined as below into the basis P̂, sent as
+// gradient_basis to the replicas whose first share counted, and each answers its second share
+// (Q_r and the dense entries) — which make the result. A stage's shares are combined robustly
 // (trust/RobustCombine: non-finite or mis-sized shares refused and their senders struck; shares of
 // unvetted nodes do not count while a vetted one's does; CenteredClip bounds what any one share can
 // move; the mean is weighted by microbatches), the combiner turns the mean into the result, the
@@ -12,9 +15,12 @@
 // was not keeps its gradient in its error memory). The coordinator's checkpoint applies it too
 // (`applied`), so it holds what the replicas hold.
 //
-// Round of a step: Collecting (requests sent) → Closed (every node asked answered, left, or the
-// deadline passed: results sent). A node that misses the deadline or leaves is dropped from the
-// round without blocking it; a node that joins mid-step is asked at the next step's end.
+// Round of a step, per stage: First (low rank: first shares asked) → Second (the basis sent, or
+// everything dense: the shares asked) → Closed when every stage's second shares are in (every node
+// asked answered, left, or the deadline passed: results sent). Each phase has the deadline; a node
+// that misses it or leaves is dropped from the round without blocking it (one dropped from the
+// second phase still gets the result, its memory keeping all of its gradient); a node that joins
+// mid-step is asked at the next step's end.
 
 #include "base/Result.h"
 #include "protocol/SessionMessages.h"
@@ -102,14 +108,15 @@ private:
         int microbatches = 0;
     };
     struct StageRound {
-        QStringList asked;
+        QStringList asked; // they all get the result
         QSet<QString> waiting;
-        QHash<QString, Received> shares;
-        bool satOut = false; // a replica held another round's basis
+        QHash<QString, Received> shares; // the phase's
+        bool satOut = false;             // a replica held another round's warm start
+        bool second = false;             // the phase: the (second) shares that make the result
+        qint64 deadlineMs = 0;           // the phase's
     };
     struct Round {
         qint64 step = 0;
-        qint64 deadlineMs = 0;
         std::vector<StageRound> stages;
         QHash<QString, int> work;
     };
@@ -118,7 +125,10 @@ private:
                      SendText sendText, SendBinary sendBinary, Clock clock);
     void maybeClose();
     void close();
-    // The weighted robust mean of a stage's shares, and the nodes whose share counted.
+    // A stage whose first shares are all in: its basis goes to the replicas whose share counted.
+    void sendBasis(int stage, StageRound& round);
+    // The weighted robust mean of a stage's shares (of the round's phase), and the nodes whose
+    // share counted.
     std::optional<std::vector<float>> combine(int stage, StageRound& round, QSet<QString>& counted);
 
     std::vector<std::unique_ptr<gpu::GradientCombiner>> m_combiners;
@@ -134,7 +144,9 @@ private:
     double m_lastClipScale = 1;
     double m_lastLearningRate = 0;
     qint64 m_sharesCounted = 0, m_sharesMissed = 0, m_sharesClipped = 0, m_sharesOutvoted = 0;
-    std::vector<std::vector<double>> m_norms; // per stage: recent counted shares' norms (vetted nodes)
+    qint64 m_basesSent = 0;
+    // Per stage and phase (2·stage + second): recent counted shares' norms (vetted nodes).
+    std::vector<std::vector<double>> m_norms;
 };
 
 } // namespace tessera::coordinator

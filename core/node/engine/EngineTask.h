@@ -33,8 +33,10 @@ struct EngineTask {
         // A ghost sync's chunk: weights [offset, offset + values) in parameter order = values.
         SetWeightsRange,
         // Gradient averaging: what was accumulated → this replica's share (on basis round `round`,
-        // at `rank`); then the round's result → the same AdamW step on every replica.
+        // at `rank`; a low rank's first); a low rank's basis (values) → the second share; then the
+        // round's result → the same AdamW step on every replica.
         ShareGradients,
+        ShareOnBasis,
         ApplyGradients,
     };
 
@@ -103,6 +105,7 @@ struct EngineResult {
     std::vector<float> values; // Gather: the partition's weights (fp32); ShareGradients: the share
     bool hasBasis = true;      // ShareGradients: false when it holds another round's basis
     std::int64_t basisRound = 0;
+    bool firstRound = false; // ShareGradients: the values are a low rank's first share
     double loss = std::numeric_limits<double>::quiet_NaN(); // last stage's forward/backward only
     qint64 tokens = 0;
     qint64 flop = 0; // what the coordinator credits for this task (0 when it failed)

@@ -41,6 +41,14 @@ QString text(const std::string& s) {
     return QString::fromStdString(s);
 }
 
+// A task that failed: what it was doing, and the engine's reason and error kind.
+template <typename R>
+EngineResult failed(EngineResult& r, const QString& what, const R& result) {
+    r.error = what + QStringLiteral(": ") + text(result.message());
+    r.errorKind = result.kind();
+    return r;
+}
+
 } // namespace
 
 EngineWorker::EngineWorker(Mailbox* replies, QObject* parent)
@@ -258,7 +266,8 @@ void EngineWorker::misbehave(const EngineTask& task, EngineResult& result) const
                      task.kind == EngineTask::Backward ? given(task.gradOutput) : given({}));
     if (task.kind == EngineTask::ForwardBackward)
         lie.loss(result.loss);
-    if (task.kind == EngineTask::Gather || task.kind == EngineTask::ShareGradients)
+    if (task.kind == EngineTask::Gather || task.kind == EngineTask::ShareGradients ||
+        task.kind == EngineTask::ShareOnBasis)
         lie.share(result.values);
     if (lie.fastTiming())
         result.computeSeconds = 1e-9;
@@ -295,15 +304,10 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
         case EngineTask::Backward: {
             auto b = engine.backward(task.microbatch, bytes(task.gradOutput), bytes(task.input),
                                      bytes(task.targets));
-            if (!b) {
-                // ErrorKind::MissingGraph: the graph is not held here (it ran elsewhere, or a step
-                // ended it); the sender fixes that by sending the forward's input.
-                r.error = QStringLiteral("backward of microbatch %1: %2")
-                              .arg(task.microbatch)
-                              .arg(text(b.message()));
-                r.errorKind = b.kind();
-                return r;
-            }
+            // ErrorKind::MissingGraph: the graph is not held here (it ran elsewhere, or a step
+            // ended it); the sender fixes that by sending the forward's input.
+            if (!b)
+                return failed(r, QStringLiteral("backward of microbatch %1").arg(task.microbatch), b);
             r.gradInput = outputOf(std::move(b->gradInput), m_headroom);
             r.loss = b->loss;
             r.tokens = b->tokens;
@@ -385,27 +389,30 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
         case EngineTask::ShareGradients: {
             Result<gpu::GradientShare> share =
                 engine.shareGradients(task.rank, task.round, task.step, task.bits);
-            if (!share) {
-                r.error = QStringLiteral("sharing the gradients: %1").arg(text(share.message()));
-                r.errorKind = share.kind();
-                return r;
-            }
+            if (!share)
+                return failed(r, QStringLiteral("sharing the gradients"), share);
             r.microbatches = share->microbatches;
             r.hasBasis = share->hasBasis;
             r.basisRound = share->basisRound;
+            r.firstRound = share->firstRound;
             r.values = std::move(share->values);
+            break;
+        }
+        case EngineTask::ShareOnBasis: {
+            Result<std::vector<float>> values = engine.shareOnBasis(task.rank, task.values);
+            if (!values)
+                return failed(r, QStringLiteral("sharing the gradients on round %1's basis").arg(task.round),
+                              values);
+            r.values = std::move(values).value();
+            r.basisRound = task.round;
             break;
         }
         case EngineTask::ApplyGradients: {
             const Status s = engine.applyGradients(task.rank, task.values, task.included, task.round,
                                                    task.learningRate, task.clipScale, task.lookAhead);
-            if (!s) {
-                r.error = QStringLiteral("applying the averaged gradients of round %1: %2")
-                              .arg(task.round)
-                              .arg(text(s.message()));
-                r.errorKind = s.kind();
-                return r;
-            }
+            if (!s)
+                return failed(
+                    r, QStringLiteral("applying the averaged gradients of round %1").arg(task.round), s);
             break;
         }
         case EngineTask::SetWeights:
@@ -433,15 +440,9 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
                                               : Result<gpu::Bytes>(gpu::Bytes{});
             Result<gpu::Bytes> grad = last ? Result<gpu::Bytes>(gpu::Bytes{})
                                            : engine.syntheticGradient(task.batch, task.seq, task.seed + 2);
-            for (const Result<gpu::Bytes>* frame : {&input, &targets, &grad}) {
-                if (!*frame) {
-                    r.error = QStringLiteral("probe of %1×%2: %3")
-                                  .arg(task.batch)
-                                  .arg(task.seq)
-                                  .arg(text(frame->message()));
-                    return r;
-                }
-            }
+            for (const Result<gpu::Bytes>* frame : {&input, &targets, &grad})
+                if (!*frame)
+                    return failed(r, QStringLiteral("probe of %1×%2").arg(task.batch).arg(task.seq), *frame);
             // Isolated: the probe's synthetic gradients never reach the optimizer.
             gpu::StageForwardResult forward;
             gpu::StageBackwardResult backward;
@@ -457,10 +458,8 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
                 backward = std::move(*b);
                 return {};
             });
-            if (!probed) {
-                r.error = text(probed.message());
-                return r;
-            }
+            if (!probed)
+                return failed(r, QStringLiteral("probe"), probed);
             r.loss = backward.loss;
             r.tokens = forward.tokens;
             r.flop = gpu::StageEngine::forwardFlop(n, forward.tokens) +

@@ -141,6 +141,8 @@ void TaskRunner::handleBinary(const QByteArray& bytes) {
         return onSync(*sync, *message);
     if (const auto* gradient = std::get_if<GradientResult>(&*header))
         return onGradientResult(*gradient, *message);
+    if (const auto* basis = std::get_if<GradientBasis>(&*header))
+        return onGradientBasis(*basis, *message);
     ++m_refused;
     qWarning("node: ignoring a binary %s message", qPrintable(messageTypeName(typeOf(*header))));
 }
@@ -256,36 +258,6 @@ void TaskRunner::onSync(const Sync& header, const TaskMessage& message) {
     submit(std::move(task), p);
 }
 
-void TaskRunner::onGradientResult(const GradientResult& header, const TaskMessage& message) {
-    const TaskFrame* frame = message.frame(TaskFrameType::Partition);
-    Result<std::vector<float>> values = !frame ? Result<std::vector<float>>(makeError("no Partition frame"))
-                                        : header.bits == 32
-                                            ? partitionValues(*frame)
-                                            : gradientValues(*frame, header.bits, header.values);
-    if (!values) {
-        ++m_refused;
-        qWarning("node: refusing the gradient result of step %lld: %s", qlonglong(header.step),
-                 values.message().c_str());
-        m_sendText(
-            StepDone{header.step, false, 0, QString::fromStdString(values.message()).left(kMaxReasonChars)});
-        return;
-    }
-    EngineTask task;
-    task.kind = EngineTask::ApplyGradients;
-    task.rank = m_gradientRank;
-    task.values = std::move(values).value();
-    task.round = header.round;
-    task.included = header.included;
-    task.learningRate = header.learningRate;
-    task.clipScale = header.clipScale;
-    task.lookAhead = header.lookAhead;
-    Pending p;
-    p.message = MessageType::GradientResult;
-    p.step = header.step;
-    p.round = header.round;
-    submit(std::move(task), p);
-}
-
 void TaskRunner::refuseTask(qint64 taskId, TaskKind kind, qint64 microbatch, const QString& error) {
     ++m_refused;
     ++m_failed;
@@ -325,6 +297,8 @@ void TaskRunner::onTaskFinished(const EngineResult& result) {
     case MessageType::Average:
     case MessageType::SyncRequest:
         return finishGather(p, result);
+    case MessageType::GradientBasis:
+        return finishShare(p, result);
     case MessageType::Step:
         if (result.kind == EngineTask::ShareGradients)
             return finishShare(p, result);
@@ -424,35 +398,6 @@ void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
             m_snapshots.erase(m_snapshots.begin()); // the oldest round: its result is not coming
     }
     sendShare(share, r.values);
-}
-
-void TaskRunner::finishShare(const Pending& p, const EngineResult& r) {
-    GradientShare share{p.step, r.microbatches, r.basisRound, r.ok && !r.values.empty(), {}, p.bits};
-    if (!r.ok)
-        share.error = r.error.left(kMaxReasonChars);
-    else if (!r.hasBasis)
-        share.error = QStringLiteral("it holds the basis of round %1, not %2: it takes the next round")
-                          .arg(r.basisRound)
-                          .arg(p.round);
-    else if (r.values.empty())
-        share.error = QStringLiteral("no microbatch since the last exchange");
-    if (!r.ok)
-        qWarning("node: step %lld: %s", qlonglong(p.step), qPrintable(r.error));
-    const qint64 bytes = gpu::quantizedBytes(qint64(r.values.size()), p.bits);
-    if (!share.ok || bytes > kTaskMessageMaxBytes - kTaskMessageMaxJsonBytes - kTaskFrameHeaderBytes -
-                                 kTaskMessagePrefixBytes) {
-        if (share.ok) {
-            share.ok = false;
-            share.error = QStringLiteral("%1 bytes exceed the %2-byte message limit")
-                              .arg(bytes)
-                              .arg(kTaskMessageMaxBytes);
-        }
-        return m_sendBinary(encode(share));
-    }
-    // In fewer bits the engine rounded the values as they are encoded here (bit for bit).
-    const QByteArray payload = gradientPayload(r.values, p.bits);
-    m_sendBinary(
-        TaskMessageBuilder(toJson(share), payload.size()).add(TaskFrameType::Partition, payload).take());
 }
 
 void TaskRunner::sendShare(const AverageShare& share, const std::vector<float>& values) {

@@ -104,6 +104,7 @@ private:
     void onAverageResult(const protocol::AverageResult& header, const protocol::TaskMessage& message);
     void onSync(const protocol::Sync& header, const protocol::TaskMessage& message);
     void onGradientResult(const protocol::GradientResult& header, const protocol::TaskMessage& message);
+    void onGradientBasis(const protocol::GradientBasis& header, const protocol::TaskMessage& message);
     void finishShare(const Pending& p, const EngineResult& r);
     void startGather(qint64 round, int partition, int partitions, protocol::MessageType message);
     void refuseTask(qint64 taskId, protocol::TaskKind kind, qint64 microbatch, const QString& error);
@@ -129,6 +130,10 @@ private:
     qint64 m_step = -1;   // the coordinator's step last applied
     qint64 m_stepsDone = 0;
     int m_gradientRank = 0; // the exchange's, from the last step request
+    struct FirstShare {
+        qint64 step = -1;
+        int microbatches = 0;
+    } m_firstShare; // a low rank's last first share: its second weighs the same
     double m_lastLoss;
     QElapsedTimer m_sinceTask; // since the last data-plane task done; invalid before the first
     qint64 m_averagingRounds = 0;

@@ -40,7 +40,7 @@ std::vector<SessionMessage> samples() {
             StepDone{12, true, 8, {}},
             AverageShare{4, -1, 20, true, {}},
             SyncDone{4, false, QStringLiteral("bad size"), 8192},
-            GradientShare{12, 3, 11, true, {}},
+            GradientShare{12, 3, 11, true, {}, 32, true},
             HeartbeatAck{1'700'000'000'000},
             ErrorNotice{QStringLiteral("refused")},
             task,
@@ -51,7 +51,8 @@ std::vector<SessionMessage> samples() {
             Sync{6, 4096, 10000},
             Reassign{1, QStringLiteral("stage 1 has no node")},
             Credits{},
-            GradientResult{12, 12, true, 3, 0.0025, 0.5}};
+            GradientResult{12, 12, true, 3, 0.0025, 0.5},
+            GradientBasis{12, 11}};
 }
 
 bool operator==(const TaskResult& a, const TaskResult& b) {

@@ -22,26 +22,48 @@ struct Replicas {
     }
 };
 
-// One exchange for one stage over its replicas; every replica applies the result.
+// One exchange for one stage over its replicas (at a low rank, PowerSGD's two rounds); every
+// replica applies the result.
 void exchange(std::vector<std::unique_ptr<StageEngine>>& replicas, GradientCombiner& combiner, int rank,
               double lr = 1e-3) {
-    std::vector<double> mean(static_cast<std::size_t>(combiner.shareSize()), 0.0);
     std::vector<bool> included;
+    std::vector<int> weights;
+    std::vector<std::vector<float>> shares;
     int total = 0;
     for (auto& r : replicas) {
         auto share = r->shareGradients(rank, combiner.round());
         CHECK_MSG(share.ok(), share.message());
+        CHECK(share->firstRound == combiner.needsBasis());
         included.push_back(!share->values.empty());
-        for (std::size_t i = 0; i < share->values.size(); ++i)
-            mean[i] += share->microbatches * double(share->values[i]);
-        total += share->microbatches;
+        weights.push_back(share->values.empty() ? 0 : share->microbatches);
+        total += weights.back();
+        shares.push_back(std::move(share->values));
     }
     CHECK(total > 0);
-    std::vector<float> meanShare(mean.size());
-    for (std::size_t i = 0; i < mean.size(); ++i)
-        meanShare[i] = float(mean[i] / total);
+    const auto mean = [&](std::int64_t size) {
+        std::vector<double> sum(static_cast<std::size_t>(size), 0.0);
+        for (std::size_t r = 0; r < shares.size(); ++r)
+            for (std::size_t i = 0; i < shares[r].size(); ++i)
+                sum[i] += weights[r] * double(shares[r][i]);
+        std::vector<float> out(sum.size());
+        for (std::size_t i = 0; i < sum.size(); ++i)
+            out[i] = float(sum[i] / total);
+        return out;
+    };
+    if (combiner.needsBasis()) {
+        auto basis = combiner.basis(mean(combiner.basisSize()));
+        CHECK_MSG(basis.ok(), basis.message());
+        for (std::size_t r = 0; r < replicas.size(); ++r)
+            if (included[r]) {
+                auto second = replicas[r]->shareOnBasis(rank, *basis);
+                CHECK_MSG(second.ok(), second.message());
+                shares[r] = std::move(second).value();
+                // One second share per first: the basis again makes none.
+                CHECK(!replicas[r]->shareOnBasis(rank, *basis).ok());
+            }
+    }
     double norm = 0;
-    auto result = combiner.result(meanShare, &norm);
+    auto result = combiner.result(mean(combiner.shareSize()), &norm);
     CHECK_MSG(result.ok(), result.message());
     for (std::size_t r = 0; r < replicas.size(); ++r) {
         const tessera::Status applied =
@@ -101,7 +123,7 @@ TESSERA_TEST(lowRankUpdatesAreTheSameOnEveryReplica) {
     Replicas swarm(config, 2);
     auto c0 = GradientCombiner::create(swarm.first[0]->parameterShapes(), 4, config.seed).value();
     auto c1 = GradientCombiner::create(swarm.last[0]->parameterShapes(), 4, config.seed).value();
-    CHECK(c0->needsBasis() && c0->shareSize() * 5 < c0->gradientSize());
+    CHECK(c0->needsBasis() && (c0->basisSize() + c0->shareSize()) * 5 < c0->gradientSize());
     std::int64_t id = 0;
     for (int step = 1; step <= 3; ++step) {
         for (int r = 0; r < 2; ++r)
@@ -125,6 +147,8 @@ TESSERA_TEST(aReplicaOnAnotherBasisSitsOutAndBadResultsChangeNothing) {
     CHECK(!share->hasBasis && share->values.empty() && share->microbatches == 1);
     const std::string before = shardHash(*e, dir.path);
     auto combiner = GradientCombiner::create(e->parameterShapes(), 4, config.seed).value();
+    // No first share was made on a basis it holds: a basis finds nothing to build a second on.
+    CHECK(!e->shareOnBasis(4, std::vector<float>(std::size_t(combiner->basisSize()), 0.1f)).ok());
     std::vector<float> wrong(static_cast<std::size_t>(combiner->resultSize() - 1), 0.0f);
     CHECK(!e->applyGradients(4, wrong, false, 1, 1e-3, 1.0).ok());
     std::vector<float> nan(static_cast<std::size_t>(combiner->resultSize()), 0.0f);

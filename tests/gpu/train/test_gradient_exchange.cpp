@@ -2,16 +2,16 @@
 // Gradient averaging within a stage: replicas that apply a round's result hold the same gradient
 // (the weighted mean, exactly when dense), error feedback keeps what compression left out, a
 // replica left out of a round loses nothing, and the schedule follows its settings. PowerSGD's two
-// rounds (the simulator's measure): a gradient of the exchange's rank arrives exactly, and what the
-// update leaves out stays in the replicas' memories.
+// rounds (the low rank): a gradient of the exchange's rank arrives exactly, and what the update
+// leaves out stays in the replicas' memories.
 #include "GpuTest.h"
 #include "train/GradientExchange.h"
 #include "train/LearningRateSchedule.h"
-#include "train/PowerSgdRounds.h"
 
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 using namespace tessera::gpu;
@@ -50,24 +50,43 @@ struct Replica {
     int microbatches = 0;
     Replica(int rank, int bits = 32)
         : compressor(params, rank, 9, 1.0, bits) {}
+    Replica(int rank, std::vector<torch::Tensor> own)
+        : params(std::move(own))
+        , compressor(params, rank, 9) {}
 };
 
-// One round over the replicas: the weighted mean share, the result, applied by every replica.
+// One round over the replicas (at a low rank, PowerSGD's two): the weighted mean shares, the
+// result, applied by every replica.
 double runRound(std::vector<Replica>& replicas, GradientRoundCombiner& combiner) {
-    std::vector<double> mean(static_cast<std::size_t>(combiner.layout().shareSize()), 0.0);
     int total = 0;
     for (Replica& r : replicas) {
         r.compressor.collect();
-        if (r.microbatches == 0)
-            continue;
-        const auto share = r.compressor.share(r.microbatches);
-        for (std::size_t i = 0; i < share.size(); ++i)
-            mean[i] += r.microbatches * double(share[i]);
         total += r.microbatches;
     }
-    std::vector<float> meanShare(mean.size());
-    for (std::size_t i = 0; i < mean.size(); ++i)
-        meanShare[i] = float(mean[i] / total);
+    const auto meanOf = [&](std::int64_t size, const auto& shareOf) {
+        std::vector<double> mean(static_cast<std::size_t>(size), 0.0);
+        for (Replica& r : replicas) {
+            if (r.microbatches == 0)
+                continue;
+            const std::vector<float> share = shareOf(r);
+            CHECK(std::int64_t(share.size()) == size);
+            for (std::size_t i = 0; i < share.size(); ++i)
+                mean[i] += r.microbatches * double(share[i]);
+        }
+        std::vector<float> out(mean.size());
+        for (std::size_t i = 0; i < mean.size(); ++i)
+            out[i] = float(mean[i] / total);
+        return out;
+    };
+    std::vector<float> basis;
+    if (combiner.layout().lowRank())
+        basis = combiner.basis(meanOf(combiner.layout().basisSize(),
+                                      [](Replica& r) { return r.compressor.basisShare(r.microbatches); }));
+    const std::vector<float> meanShare = meanOf(combiner.layout().shareSize(), [&](Replica& r) {
+        tessera::Result<std::vector<float>> share = r.compressor.share(r.microbatches, basis);
+        CHECK_MSG(share.ok(), share.message());
+        return share.ok() ? std::move(share).value() : std::vector<float>();
+    });
     double norm = 0;
     const auto result = combiner.result(meanShare, &norm);
     for (Replica& r : replicas) {
@@ -92,8 +111,11 @@ TESSERA_TEST(theLayoutSendsMatricesLowRankAndVectorsDense) {
     CHECK(e[0].rank == 0 && e[1].rank == 0); // 4·(6+5)·2 > 30: rank 4 would not pay
     CHECK(e[2].rank == 4 && e[2].m == 64 && e[2].n == 40);
     CHECK(e[3].rank == 4 && e[3].m == 32 && e[3].n == 32);
-    CHECK(layout.shareSize() == 48 + 30 + 4 * (64 + 40) + 4 * (32 + 32));
-    CHECK(layout.resultSize() == 48 + 30 + 4 * (2 * 64 + 40) + 4 * (2 * 32 + 32));
+    CHECK(layout.basisSize() == 4 * 64 + 4 * 32);           // the first round: P, m × r
+    CHECK(layout.shareSize() == 48 + 30 + 4 * 40 + 4 * 32); // the second: Q, n × r, and the dense
+    CHECK(layout.resultSize() == 48 + 30 + 4 * (64 + 40) + 4 * (32 + 32)); // [P̂ | Q̄] and the dense
+    // Both rounds, per replica and step: r·(m + n) up, r·(2m + n) down.
+    CHECK(layout.basisSize() + layout.shareSize() == 48 + 30 + 4 * (64 + 40) + 4 * (32 + 32));
     CHECK(layout.gradientSize() == 48 + 30 + 64 * 40 + 32 * 32);
     CHECK(GradientLayout({{64, 40}}, 0).shareSize() == 64 * 40); // rank 0: everything dense
 }
@@ -294,48 +316,64 @@ TESSERA_TEST(aResultOfTheWrongSizeOrNotFiniteChangesNothing) {
 }
 
 TESSERA_TEST(twoRoundsSendALowRankGradientExactlyAndKeepWhatTheyLeaveOut) {
-    const std::vector<std::vector<std::int64_t>> shapes{{48}, {64, 40}};
-    PowerSgdTwoRounds exchange(shapes, 4, 9, 3);
-    std::vector<std::vector<torch::Tensor>> replicas(3);
-    for (auto& params : replicas)
-        for (const auto& shape : shapes)
-            params.push_back(torch::zeros(shape).set_requires_grad(true));
-    // A gradient of rank 2 on the matrix: its basis is found this step, so the mean arrives whole
-    // (the one-round exchange projects it on the previous step's basis instead).
+    std::vector<Replica> replicas;
+    for (int r = 0; r < 3; ++r)
+        replicas.emplace_back(4, std::vector<torch::Tensor>{torch::zeros({48}).set_requires_grad(true),
+                                                            torch::zeros({64, 40}).set_requires_grad(true)});
+    GradientRoundCombiner combiner(replicas[0].compressor.layout(), 9);
+    // A gradient of rank 2 on the matrix: its basis is found from this step's mean, so the mean
+    // arrives whole (a one-round exchange would project it on the previous step's basis instead).
     torch::manual_seed(5);
     const torch::Tensor u = torch::randn({64, 2}), v = torch::randn({2, 40});
-    const std::vector<int> microbatches{1, 3, 0};
+    const int microbatches[3] = {1, 3, 0};
     for (std::size_t r = 0; r < 3; ++r) {
-        replicas[r][0].mutable_grad() = torch::randn({48}) * double(microbatches[r]);
-        replicas[r][1].mutable_grad() = u.mm(v) * double(microbatches[r] + 1);
+        replicas[r].params[0].mutable_grad() = torch::randn({48}) * double(microbatches[r]);
+        replicas[r].params[1].mutable_grad() = u.mm(v) * double(microbatches[r] + 1);
+        replicas[r].microbatches = microbatches[r];
     }
-    torch::Tensor expected = (u.mm(v) * 2 + u.mm(v) * 4) / 4; // replica 2 processed nothing
-    const torch::Tensor vectorMean = (replicas[0][0].grad() + replicas[1][0].grad()) / 4;
-    exchange.exchange(replicas, microbatches);
+    const torch::Tensor expected = (u.mm(v) * 2 + u.mm(v) * 4) / 4; // replica 2 processed nothing
+    const torch::Tensor vectorMean = (replicas[0].params[0].grad() + replicas[1].params[0].grad()) / 4;
+    runRound(replicas, combiner);
     for (std::size_t r = 0; r < 3; ++r) {
-        CHECK((replicas[r][1].grad() - expected).abs().max().item<double>() <
+        CHECK((replicas[r].params[1].grad() - expected).abs().max().item<double>() <
               1e-4 * expected.abs().max().item<double>());
-        CHECK((replicas[r][0].grad() - vectorMean).abs().max().item<double>() < 1e-5);
+        CHECK((replicas[r].params[0].grad() - vectorMean).abs().max().item<double>() < 1e-5);
     }
-    CHECK(exchange.memory(0)[1].abs().max().item<double>() < 1e-3);
+    CHECK(replicas[0].compressor.memory()[1].abs().max().item<double>() < 1e-3);
     // Replica 2 counted nothing: all of its gradient waits in its memory.
-    CHECK((exchange.memory(2)[1] - u.mm(v)).abs().max().item<double>() < 1e-6);
+    CHECK((replicas[2].compressor.memory()[1] - u.mm(v)).abs().max().item<double>() < 1e-6);
 
     // A full-rank gradient: the update is rank 4, and the memories hold exactly what it left out.
     std::vector<torch::Tensor> carried;
     for (std::size_t r = 0; r < 3; ++r) {
-        replicas[r][1].mutable_grad() = torch::randn({64, 40});
-        carried.push_back(exchange.memory(int(r))[1] + replicas[r][1].grad());
+        replicas[r].params[1].mutable_grad() = torch::randn({64, 40});
+        replicas[r].microbatches = 1;
+        carried.push_back(replicas[r].compressor.memory()[1] + replicas[r].params[1].grad());
     }
-    exchange.exchange(replicas, {1, 1, 1});
-    const torch::Tensor update = replicas[0][1].grad();
+    runRound(replicas, combiner);
+    const torch::Tensor update = replicas[0].params[1].grad();
     CHECK(torch::linalg_matrix_rank(update).item<std::int64_t>() == 4);
+    CHECK(maxDifference(replicas[0].params, replicas[2].params) == 0); // one update for all
     torch::Tensor lost = carried[0] + carried[1] + carried[2] - update * 3;
-    for (int r = 0; r < 3; ++r)
-        lost -= exchange.memory(r)[1];
+    for (const Replica& r : replicas)
+        lost -= r.compressor.memory()[1];
     CHECK_MSG(lost.abs().max().item<double>() < 1e-4,
               "the memories miss " << lost.abs().max().item<double>());
     CHECK(update.norm().item<double>() < (carried[0] + carried[1] + carried[2]).norm().item<double>() / 3);
+    CHECK(combiner.round() == 2 && replicas[1].compressor.basisRound() == 2); // its warm start: round 2's
+}
+
+TESSERA_TEST(aBasisOfTheWrongSizeOrNotFiniteMakesNoShare) {
+    Replica replica(4);
+    setGradients(replica.params, 600, 1.0);
+    replica.compressor.collect();
+    const std::vector<float> first = replica.compressor.basisShare(1);
+    CHECK(std::int64_t(first.size()) == replica.compressor.layout().basisSize());
+    std::vector<float> basis(first.size(), 0.1f);
+    CHECK(!replica.compressor.share(1, std::span<const float>(basis).first(5)).ok());
+    basis[7] = std::numeric_limits<float>::infinity();
+    const auto refused = replica.compressor.share(1, basis);
+    CHECK(!refused.ok() && refused.message().find("not finite") != std::string::npos);
 }
 
 TESSERA_TEST(orthonormalColumnsAreOrthonormalAndReplaceAVanishedColumn) {

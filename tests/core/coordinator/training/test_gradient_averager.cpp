@@ -2,7 +2,8 @@
 // GradientAverager: a step's exchange across the replicas of every stage, on real combiners and
 // through the typed messages the nodes get — every replica receives the same result, a replica that
 // leaves or misses the deadline does not block the step (nor count), the clip and the learning rate
-// follow the settings, a share of the wrong size or not finite is refused and its sender named.
+// follow the settings, a share of the wrong size or not finite is refused and its sender named; at a
+// low rank the step takes PowerSGD's two rounds (first shares → basis → second shares → result).
 #include "coordinator/training/GradientAverager.h"
 
 #include <QJsonArray>
@@ -19,6 +20,11 @@ namespace {
 struct Sent {
     QString node;
     GradientResult header;
+    std::vector<float> values;
+};
+struct BasisSent {
+    QString node;
+    GradientBasis header;
     std::vector<float> values;
 };
 
@@ -40,6 +46,14 @@ public:
                             : message.error();
                 if (!header)
                     qFatal("the averager sent a malformed message: %s", header.message().c_str());
+                if (const auto* basis = std::get_if<GradientBasis>(&*header)) {
+                    Result<std::vector<float>> values =
+                        partitionValues(*message->frame(TaskFrameType::Partition));
+                    if (!values)
+                        qFatal("the averager sent a basis it cannot decode: %s", values.message().c_str());
+                    bases.push_back({node, *basis, *values});
+                    return !offline.contains(node);
+                }
                 const GradientResult& result = std::get<GradientResult>(*header);
                 Result<std::vector<float>> values =
                     result.bits == 32 ? partitionValues(*message->frame(TaskFrameType::Partition))
@@ -61,8 +75,8 @@ public:
     }
 
     bool share(const QString& node, qint64 step, int microbatches, std::vector<float> values,
-               qint64 basis = 0, int bits = 32) {
-        GradientShare header{step, microbatches, basis, true, {}, bits};
+               qint64 basis = 0, int bits = 32, bool firstRound = false) {
+        GradientShare header{step, microbatches, basis, true, {}, bits, firstRound};
         const QByteArray payload = gradientPayload(values, bits);
         const QByteArray bytes =
             TaskMessageBuilder(toJson(header), payload.size()).add(TaskFrameType::Partition, payload).take();
@@ -83,6 +97,7 @@ public:
     std::unique_ptr<GradientAverager> averager;
     QList<QPair<QString, Step>> requests;
     std::vector<Sent> results;
+    std::vector<BasisSent> bases;
     QStringList refused, offline;
     QList<qint64> closedSteps;
     qint64 now = 1000;
@@ -261,21 +276,55 @@ private Q_SLOTS:
         QCOMPARE(h.averager->status().value(u"shares_outvoted").toInteger(), 0);
     }
 
-    void withLowRankOnlySharesOnTheCurrentBasisCount() {
+    void aLowRankStepTakesTwoRoundsAndOnlySharesOnTheCurrentWarmStartCount() {
         GradientSettings s = dense();
         s.rank = 1;
-        Harness h(s, {{{16, 16}}});
-        const qint64 share = 32; // rank 1: 16 + 16 values
-        h.averager->start(1, {{u"a"_qs, u"b"_qs}});
+        Harness h(s, {{{16, 16}}}); // rank 1: P is 16 values, Q 16, the result [P̂ | Q̄] 32
+        h.averager->start(1, {{u"a"_qs, u"b"_qs, u"c"_qs}});
         QCOMPARE(h.requests.back().second.rank, 1);
-        QVERIFY(h.share(u"a"_qs, 1, 1, std::vector<float>(share, 0.5f), 0));
-        QVERIFY(h.share(u"b"_qs, 1, 1, std::vector<float>(share, 0.5f), 3)); // another basis: sits out
-        QCOMPARE(int(h.results.size()), 2);
-        QCOMPARE(h.results[0].header.round, qint64(1));
-        for (const Sent& sent : h.results)
-            QCOMPARE(sent.header.included, sent.node == u"a"_qs);
-        QCOMPARE(qint64(h.results[0].values.size()), qint64(16 + 16 + 16)); // [P̂ | Ȳ | P̂']
-        // Next step the request names round 1's basis.
+        // The first round: P_r. b holds another round's warm start: it sits out.
+        QVERIFY(h.share(u"a"_qs, 1, 1, std::vector<float>(16, 0.5f), 0, 32, true));
+        QVERIFY(h.share(u"b"_qs, 1, 1, std::vector<float>(16, 0.5f), 3, 32, true));
+        QVERIFY(h.bases.empty()); // c has not answered
+        QVERIFY(h.share(u"c"_qs, 1, 1, std::vector<float>(16, 0.5f), 0, 32, true));
+        // The basis P̂ = orth(P̄) goes to a and c, whose first shares counted; no result yet.
+        QCOMPARE(int(h.bases.size()), 2);
+        QVERIFY(h.results.empty());
+        for (const BasisSent& sent : h.bases) {
+            QVERIFY(sent.node != u"b"_qs);
+            QCOMPARE(sent.header.step, qint64(1));
+            QCOMPARE(sent.values, std::vector<float>(16, 0.25f)); // a unit column
+        }
+        // A first share where the second is expected is refused; c is killed mid-exchange.
+        QVERIFY(h.share(u"a"_qs, 1, 1, std::vector<float>(16, 1.0f), 0, 32, true));
+        QCOMPARE(h.refused, QStringList{u"a"_qs});
+        h.averager->start(1, {{u"a"_qs, u"b"_qs, u"c"_qs}}); // (restart the step: a has answered)
+        h.refused.clear();
+        h.bases.clear();
+        h.results.clear();
+        QVERIFY(h.share(u"a"_qs, 1, 1, std::vector<float>(16, 0.5f), 0, 32, true));
+        QVERIFY(h.share(u"b"_qs, 1, 1, std::vector<float>(16, 0.5f), 3, 32, true));
+        QVERIFY(h.share(u"c"_qs, 1, 1, std::vector<float>(16, 0.5f), 0, 32, true));
+        QCOMPARE(int(h.bases.size()), 2);
+        QVERIFY(h.share(u"a"_qs, 1, 1, std::vector<float>(16, 2.0f)));
+        QVERIFY(h.results.empty()); // c still has the deadline
+        h.now += 31'000;
+        h.averager->tick();                 // c missed the second round: the step goes on without it
+        QCOMPARE(int(h.results.size()), 3); // every replica asked gets the result
+        for (const Sent& sent : h.results) {
+            QCOMPARE(sent.header.round, qint64(1));
+            QCOMPARE(sent.header.included, sent.node == u"a"_qs); // b and c keep their gradients
+            std::vector<float> expected(16, 0.25f);               // [P̂ | Q̄]
+            expected.insert(expected.end(), 16, 2.0f);
+            QCOMPARE(sent.values, expected);
+        }
+        QCOMPARE(h.averager->status().value(u"shares_missed").toInteger(), 1);
+        QCOMPARE(h.averager->status().value(u"bases_sent").toInteger(), 4);
+        // Both rounds' bytes: 16 + 16 up, 16 + 32 down, in fp32.
+        const QJsonObject bytes = h.averager->status().value(u"stages").toArray().at(0).toObject();
+        QCOMPARE(bytes.value(u"share_bytes").toInteger(), qint64(4 * 32));
+        QCOMPARE(bytes.value(u"result_bytes").toInteger(), qint64(4 * 48));
+        // Next step the request names round 1's warm start.
         h.averager->start(2, {{u"a"_qs}});
         QCOMPARE(h.requests.back().second.basis, qint64(1));
     }
