@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "node/engine/EngineQueue.h"
 
+#include <algorithm>
+
 namespace tessera::node {
 
 qint64 EngineQueue::bytesOf(const EngineTask& task) {
@@ -20,6 +22,17 @@ QString EngineQueue::push(EngineTask task) {
             .arg(m_bytes >> 20)
             .arg(kMaxBytes >> 20);
     m_bytes += bytes;
+    // A low rank's second share needs nothing the queued microbatches make (its gradients were
+    // collected at the first): it goes ahead of them, so the step's exchange does not wait on the
+    // next step's compute (the asynchronous pipeline). Other tasks keep their order.
+    if (task.kind == EngineTask::ShareOnBasis) {
+        const auto dataPlane = std::find_if(m_tasks.begin(), m_tasks.end(), [](const EngineTask& t) {
+            return t.kind == EngineTask::Forward || t.kind == EngineTask::Backward ||
+                   t.kind == EngineTask::ForwardBackward;
+        });
+        m_tasks.insert(dataPlane, std::move(task));
+        return QString();
+    }
     m_tasks.push_back(std::move(task));
     return QString();
 }

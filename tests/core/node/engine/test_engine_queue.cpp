@@ -57,6 +57,27 @@ private Q_SLOTS:
         QVERIFY(queue.empty());
     }
 
+    void aSecondShareGoesAheadOfQueuedMicrobatchesOnly() {
+        EngineQueue queue;
+        const auto task = [](qint64 id, EngineTask::Kind kind) {
+            EngineTask t;
+            t.taskId = id;
+            t.kind = kind;
+            return t;
+        };
+        QVERIFY(queue.push(task(1, EngineTask::ShareGradients)).isEmpty());
+        QVERIFY(queue.push(task(2, EngineTask::Forward)).isEmpty());
+        QVERIFY(queue.push(task(3, EngineTask::Backward)).isEmpty());
+        QVERIFY(queue.push(task(4, EngineTask::ShareOnBasis)).isEmpty());
+        QVERIFY(queue.push(task(5, EngineTask::ApplyGradients)).isEmpty());
+        // The second share needs nothing the microbatches make: it runs before them, after the first
+        // share queued earlier; the result is applied in its place (after the microbatches).
+        QList<qint64> order;
+        while (std::optional<EngineTask> t = queue.take())
+            order << t->taskId;
+        QCOMPARE(order, (QList<qint64>{1, 4, 2, 3, 5}));
+    }
+
     void aLargeTaskAloneIsTaken() {
         // One message larger than the room left is still served when nothing else waits.
         EngineQueue queue;
