@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "node/engine/EngineQueue.h"
 
-#include <algorithm>
+#include <iterator>
 
 namespace tessera::node {
+
+namespace {
+
+bool isMicrobatch(EngineTask::Kind kind) {
+    return kind == EngineTask::Forward || kind == EngineTask::Backward || kind == EngineTask::ForwardBackward;
+}
+
+} // namespace
 
 qint64 EngineQueue::bytesOf(const EngineTask& task) {
     qint64 bytes = task.message.size();
@@ -22,15 +30,17 @@ QString EngineQueue::push(EngineTask task) {
             .arg(m_bytes >> 20)
             .arg(kMaxBytes >> 20);
     m_bytes += bytes;
-    // A low rank's second share needs nothing the queued microbatches make (its gradients were
-    // collected at the first): it goes ahead of them, so the step's exchange does not wait on the
-    // next step's compute (the asynchronous pipeline). Other tasks keep their order.
-    if (task.kind == EngineTask::ShareOnBasis) {
-        const auto dataPlane = std::find_if(m_tasks.begin(), m_tasks.end(), [](const EngineTask& t) {
-            return t.kind == EngineTask::Forward || t.kind == EngineTask::Backward ||
-                   t.kind == EngineTask::ForwardBackward;
-        });
-        m_tasks.insert(dataPlane, std::move(task));
+    // A step's shares need nothing the queued microbatches make: the coordinator asks for them once
+    // every microbatch of the step was answered, and the asynchronous pipeline's next-step
+    // microbatches keep their gradients apart (engine/WeightVersions). So they go ahead of the
+    // microbatches at the queue's end, and the step's exchange does not wait on the next step's
+    // compute — but never ahead of another control task (a result to apply, a step, an average):
+    // those keep their order.
+    if (task.kind == EngineTask::ShareGradients || task.kind == EngineTask::ShareOnBasis) {
+        auto at = m_tasks.end();
+        while (at != m_tasks.begin() && isMicrobatch(std::prev(at)->kind))
+            --at;
+        m_tasks.insert(at, std::move(task));
         return QString();
     }
     m_tasks.push_back(std::move(task));

@@ -57,7 +57,7 @@ private Q_SLOTS:
         QVERIFY(queue.empty());
     }
 
-    void aSecondShareGoesAheadOfQueuedMicrobatchesOnly() {
+    void sharesGoAheadOfQueuedMicrobatchesOnly() {
         EngineQueue queue;
         const auto task = [](qint64 id, EngineTask::Kind kind) {
             EngineTask t;
@@ -65,17 +65,20 @@ private Q_SLOTS:
             t.kind = kind;
             return t;
         };
-        QVERIFY(queue.push(task(1, EngineTask::ShareGradients)).isEmpty());
-        QVERIFY(queue.push(task(2, EngineTask::Forward)).isEmpty());
+        QVERIFY(queue.push(task(1, EngineTask::Forward)).isEmpty());
+        QVERIFY(queue.push(task(2, EngineTask::ShareGradients)).isEmpty());
         QVERIFY(queue.push(task(3, EngineTask::Backward)).isEmpty());
         QVERIFY(queue.push(task(4, EngineTask::ShareOnBasis)).isEmpty());
         QVERIFY(queue.push(task(5, EngineTask::ApplyGradients)).isEmpty());
-        // The second share needs nothing the microbatches make: it runs before them, after the first
-        // share queued earlier; the result is applied in its place (after the microbatches).
+        QVERIFY(queue.push(task(6, EngineTask::Forward)).isEmpty());
+        QVERIFY(queue.push(task(7, EngineTask::ShareGradients)).isEmpty());
+        // The shares need nothing the microbatches make: they run before the microbatches at the
+        // queue's end, in the order they came; a result is applied in its place (after the
+        // microbatches queued before it), and no share goes ahead of it.
         QList<qint64> order;
         while (std::optional<EngineTask> t = queue.take())
             order << t->taskId;
-        QCOMPARE(order, (QList<qint64>{1, 4, 2, 3, 5}));
+        QCOMPARE(order, (QList<qint64>{2, 4, 1, 3, 5, 7, 6}));
     }
 
     void aLargeTaskAloneIsTaken() {
