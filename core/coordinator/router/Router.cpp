@@ -447,6 +447,8 @@ qint64 Router::flopOf(int stage, TaskKind kind, bool recomputed, qint64 tokens) 
         return fwd + bwd;
     case TaskKind::Backward:
         return recomputed ? fwd + bwd : bwd;
+    case TaskKind::Probe: // the coordinator's own measurement of the node: not credited
+        break;
     }
     return 0;
 }
