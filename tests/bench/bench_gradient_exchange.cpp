@@ -5,6 +5,7 @@
 // costs nothing to print. The loss each rank costs is bench_learning's table.
 //
 // usage: bench_gradient_exchange
+#include "MiddleStage.h"
 #include "base/ModelConfig.h"
 #include "train/GradientExchange.h"
 
@@ -12,22 +13,6 @@
 #include <vector>
 
 using namespace tessera::gpu;
-
-namespace {
-
-// A middle stage's parameters in the order StageModel holds them: per decoder block the two norm
-// gains, wq, wk, wv, wo and the SwiGLU's w1, w2, w3 (weights are [out, in]).
-std::vector<std::vector<std::int64_t>> middleStageShapes(const ModelConfig& c, int blocks) {
-    const std::int64_t d = c.dModel, kv = std::int64_t(c.nKvHeads) * (c.dModel / c.nHeads), h = c.ffnHidden;
-    std::vector<std::vector<std::int64_t>> shapes;
-    for (int b = 0; b < blocks; ++b)
-        for (const auto& s : std::vector<std::vector<std::int64_t>>{
-                 {d}, {d, d}, {kv, d}, {kv, d}, {d, d}, {d}, {h, d}, {d, h}, {h, d}})
-            shapes.push_back(s);
-    return shapes;
-}
-
-} // namespace
 
 int main() {
     std::printf(
@@ -37,7 +22,7 @@ int main() {
                 "rank", "share MB", "vs fp32", "result MB", "up s");
     for (const char* name : {"tiny", "small", "8b"}) {
         const ModelConfig c = *ModelConfig::preset(name);
-        const int blocks = (c.nLayers + c.stages - 1) / c.stages;
+        const int blocks = middleStageBlocks(c);
         const auto shapes = middleStageShapes(c, blocks);
         for (const int rank : {0, 1, 4, 16, 32, 64}) {
             const GradientLayout layout(shapes, rank);
