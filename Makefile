@@ -47,6 +47,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_abuse 6 60
 	xvfb-run -a -s "-screen 0 1280x720x24 -noreset" $(BUILD_DIR)/bin/bench_app
 	$(BUILD_DIR)/bin/bench_gradient_exchange
+	$(BUILD_DIR)/bin/bench_sparta
 	$(BUILD_DIR)/bin/bench_memory_plan $(BUILD_DIR)/bench-8b-stage 3 256
 	$(BUILD_DIR)/bin/bench_coordinator_start tiny,small
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
