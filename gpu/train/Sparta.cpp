@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/Sparta.h"
 
+#include <torch/torch.h>
+
 #include <stdexcept>
 
 namespace tessera::gpu {
@@ -14,19 +16,74 @@ Sparta::Sparta(NamedTensors parameters, std::uint64_t seed, int partitions, int 
     std::vector<std::pair<std::string, std::int64_t>> sizes;
     for (const auto& [name, tensor] : m_parameters)
         sizes.emplace_back(name, tensor.numel());
-    m_slices = dealSpartaPartitions(sizes, seed, partitions);
+    // Dealt one partition at a time (one shuffle per parameter each): never every partition's slices.
+    m_segments.resize(static_cast<std::size_t>(partitions));
+    m_sizes.assign(static_cast<std::size_t>(partitions), 0);
+    for (int p = 0; p < partitions; ++p) {
+        std::vector<Segment>& segments = m_segments[static_cast<std::size_t>(p)];
+        std::vector<std::int64_t> run; // whole blocks of the current parameter, in dealing order
+        std::size_t runParameter = 0;
+        const auto flush = [&] {
+            if (run.empty())
+                return;
+            Segment segment;
+            segment.parameter = runParameter;
+            segment.blocks = torch::tensor(run, torch::kLong).to(m_parameters[runParameter].second.device());
+            segments.push_back(std::move(segment));
+            run.clear();
+        };
+        for (const SpartaSlice& slice : spartaPartition(sizes, seed, partitions, p)) {
+            m_sizes[static_cast<std::size_t>(p)] += slice.length;
+            if (slice.parameter != runParameter)
+                flush();
+            runParameter = slice.parameter;
+            if (slice.length == kBlock) {
+                run.push_back(slice.begin / kBlock);
+                continue;
+            }
+            flush(); // the parameter's shorter last block keeps its place in the order
+            segments.push_back(Segment{slice.parameter, torch::Tensor(), slice.begin, slice.length});
+        }
+        flush();
+    }
 }
+
+template <typename Each>
+void Sparta::forEachSegment(int p, Each&& each) const {
+    std::int64_t offset = 0;
+    for (const Segment& segment : m_segments.at(static_cast<std::size_t>(p))) {
+        const torch::Tensor flat = m_parameters[segment.parameter].second.view({-1});
+        each(segment, flat, offset);
+        offset += segment.blocks.defined() ? segment.blocks.numel() * kBlock : segment.length;
+    }
+}
+
+namespace {
+
+// A parameter's whole blocks as rows of kBlock values (a view: writes land in the parameter).
+torch::Tensor blockRows(const torch::Tensor& flat) {
+    const std::int64_t whole = flat.numel() / Sparta::kBlock;
+    return flat.narrow(0, 0, whole * Sparta::kBlock).view({whole, Sparta::kBlock});
+}
+
+// The segment's part of a partition-ordered tensor, shaped as the segment's rows.
+torch::Tensor rowsOf(const torch::Tensor& values, std::int64_t offset, std::int64_t blocks,
+                     const torch::Tensor& like) {
+    return values.narrow(0, offset, blocks * Sparta::kBlock)
+        .view({blocks, Sparta::kBlock})
+        .to(like.device(), like.scalar_type());
+}
+
+} // namespace
 
 torch::Tensor Sparta::gather(int p) const {
     std::vector<torch::Tensor> parts;
-    parts.reserve(m_slices.at(p).size());
     torch::NoGradGuard noGrad;
-    for (const Slice& s : m_slices.at(p))
-        parts.push_back(m_parameters[s.parameter]
-                            .second.detach()
-                            .reshape({-1})
-                            .narrow(0, s.begin, s.length)
-                            .to(torch::kFloat));
+    forEachSegment(p, [&](const Segment& s, const torch::Tensor& flat, std::int64_t) {
+        const torch::Tensor values = s.blocks.defined() ? blockRows(flat.detach()).index_select(0, s.blocks)
+                                                        : flat.detach().narrow(0, s.begin, s.length);
+        parts.push_back(values.reshape({-1}).to(torch::kFloat));
+    });
     return parts.empty() ? torch::empty({0}) : torch::cat(parts).cpu();
 }
 
@@ -37,13 +94,13 @@ void Sparta::applyDelta(int p, const torch::Tensor& average, const torch::Tensor
                                     std::to_string(size) + " values");
     torch::NoGradGuard noGrad;
     const torch::Tensor delta = (average - snapshot).reshape({-1});
-    std::int64_t offset = 0;
-    for (const Slice& s : m_slices.at(p)) {
-        auto& tensor = m_parameters[s.parameter].second;
-        auto flat = tensor.view({-1}).narrow(0, s.begin, s.length);
-        flat.add_(delta.narrow(0, offset, s.length).to(tensor.device(), tensor.scalar_type()));
-        offset += s.length;
-    }
+    forEachSegment(p, [&](const Segment& s, const torch::Tensor& flat, std::int64_t offset) {
+        if (s.blocks.defined())
+            blockRows(flat).index_add_(0, s.blocks, rowsOf(delta, offset, s.blocks.numel(), flat));
+        else
+            flat.narrow(0, s.begin, s.length)
+                .add_(delta.narrow(0, offset, s.length).to(flat.device(), flat.scalar_type()));
+    });
 }
 
 void Sparta::scatter(int p, const torch::Tensor& values) {
@@ -53,21 +110,16 @@ void Sparta::scatter(int p, const torch::Tensor& values) {
                                     " values");
     torch::NoGradGuard noGrad;
     const torch::Tensor flatValues = values.reshape({-1});
-    std::int64_t offset = 0;
-    for (const Slice& s : m_slices.at(p)) {
-        m_parameters[s.parameter]
-            .second.view({-1})
-            .narrow(0, s.begin, s.length)
-            .copy_(flatValues.narrow(0, offset, s.length));
-        offset += s.length;
-    }
+    forEachSegment(p, [&](const Segment& s, const torch::Tensor& flat, std::int64_t offset) {
+        if (s.blocks.defined())
+            blockRows(flat).index_copy_(0, s.blocks, rowsOf(flatValues, offset, s.blocks.numel(), flat));
+        else
+            flat.narrow(0, s.begin, s.length).copy_(flatValues.narrow(0, offset, s.length));
+    });
 }
 
 std::int64_t Sparta::partitionSize(int p) const {
-    std::int64_t n = 0;
-    for (const Slice& s : m_slices.at(p))
-        n += s.length;
-    return n;
+    return m_sizes.at(static_cast<std::size_t>(p));
 }
 
 } // namespace tessera::gpu

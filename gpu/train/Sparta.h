@@ -2,8 +2,9 @@
 #pragma once
 // Sparta: the bookkeeping of SPARTA sparse averaging. Every parameter is cut into blocks of 256
 // elements and each block is dealt to one of 20 partitions by a seeded shuffle, identically on
-// every replica. Every 20 steps replicas average the next partition (5% of the weights), so
-// every weight is averaged once per 400 steps. Internal to gpu/ (torch tensors).
+// every replica (train/SpartaPartitions, as the coordinator's checkpoint deals them). Every 20 steps replicas
+// average the next partition (5% of the weights), so every weight is averaged once per 400 steps. Internal to
+// gpu/ (torch tensors).
 
 #include "train/SpartaPartitions.h"
 
@@ -43,11 +44,24 @@ public:
     std::int64_t partitionSize(int p) const;
 
 private:
-    using Slice = SpartaSlice;
+    // A partition's values of one parameter, in dealing order: a run of whole blocks moved by one
+    // index_select / index_add_ / index_copy_ (blocks: their indices, int64, on the parameter's
+    // device), or a parameter's last, shorter block on its own (begin, length). At 8b a partition
+    // holds ~213,000 blocks: one torch call per block is 2.7-4x slower on a CPU (bench_sparta), and
+    // a kernel launch each on a GPU.
+    struct Segment {
+        std::size_t parameter = 0;
+        torch::Tensor blocks;
+        std::int64_t begin = 0, length = 0; // the short block, when blocks is undefined
+    };
+    template <typename Each>
+    void forEachSegment(int p, Each&& each) const; // each(segment, flat parameter, offset in p)
+
     NamedTensors m_parameters;
     int m_partitions;
     int m_interval;
-    std::vector<std::vector<Slice>> m_slices; // per partition
+    std::vector<std::vector<Segment>> m_segments; // per partition
+    std::vector<std::int64_t> m_sizes;            // values per partition
 };
 
 } // namespace tessera::gpu
