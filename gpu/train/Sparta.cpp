@@ -16,36 +16,41 @@ Sparta::Sparta(NamedTensors parameters, std::uint64_t seed, int partitions, int 
     std::vector<std::pair<std::string, std::int64_t>> sizes;
     for (const auto& [name, tensor] : m_parameters)
         sizes.emplace_back(name, tensor.numel());
-    // Dealt one partition at a time (one shuffle per parameter each): never every partition's slices.
+    // One deal of every block (a shuffle per parameter), each partition's runs built as it goes:
+    // never every partition's slice list at once.
     m_segments.resize(static_cast<std::size_t>(partitions));
     m_sizes.assign(static_cast<std::size_t>(partitions), 0);
-    for (int p = 0; p < partitions; ++p) {
-        std::vector<Segment>& segments = m_segments[static_cast<std::size_t>(p)];
-        std::vector<std::int64_t> run; // whole blocks of the current parameter, in dealing order
-        std::size_t runParameter = 0;
-        const auto flush = [&] {
-            if (run.empty())
-                return;
-            Segment segment;
-            segment.parameter = runParameter;
-            segment.blocks = torch::tensor(run, torch::kLong).to(m_parameters[runParameter].second.device());
-            segments.push_back(std::move(segment));
-            run.clear();
-        };
-        for (const SpartaSlice& slice : spartaPartition(sizes, seed, partitions, p)) {
-            m_sizes[static_cast<std::size_t>(p)] += slice.length;
-            if (slice.parameter != runParameter)
-                flush();
-            runParameter = slice.parameter;
-            if (slice.length == kBlock) {
-                run.push_back(slice.begin / kBlock);
-                continue;
-            }
-            flush(); // the parameter's shorter last block keeps its place in the order
-            segments.push_back(Segment{slice.parameter, torch::Tensor(), slice.begin, slice.length});
+    struct Open {
+        std::vector<std::int64_t> blocks; // whole blocks of `parameter`, in dealing order
+        std::size_t parameter = 0;
+    };
+    std::vector<Open> open(static_cast<std::size_t>(partitions));
+    const auto flush = [&](std::size_t p) {
+        Open& run = open[p];
+        if (run.blocks.empty())
+            return;
+        Segment segment;
+        segment.parameter = run.parameter;
+        segment.blocks =
+            torch::tensor(run.blocks, torch::kLong).to(m_parameters[run.parameter].second.device());
+        m_segments[p].push_back(std::move(segment));
+        run.blocks.clear();
+    };
+    forEachSpartaSlice(sizes, seed, partitions, [&](int partition, const SpartaSlice& slice) {
+        const auto p = static_cast<std::size_t>(partition);
+        m_sizes[p] += slice.length;
+        if (slice.parameter != open[p].parameter)
+            flush(p);
+        open[p].parameter = slice.parameter;
+        if (slice.length == kBlock) {
+            open[p].blocks.push_back(slice.begin / kBlock);
+            return;
         }
-        flush();
-    }
+        flush(p); // the parameter's shorter last block keeps its place in the order
+        m_segments[p].push_back(Segment{slice.parameter, torch::Tensor(), slice.begin, slice.length});
+    });
+    for (std::size_t p = 0; p < open.size(); ++p)
+        flush(p);
 }
 
 template <typename Each>

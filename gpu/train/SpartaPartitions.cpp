@@ -52,6 +52,12 @@ dealSpartaPartitions(const std::vector<std::pair<std::string, std::int64_t>>& pa
     return slices;
 }
 
+void forEachSpartaSlice(const std::vector<std::pair<std::string, std::int64_t>>& parameters,
+                        std::uint64_t seed, int partitions,
+                        const std::function<void(int, const SpartaSlice&)>& each) {
+    forEachBlock(parameters, seed, partitions, each);
+}
+
 std::vector<SpartaSlice> spartaPartition(const std::vector<std::pair<std::string, std::int64_t>>& parameters,
                                          std::uint64_t seed, int partitions, int partition) {
     std::vector<SpartaSlice> slices;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,11 @@ inline constexpr std::int64_t kSpartaBlock = 256;
 std::vector<std::vector<SpartaSlice>>
 dealSpartaPartitions(const std::vector<std::pair<std::string, std::int64_t>>& parameters, std::uint64_t seed,
                      int partitions);
+// Every slice of every partition in dealing order, one call each (partition, slice): what a caller
+// that keeps its own form of the partitions needs, without every partition's list held at once.
+void forEachSpartaSlice(const std::vector<std::pair<std::string, std::int64_t>>& parameters,
+                        std::uint64_t seed, int partitions,
+                        const std::function<void(int, const SpartaSlice&)>& each);
 // The slices of partition `partition` alone, in the same order: what one caller needs without holding
 // every partition's list (millions of slices at 8b); costs one shuffle per parameter.
 std::vector<SpartaSlice> spartaPartition(const std::vector<std::pair<std::string, std::int64_t>>& parameters,
