@@ -206,6 +206,11 @@ QByteArray gradientPayload(std::span<const float> values, int bits) {
     return {reinterpret_cast<const char*>(bytes.data()), qsizetype(bytes.size())};
 }
 
+Result<std::vector<float>> partitionValues(const TaskMessage& message) {
+    const TaskFrame* frame = message.frame(TaskFrameType::Partition);
+    return frame ? partitionValues(*frame) : makeError("no Partition frame", ErrorKind::InvalidInput);
+}
+
 Result<std::vector<float>> gradientValues(const TaskFrame& frame, int bits, qint64 count) {
     if (frame.type != TaskFrameType::Partition)
         return makeError("gradient values: frame type " + num(int(frame.type)) + " is not Partition (6)",

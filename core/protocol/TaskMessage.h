@@ -94,6 +94,8 @@ std::optional<qsizetype> wrapInPlace(std::span<std::uint8_t> buffer, qsizetype p
 
 // A Partition frame's floats (a copy), checked: 4 bytes each.
 Result<std::vector<float>> partitionValues(const TaskFrame& frame);
+// The message's Partition frame's fp32 values; an error when it has none.
+Result<std::vector<float>> partitionValues(const TaskMessage& message);
 // fp32 values as a Partition payload (a view of their memory: little-endian hosts only).
 QByteArrayView partitionPayload(std::span<const float> values);
 // A gradient share's or result's values in `bits` (32, 8 or 4: gpu/base/BlockQuant) as a Partition

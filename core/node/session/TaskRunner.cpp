@@ -202,9 +202,7 @@ void TaskRunner::onAverageResult(const AverageResult& header, const TaskMessage&
     }
     Snapshot snapshot = std::move(it->second);
     m_snapshots.erase(it);
-    const TaskFrame* frame = message.frame(TaskFrameType::Partition);
-    Result<std::vector<float>> average =
-        frame ? partitionValues(*frame) : Result<std::vector<float>>(makeError("no Partition frame"));
+    Result<std::vector<float>> average = partitionValues(message);
     if (!average || header.partition != snapshot.partition || average->size() != snapshot.values.size()) {
         ++m_refused;
         qWarning(
@@ -230,9 +228,7 @@ void TaskRunner::onAverageResult(const AverageResult& header, const TaskMessage&
 }
 
 void TaskRunner::onSync(const Sync& header, const TaskMessage& message) {
-    const TaskFrame* frame = message.frame(TaskFrameType::Partition);
-    Result<std::vector<float>> values =
-        frame ? partitionValues(*frame) : Result<std::vector<float>>(makeError("no Partition frame"));
+    Result<std::vector<float>> values = partitionValues(message);
     const QString refused =
         !values ? QString::fromStdString(values.message())
                 : m_sync.refusal(header.round, header.offset, qint64(values->size()), header.total);

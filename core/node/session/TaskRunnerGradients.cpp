@@ -43,9 +43,7 @@ void TaskRunner::onGradientResult(const GradientResult& header, const TaskMessag
 }
 
 void TaskRunner::onGradientBasis(const GradientBasis& header, const TaskMessage& message) {
-    const TaskFrame* frame = message.frame(TaskFrameType::Partition);
-    Result<std::vector<float>> values =
-        frame ? partitionValues(*frame) : Result<std::vector<float>>(makeError("no Partition frame"));
+    Result<std::vector<float>> values = partitionValues(message);
     if (!values || m_firstShare.step != header.step) {
         ++m_refused;
         const QString reason =
