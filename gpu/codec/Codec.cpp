@@ -181,6 +181,22 @@ void Codec::encodeGradient(const torch::Tensor& grad, const torch::Tensor& token
 }
 
 Result<Activation> Codec::decodeActivation(std::span<const std::uint8_t> payload) const {
+    return activation(payload, Rows::Decoded);
+}
+
+Result<Activation> Codec::decodeActivationForChecks(std::span<const std::uint8_t> payload) const {
+    return activation(payload, Rows::ForChecks);
+}
+
+Result<torch::Tensor> Codec::decodeGradient(std::span<const std::uint8_t> payload) const {
+    return gradient(payload, Rows::Decoded);
+}
+
+Result<torch::Tensor> Codec::decodeGradientForChecks(std::span<const std::uint8_t> payload) const {
+    return gradient(payload, Rows::ForChecks);
+}
+
+Result<Activation> Codec::activation(std::span<const std::uint8_t> payload, Rows which) const {
     try {
         auto h = open(payload, PayloadKind::Activation);
         if (!h)
@@ -192,26 +208,29 @@ Result<Activation> Codec::decodeActivation(std::span<const std::uint8_t> payload
         if (const auto top = ids.max().item<std::int64_t>(); top >= m_config.vocabSize)
             return makeError("codec payload carries token id " + std::to_string(top) +
                              ", outside the vocabulary of " + std::to_string(m_config.vocabSize));
-        auto rows = decodeValues(*h, body.first(valueLength), ids);
+        auto rows = which == Rows::Decoded ? decodeValues(*h, body.first(valueLength), ids)
+                                           : checkValues(*h, body.first(valueLength), ids);
         if (!rows)
             return rows.error();
-        const std::int64_t batch = h->batch, seq = h->seq, width = h->width;
-        return Activation{rows->view({batch, seq, width}), ids.view({batch, seq})};
+        const std::int64_t batch = h->batch, seq = h->seq;
+        return Activation{rows->view({batch, seq, rows->size(1)}), ids.view({batch, seq})};
     } catch (const std::exception& e) {
         return makeError(std::string("codec payload could not be decoded: ") + e.what());
     }
 }
 
-Result<torch::Tensor> Codec::decodeGradient(std::span<const std::uint8_t> payload) const {
+Result<torch::Tensor> Codec::gradient(std::span<const std::uint8_t> payload, Rows which) const {
     try {
         auto h = open(payload, PayloadKind::Gradient);
         if (!h)
             return h.error();
-        auto rows = decodeValues(*h, payload.subspan(FrameHeader::kSize), torch::Tensor());
+        const auto values = payload.subspan(FrameHeader::kSize);
+        auto rows = which == Rows::Decoded ? decodeValues(*h, values, torch::Tensor())
+                                           : checkValues(*h, values, torch::Tensor());
         if (!rows)
             return rows.error();
-        const std::int64_t batch = h->batch, seq = h->seq, width = h->width;
-        return rows->view({batch, seq, width});
+        const std::int64_t batch = h->batch, seq = h->seq;
+        return rows->view({batch, seq, rows->size(1)});
     } catch (const std::exception& e) {
         return makeError(std::string("codec payload could not be decoded: ") + e.what());
     }

@@ -72,6 +72,14 @@ public:
                         std::vector<std::uint8_t>& out) const;
     Result<torch::Tensor> decodeGradient(std::span<const std::uint8_t> payload) const;
 
+    // What the coordinator's result checks read instead of the rows themselves: [N, w] fp32 rows (N =
+    // B·T, on the options' device) whose norms, differences and dot products are those of the decoded
+    // rows — between frames of the same token ids, which is all the checks compare. Every field and
+    // length is checked as decoding does. For most codecs they are the decoded rows (w = d); the
+    // subspace codec gives k + 1 coordinates a token (SubspaceCodec: no E row, no U·c).
+    Result<Activation> decodeActivationForChecks(std::span<const std::uint8_t> payload) const;
+    Result<torch::Tensor> decodeGradientForChecks(std::span<const std::uint8_t> payload) const;
+
     // Exact length of what encodeActivation/encodeGradient return for a [batch, seq] microbatch
     // (sizes up to the options' token limit, else std::invalid_argument).
     std::uint64_t payloadBytes(PayloadKind kind, std::int64_t batch, std::int64_t seq) const;
@@ -102,11 +110,20 @@ protected:
     virtual Result<torch::Tensor> decodeValues(const FrameHeader& header,
                                                std::span<const std::uint8_t> values,
                                                const torch::Tensor& ids) const = 0;
+    // The check rows of decodeActivationForChecks: the decoded rows unless a codec has cheaper ones
+    // with the same geometry. Returns [N, w] fp32.
+    virtual Result<torch::Tensor> checkValues(const FrameHeader& header, std::span<const std::uint8_t> values,
+                                              const torch::Tensor& ids) const {
+        return decodeValues(header, values, ids);
+    }
 
     // Shared by the codecs' option checks.
     static Status checkOptions(const ModelConfig& config, const CodecOptions& options);
 
 private:
+    enum class Rows { Decoded, ForChecks };
+    Result<Activation> activation(std::span<const std::uint8_t> payload, Rows rows) const;
+    Result<torch::Tensor> gradient(std::span<const std::uint8_t> payload, Rows rows) const;
     void encode(PayloadKind kind, const torch::Tensor& x, const torch::Tensor& tokens,
                 std::vector<std::uint8_t>& out) const;
     Result<FrameHeader> open(std::span<const std::uint8_t> payload, PayloadKind kind) const;

@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 namespace tessera::gpu {
 
 namespace {
@@ -121,29 +123,75 @@ void SubspaceCodec::encodeValues(PayloadKind kind, const torch::Tensor& rows, co
     }
 }
 
-Result<torch::Tensor> SubspaceCodec::decodeValues(const FrameHeader& header,
-                                                  std::span<const std::uint8_t> values,
-                                                  const torch::Tensor& ids) const {
+Result<torch::Tensor> SubspaceCodec::coefficientRows(const FrameHeader& header,
+                                                     std::span<const std::uint8_t> values) const {
     const std::int64_t n = header.tokens(), k = header.rank;
-    torch::Tensor c;
     if (header.dtype == Dtype::I8) {
         const auto scaleBytes = static_cast<std::size_t>(n) * sizeof(float);
         const auto scales = wire::readTensor(values.first(scaleBytes), torch::kFloat, n);
         if (!wire::scalesValid(scales))
             return makeError("codec payload 'subspace' has a negative, infinite or NaN scale");
-        c = wire::dequantiseRows(scales.to(options().device),
-                                 wire::readTensor(values.subspan(scaleBytes), torch::kChar, n * k)
-                                     .view({n, k})
-                                     .to(options().device));
-    } else {
-        c = wire::readTensor(values, wire::scalarType(header.dtype), n * k)
-                .view({n, k})
-                .to(options().device, torch::kFloat);
+        return wire::dequantiseRows(scales.to(options().device),
+                                    wire::readTensor(values.subspan(scaleBytes), torch::kChar, n * k)
+                                        .view({n, k})
+                                        .to(options().device));
     }
+    return wire::readTensor(values, wire::scalarType(header.dtype), n * k)
+        .view({n, k})
+        .to(options().device, torch::kFloat);
+}
+
+Result<torch::Tensor> SubspaceCodec::decodeValues(const FrameHeader& header,
+                                                  std::span<const std::uint8_t> values,
+                                                  const torch::Tensor& ids) const {
+    Result<torch::Tensor> c = coefficientRows(header, values);
+    if (!c)
+        return c.error();
     // hidden = E[tok] + U·c; a gradient comes back as U·(Uᵀg).
     if (header.kind == PayloadKind::Activation)
-        return at::addmm(embedded(ids), c, m_basisT);
-    return at::mm(c, m_basisT);
+        return at::addmm(embedded(ids), *c, m_basisT);
+    return at::mm(*c, m_basisT);
+}
+
+Result<torch::Tensor> SubspaceCodec::checkValues(const FrameHeader& header,
+                                                 std::span<const std::uint8_t> values,
+                                                 const torch::Tensor& ids) const {
+    Result<torch::Tensor> c = coefficientRows(header, values);
+    if (!c || header.kind != PayloadKind::Activation)
+        return c;
+    return at::constant_pad_nd(*c, {0, 1}) + tokenCheckRows(ids);
+}
+
+torch::Tensor SubspaceCodec::tokenCheckRows(const torch::Tensor& ids) const {
+    const std::lock_guard lock(m_tokenRowsMutex);
+    const std::int64_t k = m_basis.basis.size(1);
+    if (!m_tokenRows.defined()) {
+        m_tokenRows =
+            torch::zeros({config().vocabSize, k + 1}, torch::TensorOptions().device(options().device));
+        m_known.assign(std::size_t(config().vocabSize), false);
+    }
+    const torch::Tensor flat = ids.to(torch::kInt64).contiguous();
+    const std::int64_t* id = flat.data_ptr<std::int64_t>();
+    std::vector<std::int64_t> missing;
+    for (std::int64_t i = 0; i < flat.numel(); ++i)
+        if (!m_known[std::size_t(id[i])])
+            missing.push_back(id[i]);
+    std::sort(missing.begin(), missing.end());
+    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    if (!missing.empty()) {
+        const torch::Tensor newIds = torch::tensor(missing, torch::kInt64);
+        // In fp64: the residual's norm is a difference of two nearly equal squares when E[t] lies
+        // mostly in span(U) (it does not at k ≪ d, but nothing here relies on that).
+        const torch::Tensor e = embedded(newIds).to(torch::kDouble);
+        const torch::Tensor projected = at::mm(e, m_basis.basis.to(torch::kDouble));
+        const torch::Tensor residual =
+            (e - at::mm(projected, m_basisT.to(torch::kDouble))).norm(2, {1}, true);
+        m_tokenRows.index_copy_(0, newIds.to(options().device),
+                                at::cat({projected, residual}, 1).to(torch::kFloat));
+        for (const std::int64_t t : missing)
+            m_known[std::size_t(t)] = true;
+    }
+    return m_tokenRows.index_select(0, flat.to(options().device));
 }
 
 } // namespace tessera::gpu

@@ -7,15 +7,31 @@ namespace tessera::gpu {
 
 namespace {
 
-DecodedFrame fromTensor(const torch::Tensor& values) {
+DecodedFrame fromTensor(const torch::Tensor& values, std::int64_t dimension) {
     const torch::Tensor v = values.to(torch::kFloat32).contiguous();
     DecodedFrame out;
     out.batch = v.size(0);
     out.seq = v.size(1);
     out.width = v.size(2);
+    out.dimension = dimension;
     const float* data = v.data_ptr<float>();
     out.values.assign(data, data + v.numel());
     return out;
+}
+
+Result<DecodedFrame> fromActivation(Result<Activation> a, std::int64_t dimension) {
+    if (!a)
+        return a.error();
+    DecodedFrame out = fromTensor(a->hidden, dimension);
+    const torch::Tensor ids = a->tokens.to(torch::kInt64).contiguous();
+    out.tokens.assign(ids.data_ptr<std::int64_t>(), ids.data_ptr<std::int64_t>() + ids.numel());
+    return out;
+}
+
+Result<DecodedFrame> fromGradient(Result<torch::Tensor> g, std::int64_t dimension) {
+    if (!g)
+        return g.error();
+    return fromTensor(*g, dimension);
 }
 
 } // namespace
@@ -41,13 +57,15 @@ Result<std::unique_ptr<FrameDecoder>> FrameDecoder::create(const ModelConfig& co
 
 Result<DecodedFrame> FrameDecoder::activation(std::span<const std::uint8_t> payload) const {
     try {
-        Result<Activation> a = m_codec->decodeActivation(payload);
-        if (!a)
-            return a.error();
-        DecodedFrame out = fromTensor(a->hidden);
-        const torch::Tensor ids = a->tokens.to(torch::kInt64).contiguous();
-        out.tokens.assign(ids.data_ptr<std::int64_t>(), ids.data_ptr<std::int64_t>() + ids.numel());
-        return out;
+        return fromActivation(m_codec->decodeActivation(payload), m_codec->config().dModel);
+    } catch (const std::exception& e) {
+        return makeError(std::string("decoding an activation frame: ") + e.what(), ErrorKind::InvalidInput);
+    }
+}
+
+Result<DecodedFrame> FrameDecoder::activationForChecks(std::span<const std::uint8_t> payload) const {
+    try {
+        return fromActivation(m_codec->decodeActivationForChecks(payload), m_codec->config().dModel);
     } catch (const std::exception& e) {
         return makeError(std::string("decoding an activation frame: ") + e.what(), ErrorKind::InvalidInput);
     }
@@ -55,10 +73,15 @@ Result<DecodedFrame> FrameDecoder::activation(std::span<const std::uint8_t> payl
 
 Result<DecodedFrame> FrameDecoder::gradient(std::span<const std::uint8_t> payload) const {
     try {
-        Result<torch::Tensor> g = m_codec->decodeGradient(payload);
-        if (!g)
-            return g.error();
-        return fromTensor(*g);
+        return fromGradient(m_codec->decodeGradient(payload), m_codec->config().dModel);
+    } catch (const std::exception& e) {
+        return makeError(std::string("decoding a gradient frame: ") + e.what(), ErrorKind::InvalidInput);
+    }
+}
+
+Result<DecodedFrame> FrameDecoder::gradientForChecks(std::span<const std::uint8_t> payload) const {
+    try {
+        return fromGradient(m_codec->decodeGradientForChecks(payload), m_codec->config().dModel);
     } catch (const std::exception& e) {
         return makeError(std::string("decoding a gradient frame: ") + e.what(), ErrorKind::InvalidInput);
     }

@@ -19,7 +19,8 @@ class Codec;
 struct DecodedFrame {
     std::int64_t batch = 0;
     std::int64_t seq = 0;
-    std::int64_t width = 0;
+    std::int64_t width = 0;           // values a row (one row per token)
+    std::int64_t dimension = 0;       // the rows' d: what a row's RMS divides its squared norm by
     std::vector<float> values;        // batch·seq·width, row-major
     std::vector<std::int64_t> tokens; // batch·seq ids (activations only)
 };
@@ -34,6 +35,11 @@ public:
 
     Result<DecodedFrame> activation(std::span<const std::uint8_t> payload) const;
     Result<DecodedFrame> gradient(std::span<const std::uint8_t> payload) const;
+    // The rows the result checks read (Codec::decodeActivationForChecks): their norms, and the
+    // differences and dot products of two frames of the same token ids, are the decoded rows'; a
+    // subspace frame's are k + 1 values a token instead of d (width < dimension).
+    Result<DecodedFrame> activationForChecks(std::span<const std::uint8_t> payload) const;
+    Result<DecodedFrame> gradientForChecks(std::span<const std::uint8_t> payload) const;
 
 private:
     explicit FrameDecoder(std::unique_ptr<Codec> codec);

@@ -2,7 +2,8 @@
 // The codecs (gpu/codec, through engine/FrameDecoder, as the coordinator's result checks and a
 // stage's engine read them): an activation or gradient payload from another node, decoded against
 // the run's model. The first byte picks the model (none, int8 or subspace codec; 2- or 3-byte token
-// ids) and the kind. What decodes has the shape its header announced and ids in the vocabulary.
+// ids) and the kind. What decodes has the shape its header announced and ids in the vocabulary, and
+// decodes as the result checks' rows too.
 #include "FuzzCheck.h"
 #include "base/ModelConfig.h"
 #include "engine/FrameDecoder.h"
@@ -67,5 +68,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else {
         FUZZ_CHECK(frame->tokens.empty());
     }
+    // What the result checks read (k + 1 coordinates a subspace token): the same payloads decode,
+    // to the same shape and ids.
+    const Result<DecodedFrame> rows =
+        activation ? decoder.activationForChecks(payload) : decoder.gradientForChecks(payload);
+    FUZZ_CHECK(rows && rows->batch == frame->batch && rows->seq == frame->seq && rows->dimension == 16);
+    FUZZ_CHECK(rows->tokens == frame->tokens);
+    FUZZ_CHECK(std::int64_t(rows->values.size()) == rows->batch * rows->seq * rows->width);
+    FUZZ_CHECK(rows->width == (which != 2 ? 16 : activation ? 5 : 4));
     return 0;
 }

@@ -69,7 +69,7 @@ std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task, Decoded
         return std::nullopt; // a stage 0 backward (or a one-stage run) returns no tensor
     const bool activation = task.kind == TaskKind::Forward;
     Result<gpu::DecodedFrame> frame =
-        activation ? m_decoder->activation(task.output) : m_decoder->gradient(task.output);
+        activation ? m_decoder->activationForChecks(task.output) : m_decoder->gradientForChecks(task.output);
     if (!frame)
         return QStringLiteral("the %1 frame does not decode: %2")
             .arg(activation ? u"activation" : u"gradient", fromStd(frame.message()));
@@ -92,7 +92,8 @@ std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task, Decoded
     if (!stats::allFinite(decoded.values))
         return QStringLiteral("the %1 has values that are not finite")
             .arg(activation ? u"activation" : u"gradient");
-    const stats::RowRms rms = stats::rowRms(decoded.values, std::size_t(decoded.width));
+    const stats::RowRms rms =
+        stats::rowRms(decoded.values, std::size_t(decoded.width), std::size_t(decoded.dimension));
     if (rms.max > m_settings.maxRms)
         return QStringLiteral("a token's RMS is %1 (most allowed: %2)")
             .arg(rms.max, 0, 'g', 3)

@@ -24,6 +24,12 @@
 // decoded values of an accepted result are kept a while (bounded by keptFloats), to compare the
 // next stage's result with its input without decoding that input again.
 //
+// Every check reads a frame's *check rows* (gpu::FrameDecoder::activationForChecks), not its decoded
+// rows: their norms, and the differences and dot products of two frames of the same ids, are the
+// decoded rows' — which is all the checks measure. For the subspace codec that is k + 1 values a token
+// instead of d, with no fixed-embedding row or U·c to compute: at 8b, 41 instead of 4,096 (the full
+// decode made one coordinator core check ~1 microbatch a second; bench_capacity).
+//
 // It also decides which accepted results become audit evidence (Auditor): a node's share is
 // probationRate until it has passed probationAudits audits, then trustedRate; a strike sends it
 // back to probation (BOINC's adaptive replication). The draw is the coordinator's own randomness,

@@ -22,12 +22,15 @@ inline double norm(std::span<const float> v) {
     return std::sqrt(s);
 }
 
-// The largest and the mean root-mean-square over rows of `width` values (one row per token).
+// The largest and the mean root-mean-square over rows of `width` values (one row per token), each
+// row's squared norm over `dimension` (the rows' true d, when they are coordinates of fewer values
+// with the same norm: FrameDecoder's check rows; 0: width).
 struct RowRms {
     double max = 0;
     double mean = 0;
 };
-inline RowRms rowRms(std::span<const float> v, std::size_t width) {
+inline RowRms rowRms(std::span<const float> v, std::size_t width, std::size_t dimension = 0) {
+    const double divisor = double(dimension ? dimension : width);
     RowRms out;
     if (width == 0 || v.size() < width)
         return out;
@@ -36,7 +39,7 @@ inline RowRms rowRms(std::span<const float> v, std::size_t width) {
         double s = 0;
         for (std::size_t i = r; i < r + width; ++i)
             s += double(v[i]) * double(v[i]);
-        const double rms = std::sqrt(s / double(width));
+        const double rms = std::sqrt(s / divisor);
         out.max = std::max(out.max, rms);
         out.mean += rms;
     }

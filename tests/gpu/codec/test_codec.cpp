@@ -191,6 +191,51 @@ TESSERA_TEST(subspaceGradientComesBackAsItsProjection) {
     CHECK(codec->decodeGradient(codec->encodeGradient(g, torch::Tensor())));
 }
 
+// The coordinator's checks read k + 1 coordinates a token instead of the d decoded values: every
+// norm, every difference and dot product of two frames of the same ids must be the decoded rows'.
+// Tried: two activations and two gradients of the same tokens in each coefficient dtype, a token
+// repeated within a frame, and a frame whose tokens the codec met before (its cached rows).
+TESSERA_TEST(subspaceCheckRowsKeepTheDecodedRowsGeometry) {
+    auto tokens = tokenIds(256);
+    tokens.index_put_({0, 1}, tokens.index({0, 0})); // a token twice in one frame
+    for (Dtype dtype : {Dtype::I8, Dtype::F16, Dtype::F32}) {
+        CodecOptions o;
+        o.activationDtype = o.gradientDtype = dtype;
+        const auto codec = take(SubspaceCodec::create(tiny(CodecKind::Subspace), o));
+        const std::int64_t d = codec->config().dModel, k = codec->config().subspaceDim();
+        const auto near = [](const torch::Tensor& a, const torch::Tensor& b) {
+            return ((a - b).abs() <= 1e-4 * b.abs().clamp_min(1e-3)).all().item<bool>();
+        };
+        for (int round = 0; round < 2; ++round) { // the second from the cache
+            const auto a = codec->encodeActivation(activations(d, 10 + round), tokens);
+            const auto b = codec->encodeActivation(activations(d, 20 + round), tokens);
+            const auto fullA = take(codec->decodeActivation(a)).hidden.reshape({-1, d}).to(torch::kDouble);
+            const auto fullB = take(codec->decodeActivation(b)).hidden.reshape({-1, d}).to(torch::kDouble);
+            const Activation checkA = take(codec->decodeActivationForChecks(a));
+            CHECK(checkA.tokens.equal(tokens) && checkA.hidden.size(2) == k + 1);
+            const auto rowsA = checkA.hidden.reshape({-1, k + 1}).to(torch::kDouble);
+            const auto rowsB =
+                take(codec->decodeActivationForChecks(b)).hidden.reshape({-1, k + 1}).to(torch::kDouble);
+            CHECK_MSG(near(rowsA.norm(2, 1), fullA.norm(2, 1)), dtypeName(dtype) << ": row norms differ");
+            CHECK(near((rowsA - rowsB).norm(), (fullA - fullB).norm()));
+            CHECK(near((rowsA * rowsB).sum(), (fullA * fullB).sum()));
+        }
+        const auto g1 = codec->encodeGradient(activations(d, 30), tokens);
+        const auto g2 = codec->encodeGradient(activations(d, 31), tokens);
+        const auto full1 = take(codec->decodeGradient(g1)).reshape({-1, d}).to(torch::kDouble);
+        const auto full2 = take(codec->decodeGradient(g2)).reshape({-1, d}).to(torch::kDouble);
+        const auto rows1 = take(codec->decodeGradientForChecks(g1)).reshape({-1, k}).to(torch::kDouble);
+        const auto rows2 = take(codec->decodeGradientForChecks(g2)).reshape({-1, k}).to(torch::kDouble);
+        CHECK(near(rows1.norm(2, 1), full1.norm(2, 1)));
+        CHECK(near((rows1 * rows2).sum(), (full1 * full2).sum()));
+    }
+    // A frame that does not decode does not give check rows either.
+    const auto codec = take(SubspaceCodec::create(tiny(CodecKind::Subspace)));
+    auto bytes = codec->encodeActivation(activations(128, 40), tokens);
+    bytes.pop_back();
+    CHECK(!codec->decodeActivationForChecks(bytes));
+}
+
 TESSERA_TEST(makeCodecFollowsTheConfig) {
     for (CodecKind kind : {CodecKind::None, CodecKind::Int8, CodecKind::Subspace}) {
         const auto codec = take(makeCodec(tiny(kind)));
