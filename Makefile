@@ -32,7 +32,8 @@ demo: build
 # Side-by-side measurements recorded in BENCHMARKS.md (not part of the tests; the learning
 # comparison takes ~25 minutes on 2 cores and writes its CSVs and plot to build/bench-learning;
 # the swarm comparison ~12.5 minutes; the desktop app's ~8 minutes, under Xvfb; the small preset on
-# the King James Bible ~50 minutes).
+# the King James Bible ~50 minutes; one coordinator's capacity ~10 minutes and 20 GB of 8b shards the
+# first time, kept in build/bench-capacity-8b).
 bench: build
 	@scripts/install-deps.sh --bench
 	$(BUILD_DIR)/bin/bench_cpu_gemm
@@ -50,6 +51,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_sparta
 	$(BUILD_DIR)/bin/bench_memory_plan $(BUILD_DIR)/bench-8b-stage 3 256
 	$(BUILD_DIR)/bin/bench_coordinator_start tiny,small
+	$(BUILD_DIR)/bin/bench_capacity 8b 60 $(BUILD_DIR)/bench-capacity-8b 320
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 	$(BUILD_DIR)/bin/bench_learning 2000 $(BUILD_DIR)/bench-learning-long long
 	scripts/text-run.sh $(BUILD_DIR) $(BUILD_DIR)/text-run 100 2
