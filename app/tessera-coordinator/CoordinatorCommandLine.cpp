@@ -5,6 +5,7 @@
 #include "common/Version.h"
 #include "coordinator/Coordinator.h"
 #include "device/BuildInfo.h"
+#include "protocol/PartitionChunks.h"
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
@@ -158,6 +159,9 @@ std::optional<CoordinatorOptions> CoordinatorCommandLine::parse(const QStringLis
          [](TrainerSettings& t, qint64 n) { t.averaging.interval = int(n); }},
         {"averaging-partitions", "The weights are averaged 1/N at a time [20, i.e. 5%].", 1, 1000,
          [](TrainerSettings& t, qint64 n) { t.averaging.partitions = int(n); }},
+        {"partition-chunk-values", "Weights one averaging, reclaim, audit or sync message carries [4194304].",
+         1, protocol::kMaxPartitionChunkValues,
+         [](TrainerSettings& t, qint64 n) { t.averaging.chunkValues = n; }},
         {"checkpoint-every", "Steps between published stage checkpoints [50].", 1, 1'000'000,
          [](TrainerSettings& t, qint64 n) { t.loop.checkpointEvery = int(n); }},
         {"credit-interval-ms", "How often accepted work becomes signed credit receipts [60000].", 100,

@@ -85,7 +85,8 @@ TESSERA_SCHEMA(StepDone, "step_done", ToCoordinator, Text, need("step", &StepDon
 TESSERA_SCHEMA(AverageShare, "average_share", ToCoordinator, Binary, need("round", &AverageShare::round),
                need("partition", &AverageShare::partition, -1, kMaxPartitions - 1),
                maybe("partitions", &AverageShare::partitions, 0, kMaxPartitions),
-               need("ok", &AverageShare::ok), text("error", &AverageShare::error));
+               need("ok", &AverageShare::ok), text("error", &AverageShare::error),
+               maybe("offset", &AverageShare::offset), maybe("total", &AverageShare::total));
 TESSERA_SCHEMA(SyncDone, "sync_done", ToCoordinator, Text, need("round", &SyncDone::round),
                need("ok", &SyncDone::ok), text("error", &SyncDone::error),
                maybe("received", &SyncDone::received));
@@ -105,12 +106,15 @@ TESSERA_SCHEMA(Step, "step", ToNode, Text, need("step", &Step::step), maybe("bas
                maybe("rank", &Step::rank, 0, 1024), maybe("bits", &Step::bits, 4, 32));
 TESSERA_SCHEMA(Average, "average", ToNode, Text, need("round", &Average::round),
                need("partition", &Average::partition, 0, kMaxPartitions - 1),
-               need("partitions", &Average::partitions, 1, kMaxPartitions), maybe("step", &Average::step));
+               need("partitions", &Average::partitions, 1, kMaxPartitions), maybe("step", &Average::step),
+               maybe("chunk", &Average::chunk));
 TESSERA_SCHEMA(AverageResult, "average_result", ToNode, Binary, need("round", &AverageResult::round),
                need("partition", &AverageResult::partition, -1, kMaxPartitions - 1),
-               need("replicas", &AverageResult::replicas, 1, 1e6));
+               need("replicas", &AverageResult::replicas, 1, 1e6), maybe("offset", &AverageResult::offset),
+               maybe("total", &AverageResult::total));
 TESSERA_SCHEMA(SyncRequest, "sync_request", ToNode, Text, need("round", &SyncRequest::round),
-               need("partitions", &SyncRequest::partitions, 1, kMaxPartitions));
+               need("partitions", &SyncRequest::partitions, 1, kMaxPartitions),
+               maybe("chunk", &SyncRequest::chunk));
 TESSERA_SCHEMA(Sync, "sync", ToNode, Binary, need("round", &Sync::round), need("offset", &Sync::offset),
                need("total", &Sync::total, 1));
 TESSERA_SCHEMA(Reassign, "reassign", ToNode, Text, need("stage", &Reassign::stage, 0, kMaxStage),

@@ -99,6 +99,10 @@ struct AverageShare {
     int partitions = 0;
     bool ok = false;
     QString error;
+    // A share larger than the request's `chunk` travels in chunks, in order (PartitionChunks): this
+    // message's values are [offset, offset + n) of `total`. 0, 0: the whole share in one message.
+    qint64 offset = 0;
+    qint64 total = 0;
 };
 struct SyncDone {
     qint64 round = 0;
@@ -148,15 +152,19 @@ struct Average {
     int partition = 0;
     int partitions = 0;
     qint64 step = 0;
+    qint64 chunk = 0; // values a message of the share may carry (0: PartitionChunks' default)
 };
 struct AverageResult {
     qint64 round = 0;
     int partition = 0;
     int replicas = 0;
+    qint64 offset = 0; // a chunk of the result, as AverageShare's
+    qint64 total = 0;
 };
 struct SyncRequest {
     qint64 round = 0;
     int partitions = 0;
+    qint64 chunk = 0; // as Average's
 };
 // A chunk of a ghost sync: the stage's weights [offset, offset + values) in parameter order, of
 // `total`. Each chunk is answered with a sync_done; the sync ends when `total` were taken.

@@ -220,8 +220,13 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
     QFETCH(QString, mode);
     QFETCH(int, liar);
     QFETCH(bool, audit);
-    // Averaging every 2 steps, so the poisoned share meets a round within the test's time.
-    Swarm swarm({QStringLiteral("--averaging-interval"), QStringLiteral("2")});
+    // Averaging every 2 steps, so the poisoned share meets a round within the test's time. That row's
+    // weights travel in chunks of 3,000 values (an 8b partition's are 4 Mi a message): averaging shares,
+    // their results and the audits' snapshots are put together before anything reads them.
+    QStringList arguments{QStringLiteral("--averaging-interval"), QStringLiteral("2")};
+    if (mode == u"poison")
+        arguments << QStringLiteral("--partition-chunk-values") << QStringLiteral("3000");
+    Swarm swarm(arguments);
     QVERIFY(startSix(swarm, mode, liar));
     const QString liarId = swarm.nodeId(liar);
     const QString subject = QStringLiteral("node:") + liarId;
@@ -234,6 +239,14 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
                        .arg(mode, QString::fromUtf8(swarm.log().right(3000)))),
         kCaughtWithinMs);
     const QByteArray log = swarm.log();
+    if (mode == u"poison") { // every chunk taken, none refused
+        QVERIFY(swarm.get(QStringLiteral("/v1/status"))
+                    .value(u"averaging")
+                    .toObject()
+                    .value(u"share_chunks")
+                    .toInteger() > 0);
+        QVERIFY2(!log.contains("does not continue"), log.right(2000).constData());
+    }
     if (audit) {
         QVERIFY2(log.contains("failed an audit"), log.right(2000).constData());
         // Banned: the coordinator ends its session, its re-admission is refused, it stops and says why.

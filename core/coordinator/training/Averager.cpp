@@ -45,13 +45,19 @@ void Averager::startRound(int stage, qint64 step, const QStringList& replicas) {
     round.id = m_nextRound++;
     round.partition = partitionForStep(step);
     round.deadlineMs = m_clock() + m_settings.deadlineMs;
-    const protocol::Average request{round.id, round.partition, m_settings.partitions, step};
+    const protocol::Average request{round.id, round.partition, m_settings.partitions, step,
+                                    m_settings.chunkValues};
     for (const QString& node : replicas)
         if (m_sendText(node, request))
             round.waiting.insert(node);
     if (round.waiting.isEmpty())
         return;
     m_rounds.insert(stage, std::move(round));
+}
+
+bool Averager::awaitsShare(const QString& node, qint64 round) const {
+    return std::any_of(m_rounds.cbegin(), m_rounds.cend(),
+                       [&](const Round& r) { return r.id == round && r.waiting.contains(node); });
 }
 
 bool Averager::onShare(const QString& node, const protocol::AverageShare& share,
@@ -114,10 +120,14 @@ void Averager::closeRound(int stage) {
               qPrintable(shortId(node)), round.partition, stage);
     if (combined.used == 0)
         return;
-    const QByteArray message =
-        partitionMessage(protocol::AverageResult{round.id, round.partition, combined.used}, combined.values);
+    // In chunks where the partition is larger than one (8b: ~230 MB), each node's in order.
+    const std::vector<QByteArray> messages =
+        protocol::partitionMessages(protocol::AverageResult{round.id, round.partition, combined.used, 0, 0},
+                                    std::span(combined.values), m_settings.chunkValues);
     for (const Share& share : all)
-        if (!combined.dropped.contains(share.node) && m_sendBinary(share.node, message))
+        if (!combined.dropped.contains(share.node) &&
+            std::all_of(messages.begin(), messages.end(),
+                        [&](const QByteArray& m) { return m_sendBinary(share.node, m); }))
             Q_EMIT weightsSent(share.node);
     ++m_roundsCompleted;
     Q_EMIT averaged(stage, round.partition, combined.values, combined.used);
@@ -164,7 +174,7 @@ void Averager::sendChunks(const QString& ghost) {
     if (it == m_syncs.end())
         return;
     Sync& sync = it.value();
-    const qint64 chunk = std::max<qint64>(1, m_settings.syncChunkValues);
+    const qint64 chunk = protocol::partitionChunkValues(m_settings.chunkValues);
     const bool first = sync.sent == 0;
     while (sync.sent < sync.total && sync.sent - sync.acked < chunk * std::max(1, m_settings.syncWindow)) {
         const qint64 count = std::min(chunk, sync.total - sync.sent);

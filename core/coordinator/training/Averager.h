@@ -21,6 +21,7 @@
 // Round of one stage: Open (request sent to the replicas) → Closed (all answered or deadline:
 // averaged, results sent) ; a new round of the stage closes the previous one first.
 
+#include "protocol/PartitionChunks.h"
 #include "protocol/SessionMessages.h"
 #include "protocol/TaskMessage.h"
 
@@ -39,9 +40,10 @@ struct AveragingSettings {
     int interval = 20;   // steps between two rounds (DESIGN: 20)
     int partitions = 20; // the weights are averaged 1/partitions at a time (DESIGN: 5%)
     qint64 deadlineMs = 30'000;
-    qint64 syncDeadlineMs = 60'000;   // for each chunk's answer
-    qint64 syncChunkValues = 4 << 20; // weights per sync message (16 MiB of fp32)
-    int syncWindow = 2;               // chunks in flight
+    qint64 syncDeadlineMs = 60'000; // for each chunk's answer
+    // Values a message carries: a sync's chunks, a round's shares and results (PartitionChunks).
+    qint64 chunkValues = protocol::kPartitionChunkValues;
+    int syncWindow = 2; // chunks in flight
 };
 
 class Averager final : public QObject {
@@ -77,6 +79,8 @@ public:
 
     // Asks every replica of `stage` for the step's partition.
     void startRound(int stage, qint64 step, const QStringList& replicas);
+    // Whether the node owes a share of round `round` (its chunks are worth putting together).
+    bool awaitsShare(const QString& node, qint64 round) const;
     // A node's average_share (rounds and syncs alike). False when it was not expected.
     bool onShare(const QString& node, const protocol::AverageShare& share,
                  const protocol::TaskMessage& message);

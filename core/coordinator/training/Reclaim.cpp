@@ -116,10 +116,17 @@ bool Reclaim::onReady(const QString& node, int stage) {
 
 void Reclaim::ask(int stage, Stage& s, const QString& node) {
     const qint64 round = m_nextRound++;
-    if (!m_sendText(node, protocol::SyncRequest{round, m_settings.partitions}))
+    if (!m_sendText(node, protocol::SyncRequest{round, m_settings.partitions, m_settings.chunkValues}))
         return;
     s.asked.insert(node, round);
     qInfo("reclaim: stage %d: asked node %s for its weights", stage, qPrintable(shortId(node)));
+}
+
+bool Reclaim::awaitsShare(const QString& node, qint64 round) const {
+    return std::any_of(m_stages.cbegin(), m_stages.cend(), [&](const auto& entry) {
+        const Stage& s = entry.second;
+        return !s.closed && s.asked.value(node, -1) == round;
+    });
 }
 
 bool Reclaim::onShare(const QString& node, const protocol::AverageShare& share,

@@ -46,7 +46,8 @@ struct ReclaimSettings {
     double lookAhead = 0;
     qint64 slackSteps = 10; // steps a node may have applied beyond the last one the database holds
     double agreeTolerance = 1e-2;
-    int partitions = 20; // the order the weights travel in
+    int partitions = 20;    // the order the weights travel in
+    qint64 chunkValues = 0; // values a message of an answer carries (0: PartitionChunks' default)
 };
 
 // What a stage's reclaim found: the values to adopt (empty: none), the nodes that hold them bit for
@@ -79,6 +80,7 @@ public:
     // The node is ready on `stage`: true when the reclaim took it (its weights are asked for, or it
     // waits for the stage's reclaim to close); false: the usual path.
     bool onReady(const QString& node, int stage);
+    bool awaitsShare(const QString& node, qint64 round) const;
     // A node's average_share: true when it answered this reclaim's request.
     bool onShare(const QString& node, const protocol::AverageShare& share,
                  const protocol::TaskMessage& message);

@@ -23,7 +23,8 @@ Trainer::Trainer(Database& db, const gpu::ModelConfig& config, TrainerSettings s
     , m_config(config)
     , m_settings(settings)
     , m_sessions(sessions)
-    , m_store(db) {}
+    , m_store(db)
+    , m_shareChunks(config) {}
 
 Trainer::~Trainer() {
     m_sessions.setListener(nullptr);
@@ -82,6 +83,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     t->m_probes = std::make_unique<NodeProbes>(sendText);
     AuditSettings audits = settings.audits;
     audits.partitions = settings.averaging.partitions;
+    audits.chunkValues = settings.averaging.chunkValues;
     t->m_auditor = std::make_unique<Auditor>(config, audits, sendText, clock);
     connect(t->m_auditor.get(), &Auditor::audited, self, &Trainer::onAudited);
     ResultCheck* resultChecks = t->m_checks.get();
@@ -179,6 +181,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     // After a restart the stages' current weights are the nodes', not the published checkpoint's.
     ReclaimSettings reclaim;
     reclaim.partitions = partitions;
+    reclaim.chunkValues = settings.averaging.chunkValues;
     reclaim.learningRate = settings.gradients.schedule.peak;
     reclaim.lookAhead = settings.gradients.lookAhead;
     Database* database = &db;
@@ -290,16 +293,38 @@ void Trainer::sessionBinary(const QString& nodeId, const QByteArray& bytes) {
     }
     if (const auto* result = std::get_if<protocol::TaskResult>(&*header))
         m_router->onResult(nodeId, *result, *message);
-    else if (const auto* share = std::get_if<protocol::AverageShare>(&*header)) {
-        if (!m_reclaim->onShare(nodeId, *share, *message) && !m_auditor->onShare(nodeId, *share, *message))
-            m_averager->onShare(nodeId, *share, *message);
-    } else if (const auto* gradient = std::get_if<protocol::GradientShare>(&*header)) {
+    else if (const auto* share = std::get_if<protocol::AverageShare>(&*header))
+        onShare(nodeId, *share, *message);
+    else if (const auto* gradient = std::get_if<protocol::GradientShare>(&*header)) {
         if (m_gradients)
             m_gradients->onShare(nodeId, *gradient, *message);
     }
 }
 
+void Trainer::onShare(const QString& nodeId, const protocol::AverageShare& share,
+                      const protocol::TaskMessage& message) {
+    if (share.total > 0) { // a chunk: read once the share is whole
+        Result<std::optional<protocol::TaskMessage>> whole = m_shareChunks.add(nodeId, share, message, [&] {
+            return m_reclaim->awaitsShare(nodeId, share.round) ||
+                   m_auditor->awaitsShare(nodeId, share.round) ||
+                   m_averager->awaitsShare(nodeId, share.round);
+        });
+        if (!whole) {
+            qWarning("trainer: node %s: %s", qPrintable(nodeId.left(12)), whole.message().c_str());
+            m_sessions.sendText(nodeId, protocol::ErrorNotice{QString::fromStdString(whole.message())});
+        } else if (*whole) {
+            protocol::AverageShare all = share;
+            all.offset = all.total = 0;
+            onShare(nodeId, all, **whole);
+        }
+        return;
+    }
+    if (!m_reclaim->onShare(nodeId, share, message) && !m_auditor->onShare(nodeId, share, message))
+        m_averager->onShare(nodeId, share, message);
+}
+
 void Trainer::sessionClosed(const QString& nodeId) {
+    m_shareChunks.nodeGone(nodeId);
     m_probes->forget(nodeId);
     m_auditor->nodeGone(nodeId);
     if (m_gradients)
@@ -451,7 +476,9 @@ QJsonObject Trainer::status() const {
     s.insert(QStringLiteral("averaging"),
              QJsonObject{{QStringLiteral("interval"), m_settings.averaging.interval},
                          {QStringLiteral("partitions"), m_settings.averaging.partitions},
-                         {QStringLiteral("rounds"), m_averager->roundsCompleted()}});
+                         {QStringLiteral("rounds"), m_averager->roundsCompleted()},
+                         {QStringLiteral("chunk_values"), m_settings.averaging.chunkValues},
+                         {QStringLiteral("share_chunks"), m_shareChunks.received()}});
     s.insert(QStringLiteral("training_stages"), stages);
     if (m_gradients)
         s.insert(QStringLiteral("gradients"), m_gradients->status());

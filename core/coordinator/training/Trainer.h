@@ -17,6 +17,7 @@
 #include "coordinator/training/GradientAverager.h"
 #include "coordinator/training/Membership.h"
 #include "coordinator/training/NodeProbes.h"
+#include "coordinator/training/ShareChunks.h"
 #include "coordinator/training/TrainingLoop.h"
 #include "coordinator/trust/Auditor.h"
 #include "coordinator/trust/Reputation.h"
@@ -86,6 +87,9 @@ public:
 private:
     Trainer(Database& db, const gpu::ModelConfig& config, TrainerSettings settings, SessionApi& sessions);
     void grantCredits();
+    // An average_share, or a chunk of one (put together first: PartitionChunks), to whoever asked.
+    void onShare(const QString& node, const protocol::AverageShare& share,
+                 const protocol::TaskMessage& message);
     std::optional<QString> checkResult(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
                                        const protocol::HeldFrame& output, std::optional<double> loss);
     void onRefused(const QString& node, int stage, const QString& reason);
@@ -111,6 +115,7 @@ private:
     std::unique_ptr<Router> m_router;
     std::unique_ptr<Reclaim> m_reclaim;
     std::unique_ptr<Membership> m_membership;
+    ShareChunks m_shareChunks;
     bool m_stopped = false;
     QTimer m_flushTimer;
     QTimer m_creditTimer;

@@ -77,7 +77,8 @@ void Auditor::requestSnapshots(const VersionOf& versionOf) {
             continue;
         }
         const qint64 round = m_nextRound++;
-        if (!m_sendText(it.key(), protocol::SyncRequest{round, m_settings.partitions})) {
+        if (!m_sendText(it.key(),
+                        protocol::SyncRequest{round, m_settings.partitions, m_settings.chunkValues})) {
             audit.evidence.clear();
             continue;
         }

@@ -53,6 +53,7 @@ struct AuditSettings {
     qint64 snapshotDeadlineMs = 60'000;
     qint64 maxParameters = 200'000'000; // larger stages are not recomputed on the coordinator
     int partitions = 20;                // the order the weights travel in (the run's averaging partitions)
+    qint64 chunkValues = 0;             // values a message of a snapshot carries (0: the default)
 };
 
 // One accepted result kept for an audit: the task's frames (views of the messages that brought
@@ -104,6 +105,10 @@ public:
     void keep(const QString& node, Evidence evidence, bool suspicious = false);
     // At a step's end, before `step` is sent: snapshots of the nodes holding current evidence.
     void requestSnapshots(const VersionOf& versionOf);
+    bool awaitsShare(const QString& node, qint64 round) const {
+        const auto it = m_nodes.constFind(node);
+        return round != 0 && it != m_nodes.cend() && it->round == round;
+    }
     // A node's average_share; false when it is not a snapshot this auditor asked for.
     bool onShare(const QString& node, const protocol::AverageShare& share,
                  const protocol::TaskMessage& message);

@@ -50,6 +50,7 @@ TaskRunner::TaskRunner(EngineWorker* worker, gpu::ModelConfig config, int stage,
     , m_stage(stage)
     , m_sendBinary(std::move(sendBinary))
     , m_sendText(std::move(sendText))
+    , m_resultChunks(m_config.stageParameterCount(stage))
     , m_lastLoss(std::numeric_limits<double>::quiet_NaN()) {
     // The worker emits on its owner's thread (this one), from the event loop, in the order it ran
     // the tasks.
@@ -81,11 +82,12 @@ bool TaskRunner::handleText(const SessionMessage& message) {
         return true;
     }
     if (const auto* average = std::get_if<Average>(&message)) {
-        startGather(average->round, average->partition, average->partitions, MessageType::Average);
+        startGather(average->round, average->partition, average->partitions, MessageType::Average,
+                    average->chunk);
         return true;
     }
     if (const auto* request = std::get_if<SyncRequest>(&message)) {
-        startGather(request->round, -1, request->partitions, MessageType::SyncRequest);
+        startGather(request->round, -1, request->partitions, MessageType::SyncRequest, request->chunk);
         return true;
     }
     if (const auto* task = std::get_if<Task>(&message); task && task->kind != TaskKind::Probe) {
@@ -98,7 +100,7 @@ bool TaskRunner::handleText(const SessionMessage& message) {
     return false;
 }
 
-void TaskRunner::startGather(qint64 round, int partition, int partitions, MessageType message) {
+void TaskRunner::startGather(qint64 round, int partition, int partitions, MessageType message, qint64 chunk) {
     EngineTask task;
     task.kind = EngineTask::Gather;
     // SPARTA averages the optimizer's weights; an audit recomputes with those microbatches ran on.
@@ -110,6 +112,7 @@ void TaskRunner::startGather(qint64 round, int partition, int partitions, Messag
     p.round = round;
     p.partition = partition;
     p.partitions = partitions;
+    p.chunk = chunk;
     submit(std::move(task), p);
 }
 
@@ -135,8 +138,24 @@ void TaskRunner::handleBinary(const QByteArray& bytes) {
     }
     if (const auto* task = std::get_if<Task>(&*header))
         return onTask(*task, *message);
-    if (const auto* result = std::get_if<AverageResult>(&*header))
-        return onAverageResult(*result, *message);
+    if (const auto* result = std::get_if<AverageResult>(&*header)) {
+        const TaskFrame* frame = message->frame(TaskFrameType::Partition);
+        if (result->total <= 0 || !frame)
+            return onAverageResult(*result, *message);
+        // A chunk: the result is applied once it is whole.
+        Result<std::optional<TaskMessage>> whole = m_resultChunks.add(
+            message->header, result->round, result->partition, result->offset, result->total, *frame);
+        if (!whole) {
+            ++m_refused;
+            qWarning("node: average_result of round %lld: %s", qlonglong(result->round),
+                     whole.message().c_str());
+        } else if (*whole) {
+            AverageResult all = *result;
+            all.offset = all.total = 0;
+            onAverageResult(all, **whole);
+        }
+        return;
+    }
     if (const auto* sync = std::get_if<Sync>(&*header))
         return onSync(*sync, *message);
     if (const auto* gradient = std::get_if<GradientResult>(&*header))
@@ -382,7 +401,7 @@ void TaskRunner::finishTask(const Pending& p, const EngineResult& r) {
 }
 
 void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
-    AverageShare share{p.round, p.partition, p.partitions, r.ok, r.error.left(kMaxReasonChars)};
+    AverageShare share{p.round, p.partition, p.partitions, r.ok, r.error.left(kMaxReasonChars), 0, 0};
     if (!r.ok) {
         qWarning("node: %s of round %lld: %s", qPrintable(messageTypeName(p.message)), qlonglong(p.round),
                  qPrintable(r.error));
@@ -393,27 +412,13 @@ void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
         while (m_snapshots.size() > std::size_t(kMaxSnapshots))
             m_snapshots.erase(m_snapshots.begin()); // the oldest round: its result is not coming
     }
-    sendShare(share, r.values);
+    sendShare(share, r.values, p.chunk);
 }
 
-void TaskRunner::sendShare(const AverageShare& share, const std::vector<float>& values) {
-    // A whole large stage does not fit one message: say so rather than send what the other end
-    // must refuse.
-    const qint64 bytes = qint64(values.size()) * qint64(sizeof(float));
-    if (bytes >
-        kTaskMessageMaxBytes - kTaskMessageMaxJsonBytes - kTaskFrameHeaderBytes - kTaskMessagePrefixBytes) {
-        AverageShare refused = share;
-        refused.ok = false;
-        refused.error = QStringLiteral("%1 values (%2 bytes) exceed the %3-byte message limit")
-                            .arg(values.size())
-                            .arg(bytes)
-                            .arg(kTaskMessageMaxBytes);
-        qWarning("node: average_share of round %lld: %s", qlonglong(share.round), qPrintable(refused.error));
-        return m_sendBinary(encode(refused));
-    }
-    m_sendBinary(TaskMessageBuilder(toJson(share), bytes)
-                     .add(TaskFrameType::Partition, partitionPayload(values))
-                     .take());
+void TaskRunner::sendShare(const AverageShare& share, const std::vector<float>& values, qint64 chunk) {
+    // More than the coordinator's chunk (8b: a partition ~230 MB, a whole stage 4.4 GB) goes in chunks.
+    for (const QByteArray& message : partitionMessages(share, std::span(values), chunk))
+        m_sendBinary(message);
 }
 
 QJsonObject TaskRunner::status() const {

@@ -24,6 +24,7 @@
 #include "base/ModelConfig.h"
 #include "node/engine/EngineTask.h"
 #include "node/session/SyncProgress.h"
+#include "protocol/PartitionChunks.h"
 #include "protocol/SessionMessages.h"
 
 #include <QByteArray>
@@ -92,6 +93,7 @@ private:
         qint64 step = 0;
         int bits = 32;                         // a gradient share's: what its values travel in
         qint64 offset = 0, end = 0, total = 0; // a sync chunk's weights [offset, end) of total
+        qint64 chunk = 0;                      // a gathered share's values a message (PartitionChunks)
     };
     struct Snapshot {
         int partition = -1;
@@ -106,12 +108,13 @@ private:
     void onGradientResult(const protocol::GradientResult& header, const protocol::TaskMessage& message);
     void onGradientBasis(const protocol::GradientBasis& header, const protocol::TaskMessage& message);
     void finishShare(const Pending& p, const EngineResult& r);
-    void startGather(qint64 round, int partition, int partitions, protocol::MessageType message);
+    void startGather(qint64 round, int partition, int partitions, protocol::MessageType message,
+                     qint64 chunk);
     void refuseTask(qint64 taskId, protocol::TaskKind kind, qint64 microbatch, const QString& error);
     void onTaskFinished(const EngineResult& result);
     void finishTask(const Pending& p, const EngineResult& r);
     void finishGather(const Pending& p, const EngineResult& r);
-    void sendShare(const protocol::AverageShare& share, const std::vector<float>& values);
+    void sendShare(const protocol::AverageShare& share, const std::vector<float>& values, qint64 chunk);
 
     EngineWorker* m_worker;
     gpu::ModelConfig m_config;
@@ -120,7 +123,8 @@ private:
     SendText m_sendText;
     std::unordered_map<qint64, Pending> m_pending;
     qint64 m_nextEngineId = 1;
-    std::map<qint64, Snapshot> m_snapshots; // by round
+    std::map<qint64, Snapshot> m_snapshots;     // by round
+    protocol::PartitionAssembly m_resultChunks; // an average_result arriving in chunks
 
     qint64 m_forwards = 0;
     qint64 m_forwardBackwards = 0;

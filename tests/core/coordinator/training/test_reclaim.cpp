@@ -45,7 +45,8 @@ std::vector<float> trained(const std::vector<float>& base, int seed, qint64 step
 
 QByteArray shareMessage(qint64 round, const std::vector<float>& values) {
     const QByteArrayView payload = partitionPayload(values);
-    return TaskMessageBuilder(toJson(SessionMessage{AverageShare{round, -1, 0}}), payload.size())
+    return TaskMessageBuilder(toJson(SessionMessage{AverageShare{round, -1, 0, false, {}, 0, 0}}),
+                              payload.size())
         .add(TaskFrameType::Partition, payload)
         .take();
 }
@@ -75,7 +76,7 @@ struct Harness {
         Result<TaskMessage> message = decodeTaskMessage(shareMessage(asked.value(node), values));
         if (!message)
             return false;
-        return reclaim->onShare(node, AverageShare{asked.value(node), -1, 0}, *message);
+        return reclaim->onShare(node, AverageShare{asked.value(node), -1, 0, false, {}, 0, 0}, *message);
     }
 };
 

@@ -94,7 +94,7 @@ struct Link {
                     averager->onSyncDone(u"ghost"_qs, *done);
             });
         coordinator::AveragingSettings settings;
-        settings.syncChunkValues = kChunk;
+        settings.chunkValues = kChunk;
         averager = std::make_unique<coordinator::Averager>(
             1, [this](int, int) { return total; }, settings,
             [](const QString&, const protocol::SessionMessage&) { return true; },
@@ -131,7 +131,7 @@ struct Link {
     // The node's weights as the engine gathers them for a sync_request (SPARTA's order).
     std::vector<float> gatheredWeights() {
         const std::size_t before = gathered.size();
-        runner->handleText(protocol::SyncRequest{999, 20});
+        runner->handleText(protocol::SyncRequest{999, 20, 0});
         if (!QTest::qWaitFor([&] { return gathered.size() > before; }, 60'000))
             qFatal("no answer to the sync request");
         Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(gathered.back());

@@ -8,6 +8,7 @@
 #include "node/engine/EngineThread.h"
 #include "node/engine/EngineWorker.h"
 #include "node/session/TaskRunner.h"
+#include "protocol/PartitionChunks.h"
 #include "protocol/SessionMessages.h"
 #include "protocol/TaskMessage.h"
 
@@ -116,7 +117,7 @@ struct Replica {
     }
     Sent average(qint64 round, int partition) {
         const std::size_t before = binary.size();
-        runner->handleText(protocol::Average{round, partition, 20, 0});
+        runner->handleText(protocol::Average{round, partition, 20, 0, 0});
         return nextBinary(before);
     }
 };
@@ -230,6 +231,46 @@ private Q_SLOTS:
         QCOMPARE(f.message.frames[0].payload, seen->output.view());
     }
 
+    // A coordinator that asks for shares of at most 1,000 values (8b's are 4 Mi a message): the share
+    // goes in order, in chunks that together are the unchunked share; a result in chunks of 700 is
+    // applied as the whole one would be; a result chunk that skips ahead is refused and applies nothing.
+    void aRoundInChunksIsTheWholeRound() {
+        Replica n0;
+        QVERIFY(n0.load(0));
+        const std::vector<float> whole = values(n0.average(20, 2));
+        const qint64 size = qint64(whole.size());
+        QVERIFY(size > 2'000);
+        const std::size_t before = n0.binary.size();
+        n0.runner->handleText(protocol::Average{21, 2, 20, 0, 1'000});
+        const std::size_t count = std::size_t((size + 999) / 1'000);
+        QVERIFY(QTest::qWaitFor([&] { return n0.binary.size() >= before + count; }, 60'000));
+        std::vector<float> joined;
+        for (std::size_t i = 0; i < count; ++i) {
+            const Sent chunk = n0.nextBinary(before + i);
+            QCOMPARE(chunk.message.header.value(u"offset").toInteger(), qint64(1'000 * i));
+            QCOMPARE(chunk.message.header.value(u"total").toInteger(), size);
+            const std::vector<float> part = values(chunk);
+            joined.insert(joined.end(), part.begin(), part.end());
+        }
+        QVERIFY(joined == whole);
+
+        std::vector<float> average = whole;
+        for (float& v : average)
+            v -= 0.25f;
+        const std::vector<QByteArray> chunks =
+            protocol::partitionMessages(protocol::AverageResult{21, 2, 2, 0, 0}, std::span(average), 700);
+        const qint64 refused = n0.runner->status().value(u"refused").toInteger();
+        n0.runner->handleBinary(chunks[0]);
+        n0.runner->handleBinary(chunks[2]); // skips chunk 1: refused, the partial result dropped
+        QCOMPARE(n0.runner->status().value(u"refused").toInteger(), refused + 1);
+        for (const QByteArray& chunk : chunks)
+            n0.runner->handleBinary(chunk);
+        QTRY_COMPARE_WITH_TIMEOUT(n0.runner->averagingRounds(), qint64(1), 30'000);
+        const std::vector<float> after = values(n0.average(22, 2));
+        for (std::size_t i = 0; i < after.size(); ++i)
+            QVERIFY2(std::abs(after[i] - average[i]) < 1e-5f, qPrintable(QString::number(i)));
+    }
+
     void anAveragingRoundAppliesTheDeltaRule() {
         Replica n0;
         QVERIFY(n0.load(0));
@@ -245,7 +286,7 @@ private Q_SLOTS:
         std::vector<float> average = snapshot;
         for (float& v : average)
             v += 0.5f;
-        n0.runner->handleBinary(partitionMessage(protocol::AverageResult{7, 2, 3}, average));
+        n0.runner->handleBinary(partitionMessage(protocol::AverageResult{7, 2, 3, 0, 0}, average));
         QTRY_COMPARE_WITH_TIMEOUT(n0.runner->averagingRounds(), qint64(1), 30'000);
         QCOMPARE(n0.runner->snapshotsHeld(), qint64(0));
         const std::vector<float> after = values(n0.average(8, 2));
@@ -256,7 +297,7 @@ private Q_SLOTS:
         // A result for a round it kept no snapshot of is ignored: nothing moves, nothing is sent.
         const std::size_t sent = n0.binary.size();
         const std::vector<float> stray(after.size(), 100.f);
-        n0.runner->handleBinary(partitionMessage(protocol::AverageResult{99, 2, 1}, stray));
+        n0.runner->handleBinary(partitionMessage(protocol::AverageResult{99, 2, 1, 0, 0}, stray));
         QTest::qWait(200);
         QCOMPARE(n0.runner->averagingRounds(), qint64(1));
         QCOMPARE(n0.binary.size(), sent);
@@ -267,7 +308,7 @@ private Q_SLOTS:
         Replica n0;
         QVERIFY(n0.load(0));
         const std::size_t before = n0.binary.size();
-        QVERIFY(n0.runner->handleText(protocol::SyncRequest{4, 20}));
+        QVERIFY(n0.runner->handleText(protocol::SyncRequest{4, 20, 0}));
         const Sent all = n0.nextBinary(before);
         QCOMPARE(all.message.header.value(u"partition").toInt(), -1);
         const qint64 total = qint64(values(all).size());
@@ -285,7 +326,7 @@ private Q_SLOTS:
         QCOMPARE(n0.text.back().value(u"ok").toBool(), true);
         QCOMPARE(n0.text.back().value(u"received").toInteger(), total);
         const std::size_t again = n0.binary.size();
-        n0.runner->handleText(protocol::SyncRequest{5, 20});
+        n0.runner->handleText(protocol::SyncRequest{5, 20, 0});
         std::vector<float> held = values(n0.nextBinary(again));
         std::sort(held.begin(), held.end());
         std::sort(weights.begin(), weights.end());
