@@ -34,23 +34,29 @@ inline qint64 partitionChunkValues(qint64 requested) {
     return requested <= 0 ? kPartitionChunkValues : std::min(requested, kMaxPartitionChunkValues);
 }
 
-// The messages that carry `values` under `header` (an AverageShare or an AverageResult, whose
-// offset and total are set here): one whole message when they fit `chunk`, else one per chunk.
+// The messages that carry a Partition `payload` (4-byte words: fp32 values, or a gradient's
+// BlockQuant payload, which is padded to them) under `header` (an AverageShare, AverageResult,
+// GradientShare, GradientResult or GradientBasis, whose offset and total — in words — are set here):
+// one whole message when it fits `chunk` words, else one per chunk.
 template <class M>
-std::vector<QByteArray> partitionMessages(M header, std::span<const float> values, qint64 chunk) {
+std::vector<QByteArray> partitionMessages(M header, QByteArrayView payload, qint64 chunk) {
     chunk = partitionChunkValues(chunk);
-    const auto n = qint64(values.size());
+    const qint64 n = payload.size() / qint64(sizeof(float));
     std::vector<QByteArray> out;
     for (qint64 offset = 0; offset < n || out.empty(); offset += chunk) {
         const qint64 count = std::min(chunk, n - offset);
         header.offset = n <= chunk ? 0 : offset;
         header.total = n <= chunk ? 0 : n;
-        const std::span<const float> part = values.subspan(std::size_t(offset), std::size_t(count));
-        out.push_back(TaskMessageBuilder(toJson(header), count * qint64(sizeof(float)))
-                          .add(TaskFrameType::Partition, partitionPayload(part))
-                          .take());
+        const QByteArrayView part =
+            payload.sliced(offset * qint64(sizeof(float)), count * qint64(sizeof(float)));
+        out.push_back(
+            TaskMessageBuilder(toJson(header), part.size()).add(TaskFrameType::Partition, part).take());
     }
     return out;
+}
+template <class M>
+std::vector<QByteArray> partitionMessages(M header, std::span<const float> values, qint64 chunk) {
+    return partitionMessages(std::move(header), partitionPayload(values), chunk);
 }
 
 // One sender's chunks put back together: one partition at a time (a chunk at offset 0 starts a new

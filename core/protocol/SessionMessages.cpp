@@ -94,7 +94,8 @@ TESSERA_SCHEMA(GradientShare, "gradient_share", ToCoordinator, Binary, need("ste
                need("microbatches", &GradientShare::microbatches, 0, 1e9),
                need("basis", &GradientShare::basis), maybe("bits", &GradientShare::bits, 4, 32),
                need("ok", &GradientShare::ok), text("error", &GradientShare::error),
-               maybe("first_round", &GradientShare::firstRound));
+               maybe("first_round", &GradientShare::firstRound), maybe("offset", &GradientShare::offset),
+               maybe("total", &GradientShare::total));
 TESSERA_SCHEMA(HeartbeatAck, "heartbeat_ack", ToNode, Text,
                need("server_time_ms", &HeartbeatAck::serverTimeMs));
 TESSERA_SCHEMA(ErrorNotice, "error", ToNode, Text, text("error", &ErrorNotice::error, true));
@@ -103,7 +104,8 @@ TESSERA_SCHEMA(Task, "task", ToNode, Either, need("task_id", &Task::taskId), nee
                maybe("batch", &Task::batch, 0, 4096), maybe("seq", &Task::seq, 0, 65536),
                maybe("seed", &Task::seed));
 TESSERA_SCHEMA(Step, "step", ToNode, Text, need("step", &Step::step), maybe("basis", &Step::basis, -1),
-               maybe("rank", &Step::rank, 0, 1024), maybe("bits", &Step::bits, 4, 32));
+               maybe("rank", &Step::rank, 0, 1024), maybe("bits", &Step::bits, 4, 32),
+               maybe("chunk", &Step::chunk));
 TESSERA_SCHEMA(Average, "average", ToNode, Text, need("round", &Average::round),
                need("partition", &Average::partition, 0, kMaxPartitions - 1),
                need("partitions", &Average::partitions, 1, kMaxPartitions), maybe("step", &Average::step),
@@ -130,9 +132,11 @@ TESSERA_SCHEMA(GradientResult, "gradient_result", ToNode, Binary, need("step", &
                need("learning_rate", &GradientResult::learningRate, 0, 1),
                need("clip_scale", &GradientResult::clipScale, 1e-12, 1),
                maybe("look_ahead", &GradientResult::lookAhead, 0, 4),
-               maybe("bits", &GradientResult::bits, 4, 32), maybe("values", &GradientResult::values));
+               maybe("bits", &GradientResult::bits, 4, 32), maybe("values", &GradientResult::values),
+               maybe("offset", &GradientResult::offset), maybe("total", &GradientResult::total));
 TESSERA_SCHEMA(GradientBasis, "gradient_basis", ToNode, Binary, need("step", &GradientBasis::step),
-               need("round", &GradientBasis::round, 0));
+               need("round", &GradientBasis::round, 0), maybe("offset", &GradientBasis::offset),
+               maybe("total", &GradientBasis::total));
 #undef TESSERA_SCHEMA
 
 // Checks across fields, beyond each field's own range.

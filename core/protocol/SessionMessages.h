@@ -120,6 +120,8 @@ struct GradientShare {
     // A low-rank exchange's first round (P_r): the coordinator answers with gradient_basis, and the
     // node with its second share (first_round false).
     bool firstRound = false;
+    qint64 offset = 0; // a chunk of the share's payload, in 4-byte words (PartitionChunks); 0, 0: whole
+    qint64 total = 0;
 };
 struct HeartbeatAck {
     qint64 serverTimeMs = 0;
@@ -145,7 +147,8 @@ struct Step {
     // at this rank, and wait for the gradient_result. Absent (-1): step on what was accumulated.
     qint64 basis = -1;
     int rank = 0;
-    int bits = 32; // what the share's values travel in (32; 8 or 4 at rank 0)
+    int bits = 32;    // what the share's values travel in (32; 8 or 4 at rank 0)
+    qint64 chunk = 0; // 4-byte words a message of the share may carry (0: PartitionChunks' default)
 };
 struct Average {
     qint64 round = 0;
@@ -188,13 +191,17 @@ struct GradientResult {
     double lookAhead = 0;    // the asynchronous pipeline: the weights run ahead by this × the update
     int bits = 32;           // what its values travel in (32, 8 or 4)
     qint64 values = 0;       // how many (needed below 32 bits: the bytes do not say)
+    qint64 offset = 0;       // a chunk of its payload, as a share's
+    qint64 total = 0;
 };
 
 // The basis P̂ of a low-rank exchange's step (fp32, a Partition frame): the node answers with its
 // second gradient_share, built on it.
 struct GradientBasis {
     qint64 step = 0;
-    qint64 round = 0; // the warm start's round the first shares were built on
+    qint64 round = 0;  // the warm start's round the first shares were built on
+    qint64 offset = 0; // a chunk of it, as a share's
+    qint64 total = 0;
 };
 
 using SessionMessage =

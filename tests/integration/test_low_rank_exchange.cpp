@@ -4,7 +4,9 @@
 // is SIGKILLed mid-run. What a user relies on: every step's exchange takes both rounds (the
 // coordinator sends each stage's basis to the replicas whose first share counted, and counts their
 // second shares), the run reaches its last step and learns, and a replica killed mid-exchange blocks
-// no step (it is dropped from the round; the other replica of its stage carries on).
+// no step (it is dropped from the round; the other replica of its stage carries on). Every share,
+// basis and result travels in chunks of 1,000 values (--partition-chunk-values; 4 Mi by default,
+// which an 8b middle stage's rank-16 share of ~26 MB exceeds), put together before they are read.
 #include "CoordinatorProcess.h"
 #include "SwarmNode.h"
 #include "SwarmStatus.h"
@@ -59,6 +61,8 @@ private Q_SLOTS:
                                         u"5000"_qs,
                                         u"--gradient-deadline-ms"_qs,
                                         u"5000"_qs,
+                                        u"--partition-chunk-values"_qs,
+                                        u"1000"_qs,
                                         u"--listen"_qs,
                                         u"127.0.0.1:0"_qs});
         QVERIFY2(coordinator.waitReady(), coordinator.err().right(3000).constData());
@@ -99,6 +103,8 @@ private Q_SLOTS:
         QVERIFY(integer(gradients, u"bases_sent") - basesBefore >= 2 * (kSteps - kKillAtStep));
         QVERIFY2(integer(gradients, u"shares_counted") >= 2 * kSteps,
                  qPrintable(u"shares counted: %1"_qs.arg(integer(gradients, u"shares_counted"))));
+        QVERIFY2(integer(gradients, u"share_chunks") >= 4 * kSteps, // the shares came in chunks
+                 qPrintable(u"share chunks: %1"_qs.arg(integer(gradients, u"share_chunks"))));
         const double loss = s.value(u"loss").toDouble(-1);
         QVERIFY2(
             loss > 0 && loss < kLossThreshold,

@@ -60,11 +60,14 @@ Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::ve
             auto combiner = gpu::GradientCombiner::create(stageShapes[s], rank, seed, settings.bits);
             if (!combiner)
                 return makeError("stage " + std::to_string(s) + ": " + combiner.message());
+            // Messages are chunked, but each replica's result is still held whole, and sent every step:
+            // beyond a message's worth (256 MiB) no home link or coordinator memory keeps up.
             const qint64 bytes = gpu::quantizedBytes((*combiner)->resultSize(), settings.bits);
             if (bytes > protocol::kTaskMessageMaxBytes - protocol::kTaskMessageMaxJsonBytes)
                 return makeError("stage " + std::to_string(s) + ": a gradient result of " +
                                  std::to_string(bytes) +
-                                 " bytes exceeds the message limit; use a lower --gradient-rank");
+                                 " bytes a replica a step is more than an exchange carries (256 MiB); use a "
+                                 "lower --gradient-rank");
             combiners.push_back(std::move(*combiner));
         }
         return combiners;
@@ -77,7 +80,8 @@ Result<std::unique_ptr<GradientAverager>> GradientAverager::create(const std::ve
         settings.bits = 32;
         combiners = make(settings.rank);
         if (combiners)
-            qWarning("gradients: the stages' dense gradients exceed a message; they are exchanged at rank %d "
+            qWarning("gradients: the stages' dense gradients are more than an exchange carries; they are "
+                     "exchanged at rank %d "
                      "(see --gradient-rank; BENCHMARKS.md shows what that costs in loss)",
                      settings.rank);
     }
@@ -101,7 +105,7 @@ void GradientAverager::start(qint64 step, const std::vector<QStringList>& replic
     }
     for (std::size_t s = 0; s < m_combiners.size() && s < replicas.size(); ++s) {
         const protocol::Step request{step, m_combiners[s]->round(), m_combiners[s]->rank(),
-                                     m_combiners[s]->bits()};
+                                     m_combiners[s]->bits(), m_settings.chunkValues};
         for (const QString& node : replicas[s])
             if (m_sendText(node, request)) {
                 round.stages[s].asked << node;
@@ -110,6 +114,17 @@ void GradientAverager::start(qint64 step, const std::vector<QStringList>& replic
     }
     m_round = std::move(round);
     maybeClose();
+}
+
+bool GradientAverager::sendAll(const QString& node, const std::vector<QByteArray>& messages) {
+    return std::all_of(messages.begin(), messages.end(),
+                       [&](const QByteArray& m) { return m_sendBinary(node, m); });
+}
+
+bool GradientAverager::awaitsShare(const QString& node, qint64 step) const {
+    return m_round && m_round->step == step &&
+           std::any_of(m_round->stages.begin(), m_round->stages.end(),
+                       [&](const StageRound& s) { return s.waiting.contains(node); });
 }
 
 bool GradientAverager::onShare(const QString& node, const protocol::GradientShare& share,
@@ -216,13 +231,11 @@ void GradientAverager::sendBasis(int s, StageRound& stage) {
         qWarning("gradients: stage %d, step %lld: %s", s, qlonglong(m_round->step), basis.message().c_str());
         return;
     }
-    const QByteArray payload = protocol::gradientPayload(*basis, 32);
-    const protocol::GradientBasis header{m_round->step, m_combiners[std::size_t(s)]->round()};
+    const std::vector<QByteArray> messages = protocol::partitionMessages(
+        protocol::GradientBasis{m_round->step, m_combiners[std::size_t(s)]->round(), 0, 0},
+        protocol::gradientPayload(*basis, 32), m_settings.chunkValues);
     for (const QString& node : stage.asked)
-        if (counted.contains(node) &&
-            m_sendBinary(node, protocol::TaskMessageBuilder(protocol::toJson(header), payload.size())
-                                   .add(protocol::TaskFrameType::Partition, payload)
-                                   .take())) {
+        if (counted.contains(node) && sendAll(node, messages)) {
             stage.waiting.insert(node);
             ++m_basesSent;
         }
@@ -356,10 +369,10 @@ void GradientAverager::close() {
                                                   m_lastClipScale,
                                                   m_settings.lookAhead,
                                                   m_combiners[s]->bits(),
-                                                  qint64(results[s].size())};
-            if (m_sendBinary(node, protocol::TaskMessageBuilder(protocol::toJson(header), payload.size())
-                                       .add(protocol::TaskFrameType::Partition, payload)
-                                       .take()))
+                                                  qint64(results[s].size()),
+                                                  0,
+                                                  0};
+            if (sendAll(node, protocol::partitionMessages(header, payload, m_settings.chunkValues)))
                 Q_EMIT weightsSent(node);
         }
         Q_EMIT applied(int(s), results[s], m_combiners[s]->round(), m_lastLearningRate, m_lastClipScale);

@@ -23,6 +23,7 @@
 // mid-step is asked at the next step's end.
 
 #include "base/Result.h"
+#include "protocol/PartitionChunks.h"
 #include "protocol/SessionMessages.h"
 #include "protocol/TaskMessage.h"
 #include "train/LearningRateSchedule.h"
@@ -56,6 +57,9 @@ struct GradientSettings {
     // The asynchronous pipeline's staleness correction, sent with every result: the nodes' weights
     // run ahead of the optimizer's by this many times the update (0: none).
     double lookAhead = 0;
+    // 4-byte words one message of a share, basis or result carries; more travel in chunks
+    // (protocol/PartitionChunks; the run's --partition-chunk-values).
+    qint64 chunkValues = 0;
 };
 
 class GradientAverager final : public QObject {
@@ -83,6 +87,8 @@ public:
     // lesser of that and the microbatches its sender claims (a claim is the sender's word).
     void start(qint64 step, const std::vector<QStringList>& replicas, const QHash<QString, int>& work = {});
     bool collecting() const { return m_round.has_value(); }
+    // Whether the node owes a share of step `step` (its chunks are worth putting together).
+    bool awaitsShare(const QString& node, qint64 step) const;
     // A node's gradient_share; false when no round expected it.
     bool onShare(const QString& node, const protocol::GradientShare& share,
                  const protocol::TaskMessage& message);
@@ -103,6 +109,8 @@ Q_SIGNALS:
     void shareRefused(const QString& node, int stage, const QString& reason);
 
 private:
+    // Every message of a (chunked) send, in order; false when one could not be sent.
+    bool sendAll(const QString& node, const std::vector<QByteArray>& messages);
     struct Received {
         std::vector<float> values;
         int microbatches = 0;

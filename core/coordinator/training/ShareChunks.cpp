@@ -10,20 +10,20 @@ ShareChunks::ShareChunks(const gpu::ModelConfig& config) {
         m_maxValues = std::max<qint64>(m_maxValues, config.stageParameterCount(stage));
 }
 
-Result<std::optional<protocol::TaskMessage>> ShareChunks::add(const QString& node,
-                                                              const protocol::AverageShare& share,
+Result<std::optional<protocol::TaskMessage>> ShareChunks::add(const QString& node, qint64 round, int part,
+                                                              qint64 offset, qint64 total,
                                                               const protocol::TaskMessage& message,
                                                               const std::function<bool()>& asked) {
     const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
     if (!frame)
-        return makeError("a chunk of an average_share without its Partition frame", ErrorKind::InvalidInput);
+        return makeError("a chunk of a share without its Partition frame", ErrorKind::InvalidInput);
     auto it = m_nodes.find(node);
-    if (share.offset == 0 && !asked())
+    if (offset == 0 && !asked())
         return std::optional<protocol::TaskMessage>(); // nobody asked: nothing of it is held
     if (it == m_nodes.end())
         it = m_nodes.emplace(node, protocol::PartitionAssembly(m_maxValues)).first;
     Result<std::optional<protocol::TaskMessage>> whole =
-        it->second.add(message.header, share.round, share.partition, share.offset, share.total, *frame);
+        it->second.add(message.header, round, part, offset, total, *frame);
     if (whole)
         ++m_received;
     return whole;

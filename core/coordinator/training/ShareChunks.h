@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// ShareChunks: the coordinator's side of protocol/PartitionChunks — each node's average_share that
-// came in chunks put back together (one at a time per node) before the averager, the reclaim or the
-// auditor reads it. Only for a node one of them asked for that round: a chunk nobody asked for is
-// not held. At most the largest stage's weights per node.
+// ShareChunks: the coordinator's side of protocol/PartitionChunks — each node's share (an
+// average_share, or a gradient_share: one instance each) that came in chunks put back together, one
+// at a time per node, before the averager, the reclaim, the auditor or the gradient averager reads
+// it. Only for a node one of them asked for that round: a chunk nobody asked for is not held. At
+// most the largest stage's weights (4-byte words) per node.
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"
@@ -21,11 +22,13 @@ class ShareChunks final {
 public:
     explicit ShareChunks(const gpu::ModelConfig& config);
 
-    // A chunk (share.total > 0) of `node`'s share, `message` its message. Once it completes the share:
+    // A chunk (total > 0) of `node`'s share of `round` (a SPARTA round, or a step), `part` (a
+    // partition, or a gradient exchange's phase), `message` its message. Once it completes the share:
     // the whole (one message of one Partition frame). nullopt while more are to come, or when its first
     // chunk came unasked (`asked` says whether anybody waits for the round). An error, and what came
     // before dropped, when it does not continue that (PartitionAssembly says how).
-    Result<std::optional<protocol::TaskMessage>> add(const QString& node, const protocol::AverageShare& share,
+    Result<std::optional<protocol::TaskMessage>> add(const QString& node, qint64 round, int part,
+                                                     qint64 offset, qint64 total,
                                                      const protocol::TaskMessage& message,
                                                      const std::function<bool()>& asked);
     void nodeGone(const QString& node) { m_nodes.erase(node); }

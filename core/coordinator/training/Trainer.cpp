@@ -24,7 +24,8 @@ Trainer::Trainer(Database& db, const gpu::ModelConfig& config, TrainerSettings s
     , m_settings(settings)
     , m_sessions(sessions)
     , m_store(db)
-    , m_shareChunks(config) {}
+    , m_shareChunks(config)
+    , m_gradientChunks(config) {}
 
 Trainer::~Trainer() {
     m_sessions.setListener(nullptr);
@@ -119,6 +120,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     t->m_loop = std::make_unique<TrainingLoop>(loop, config.stages, t->m_store, t->m_state, *t->m_data,
                                                *t->m_checkpoints, *t->m_averager, sendText, clock);
     if (settings.gradients.enabled) {
+        settings.gradients.chunkValues = settings.averaging.chunkValues;
         std::vector<GradientAverager::Shapes> shapes;
         for (int s = 0; s < config.stages; ++s)
             shapes.push_back(t->m_checkpoints->parameterShapes(s));
@@ -295,36 +297,13 @@ void Trainer::sessionBinary(const QString& nodeId, const QByteArray& bytes) {
         m_router->onResult(nodeId, *result, *message);
     else if (const auto* share = std::get_if<protocol::AverageShare>(&*header))
         onShare(nodeId, *share, *message);
-    else if (const auto* gradient = std::get_if<protocol::GradientShare>(&*header)) {
-        if (m_gradients)
-            m_gradients->onShare(nodeId, *gradient, *message);
-    }
-}
-
-void Trainer::onShare(const QString& nodeId, const protocol::AverageShare& share,
-                      const protocol::TaskMessage& message) {
-    if (share.total > 0) { // a chunk: read once the share is whole
-        Result<std::optional<protocol::TaskMessage>> whole = m_shareChunks.add(nodeId, share, message, [&] {
-            return m_reclaim->awaitsShare(nodeId, share.round) ||
-                   m_auditor->awaitsShare(nodeId, share.round) ||
-                   m_averager->awaitsShare(nodeId, share.round);
-        });
-        if (!whole) {
-            qWarning("trainer: node %s: %s", qPrintable(nodeId.left(12)), whole.message().c_str());
-            m_sessions.sendText(nodeId, protocol::ErrorNotice{QString::fromStdString(whole.message())});
-        } else if (*whole) {
-            protocol::AverageShare all = share;
-            all.offset = all.total = 0;
-            onShare(nodeId, all, **whole);
-        }
-        return;
-    }
-    if (!m_reclaim->onShare(nodeId, share, message) && !m_auditor->onShare(nodeId, share, message))
-        m_averager->onShare(nodeId, share, message);
+    else if (const auto* gradient = std::get_if<protocol::GradientShare>(&*header))
+        onGradientShare(nodeId, *gradient, *message);
 }
 
 void Trainer::sessionClosed(const QString& nodeId) {
     m_shareChunks.nodeGone(nodeId);
+    m_gradientChunks.nodeGone(nodeId);
     m_probes->forget(nodeId);
     m_auditor->nodeGone(nodeId);
     if (m_gradients)
@@ -480,10 +459,13 @@ QJsonObject Trainer::status() const {
                          {QStringLiteral("chunk_values"), m_settings.averaging.chunkValues},
                          {QStringLiteral("share_chunks"), m_shareChunks.received()}});
     s.insert(QStringLiteral("training_stages"), stages);
-    if (m_gradients)
-        s.insert(QStringLiteral("gradients"), m_gradients->status());
-    else
+    if (m_gradients) {
+        QJsonObject gradients = m_gradients->status();
+        gradients.insert(QStringLiteral("share_chunks"), m_gradientChunks.received());
+        s.insert(QStringLiteral("gradients"), gradients);
+    } else {
         s.insert(QStringLiteral("gradients"), QJsonObject{{QStringLiteral("enabled"), false}});
+    }
     s.insert(QStringLiteral("trust"),
              QJsonObject{{QStringLiteral("results_checked"), m_checks->checked()},
                          {QStringLiteral("results_refused"), m_checks->refused()},

@@ -90,6 +90,8 @@ private:
     // An average_share, or a chunk of one (put together first: PartitionChunks), to whoever asked.
     void onShare(const QString& node, const protocol::AverageShare& share,
                  const protocol::TaskMessage& message);
+    void onGradientShare(const QString& node, const protocol::GradientShare& share,
+                         const protocol::TaskMessage& message);
     std::optional<QString> checkResult(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
                                        const protocol::HeldFrame& output, std::optional<double> loss);
     void onRefused(const QString& node, int stage, const QString& reason);
@@ -115,7 +117,8 @@ private:
     std::unique_ptr<Router> m_router;
     std::unique_ptr<Reclaim> m_reclaim;
     std::unique_ptr<Membership> m_membership;
-    ShareChunks m_shareChunks;
+    ShareChunks m_shareChunks;    // average_share chunks (TrainerShares.cpp)
+    ShareChunks m_gradientChunks; // gradient_share chunks
     bool m_stopped = false;
     QTimer m_flushTimer;
     QTimer m_creditTimer;

@@ -51,6 +51,7 @@ TaskRunner::TaskRunner(EngineWorker* worker, gpu::ModelConfig config, int stage,
     , m_sendBinary(std::move(sendBinary))
     , m_sendText(std::move(sendText))
     , m_resultChunks(m_config.stageParameterCount(stage))
+    , m_gradientChunks(m_config.stageParameterCount(stage))
     , m_lastLoss(std::numeric_limits<double>::quiet_NaN()) {
     // The worker emits on its owner's thread (this one), from the event loop, in the order it ran
     // the tasks.
@@ -78,6 +79,7 @@ bool TaskRunner::handleText(const SessionMessage& message) {
         p.step = step->step;
         p.round = step->basis;
         p.bits = step->bits;
+        p.chunk = m_gradientChunk = step->chunk;
         submit(std::move(task), p);
         return true;
     }
@@ -138,30 +140,33 @@ void TaskRunner::handleBinary(const QByteArray& bytes) {
     }
     if (const auto* task = std::get_if<Task>(&*header))
         return onTask(*task, *message);
-    if (const auto* result = std::get_if<AverageResult>(&*header)) {
+    // A result or basis may come in chunks (protocol/PartitionChunks): it is read once whole.
+    const auto onceWhole = [&]<class M>(PartitionAssembly& chunks, const M& h, qint64 round, int part,
+                                        void (TaskRunner::*handle)(const M&, const TaskMessage&)) {
         const TaskFrame* frame = message->frame(TaskFrameType::Partition);
-        if (result->total <= 0 || !frame)
-            return onAverageResult(*result, *message);
-        // A chunk: the result is applied once it is whole.
-        Result<std::optional<TaskMessage>> whole = m_resultChunks.add(
-            message->header, result->round, result->partition, result->offset, result->total, *frame);
+        if (h.total <= 0 || !frame)
+            return (this->*handle)(h, *message);
+        Result<std::optional<TaskMessage>> whole =
+            chunks.add(message->header, round, part, h.offset, h.total, *frame);
         if (!whole) {
             ++m_refused;
-            qWarning("node: average_result of round %lld: %s", qlonglong(result->round),
-                     whole.message().c_str());
+            qWarning("node: %s of round %lld: %s", qPrintable(messageTypeName(typeOf(*header))),
+                     qlonglong(round), whole.message().c_str());
         } else if (*whole) {
-            AverageResult all = *result;
+            M all = h;
             all.offset = all.total = 0;
-            onAverageResult(all, **whole);
+            (this->*handle)(all, **whole);
         }
-        return;
-    }
+    };
+    if (const auto* result = std::get_if<AverageResult>(&*header))
+        return onceWhole(m_resultChunks, *result, result->round, result->partition,
+                         &TaskRunner::onAverageResult);
     if (const auto* sync = std::get_if<Sync>(&*header))
         return onSync(*sync, *message);
     if (const auto* gradient = std::get_if<GradientResult>(&*header))
-        return onGradientResult(*gradient, *message);
+        return onceWhole(m_gradientChunks, *gradient, gradient->step, 0, &TaskRunner::onGradientResult);
     if (const auto* basis = std::get_if<GradientBasis>(&*header))
-        return onGradientBasis(*basis, *message);
+        return onceWhole(m_gradientChunks, *basis, basis->step, 1, &TaskRunner::onGradientBasis);
     ++m_refused;
     qWarning("node: ignoring a binary %s message", qPrintable(messageTypeName(typeOf(*header))));
 }

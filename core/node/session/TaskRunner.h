@@ -123,8 +123,10 @@ private:
     SendText m_sendText;
     std::unordered_map<qint64, Pending> m_pending;
     qint64 m_nextEngineId = 1;
-    std::map<qint64, Snapshot> m_snapshots;     // by round
-    protocol::PartitionAssembly m_resultChunks; // an average_result arriving in chunks
+    std::map<qint64, Snapshot> m_snapshots;       // by round
+    protocol::PartitionAssembly m_resultChunks;   // an average_result arriving in chunks
+    protocol::PartitionAssembly m_gradientChunks; // a gradient_result or gradient_basis arriving in chunks
+    qint64 m_gradientChunk = 0; // the last step's: words a message of a gradient share carries
 
     qint64 m_forwards = 0;
     qint64 m_forwardBackwards = 0;

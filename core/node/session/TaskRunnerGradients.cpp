@@ -52,7 +52,8 @@ void TaskRunner::onGradientBasis(const GradientBasis& header, const TaskMessage&
                 : QStringLiteral("its basis does not read: %1").arg(QString::fromStdString(values.message()));
         qWarning("node: refusing the gradient basis of step %lld: %s", qlonglong(header.step),
                  qPrintable(reason));
-        GradientShare refused{header.step, 0, header.round, false, reason.left(kMaxReasonChars)};
+        GradientShare refused{header.step, 0, header.round, false, reason.left(kMaxReasonChars), 32, false,
+                              0,           0};
         return m_sendBinary(TaskMessageBuilder(toJson(refused)).take());
     }
     EngineTask task;
@@ -65,6 +66,7 @@ void TaskRunner::onGradientBasis(const GradientBasis& header, const TaskMessage&
     p.message = MessageType::GradientBasis;
     p.step = header.step;
     p.round = header.round;
+    p.chunk = m_gradientChunk;
     submit(std::move(task), p);
 }
 
@@ -73,8 +75,9 @@ void TaskRunner::finishShare(const Pending& p, const EngineResult& r) {
     // A second share weighs what the first did (the engine divided by the same).
     const int microbatches =
         second ? (m_firstShare.step == p.step ? m_firstShare.microbatches : 0) : r.microbatches;
-    GradientShare share{p.step, microbatches, r.basisRound,           r.ok && !r.values.empty(),
-                        {},     p.bits,       r.firstRound && !second};
+    GradientShare share{
+        p.step, microbatches, r.basisRound, r.ok && !r.values.empty(), {}, p.bits, r.firstRound && !second, 0,
+        0};
     if (share.firstRound)
         m_firstShare = {p.step, r.microbatches};
     if (!r.ok)
@@ -87,21 +90,12 @@ void TaskRunner::finishShare(const Pending& p, const EngineResult& r) {
         share.error = QStringLiteral("no microbatch since the last exchange");
     if (!r.ok)
         qWarning("node: step %lld: %s", qlonglong(p.step), qPrintable(r.error));
-    const qint64 bytes = gpu::quantizedBytes(qint64(r.values.size()), p.bits);
-    if (!share.ok || bytes > kTaskMessageMaxBytes - kTaskMessageMaxJsonBytes - kTaskFrameHeaderBytes -
-                                 kTaskMessagePrefixBytes) {
-        if (share.ok) {
-            share.ok = false;
-            share.error = QStringLiteral("%1 bytes exceed the %2-byte message limit")
-                              .arg(bytes)
-                              .arg(kTaskMessageMaxBytes);
-        }
+    if (!share.ok)
         return m_sendBinary(TaskMessageBuilder(toJson(share)).take());
-    }
-    // In fewer bits the engine rounded the values as they are encoded here (bit for bit).
-    const QByteArray payload = gradientPayload(r.values, p.bits);
-    m_sendBinary(
-        TaskMessageBuilder(toJson(share), payload.size()).add(TaskFrameType::Partition, payload).take());
+    // In fewer bits the engine rounded the values as they are encoded here (bit for bit). More than the
+    // coordinator's chunk goes in chunks (an 8b middle stage's share at rank 16: ~26 MB).
+    for (const QByteArray& message : partitionMessages(share, gradientPayload(r.values, p.bits), p.chunk))
+        m_sendBinary(message);
 }
 
 } // namespace tessera::node
