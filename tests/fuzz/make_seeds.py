@@ -176,6 +176,13 @@ def protocol():
                                        [frame(6, struct.pack("<4f", 0.5, 0.5, 0.5, 0.5))]))
     write(t, "average-share", message({"type": "average_share", "round": 2, "partition": 0, "partitions": 2,
                                        "ok": True}, [frame(6, struct.pack("<4f", 1, 2, 3, 4))]))
+    write(t, "average-share-chunk", message({"type": "average_share", "round": 2, "partition": 0, "partitions": 2,
+                                             "ok": True, "offset": 4, "total": 12},
+                                            [frame(6, struct.pack("<4f", 5, 6, 7, 8))]))
+    write(t, "gradient-result-chunk", message(
+        {"type": "gradient_result", "step": 3, "round": 4, "included": True, "replicas": 2,
+         "learning_rate": 0.001, "clip_scale": 1, "values": 8, "offset": 4, "total": 8},
+        [frame(6, struct.pack("<4f", 1, 2, 3, 4))]))
     write(t, "eight-frames", message({"type": "sync", "round": 1, "partitions": 8},
                                      [frame(6, pattern(8, i)) for i in range(8)]))
     write(t, "nine-frames", message({"type": "sync", "round": 1, "partitions": 9},
