@@ -8,14 +8,16 @@ void PartitionAssembly::clear() {
     m_bytes = QByteArray();
 }
 
-Result<std::optional<TaskMessage>> PartitionAssembly::add(const QJsonObject& header, qint64 round,
-                                                          int partition, qint64 offset, qint64 total,
-                                                          const TaskFrame& frame) {
-    const qint64 count = frame.payload.size() / qint64(sizeof(float));
+Result<std::optional<TaskMessage>> PartitionAssembly::add(const TaskMessage& message, qint64 round,
+                                                          int partition, qint64 offset, qint64 total) {
     const auto refuse = [this](const QString& why) {
         clear();
         return makeError(why.toStdString(), ErrorKind::InvalidInput);
     };
+    const TaskFrame* frame = message.frame(TaskFrameType::Partition);
+    if (!frame)
+        return refuse(QStringLiteral("a chunk without its Partition frame"));
+    const qint64 count = frame->payload.size() / qint64(sizeof(float));
     if (total <= 0 || total > m_maxValues)
         return refuse(
             QStringLiteral("a chunked partition of %1 values (at most %2 here)").arg(total).arg(m_maxValues));
@@ -39,11 +41,11 @@ Result<std::optional<TaskMessage>> PartitionAssembly::add(const QJsonObject& hea
                           .arg(count)
                           .arg(offset)
                           .arg(total));
-    m_bytes.append(frame.payload.data(), frame.payload.size());
+    m_bytes.append(frame->payload.data(), frame->payload.size());
     if (offset + count < total)
         return std::optional<TaskMessage>();
     TaskMessage whole;
-    whole.header = header;
+    whole.header = message.header;
     whole.header.remove(QStringLiteral("offset"));
     whole.header.remove(QStringLiteral("total"));
     whole.bytes = std::move(m_bytes);

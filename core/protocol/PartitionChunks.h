@@ -59,6 +59,12 @@ std::vector<QByteArray> partitionMessages(M header, std::span<const float> value
     return partitionMessages(std::move(header), partitionPayload(values), chunk);
 }
 
+// Sends each message in order; false (the rest not sent) once `send` says one could not be.
+template <class Send>
+bool sendInOrder(const std::vector<QByteArray>& messages, Send&& send) {
+    return std::all_of(messages.begin(), messages.end(), [&](const QByteArray& m) { return send(m); });
+}
+
 // One sender's chunks put back together: one partition at a time (a chunk at offset 0 starts a new
 // one, dropping any unfinished one).
 class PartitionAssembly {
@@ -67,13 +73,14 @@ public:
     explicit PartitionAssembly(qint64 maxValues)
         : m_maxValues(maxValues) {}
 
-    // A chunk of partition `partition` of round `round`: its message's header, offset and total, and
-    // its Partition frame. Once it completes the partition: the whole, as one message (this header
-    // without offset and total, one Partition frame of every value). nullopt while more are to come.
-    // An error, and what was gathered dropped, when the chunk does not continue it: another round or
-    // partition, a gap or an overlap, values past `total`, a total above maxValues or not positive.
-    Result<std::optional<TaskMessage>> add(const QJsonObject& header, qint64 round, int partition,
-                                           qint64 offset, qint64 total, const TaskFrame& frame);
+    // A chunk of partition `partition` of round `round`: its message, and the offset and total its
+    // header says. Once it completes the partition: the whole, as one message (this header without
+    // offset and total, one Partition frame of every value). nullopt while more are to come. An
+    // error, and what was gathered dropped, when the chunk does not continue it: no Partition frame,
+    // another round or partition, a gap or an overlap, values past `total`, a total above maxValues
+    // or not positive.
+    Result<std::optional<TaskMessage>> add(const TaskMessage& message, qint64 round, int partition,
+                                           qint64 offset, qint64 total);
     bool active() const { return m_total > 0; }
     void clear();
 

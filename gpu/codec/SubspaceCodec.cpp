@@ -180,8 +180,7 @@ torch::Tensor SubspaceCodec::tokenCheckRows(const torch::Tensor& ids) const {
     missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
     if (!missing.empty()) {
         const torch::Tensor newIds = torch::tensor(missing, torch::kInt64);
-        // In fp64: the residual's norm is a difference of two nearly equal squares when E[t] lies
-        // mostly in span(U) (it does not at k ≪ d, but nothing here relies on that).
+        // In fp64, so that each token's row is exact to fp32 (it is computed once and read forever).
         const torch::Tensor e = embedded(newIds).to(torch::kDouble);
         const torch::Tensor projected = at::mm(e, m_basis.basis.to(torch::kDouble));
         const torch::Tensor residual =

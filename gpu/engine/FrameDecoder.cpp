@@ -55,35 +55,19 @@ Result<std::unique_ptr<FrameDecoder>> FrameDecoder::create(const ModelConfig& co
     }
 }
 
-Result<DecodedFrame> FrameDecoder::activation(std::span<const std::uint8_t> payload) const {
+Result<DecodedFrame> FrameDecoder::decode(std::span<const std::uint8_t> payload, bool activation,
+                                          bool forChecks) const {
+    const Codec& c = *m_codec;
+    const std::int64_t d = c.config().dModel;
     try {
-        return fromActivation(m_codec->decodeActivation(payload), m_codec->config().dModel);
+        if (activation)
+            return fromActivation(
+                forChecks ? c.decodeActivationForChecks(payload) : c.decodeActivation(payload), d);
+        return fromGradient(forChecks ? c.decodeGradientForChecks(payload) : c.decodeGradient(payload), d);
     } catch (const std::exception& e) {
-        return makeError(std::string("decoding an activation frame: ") + e.what(), ErrorKind::InvalidInput);
-    }
-}
-
-Result<DecodedFrame> FrameDecoder::activationForChecks(std::span<const std::uint8_t> payload) const {
-    try {
-        return fromActivation(m_codec->decodeActivationForChecks(payload), m_codec->config().dModel);
-    } catch (const std::exception& e) {
-        return makeError(std::string("decoding an activation frame: ") + e.what(), ErrorKind::InvalidInput);
-    }
-}
-
-Result<DecodedFrame> FrameDecoder::gradient(std::span<const std::uint8_t> payload) const {
-    try {
-        return fromGradient(m_codec->decodeGradient(payload), m_codec->config().dModel);
-    } catch (const std::exception& e) {
-        return makeError(std::string("decoding a gradient frame: ") + e.what(), ErrorKind::InvalidInput);
-    }
-}
-
-Result<DecodedFrame> FrameDecoder::gradientForChecks(std::span<const std::uint8_t> payload) const {
-    try {
-        return fromGradient(m_codec->decodeGradientForChecks(payload), m_codec->config().dModel);
-    } catch (const std::exception& e) {
-        return makeError(std::string("decoding a gradient frame: ") + e.what(), ErrorKind::InvalidInput);
+        return makeError(std::string("decoding ") + (activation ? "an activation" : "a gradient") +
+                             " frame: " + e.what(),
+                         ErrorKind::InvalidInput);
     }
 }
 

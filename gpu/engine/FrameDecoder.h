@@ -33,16 +33,25 @@ public:
     FrameDecoder(const FrameDecoder&) = delete;
     FrameDecoder& operator=(const FrameDecoder&) = delete;
 
-    Result<DecodedFrame> activation(std::span<const std::uint8_t> payload) const;
-    Result<DecodedFrame> gradient(std::span<const std::uint8_t> payload) const;
+    Result<DecodedFrame> activation(std::span<const std::uint8_t> payload) const {
+        return decode(payload, true, false);
+    }
+    Result<DecodedFrame> gradient(std::span<const std::uint8_t> payload) const {
+        return decode(payload, false, false);
+    }
     // The rows the result checks read (Codec::decodeActivationForChecks): their norms, and the
     // differences and dot products of two frames of the same token ids, are the decoded rows'; a
     // subspace frame's are k + 1 values a token instead of d (width < dimension).
-    Result<DecodedFrame> activationForChecks(std::span<const std::uint8_t> payload) const;
-    Result<DecodedFrame> gradientForChecks(std::span<const std::uint8_t> payload) const;
+    Result<DecodedFrame> activationForChecks(std::span<const std::uint8_t> payload) const {
+        return decode(payload, true, true);
+    }
+    Result<DecodedFrame> gradientForChecks(std::span<const std::uint8_t> payload) const {
+        return decode(payload, false, true);
+    }
 
 private:
     explicit FrameDecoder(std::unique_ptr<Codec> codec);
+    Result<DecodedFrame> decode(std::span<const std::uint8_t> payload, bool activation, bool forChecks) const;
     std::unique_ptr<Codec> m_codec;
 };
 

@@ -126,8 +126,7 @@ void Averager::closeRound(int stage) {
                                     std::span(combined.values), m_settings.chunkValues);
     for (const Share& share : all)
         if (!combined.dropped.contains(share.node) &&
-            std::all_of(messages.begin(), messages.end(),
-                        [&](const QByteArray& m) { return m_sendBinary(share.node, m); }))
+            protocol::sendInOrder(messages, [&](const QByteArray& m) { return m_sendBinary(share.node, m); }))
             Q_EMIT weightsSent(share.node);
     ++m_roundsCompleted;
     Q_EMIT averaged(stage, round.partition, combined.values, combined.used);

@@ -116,11 +116,6 @@ void GradientAverager::start(qint64 step, const std::vector<QStringList>& replic
     maybeClose();
 }
 
-bool GradientAverager::sendAll(const QString& node, const std::vector<QByteArray>& messages) {
-    return std::all_of(messages.begin(), messages.end(),
-                       [&](const QByteArray& m) { return m_sendBinary(node, m); });
-}
-
 bool GradientAverager::awaitsShare(const QString& node, qint64 step) const {
     return m_round && m_round->step == step &&
            std::any_of(m_round->stages.begin(), m_round->stages.end(),
@@ -235,7 +230,7 @@ void GradientAverager::sendBasis(int s, StageRound& stage) {
         protocol::GradientBasis{m_round->step, m_combiners[std::size_t(s)]->round(), 0, 0},
         protocol::gradientPayload(*basis, 32), m_settings.chunkValues);
     for (const QString& node : stage.asked)
-        if (counted.contains(node) && sendAll(node, messages)) {
+        if (counted.contains(node) && sendInOrder(node, messages)) {
             stage.waiting.insert(node);
             ++m_basesSent;
         }
@@ -372,7 +367,7 @@ void GradientAverager::close() {
                                                   qint64(results[s].size()),
                                                   0,
                                                   0};
-            if (sendAll(node, protocol::partitionMessages(header, payload, m_settings.chunkValues)))
+            if (sendInOrder(node, protocol::partitionMessages(header, payload, m_settings.chunkValues)))
                 Q_EMIT weightsSent(node);
         }
         Q_EMIT applied(int(s), results[s], m_combiners[s]->round(), m_lastLearningRate, m_lastClipScale);

@@ -109,8 +109,9 @@ Q_SIGNALS:
     void shareRefused(const QString& node, int stage, const QString& reason);
 
 private:
-    // Every message of a (chunked) send, in order; false when one could not be sent.
-    bool sendAll(const QString& node, const std::vector<QByteArray>& messages);
+    bool sendInOrder(const QString& node, const std::vector<QByteArray>& messages) {
+        return protocol::sendInOrder(messages, [&](const QByteArray& m) { return m_sendBinary(node, m); });
+    }
     struct Received {
         std::vector<float> values;
         int microbatches = 0;

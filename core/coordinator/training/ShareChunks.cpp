@@ -14,16 +14,12 @@ Result<std::optional<protocol::TaskMessage>> ShareChunks::add(const QString& nod
                                                               qint64 offset, qint64 total,
                                                               const protocol::TaskMessage& message,
                                                               const std::function<bool()>& asked) {
-    const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
-    if (!frame)
-        return makeError("a chunk of a share without its Partition frame", ErrorKind::InvalidInput);
     auto it = m_nodes.find(node);
     if (offset == 0 && !asked())
         return std::optional<protocol::TaskMessage>(); // nobody asked: nothing of it is held
     if (it == m_nodes.end())
         it = m_nodes.emplace(node, protocol::PartitionAssembly(m_maxValues)).first;
-    Result<std::optional<protocol::TaskMessage>> whole =
-        it->second.add(message.header, round, part, offset, total, *frame);
+    Result<std::optional<protocol::TaskMessage>> whole = it->second.add(message, round, part, offset, total);
     if (whole)
         ++m_received;
     return whole;

@@ -143,11 +143,9 @@ void TaskRunner::handleBinary(const QByteArray& bytes) {
     // A result or basis may come in chunks (protocol/PartitionChunks): it is read once whole.
     const auto onceWhole = [&]<class M>(PartitionAssembly& chunks, const M& h, qint64 round, int part,
                                         void (TaskRunner::*handle)(const M&, const TaskMessage&)) {
-        const TaskFrame* frame = message->frame(TaskFrameType::Partition);
-        if (h.total <= 0 || !frame)
+        if (h.total <= 0)
             return (this->*handle)(h, *message);
-        Result<std::optional<TaskMessage>> whole =
-            chunks.add(message->header, round, part, h.offset, h.total, *frame);
+        Result<std::optional<TaskMessage>> whole = chunks.add(*message, round, part, h.offset, h.total);
         if (!whole) {
             ++m_refused;
             qWarning("node: %s of round %lld: %s", qPrintable(messageTypeName(typeOf(*header))),

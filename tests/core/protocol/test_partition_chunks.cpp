@@ -3,7 +3,8 @@
 // as ordinary average_share / average_result messages, and the receiver's PartitionAssembly gives
 // back exactly the whole. Tried: a share that fits one chunk (whole, no offset or total), one of
 // 10 values in chunks of 3, chunks out of order, a gap, a chunk past the total, a total above what
-// the receiver allows, another round interleaved, a restart at offset 0, an empty partition.
+// the receiver allows, another round interleaved, a restart at offset 0, a chunk without its frame,
+// an empty partition.
 #include "protocol/PartitionChunks.h"
 
 #include <QTest>
@@ -43,8 +44,7 @@ std::vector<Chunk> decodeAll(const std::vector<QByteArray>& messages) {
 }
 
 Result<std::optional<TaskMessage>> feed(PartitionAssembly& a, const Chunk& c) {
-    return a.add(c.message.header, c.share.round, c.share.partition, c.share.offset, c.share.total,
-                 *c.message.frame(TaskFrameType::Partition));
+    return a.add(c.message, c.share.round, c.share.partition, c.share.offset, c.share.total);
 }
 
 const AverageShare kShare{4, 2, 20, true, {}, 0, 0};
@@ -122,6 +122,9 @@ private Q_SLOTS:
         Chunk noTotal = chunks[0];
         noTotal.share.total = -1;
         QVERIFY(!feed(fresh, noTotal));
+        Chunk noFrame = chunks[0]; // a chunk's header without its values
+        noFrame.message.frames.clear();
+        QVERIFY(!feed(fresh, noFrame));
     }
 
     void anEmptyPartitionIsOneMessage() {
