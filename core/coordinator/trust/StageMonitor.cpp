@@ -4,6 +4,7 @@
 
 #include "coordinator/trust/TensorStats.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera::coordinator {
@@ -52,7 +53,9 @@ std::optional<StageMonitor::Deviation> StageMonitor::deviation(const Window& w, 
     for (double& x : v)
         x = std::abs(x - median);
     const double spread = std::max(kMadToSigma * stats::quantile(std::move(v), 0.5), kFloor);
-    return Deviation{median, std::abs(value - median) / spread};
+    const auto recent = std::ptrdiff_t(std::clamp(m_settings.recent, 1, int(w.values.size())));
+    const double centre = stats::quantile(std::vector<double>(w.values.end() - recent, w.values.end()), 0.5);
+    return Deviation{centre, std::abs(value - centre) / spread};
 }
 
 std::optional<QString> StageMonitor::observe(int stage, const std::vector<Sample>& samples, bool learn) {
@@ -68,12 +71,14 @@ std::optional<QString> StageMonitor::observe(int stage, const std::vector<Sample
         const std::optional<Deviation> d = deviation(w, x);
         if (d && d->deviations > m_settings.k && !outlier)
             outlier =
-                QStringLiteral("its %1 (%2) is %3 robust deviations from the median of the stage's last "
-                               "%4 results from audited nodes (%5; more than %6 is audited at once)")
+                QStringLiteral("its %1 (%2) is %3 robust deviations (the spread of the stage's last %4 "
+                               "results from audited nodes) from the median of the last %5 (%6; more than "
+                               "%7 is audited at once)")
                     .arg(QString::fromLatin1(name(s.metric)))
                     .arg(s.value, 0, 'g', 3)
                     .arg(d->deviations, 0, 'f', 1)
                     .arg(w.values.size())
+                    .arg(std::min<qsizetype>(std::max(m_settings.recent, 1), qsizetype(w.values.size())))
                     .arg(logScale(s.metric) ? std::exp(d->median) : d->median, 0, 'g', 3)
                     .arg(m_settings.k, 0, 'g', 3);
         if (!learn)
