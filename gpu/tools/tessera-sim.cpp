@@ -4,6 +4,7 @@
 #include "base/ModelConfig.h"
 #include "train/SwarmSimulator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,7 +25,7 @@ int usage(std::ostream& out, int code) {
            "                   [--freeze-variance-after N] [--dense-steps N] [--dense-every K]\n"
            "                   [--exchange-updates 1]\n"
            "                   [--routing-seed X] [--moment-bits 32|8]\n"
-           "                   [--no-gradient-averaging] [--async [--look-ahead X]]\n"
+           "                   [--no-gradient-averaging] [--async [--delay D] [--look-ahead X]]\n"
            "                   [--eval-every N] [--no-averaging]\n"
            "                   [--average-every N] [--partitions P]  (SPARTA: 1/P of the weights every N "
            "steps;\n"
@@ -34,8 +35,9 @@ int usage(std::ostream& out, int code) {
            "  Gradients are averaged across a stage's replicas every step (rank R low-rank exchange with\n"
            "  error feedback; default 0: dense and exact; --bits 8 or 4: dense in that many bits a\n"
            "  value, error feedback on both sides); the decay ends at --steps.\n"
-           "  --async: each step's update lands one step late, as in the asynchronous pipeline; the\n"
-           "  weights then run ahead of the master weights by X times the last update (default 0).\n"
+           "  --async: each step's update lands one step late (--delay D: D steps late), as in the\n"
+           "  asynchronous pipeline; the weights then run ahead of the master weights by X times the\n"
+           "  last update (default 0).\n"
            "  --stages 1 --replicas 1 --codec none --rank 0 is the centralized baseline.\n";
     return code;
 }
@@ -65,7 +67,7 @@ int main(int argc, char** argv) {
             continue;
         }
         if (arg == "--async") {
-            options.pipelineDelay = 1;
+            options.pipelineDelay = std::max(options.pipelineDelay, 1);
             continue;
         }
         if (arg == "--no-gradient-averaging") {
@@ -90,6 +92,8 @@ int main(int argc, char** argv) {
             options.schedule.minRatio = std::atof(v);
         else if (arg == "--memory-decay")
             options.memoryDecay = std::atof(v);
+        else if (arg == "--delay")
+            options.pipelineDelay = std::atoi(v);
         else if (arg == "--look-ahead")
             options.lookAhead = std::atof(v);
         else if (arg == "--clip-norm")

@@ -145,23 +145,30 @@ void exchangeGradients(SwarmSimulator::State& st) {
                     (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale, varianceMoves);
                 continue;
             }
-            // One step late: this round's gradient waits; the last round's lands now.
+            // pipelineDelay steps late: this round's gradient waits; the oldest waiting lands.
             std::vector<torch::Tensor> waiting;
             for (auto& [name, p] : replica.model->namedParameters())
                 waiting.push_back(now.valid && p.grad().defined() ? p.grad().clone() : torch::Tensor());
-            const PendingUpdate& landing = st.pending[s];
+            replica.pending.push_back(std::move(waiting));
+            if (replica.pending.size() <= std::size_t(st.options.pipelineDelay)) {
+                replica.model->zeroGrad();
+                continue;
+            }
+            const PendingUpdate& landing = st.pending[s].front();
             if (landing.valid) {
                 auto params = replica.model->namedParameters();
                 for (std::size_t i = 0; i < params.size(); ++i)
-                    if (replica.pending[i].defined())
-                        params[i].second.mutable_grad() = replica.pending[i];
+                    if (replica.pending.front()[i].defined())
+                        params[i].second.mutable_grad() = replica.pending.front()[i];
                 landAhead(replica, landing, st.options.lookAhead);
             } else {
                 replica.model->zeroGrad();
             }
-            replica.pending = std::move(waiting);
+            replica.pending.pop_front();
         }
-        st.pending[s] = now;
+        st.pending[s].push_back(now);
+        if (st.pending[s].size() > std::size_t(st.options.pipelineDelay))
+            st.pending[s].pop_front();
     }
 }
 

@@ -32,8 +32,8 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
     if ((options.denseSteps > 0 || options.denseEvery > 0 || options.freezeVarianceAfter > 0) &&
         options.pipelineDelay > 0)
         return makeError("dense rounds in a low-rank run are simulated with the synchronous pipeline only");
-    if (options.pipelineDelay < 0 || options.pipelineDelay > 1)
-        return makeError("the pipeline's delay is 0 (synchronous) or 1 step");
+    if (options.pipelineDelay < 0 || options.pipelineDelay > 3)
+        return makeError("the pipeline's delay is 0 (synchronous) to 3 steps");
     if (options.exchangeUpdates &&
         (options.pipelineDelay > 0 || options.denseSteps > 0 || options.denseEvery > 0))
         return makeError("exchanged updates are simulated with the synchronous pipeline only");

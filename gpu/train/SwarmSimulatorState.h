@@ -12,6 +12,7 @@
 
 #include <torch/types.h>
 
+#include <deque>
 #include <memory>
 #include <random>
 #include <vector>
@@ -28,9 +29,10 @@ struct Replica {
     // exchangeUpdates: AdamW over zeros beside the weights, whose step is this replica's update.
     std::vector<torch::Tensor> stepScratch;
     std::unique_ptr<StageOptimizer> stepOptimizer;
-    // Asynchronous pipeline: the averaged gradient of the last step, waiting to land, and the
-    // optimizer's weights while the model's run ahead of them (empty while none).
-    std::vector<torch::Tensor> pending;
+    // Asynchronous pipeline: the averaged gradients of the last pipelineDelay steps, oldest first,
+    // waiting to land, and the optimizer's weights while the model's run ahead of them (empty while
+    // none).
+    std::deque<std::vector<torch::Tensor>> pending;
     std::vector<torch::Tensor> optimizerWeights;
 };
 
@@ -49,7 +51,7 @@ struct SwarmSimulator::State {
     std::vector<std::unique_ptr<GradientRoundCombiner>> combiners;      // per stage
     std::vector<std::unique_ptr<GradientRoundCombiner>> denseCombiners; // a low-rank run's dense rounds
     std::vector<torch::Tensor> heldOut;
-    std::vector<PendingUpdate> pending; // per stage, with pipelineDelay 1
+    std::vector<std::deque<PendingUpdate>> pending; // per stage, oldest first, with a delay
     std::mt19937_64 routing;
     std::int64_t step = 0;
     std::int64_t tokens = 0;
