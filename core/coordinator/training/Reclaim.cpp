@@ -2,75 +2,31 @@
 // Reclaim: a restarted coordinator takes each stage's current weights back from its nodes, checked.
 #include "coordinator/training/Reclaim.h"
 
-#include "coordinator/trust/RobustCombine.h"
+#include <QDir>
+#include <QTemporaryFile>
 
 #include <algorithm>
-#include <cmath>
+#include <numeric>
 
 namespace tessera::coordinator {
 
 namespace {
 
-constexpr double kAdamStepBound = 2.0; // κ: a weight's AdamW move per step is at most ~1.17 lr
-
 QString shortId(const QString& node) {
     return node.left(12);
 }
 
-double distance(const std::vector<float>& a, const std::vector<float>& b) {
-    double sum = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        const double d = double(a[i]) - double(b[i]);
-        sum += d * d;
-    }
-    return std::sqrt(sum);
-}
-
-double norm(const std::vector<float>& a) {
-    double sum = 0;
-    for (float v : a)
-        sum += double(v) * double(v);
-    return std::sqrt(sum);
-}
-
-// Why the answer cannot be the stage's weights trained on from `reference` for `steps` steps, or
-// empty when it can; `used`: the largest share of its bound a weight moved.
-QString refusal(const std::vector<float>& answer, const std::vector<float>& reference, qint64 steps,
-                const ReclaimSettings& settings, double& used) {
-    used = 0;
-    if (answer.size() != reference.size())
-        return QStringLiteral("%1 values, the stage has %2").arg(answer.size()).arg(reference.size());
-    const double k = double(std::max<qint64>(steps, 0) + settings.slackSteps);
-    const double move = k * settings.learningRate;
-    for (std::size_t i = 0; i < answer.size(); ++i) {
-        if (!std::isfinite(answer[i]))
-            return QStringLiteral("a weight that is not finite");
-        const double c = std::abs(double(reference[i]));
-        const double bound = move * (kAdamStepBound * (1 + settings.lookAhead) +
-                                     settings.weightDecay * (c + move * kAdamStepBound));
-        const double moved = std::abs(double(answer[i]) - double(reference[i]));
-        if (moved > bound)
-            return QStringLiteral("weight %1 moved %2 from the checkpoint; %3 steps of training move it "
-                                  "at most %4")
-                .arg(i)
-                .arg(moved, 0, 'g', 3)
-                .arg(qint64(k))
-                .arg(bound, 0, 'g', 3);
-        used = std::max(used, moved / bound);
-    }
-    return {};
-}
-
 } // namespace
 
-Reclaim::Reclaim(ReclaimSettings settings, std::function<qint64(int stage)> stepsSinceCheckpoint,
-                 Reference reference, FailedAudits failedAudits, SendText sendText, Clock clock)
-    : m_settings(settings)
-    , m_stepsSinceCheckpoint(std::move(stepsSinceCheckpoint))
-    , m_reference(std::move(reference))
+Reclaim::Reclaim(ReclaimSettings settings, ReclaimCheckpoint checkpoint, FailedAudits failedAudits,
+                 SendText sendText, Clock clock)
+    : m_settings(std::move(settings))
+    , m_checkpoint(std::move(checkpoint))
     , m_failedAudits(std::move(failedAudits))
     , m_sendText(std::move(sendText))
     , m_clock(std::move(clock)) {}
+
+Reclaim::~Reclaim() = default;
 
 void Reclaim::expect(const QString& node, int stage) {
     m_expected.insert(node, stage);
@@ -99,6 +55,13 @@ bool Reclaim::onReady(const QString& node, int stage) {
             anyExpected = it.value() == stage;
         if (!anyExpected) {
             s.closed = true; // nobody held this stage's weights: nothing to take back
+            return false;
+        }
+        const std::vector<qint64> partitions = m_checkpoint.partitions(stage);
+        s.values = std::accumulate(partitions.begin(), partitions.end(), qint64(0));
+        if (s.values <= 0) {
+            qWarning("reclaim: stage %d: its checkpoint is not readable: it stands as published", stage);
+            s.closed = true;
             return false;
         }
         s.open = true;
@@ -135,16 +98,56 @@ bool Reclaim::onShare(const QString& node, const protocol::AverageShare& share,
         const auto it = s.asked.find(node);
         if (s.closed || it == s.asked.end() || it.value() != share.round)
             continue;
-        s.asked.erase(it);
-        const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
-        Result<std::vector<float>> values = frame != nullptr && share.partition == -1
-                                                ? protocol::partitionValues(*frame)
-                                                : Result<std::vector<float>>(makeError("not all weights"));
-        s.answers[node] = values ? std::move(*values) : std::vector<float>();
+        takeChunk(stage, s, node, share, message);
         maybeClose(stage);
         return true;
     }
     return false;
+}
+
+void Reclaim::takeChunk(int stage, Stage& s, const QString& node, const protocol::AverageShare& share,
+                        const protocol::TaskMessage& message) {
+    Answer& a = s.answers[node];
+    const auto refuse = [&](const QString& why) {
+        qWarning("reclaim: stage %d: node %s's weights are not taken: %s", stage, qPrintable(shortId(node)),
+                 qPrintable(why));
+        a.error = why;
+        a.file.reset();
+        s.asked.remove(node);
+    };
+    const protocol::TaskFrame* frame = message.frame(protocol::TaskFrameType::Partition);
+    if (share.partition != -1 || frame == nullptr)
+        return refuse(QStringLiteral("not all weights"));
+    if (frame->payload.size() % qsizetype(sizeof(float)) != 0)
+        return refuse(
+            QStringLiteral("a partition of %1 bytes, not whole fp32 values").arg(frame->payload.size()));
+    const qint64 n = frame->payload.size() / qsizetype(sizeof(float));
+    const qint64 total = share.total > 0 ? share.total : n;
+    const qint64 offset = share.total > 0 ? share.offset : 0;
+    if (total != s.values)
+        return refuse(QStringLiteral("%1 values, the stage has %2").arg(total).arg(s.values));
+    if (offset != a.received)
+        return refuse(QStringLiteral("a chunk at value %1 after %2 values").arg(offset).arg(a.received));
+    if (offset + n > total)
+        return refuse(QStringLiteral("values past the %1 it announced").arg(total));
+    if (!a.file) {
+        const QString dir = m_settings.spillDir.isEmpty() ? QDir::tempPath() : m_settings.spillDir;
+        QDir().mkpath(dir);
+        a.file = std::make_unique<QTemporaryFile>(
+            QDir(dir).filePath(QStringLiteral("reclaim-stage-%1-XXXXXX").arg(stage)));
+        if (!a.file->open())
+            return refuse(
+                QStringLiteral("its answer cannot be written in %1: %2").arg(dir, a.file->errorString()));
+    }
+    if (a.file->write(frame->payload.data(), frame->payload.size()) != frame->payload.size())
+        return refuse(QStringLiteral("its answer could not be written: %1").arg(a.file->errorString()));
+    a.received += n;
+    if (a.received == total) {
+        a.complete = a.file->flush();
+        if (!a.complete)
+            return refuse(QStringLiteral("its answer could not be written: %1").arg(a.file->errorString()));
+        s.asked.remove(node);
+    }
 }
 
 void Reclaim::nodeGone(const QString& node) {
@@ -152,8 +155,10 @@ void Reclaim::nodeGone(const QString& node) {
         if (s.closed)
             continue;
         s.held.removeAll(node);
-        if (s.asked.remove(node) > 0)
+        if (s.asked.remove(node) > 0) {
+            s.answers.erase(node); // what came of it is not all of its weights
             maybeClose(stage);
+        }
     }
 }
 
@@ -169,9 +174,12 @@ void Reclaim::maybeClose(int stage) {
         return;
     const qint64 t = m_clock();
     bool everyExpectedAnswered = true;
-    for (auto it = m_expected.cbegin(); it != m_expected.cend(); ++it)
-        if (it.value() == stage && s.answers.find(it.key()) == s.answers.end())
+    for (auto it = m_expected.cbegin(); it != m_expected.cend(); ++it) {
+        const auto answer = s.answers.find(it.key());
+        if (it.value() == stage &&
+            (answer == s.answers.end() || (!answer->second.complete && answer->second.error.isEmpty())))
             everyExpectedAnswered = false;
+    }
     const bool windowOver = t >= s.openedAtMs + m_settings.windowMs && s.asked.isEmpty();
     if (everyExpectedAnswered || windowOver || t >= s.deadlineMs)
         close(stage);
@@ -181,94 +189,57 @@ void Reclaim::close(int stage) {
     Stage& s = m_stages[stage];
     s.closed = true;
     s.asked.clear();
-    ReclaimOutcome outcome;
-    if (!s.answers.empty()) {
-        const std::vector<float> reference = m_reference(stage);
-        std::map<QString, std::vector<float>> answers;
-        for (auto& [node, values] : s.answers) {
-            if (m_failedAudits(node) > 0) {
-                qWarning("reclaim: stage %d: node %s failed an audit before: its weights are not taken",
-                         stage, qPrintable(shortId(node)));
-                outcome.refused.append(node);
-                continue;
-            }
-            answers.emplace(node, std::move(values));
-        }
-        ReclaimOutcome chosen = choose(stage, answers, reference, m_stepsSinceCheckpoint(stage), m_settings);
-        chosen.refused += outcome.refused;
-        outcome = std::move(chosen);
-    } else {
-        outcome.summary = QStringLiteral("no node sent its weights: the published checkpoint stands");
-    }
-    outcome.stage = stage;
-    outcome.held = s.held;
-    s.answers.clear();
-    qInfo("reclaim: stage %d: %s", stage, qPrintable(outcome.summary));
-    Q_EMIT settled(outcome);
-}
-
-ReclaimOutcome Reclaim::choose(int stage, const std::map<QString, std::vector<float>>& answers,
-                               const std::vector<float>& reference, qint64 steps,
-                               const ReclaimSettings& settings) {
-    ReclaimOutcome out;
-    out.stage = stage;
-    std::vector<Share> candidates;
-    double mostUsed = 0;
-    for (const auto& [node, values] : answers) {
-        double used = 0;
-        if (const QString why = refusal(values, reference, steps, settings, used); !why.isEmpty()) {
-            qWarning("reclaim: stage %d: node %s's weights are not taken: %s", stage,
-                     qPrintable(shortId(node)), qPrintable(why));
-            out.refused.append(node);
+    QStringList refused;
+    std::map<QString, Piece> answers;
+    for (auto& [node, a] : s.answers) {
+        if (!a.error.isEmpty()) {
+            refused.append(node);
             continue;
         }
-        candidates.push_back(Share{node, values});
-        out.candidates.append(node);
-        mostUsed = std::max(mostUsed, used);
-    }
-    if (candidates.empty()) {
-        out.summary = QStringLiteral("no weights passed the checks: the published checkpoint stands");
-        return out;
-    }
-    if (candidates.size() == 1) {
-        out.values = candidates.front().values;
-        out.summary = QStringLiteral("took node %1's weights").arg(shortId(candidates.front().node));
-    } else if (candidates.size() == 2) {
-        const Share& a = candidates[0];
-        const Share& b = candidates[1];
-        const double apart = distance(a.values, b.values) / std::max(norm(a.values), 1e-12);
-        if (apart <= settings.agreeTolerance) {
-            out.values.resize(a.values.size());
-            for (std::size_t i = 0; i < a.values.size(); ++i)
-                out.values[i] = float(0.5 * (double(a.values[i]) + double(b.values[i])));
-            if (a.values == b.values)
-                out.values = a.values; // bit for bit: both go on as they are
-            out.summary =
-                QStringLiteral("took the mean of two replicas that agree (%1 apart)").arg(apart, 0, 'g', 3);
-        } else {
-            const bool aNearer = distance(a.values, reference) <= distance(b.values, reference);
-            const Share& nearer = aNearer ? a : b;
-            out.values = nearer.values;
-            out.summary = QStringLiteral("two replicas %1 apart: took node %2's, nearer the checkpoint")
-                              .arg(apart, 0, 'g', 3)
-                              .arg(shortId(nearer.node));
+        if (!a.complete) {
+            qWarning(
+                "reclaim: stage %d: node %s's answer was not complete when the stage closed (%lld of %lld "
+                "values)",
+                stage, qPrintable(shortId(node)), qlonglong(a.received), qlonglong(s.values));
+            continue;
         }
-    } else {
-        const Combined combined = robustCombine(candidates, reference);
-        out.values = combined.values;
-        out.summary =
-            QStringLiteral("took the robust combination of %1 replicas' weights").arg(combined.used);
+        if (m_failedAudits(node) > 0) {
+            qWarning("reclaim: stage %d: node %s failed an audit before: its weights are not taken", stage,
+                     qPrintable(shortId(node)));
+            refused.append(node);
+            continue;
+        }
+        QTemporaryFile* file = a.file.get();
+        answers.emplace(node, [file](qint64 offset, qint64 count) -> Result<std::vector<float>> {
+            std::vector<float> v(static_cast<std::size_t>(count));
+            const qint64 bytes = count * qint64(sizeof(float));
+            if (!file->seek(offset * qint64(sizeof(float))) ||
+                file->read(reinterpret_cast<char*>(v.data()), bytes) != bytes)
+                return makeError("its answer could not be read back: " + file->errorString().toStdString());
+            return v;
+        });
     }
-    for (const Share& c : candidates)
-        if (c.values == out.values)
-            out.keep.append(c.node);
-    out.summary += QStringLiteral(" (%1 steps since the checkpoint; a weight moved at most %2% of what they "
-                                  "could move it)")
-                       .arg(steps)
-                       .arg(100 * mostUsed, 0, 'f', 1);
-    if (!out.refused.isEmpty())
-        out.summary += QStringLiteral("; refused %1 node(s)").arg(out.refused.size());
-    return out;
+    ReclaimOutcome outcome;
+    if (!answers.empty()) {
+        outcome = choose(
+            stage, answers, m_checkpoint.partitions(stage),
+            [&](int partition) { return m_checkpoint.values(stage, partition); },
+            [&](int partition, std::span<const float> values) {
+                return m_checkpoint.take(stage, partition, values);
+            },
+            m_checkpoint.stepsSince(stage), m_settings);
+    } else {
+        outcome.summary =
+            refused.isEmpty()
+                ? QStringLiteral("no node sent its weights: the published checkpoint stands")
+                : QStringLiteral("no weights passed the checks: the published checkpoint stands");
+    }
+    outcome.refused += refused;
+    outcome.stage = stage;
+    outcome.held = s.held;
+    s.answers.clear(); // and their files
+    qInfo("reclaim: stage %d: %s", stage, qPrintable(outcome.summary));
+    Q_EMIT settled(outcome);
 }
 
 } // namespace tessera::coordinator

@@ -22,9 +22,17 @@
 // bit goes on with them, every other node of the stage (refused, outvoted, or new and held while
 // the stage was open) is synced from the checkpoint. No candidate: the published checkpoint stands
 // (nothing better is known) and the nodes sync from it.
+//
+// Memory: a piece at a time, not a stage. An answer (4.4 GB at an 8b stage) is written to a file in
+// `spillDir` as its chunks arrive and read back a piece (≤ pieceValues) at a time when the stage
+// closes; the checkpoint is read and written a SPARTA partition at a time (the order answers travel
+// in). The robust combination of three or more runs piece by piece (its clip radius and outliers are
+// a piece's).
 
 #include "protocol/SessionMessages.h"
 #include "protocol/TaskMessage.h"
+
+#include "base/Result.h"
 
 #include <QHash>
 #include <QObject>
@@ -34,7 +42,11 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <span>
 #include <vector>
+
+class QTemporaryFile;
 
 namespace tessera::coordinator {
 
@@ -48,18 +60,30 @@ struct ReclaimSettings {
     double agreeTolerance = 1e-2;
     int partitions = 20;    // the order the weights travel in
     qint64 chunkValues = 0; // values a message of an answer carries (0: PartitionChunks' default)
+    QString spillDir;       // where answers are written while their stage is open (empty: the system's)
+    qint64 pieceValues = 0; // values of each answer judged at once (0: PartitionChunks' default, 4 Mi)
 };
 
-// What a stage's reclaim found: the values to adopt (empty: none), the nodes that hold them bit for
-// bit, and every node the stage held meanwhile.
+// A stage's published checkpoint as the reclaim reads and writes it: a SPARTA partition at a time, in
+// the order a node's answer carries them.
+struct ReclaimCheckpoint {
+    std::function<qint64(int stage)> stepsSince;              // the database's step less the checkpoint's
+    std::function<std::vector<qint64>(int stage)> partitions; // their sizes, in order
+    std::function<Result<std::vector<float>>(int stage, int partition)> values;
+    std::function<Status(int stage, int partition, std::span<const float> values)> take;
+};
+
+// What a stage's reclaim found: whether the checkpoint took chosen weights, the nodes that hold them
+// bit for bit, and every node the stage held meanwhile.
 struct ReclaimOutcome {
     int stage = 0;
-    std::vector<float> values;
-    QStringList keep;       // their weights are `values`: routed as they are
-    QStringList candidates; // answers that passed the checks
-    QStringList refused;    // answers that did not (why: in `summary`)
-    QStringList held;       // every node held on the stage (asked or not), connected or not
-    QString summary;        // one line for the log
+    bool took = false;         // the checkpoint took the chosen weights (to be published)
+    std::vector<float> values; // the choice, from choose() on whole vectors only (tests)
+    QStringList keep;          // their weights are the choice: routed as they are
+    QStringList candidates;    // answers that passed the checks
+    QStringList refused;       // answers that did not (why: in `summary`)
+    QStringList held;          // every node held on the stage (asked or not), connected or not
+    QString summary;           // one line for the log
 };
 
 class Reclaim final : public QObject {
@@ -68,12 +92,13 @@ class Reclaim final : public QObject {
 public:
     using SendText = std::function<bool(const QString& node, const protocol::SessionMessage& message)>;
     using Clock = std::function<qint64()>;
-    using Reference = std::function<std::vector<float>(int stage)>; // the published checkpoint's weights
     using FailedAudits = std::function<int(const QString& node)>;
+    // An answer's values [offset, offset + count), in the order it travelled.
+    using Piece = std::function<Result<std::vector<float>>(qint64 offset, qint64 count)>;
 
-    // `stepsSinceCheckpoint(stage)`: the database's step less the checkpoint's.
-    Reclaim(ReclaimSettings settings, std::function<qint64(int stage)> stepsSinceCheckpoint,
-            Reference reference, FailedAudits failedAudits, SendText sendText, Clock clock);
+    Reclaim(ReclaimSettings settings, ReclaimCheckpoint checkpoint, FailedAudits failedAudits,
+            SendText sendText, Clock clock);
+    ~Reclaim() override;
 
     // A node the previous process had online on `stage`: its weights are asked for when it is ready.
     void expect(const QString& node, int stage);
@@ -89,7 +114,14 @@ public:
     bool holds(const QString& node) const;
     int waiting(int stage) const; // nodes held on the stage
 
-    // The per-coordinate bound and the choice, on their own (tests).
+    // The per-coordinate bound and the choice, on their own: answers read a piece at a time, the
+    // checkpoint a partition at a time, the choice handed to `take` a partition at a time.
+    static ReclaimOutcome choose(int stage, const std::map<QString, Piece>& answers,
+                                 const std::vector<qint64>& partitions,
+                                 const std::function<Result<std::vector<float>>(int partition)>& reference,
+                                 const std::function<Status(int partition, std::span<const float>)>& take,
+                                 qint64 steps, const ReclaimSettings& settings);
+    // The same on whole vectors (one partition): the choice in `values` (tests).
     static ReclaimOutcome choose(int stage, const std::map<QString, std::vector<float>>& answers,
                                  const std::vector<float>& reference, qint64 steps,
                                  const ReclaimSettings& settings);
@@ -98,22 +130,32 @@ Q_SIGNALS:
     void settled(const ReclaimOutcome& outcome);
 
 private:
+    // One node's answer, written to its file as its chunks arrive.
+    struct Answer {
+        std::unique_ptr<QTemporaryFile> file;
+        qint64 received = 0; // values written
+        bool complete = false;
+        QString error; // why it cannot be taken (it is done, refused)
+    };
     struct Stage {
         bool open = false;
         bool closed = false;
         qint64 openedAtMs = 0;
         qint64 deadlineMs = 0;
+        qint64 values = 0;            // the stage's weights: what every answer must carry
         QHash<QString, qint64> asked; // node → round, until it answers or leaves
-        std::map<QString, std::vector<float>> answers;
+        std::map<QString, Answer> answers;
         QStringList held; // every node ready on the stage while it was open
     };
+    // A chunk (or a whole answer) of `node` for `stage`: written, or why not.
+    void takeChunk(int stage, Stage& s, const QString& node, const protocol::AverageShare& share,
+                   const protocol::TaskMessage& message);
     void ask(int stage, Stage& s, const QString& node);
     void maybeClose(int stage);
     void close(int stage);
 
     ReclaimSettings m_settings;
-    std::function<qint64(int)> m_stepsSinceCheckpoint;
-    Reference m_reference;
+    ReclaimCheckpoint m_checkpoint;
     FailedAudits m_failedAudits;
     SendText m_sendText;
     Clock m_clock;

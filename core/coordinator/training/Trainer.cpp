@@ -10,6 +10,8 @@
 #include "protocol/TaskMessage.h"
 #include "train/TrainingData.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <QJsonArray>
 
 namespace tessera::coordinator {
@@ -186,28 +188,32 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     reclaim.chunkValues = settings.averaging.chunkValues;
     reclaim.learningRate = settings.gradients.schedule.peak;
     reclaim.lookAhead = settings.gradients.lookAhead;
+    reclaim.spillDir = QFileInfo(shardDir).dir().filePath(QStringLiteral("reclaim"));
+    ReclaimCheckpoint held{
+        [self](int stage) { return self->m_state.step - self->m_checkpoints->step(stage); },
+        [cp, partitions](int stage) {
+            std::vector<qint64> sizes;
+            for (int p = 0; p < partitions; ++p)
+                sizes.push_back(cp->partitionSize(stage, p, partitions));
+            return sizes;
+        },
+        [cp, partitions](int stage, int partition) { return cp->values(stage, partition, partitions); },
+        [cp, partitions](int stage, int partition, std::span<const float> values) {
+            return cp->take(stage, partition, partitions, values);
+        }};
     Database* database = &db;
     t->m_reclaim = std::make_unique<Reclaim>(
-        reclaim, [self](int stage) { return self->m_state.step - self->m_checkpoints->step(stage); },
-        [cp, partitions](int stage) {
-            Result<std::vector<float>> v = cp->values(stage, -1, partitions);
-            return v ? std::move(*v) : std::vector<float>();
-        },
+        reclaim, std::move(held),
         [database](const QString& node) {
             Result<ReputationRecord> r = ReputationStore(*database).get(ReputationStore::nodeSubject(node));
             return r ? r->auditsFailed : 1;
         },
         sendText, clock);
     connect(t->m_reclaim.get(), &Reclaim::settled, self, [self](const ReclaimOutcome& outcome) {
-        if (!outcome.values.empty()) {
-            const int parts = self->m_settings.averaging.partitions;
-            if (Status took = self->m_checkpoints->take(outcome.stage, -1, parts, outcome.values); !took)
-                qWarning("trainer: the checkpoint of stage %d did not take the reclaimed weights: %s",
-                         outcome.stage, took.message().c_str());
-            else if (Result<int> published = self->m_checkpoints->publish(self->m_state.step, self->now());
-                     !published)
+        if (outcome.took)
+            if (Result<int> published = self->m_checkpoints->publish(self->m_state.step, self->now());
+                !published)
                 qWarning("trainer: %s", published.message().c_str());
-        }
         self->m_membership->onReclaimed(
             outcome, [self](const QString& node) { return self->m_sessions.isConnected(node); });
     });

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Trainer's shares: an average_share or a gradient_share, whole or in chunks (protocol/PartitionChunks,
-// put together by ShareChunks first), to whoever asked for it.
+// put together by ShareChunks first — except a reclaim's, which Reclaim writes to disk chunk by
+// chunk), to whoever asked for it.
 #include "coordinator/training/Trainer.h"
 
 #include "coordinator/api/SessionApi.h"
@@ -29,19 +30,20 @@ void takeChunk(Result<std::optional<protocol::TaskMessage>> whole, const QString
 
 void Trainer::onShare(const QString& nodeId, const protocol::AverageShare& share,
                       const protocol::TaskMessage& message) {
+    if (m_reclaim->onShare(nodeId, share, message)) // a reclaim writes the chunks as they come
+        return;
     if (share.total > 0) // a chunk: read once the share is whole
         return takeChunk(m_shareChunks.add(nodeId, share.round, share.partition, share.offset, share.total,
                                            message,
                                            [&] {
-                                               return m_reclaim->awaitsShare(nodeId, share.round) ||
-                                                      m_auditor->awaitsShare(nodeId, share.round) ||
+                                               return m_auditor->awaitsShare(nodeId, share.round) ||
                                                       m_averager->awaitsShare(nodeId, share.round);
                                            }),
                          nodeId, share, m_sessions,
                          [&](const protocol::AverageShare& all, const protocol::TaskMessage& whole) {
                              onShare(nodeId, all, whole);
                          });
-    if (!m_reclaim->onShare(nodeId, share, message) && !m_auditor->onShare(nodeId, share, message))
+    if (!m_auditor->onShare(nodeId, share, message))
         m_averager->onShare(nodeId, share, message);
 }
 

@@ -5,10 +5,15 @@
 // the checkpoint), three with one poisoner (outvoted), noise far beyond the steps since the
 // checkpoint, a NaN, a short answer and a node that failed an audit before (refused: the checkpoint
 // stands), a new node ready meanwhile (held, then synced), an expected node that never answers
-// (the deadline closes the stage), and a stage nobody held (not held at all).
+// (the deadline closes the stage), and a stage nobody held (not held at all). Answers in chunks are
+// written to disk as they come and judged a piece at a time (the checkpoint here in three partitions,
+// pieces of 700 values); a chunk that skips or overlaps, or an answer of another size, is refused.
 #include "coordinator/training/Reclaim.h"
 
+#include <QFile>
+#include <QRegularExpression>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <cmath>
@@ -58,19 +63,58 @@ struct Harness {
     ReclaimSettings settings;
     std::unique_ptr<Reclaim> reclaim;
     std::vector<float> reference = checkpoint();
+    // The checkpoint in three partitions of unequal sizes, as the answers travel; what it took.
+    std::vector<qint64> partitions{1000, 1500, 1596};
+    std::vector<float> taken;
+    QTemporaryDir spill;
 
     Harness() {
         settings.windowMs = 5'000;
         settings.deadlineMs = 20'000;
+        settings.spillDir = spill.path();
+        settings.pieceValues = 700; // pieces that straddle no partition, and one a partition ends early
+        ReclaimCheckpoint held{[](int) { return kSteps; }, [this](int) { return partitions; },
+                               [this](int, int p) { return slice(reference, p); },
+                               [this](int, int p, std::span<const float> values) {
+                                   if (qint64(values.size()) != partitions[std::size_t(p)])
+                                       return Status(makeError("a partition of the wrong size"));
+                                   taken.insert(taken.end(), values.begin(), values.end());
+                                   return Status{};
+                               }};
         reclaim = std::make_unique<Reclaim>(
-            settings, [](int) { return kSteps; }, [this](int) { return reference; },
-            [this](const QString& node) { return failedAudits.value(node, 0); },
+            settings, std::move(held), [this](const QString& node) { return failedAudits.value(node, 0); },
             [this](const QString& node, const SessionMessage& m) {
                 if (const auto* request = std::get_if<SyncRequest>(&m))
                     asked.insert(node, request->round);
                 return true;
             },
             [this] { return t; });
+    }
+    Result<std::vector<float>> slice(const std::vector<float>& v, int p) const {
+        qint64 at = 0;
+        for (int i = 0; i < p; ++i)
+            at += partitions[std::size_t(i)];
+        return std::vector<float>(v.begin() + at, v.begin() + at + partitions[std::size_t(p)]);
+    }
+    // The answer in chunks of `chunk` values, as a node sends a stage above one message; `from`: the
+    // offset the second chunk claims (a gap or an overlap), or -1 for the right one.
+    bool answerInChunks(const QString& node, const std::vector<float>& values, qint64 chunk,
+                        qint64 from = -1) {
+        const qint64 total = qint64(values.size());
+        for (qint64 offset = 0, i = 0; offset < total; offset += chunk, ++i) {
+            const qint64 n = std::min(chunk, total - offset);
+            const qint64 claimed = i == 1 && from >= 0 ? from : offset;
+            AverageShare share{asked.value(node), -1, 0, false, {}, claimed, total};
+            const QByteArrayView payload =
+                partitionPayload(std::span<const float>(values.data() + offset, std::size_t(n)));
+            Result<TaskMessage> message =
+                decodeTaskMessage(TaskMessageBuilder(toJson(SessionMessage{share}), payload.size())
+                                      .add(TaskFrameType::Partition, payload)
+                                      .take());
+            if (!message || !reclaim->onShare(node, share, *message))
+                return false;
+        }
+        return true;
     }
     bool answer(const QString& node, const std::vector<float>& values) {
         Result<TaskMessage> message = decodeTaskMessage(shareMessage(asked.value(node), values));
@@ -106,7 +150,8 @@ private Q_SLOTS:
         QCOMPARE(settled.size(), 1);
         const ReclaimOutcome out = only(settled);
         QCOMPARE(out.stage, 1);
-        QVERIFY(out.values == weights);
+        QVERIFY(out.took);
+        QVERIFY(h.taken == weights);
         QCOMPARE(out.keep, QStringList{u"a"_qs});
         QCOMPARE(out.held, QStringList{u"a"_qs});
         QVERIFY(!h.reclaim->holds(u"a"_qs));
@@ -127,7 +172,8 @@ private Q_SLOTS:
         QVERIFY(h.answer(u"b"_qs, weights));
         QCOMPARE(settled.size(), 1);
         const ReclaimOutcome out = only(settled);
-        QVERIFY(out.values == weights);
+        QVERIFY(out.took);
+        QVERIFY(h.taken == weights);
         QCOMPARE(out.keep.size(), 2);
     }
 
@@ -187,7 +233,8 @@ private Q_SLOTS:
         QVERIFY(h.reclaim->onReady(u"a"_qs, 0));
         QVERIFY(h.answer(u"a"_qs, trained(h.reference, 7)));
         const ReclaimOutcome out = only(settled);
-        QVERIFY(out.values.empty());
+        QVERIFY(!out.took);
+        QVERIFY(h.taken.empty());
         QCOMPARE(out.refused, QStringList{u"a"_qs});
         QCOMPARE(out.held, QStringList{u"a"_qs}); // synced from the checkpoint by Membership
     }
@@ -222,7 +269,7 @@ private Q_SLOTS:
         h.t += h.settings.deadlineMs;
         h.reclaim->tick();
         QCOMPARE(settled.size(), 1);
-        QVERIFY(only(settled).values.empty());
+        QVERIFY(!only(settled).took);
         // Its late answer belongs to no reclaim.
         QVERIFY(!h.answer(u"a"_qs, trained(h.reference, 9)));
     }
@@ -232,6 +279,85 @@ private Q_SLOTS:
         h.reclaim->expect(u"a"_qs, 0);
         QVERIFY(!h.reclaim->onReady(u"b"_qs, 1));
         QVERIFY(!h.reclaim->holds(u"b"_qs));
+    }
+
+    void anAnswerInChunksIsWrittenToDiskAndTakenInPieces() {
+        Harness h;
+        h.reclaim->expect(u"a"_qs, 0);
+        h.reclaim->expect(u"b"_qs, 0);
+        QSignalSpy settled(h.reclaim.get(), &Reclaim::settled);
+        QVERIFY(h.reclaim->onReady(u"a"_qs, 0));
+        QVERIFY(h.reclaim->onReady(u"b"_qs, 0));
+        const std::vector<float> weights = trained(h.reference, 11);
+        QVERIFY(h.answerInChunks(u"a"_qs, weights, 1000));
+        QCOMPARE(settled.size(), 0);
+        QVERIFY(h.answerInChunks(u"b"_qs, weights, 1024));
+        QCOMPARE(settled.size(), 1);
+        const ReclaimOutcome out = only(settled);
+        QVERIFY(out.took);
+        QVERIFY(h.taken == weights); // partition by partition, in order
+        QCOMPARE(out.keep, (QStringList{u"a"_qs, u"b"_qs}));
+    }
+
+    void anAnswerThatCannotBeWrittenToDiskIsRefusedInWords() {
+        // The answers go to files in the spill folder, not to memory: where no file can be made
+        // (the folder's path runs through a file), the answer is refused, and the checkpoint stands.
+        QTemporaryDir dir;
+        QFile blocker(dir.filePath(u"file"_qs));
+        QVERIFY(blocker.open(QIODevice::WriteOnly));
+        blocker.close();
+        Harness h;
+        h.settings.spillDir = dir.filePath(u"file/reclaim"_qs);
+        h.reclaim = std::make_unique<Reclaim>(
+            h.settings,
+            ReclaimCheckpoint{[](int) { return kSteps; }, [&h](int) { return h.partitions; },
+                              [&h](int, int p) { return h.slice(h.reference, p); },
+                              [&h](int, int, std::span<const float> v) {
+                                  h.taken.insert(h.taken.end(), v.begin(), v.end());
+                                  return Status{};
+                              }},
+            [](const QString&) { return 0; },
+            [&h](const QString& node, const SessionMessage& m) {
+                if (const auto* request = std::get_if<SyncRequest>(&m))
+                    h.asked.insert(node, request->round);
+                return true;
+            },
+            [&h] { return h.t; });
+        h.reclaim->expect(u"a"_qs, 0);
+        QSignalSpy settled(h.reclaim.get(), &Reclaim::settled);
+        QVERIFY(h.reclaim->onReady(u"a"_qs, 0));
+        QTest::ignoreMessage(QtWarningMsg,
+                             QRegularExpression(u"its answer cannot be written in .*file/reclaim"_qs));
+        QVERIFY(!h.answerInChunks(u"a"_qs, trained(h.reference, 14), 1000));
+        QCOMPARE(settled.size(), 1);
+        QVERIFY(!only(settled).took);
+        QCOMPARE(only(settled).refused, QStringList{u"a"_qs});
+        QVERIFY(h.taken.empty());
+    }
+
+    void aChunkThatDoesNotContinueItsAnswerIsRefused() {
+        for (const qint64 from : {qint64(2000), qint64(500)}) { // a gap, an overlap
+            Harness h;
+            h.reclaim->expect(u"a"_qs, 0);
+            QSignalSpy settled(h.reclaim.get(), &Reclaim::settled);
+            QVERIFY(h.reclaim->onReady(u"a"_qs, 0));
+            QVERIFY(!h.answerInChunks(u"a"_qs, trained(h.reference, 12), 1000, from)); // the rest is nobody's
+            QCOMPARE(settled.size(), 1);
+            const ReclaimOutcome out = only(settled);
+            QVERIFY(!out.took);
+            QCOMPARE(out.refused, QStringList{u"a"_qs});
+            QVERIFY(h.taken.empty());
+        }
+        // An answer that claims another size than the stage's.
+        Harness h;
+        h.reclaim->expect(u"a"_qs, 0);
+        QSignalSpy settled(h.reclaim.get(), &Reclaim::settled);
+        QVERIFY(h.reclaim->onReady(u"a"_qs, 0));
+        std::vector<float> longer = trained(h.reference, 13);
+        longer.push_back(0.0f);
+        QVERIFY(h.answerInChunks(u"a"_qs, longer, 1000) || settled.size() == 1);
+        QCOMPARE(settled.size(), 1);
+        QCOMPARE(only(settled).refused, QStringList{u"a"_qs});
     }
 
     void aNodeThatLeavesIsNotWaitedFor() {
