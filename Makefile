@@ -52,6 +52,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_memory_plan $(BUILD_DIR)/bench-8b-stage 3 256
 	$(BUILD_DIR)/bin/bench_coordinator_start tiny,small
 	$(BUILD_DIR)/bin/bench_capacity 8b 60 $(BUILD_DIR)/bench-capacity-8b 320
+	$(BUILD_DIR)/bin/bench_reclaim 8b 3 2 $(BUILD_DIR)/bench-reclaim-8b
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 	$(BUILD_DIR)/bin/bench_learning 2000 $(BUILD_DIR)/bench-learning-long long
 	scripts/text-run.sh $(BUILD_DIR) $(BUILD_DIR)/text-run 100 2

@@ -206,4 +206,22 @@ Result<std::vector<ShardManifest>> writeInitialShards(const ModelConfig& config,
     return manifests;
 }
 
+Result<ShardManifest> writeInitialShard(const ModelConfig& config, int stage,
+                                        const std::filesystem::path& dir, std::int64_t version) {
+    if (Status valid = config.validate(); !valid)
+        return valid.error();
+    Result<StageLayout> layout = layoutStage(config, stage);
+    if (!layout)
+        return layout.error();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        return makeError("cannot create " + dir.string() + ": " + ec.message());
+    try {
+        return writeStage(config, stage, *layout, dir / stageShardFileName(stage, version), version, nullptr);
+    } catch (const std::exception& e) {
+        return makeError("writing stage " + std::to_string(stage) + "'s shard failed: " + e.what());
+    }
+}
+
 } // namespace tessera::gpu

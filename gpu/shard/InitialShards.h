@@ -32,4 +32,8 @@ Result<std::vector<ShardManifest>> writeInitialShards(const ModelConfig& config,
                                                       const std::filesystem::path& dir, std::int64_t version,
                                                       InitialShardProgress* progress = nullptr);
 
+// One stage's seeded step-0 shard, as writeInitialShards writes it (benchmarks of one stage).
+Result<ShardManifest> writeInitialShard(const ModelConfig& config, int stage,
+                                        const std::filesystem::path& dir, std::int64_t version);
+
 } // namespace tessera::gpu

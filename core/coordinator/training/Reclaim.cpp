@@ -142,6 +142,9 @@ void Reclaim::takeChunk(int stage, Stage& s, const QString& node, const protocol
     if (a.file->write(frame->payload.data(), frame->payload.size()) != frame->payload.size())
         return refuse(QStringLiteral("its answer could not be written: %1").arg(a.file->errorString()));
     a.received += n;
+    // An answer under way keeps the stage open: a deadline from its last chunk, within the longest.
+    s.deadlineMs = std::min(std::max(s.deadlineMs, m_clock() + m_settings.deadlineMs),
+                            s.openedAtMs + std::max(m_settings.longestMs, m_settings.deadlineMs));
     if (a.received == total) {
         a.complete = a.file->flush();
         if (!a.complete)

@@ -8,7 +8,8 @@
 // them ready on a stage opens the stage's reclaim: each expected node ready on it within `windowMs`
 // is asked for all its weights (`sync_request`, the message of a ghost sync and an audit) and gets no
 // task meanwhile. The reclaim closes when every expected node of the stage answered, left or the
-// deadline passed. What a node sends is a candidate only when
+// deadline passed (restarted by every chunk that comes — an 8b answer takes minutes on a home link —
+// but never past `longestMs` from the stage's opening). What a node sends is a candidate only when
 //   - it is finite, of the stage's size, from a node that never failed an audit, and
 //   - every weight lies within what honest training could have moved it from the published
 //     checkpoint: |w − c| ≤ k · lr · (κ·(1 + look-ahead) + wd · (|c| + k · lr · κ)) per coordinate,
@@ -51,9 +52,10 @@ class QTemporaryFile;
 namespace tessera::coordinator {
 
 struct ReclaimSettings {
-    qint64 windowMs = 10'000;   // the stage's other expected nodes are asked if ready this soon
-    qint64 deadlineMs = 60'000; // for the weights asked for
-    double learningRate = 3e-3; // the peak the nodes could have applied
+    qint64 windowMs = 10'000;     // the stage's other expected nodes are asked if ready this soon
+    qint64 deadlineMs = 60'000;   // for the weights asked for, restarted by each chunk that comes
+    qint64 longestMs = 1'800'000; // a stage closes by then whatever still comes (8b: 5.2 GB an answer)
+    double learningRate = 3e-3;   // the peak the nodes could have applied
     double weightDecay = 0.1;
     double lookAhead = 0;
     qint64 slackSteps = 10; // steps a node may have applied beyond the last one the database holds

@@ -98,10 +98,14 @@ struct Harness {
     }
     // The answer in chunks of `chunk` values, as a node sends a stage above one message; `from`: the
     // offset the second chunk claims (a gap or an overlap), or -1 for the right one.
-    bool answerInChunks(const QString& node, const std::vector<float>& values, qint64 chunk,
-                        qint64 from = -1) {
+    bool answerInChunks(const QString& node, const std::vector<float>& values, qint64 chunk, qint64 from = -1,
+                        qint64 everyMs = 0) {
         const qint64 total = qint64(values.size());
         for (qint64 offset = 0, i = 0; offset < total; offset += chunk, ++i) {
+            if (i > 0 && everyMs > 0) { // a slow link: time passes, and the coordinator's timer ticks
+                t += everyMs;
+                reclaim->tick();
+            }
             const qint64 n = std::min(chunk, total - offset);
             const qint64 claimed = i == 1 && from >= 0 ? from : offset;
             AverageShare share{asked.value(node), -1, 0, false, {}, claimed, total};
@@ -297,6 +301,44 @@ private Q_SLOTS:
         QVERIFY(out.took);
         QVERIFY(h.taken == weights); // partition by partition, in order
         QCOMPARE(out.keep, (QStringList{u"a"_qs, u"b"_qs}));
+    }
+
+    void aSlowAnswerIsWaitedForWhileItComesUpToTheLongest() {
+        // Five chunks 15 s apart: 60 s in all, past the 20 s deadline, which each chunk restarts.
+        Harness h;
+        h.reclaim->expect(u"a"_qs, 0);
+        QSignalSpy settled(h.reclaim.get(), &Reclaim::settled);
+        QVERIFY(h.reclaim->onReady(u"a"_qs, 0));
+        const std::vector<float> weights = trained(h.reference, 15);
+        QVERIFY(h.answerInChunks(u"a"_qs, weights, 1000, -1, 15'000));
+        QCOMPARE(settled.size(), 1);
+        QVERIFY(only(settled).took);
+        QVERIFY(h.taken == weights);
+        // A trickle is not waited for past the longest: 50 s here, so the fifth chunk finds it closed.
+        Harness slow;
+        slow.settings.longestMs = 50'000;
+        slow.reclaim = std::make_unique<Reclaim>(
+            slow.settings,
+            ReclaimCheckpoint{[](int) { return kSteps; }, [&slow](int) { return slow.partitions; },
+                              [&slow](int, int p) { return slow.slice(slow.reference, p); },
+                              [&slow](int, int, std::span<const float> v) {
+                                  slow.taken.insert(slow.taken.end(), v.begin(), v.end());
+                                  return Status{};
+                              }},
+            [](const QString&) { return 0; },
+            [&slow](const QString& node, const SessionMessage& m) {
+                if (const auto* request = std::get_if<SyncRequest>(&m))
+                    slow.asked.insert(node, request->round);
+                return true;
+            },
+            [&slow] { return slow.t; });
+        slow.reclaim->expect(u"a"_qs, 0);
+        QSignalSpy closed(slow.reclaim.get(), &Reclaim::settled);
+        QVERIFY(slow.reclaim->onReady(u"a"_qs, 0));
+        QVERIFY(!slow.answerInChunks(u"a"_qs, weights, 1000, -1, 15'000));
+        QCOMPARE(closed.size(), 1);
+        QVERIFY(!only(closed).took);
+        QVERIFY(slow.taken.empty());
     }
 
     void anAnswerThatCannotBeWrittenToDiskIsRefusedInWords() {
