@@ -426,15 +426,23 @@ void SessionApi::flushHeartbeats() {
     }
     if (ended.isEmpty())
         return;
-    // Revoked or expired while connected: the token no longer admits this node.
+    // Revoked or expired while connected: the token no longer admits this node. A node admitted
+    // again holds a newer session (not always open yet: a heartbeat can come first): say so.
     const QSet<QString> endedSet(ended.cbegin(), ended.cend());
     for (QWebSocket* socket : heard) {
         const auto it = m_live.find(socket);
         if (it == m_live.end() || !endedSet.contains(it->tokenHash))
             continue;
+        const Result<bool> readmitted = SessionStore(m_db).hasOtherValid(it->nodeId, it->tokenHash, now);
         drop(socket);
-        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
-                    QStringLiteral("the session was revoked or expired; admit again for a new one"));
+        if (readmitted && *readmitted) {
+            m_metrics.countSession(QStringLiteral("replaced"));
+            closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                        QStringLiteral("replaced by a newer admission of this node (one session per node)"));
+        } else {
+            closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                        QStringLiteral("the session was revoked or expired; admit again for a new one"));
+        }
     }
 }
 

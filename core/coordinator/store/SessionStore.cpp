@@ -40,6 +40,17 @@ Result<std::optional<SessionRecord>> SessionStore::findValid(const QString& toke
     return std::optional<SessionRecord>(s);
 }
 
+Result<bool> SessionStore::hasOtherValid(const QString& nodeId, const QString& tokenHash, qint64 nowMs) {
+    Result<QSqlQuery> q =
+        sql::exec(m_db.connection(),
+                  QStringLiteral("SELECT COUNT(*) FROM sessions "
+                                 "WHERE node_id = ? AND token_hash <> ? AND revoked = 0 AND expires_at > ?"),
+                  {nodeId, tokenHash, nowMs});
+    if (!q)
+        return q.error();
+    return q->next() && q->value(0).toLongLong() > 0;
+}
+
 Result<bool> SessionStore::heartbeat(const QString& tokenHash, qint64 nowMs) {
     Result<QSqlQuery> q = sql::exec(m_db.connection(),
                                     QStringLiteral("UPDATE sessions SET last_heartbeat = ? "

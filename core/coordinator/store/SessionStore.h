@@ -40,6 +40,8 @@ public:
     // Many heartbeats at once, all recorded at nowMs, in a few statements whatever their number
     // (what the session API flushes); returns the hashes that are no longer valid.
     Result<QStringList> heartbeatMany(const QStringList& tokenHashes, qint64 nowMs);
+    // Whether the node holds a valid session other than `tokenHash` at nowMs: it was re-admitted.
+    Result<bool> hasOtherValid(const QString& nodeId, const QString& tokenHash, qint64 nowMs);
     Status revoke(const QString& tokenHash);
     // Revokes every session of a node (banned, or re-admitted elsewhere); returns how many.
     Result<int> revokeNode(const QString& nodeId);

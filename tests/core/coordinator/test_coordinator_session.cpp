@@ -226,8 +226,9 @@ void TestCoordinatorSession::aNodeOlderThanTheProtocolIsToldToUpdate() {
     QVERIFY2(reason.contains(u"Tessera 0.1.0") && reason.contains(u"0.2.0") &&
                  reason.contains(u"update Tessera"),
              qPrintable(reason));
-    // It never counted as online through its session (its admission's mark lapses with the timeout).
-    QTRY_COMPARE_WITH_TIMEOUT(nodesOnline(), online, 3 * kHeartbeatTimeoutMs);
+    // It never counted as online through its session (its admission's mark lapses with the timeout;
+    // an earlier test's node may lapse meanwhile too, on a slow machine: not above, rather than equal).
+    QTRY_VERIFY_WITH_TIMEOUT(nodesOnline() <= online, 3 * kHeartbeatTimeoutMs);
 }
 
 // Tried: a text message of 17 KiB (the limit is 16 KiB), then one of 64 KiB sent as many small
@@ -355,8 +356,8 @@ void TestCoordinatorSession::sessionRevokedByReadmissionIsClosed() {
     QVERIFY(renewed->waitConnected());
     QCOMPARE(renewed->heartbeat().value(u"type").toString(), u"heartbeat_ack"_qs);
 
-    // The new session replaces the old one at once (one session per node), before any heartbeat
-    // would find the old token revoked.
+    // The new session replaces the old one at once (one session per node); where a heartbeat of the
+    // old one finds its token revoked first (a loaded machine), the reason says "replaced" too.
     QVERIFY(old->waitClosed(kHeartbeatTimeoutMs));
     QCOMPARE(old->socket().closeCode(), QWebSocketProtocol::CloseCodePolicyViolated);
     QVERIFY2(old->socket().closeReason().contains(u"replaced"), qPrintable(old->socket().closeReason()));

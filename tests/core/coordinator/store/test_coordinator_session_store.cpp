@@ -79,6 +79,11 @@ void TestCoordinatorSessionStore::revokedSessionsEnd() {
     QVERIFY(!sessions.findValid(QStringLiteral("a"), 1).value().has_value());
     QCOMPARE(sessions.heartbeat(QStringLiteral("a"), 1).value(), false);
     QVERIFY(!sessions.revoke(QStringLiteral("nope")));
+    // Revoked while its node holds newer valid sessions (admitted again): told "replaced". n2 holds
+    // none besides its own, and a session past its expiry is not one.
+    QCOMPARE(sessions.hasOtherValid(QStringLiteral("n1"), QStringLiteral("a"), 1).value(), true);
+    QCOMPARE(sessions.hasOtherValid(QStringLiteral("n2"), QStringLiteral("d"), 1).value(), false);
+    QCOMPARE(sessions.hasOtherValid(QStringLiteral("n1"), QStringLiteral("a"), 3'600'001).value(), false);
 
     // A banned node loses every live session at once; other nodes keep theirs.
     Result<int> revoked = sessions.revokeNode(QStringLiteral("n1"));
