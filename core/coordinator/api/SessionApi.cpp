@@ -4,6 +4,7 @@
 #include "common/WallClock.h"
 #include "coordinator/admission/AdmissionService.h"
 #include "coordinator/api/Metrics.h"
+#include "coordinator/api/SessionLimits.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/NodeRegistry.h"
 #include "coordinator/store/SessionStore.h"
@@ -46,16 +47,6 @@ void cutOff(QWebSocket* socket, QWebSocketProtocol::CloseCode code, const QStrin
     socket->close(code, reason);
     socket->flush();
     socket->abort();
-}
-
-// UTF-8 bytes of UTF-16 text, without encoding it.
-qint64 utf8Bytes(QStringView text) {
-    qint64 n = 0;
-    for (const QChar c : text) {
-        const char16_t u = c.unicode();
-        n += u < 0x80 ? 1 : u < 0x800 ? 2 : c.isSurrogate() ? 2 : 3; // a surrogate pair: 4
-    }
-    return n;
 }
 
 void replyError(QWebSocket* socket, const QString& error) {
@@ -257,29 +248,14 @@ void SessionApi::messageDone(QWebSocket* socket) {
         m_budget->give(std::exchange(live->budgetHeld, 0));
 }
 
-namespace {
-
-// A token bucket: refills at `rate` per second up to `burst`; one message spends one token.
-bool spend(double& allowance, qint64& atMs, qint64 nowMs, double rate, double burst) {
-    const double refill = double(nowMs - atMs) / 1000.0 * rate;
-    allowance = std::min(burst, allowance + std::max(0.0, refill));
-    atMs = nowMs;
-    if (allowance < 1)
-        return false;
-    allowance -= 1;
-    return true;
-}
-
-} // namespace
-
 bool SessionApi::allowMessage(Live& live, qint64 nowMs) const {
-    return spend(live.messageAllowance, live.allowanceAtMs, nowMs, m_settings.messagesPerSecond,
-                 m_settings.messageBurst);
+    return spendToken(live.messageAllowance, live.allowanceAtMs, nowMs, m_settings.messagesPerSecond,
+                      m_settings.messageBurst);
 }
 
 bool SessionApi::allowBinary(Live& live, qint64 nowMs) const {
-    return spend(live.binaryAllowance, live.binaryAllowanceAtMs, nowMs, m_settings.binaryPerSecond,
-                 m_settings.binaryBurst);
+    return spendToken(live.binaryAllowance, live.binaryAllowanceAtMs, nowMs, m_settings.binaryPerSecond,
+                      m_settings.binaryBurst);
 }
 
 void SessionApi::onBinary(QWebSocket* socket, const QByteArray& message) {
@@ -434,15 +410,14 @@ void SessionApi::flushHeartbeats() {
         if (it == m_live.end() || !endedSet.contains(it->tokenHash))
             continue;
         const Result<bool> readmitted = SessionStore(m_db).hasOtherValid(it->nodeId, it->tokenHash, now);
-        drop(socket);
-        if (readmitted && *readmitted) {
+        const bool replaced = readmitted && *readmitted;
+        if (replaced)
             m_metrics.countSession(QStringLiteral("replaced"));
-            closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
-                        QStringLiteral("replaced by a newer admission of this node (one session per node)"));
-        } else {
-            closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
-                        QStringLiteral("the session was revoked or expired; admit again for a new one"));
-        }
+        drop(socket);
+        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                    replaced
+                        ? QStringLiteral("replaced by a newer admission of this node (one session per node)")
+                        : QStringLiteral("the session was revoked or expired; admit again for a new one"));
     }
 }
 
