@@ -4,7 +4,8 @@
 // at 8b (~230 MB a partition), all of a stage's weights for a reclaim or an audit — travel as
 // chunks, in order: each message carries values [offset, offset + n) of `total` in its Partition
 // frame, and the receiver puts them back together (PartitionAssembly) before anything reads them,
-// so whoever reads a share or a result sees one whole message, as before. A share or result that
+// so whoever reads a share or a result sees one whole message, as before (a restart's reclaim on
+// the coordinator writes its chunks to disk as they come instead). A share or result that
 // fits one chunk travels whole, with offset and total 0 (what a peer that predates chunks sends).
 //
 // Not resumable: a chunk lost with its session loses the round, as a whole message would; the

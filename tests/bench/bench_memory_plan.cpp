@@ -13,6 +13,7 @@
 //                                                  peak sampled through NVML every 10 ms, context included)
 //                                                  DIR "-": no shard, the engine's own seeded weights
 //                                                  (the device check, where the compute is the point)
+#include "SelfMemory.h"
 #include "base/TokenFrame.h"
 #include "codec/Codec.h"
 #include "device/Nvml.h"
@@ -29,7 +30,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -90,19 +90,6 @@ void printTable() {
     }
 }
 
-// Resident memory now and at its peak since the last reset (Linux: /proc/self/status, clear_refs 5).
-double statusGiB(const char* key) {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind(key, 0) == 0)
-            return std::stod(line.substr(std::string(key).size())) * 1024 / kGiB;
-    return 0;
-}
-void resetPeak() {
-    std::ofstream("/proc/self/clear_refs") << "5";
-}
-
 // The device's memory in use, sampled every 10 ms while a phase runs (NVML: what the driver has given
 // the process — the CUDA context and the caching allocator's reserve included).
 class DeviceMemory {
@@ -151,7 +138,7 @@ struct Phase {
     std::chrono::steady_clock::time_point start;
     explicit Phase(DeviceMemory* d)
         : device(d) {
-        resetPeak();
+        bench::resetSelfPeak();
         if (device)
             device->start();
         start = std::chrono::steady_clock::now();
@@ -161,8 +148,8 @@ struct Phase {
             torch::cuda::synchronize();
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const double used = device ? device->stopGiB() : 0;
-        std::printf("  %-44s %7.2f s   peak RSS %5.2f GiB  (now %5.2f)", what, s, statusGiB("VmHWM:"),
-                    statusGiB("VmRSS:"));
+        std::printf("  %-44s %7.2f s   peak RSS %5.2f GiB  (now %5.2f)", what, s,
+                    bench::selfStatusGiB("VmHWM:"), bench::selfStatusGiB("VmRSS:"));
         if (device && device->measures())
             std::printf("   device peak %5.2f GiB", used);
         std::printf("\n");

@@ -12,6 +12,7 @@
 // choice into the checkpoint a partition at a time. Printed: the stage's size, each phase's time and
 // this process's peak resident memory above what it held before (the kernel's VmHWM, reset per phase
 // with clear_refs), beside what holding every answer whole would take (the code before this).
+#include "SelfMemory.h"
 #include "coordinator/training/Reclaim.h"
 #include "protocol/PartitionChunks.h"
 #include "protocol/SessionMessages.h"
@@ -24,7 +25,6 @@
 #include <QElapsedTimer>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 using namespace tessera;
@@ -34,19 +34,6 @@ namespace {
 
 constexpr int kPartitions = 20; // the run's --averaging-partitions default
 constexpr double kGiB = 1024.0 * 1024 * 1024;
-
-double statusGiB(const char* key) {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind(key, 0) == 0)
-            return std::stod(line.substr(std::string(key).size())) * 1024 / kGiB;
-    return 0;
-}
-
-void resetPeak() {
-    std::ofstream("/proc/self/clear_refs") << "5";
-}
 
 } // namespace
 
@@ -114,12 +101,12 @@ int main(int argc, char** argv) {
     for (const QString& node : nodes)
         reclaim.onReady(node, stage);
 
-    const double before = statusGiB("VmRSS:");
+    const double before = bench::selfStatusGiB("VmRSS:");
     std::printf("resident before the answers: %.2f GiB\n", before);
     // Every replica but the last answers: the reclaim holds their answers (on disk) while it waits.
     double receivePeak = 0, receiveSeconds = 0, choosePeak = 0, chooseSeconds = 0;
     for (int r = 0; r < replicas; ++r) {
-        resetPeak();
+        bench::resetSelfPeak();
         QElapsedTimer phase;
         phase.start();
         const qint64 round = asked.value(nodes[r]);
@@ -152,7 +139,7 @@ int main(int argc, char** argv) {
         }
         // The last answer's last chunk closes the stage: its choice is the second phase.
         const double seconds = double(phase.elapsed()) / 1000;
-        const double peak = statusGiB("VmHWM:") - before;
+        const double peak = bench::selfStatusGiB("VmHWM:") - before;
         if (r + 1 < replicas || !outcome) {
             receivePeak = std::max(receivePeak, peak);
             receiveSeconds += seconds;

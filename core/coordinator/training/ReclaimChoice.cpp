@@ -56,27 +56,29 @@ QString refusal(std::span<const float> answer, std::span<const float> reference,
     return {};
 }
 
-// The stage a piece at a time: each partition's checkpoint values read once, then `onPiece(at,
-// reference)` for every piece of at most `piece` values within it (`at`: the piece's index in the
-// answer), and `onPartition(partition)` after its last piece. An error stops the walk.
+// The stage a piece at a time: each partition's checkpoint values read once (unless `reference` is
+// empty: every piece's reference is then empty too), then `onPiece(at, n, reference)` for every piece
+// of at most `piece` values within it (`at`: the piece's index in the answer), and
+// `onPartition(partition)` after its last piece. An error stops the walk.
 template <class OnPiece, class OnPartition>
 Status walk(const std::vector<qint64>& partitions,
             const std::function<Result<std::vector<float>>(int partition)>& reference, qint64 piece,
             OnPiece&& onPiece, OnPartition&& onPartition) {
     qint64 at = 0;
     for (std::size_t p = 0; p < partitions.size(); ++p) {
-        Result<std::vector<float>> values = reference(int(p));
+        Result<std::vector<float>> values = reference ? reference(int(p)) : std::vector<float>();
         if (!values)
             return makeError("the checkpoint's partition " + std::to_string(p) + ": " + values.message());
-        if (qint64(values->size()) != partitions[p])
+        if (reference && qint64(values->size()) != partitions[p])
             return makeError("the checkpoint's partition " + std::to_string(p) + " has " +
                              std::to_string(values->size()) + " values, not " +
                              std::to_string(partitions[p]));
         for (qint64 offset = 0; offset < partitions[p]; offset += piece) {
             const qint64 n = std::min(piece, partitions[p] - offset);
-            if (Status s =
-                    onPiece(at + offset, std::span<const float>(values->data() + offset, std::size_t(n)));
-                !s)
+            const std::span<const float> ref =
+                reference ? std::span<const float>(values->data() + offset, std::size_t(n))
+                          : std::span<const float>();
+            if (Status s = onPiece(at + offset, n, ref); !s)
                 return s;
         }
         if (Status s = onPartition(int(p)); !s)
@@ -120,11 +122,11 @@ ReclaimOutcome Reclaim::choose(int stage, const std::map<QString, Piece>& answer
     // Pass 1: every weight within what the steps since the checkpoint could move it.
     const Status bounded = walk(
         partitions, reference, piece,
-        [&](qint64 at, std::span<const float> ref) {
+        [&](qint64 at, qint64 n, std::span<const float> ref) {
             for (Judged& j : judged) {
                 if (!j.refusal.isEmpty())
                     continue;
-                Result<std::vector<float>> v = readPiece(j.read, at, qint64(ref.size()));
+                Result<std::vector<float>> v = readPiece(j.read, at, n);
                 if (!v) {
                     j.refusal = QString::fromStdString(v.message());
                     continue;
@@ -206,12 +208,13 @@ ReclaimOutcome Reclaim::choose(int stage, const std::map<QString, Piece>& answer
     std::vector<bool> same(candidates.size(), true);
     std::vector<float> chosen;
     int used = INT_MAX;
+    // Only the robust combination reads the checkpoint again.
     const Status written = walk(
-        partitions, reference, piece,
-        [&](qint64 at, std::span<const float> ref) {
+        partitions, rule == Rule::Robust ? reference : nullptr, piece,
+        [&](qint64 at, qint64 n, std::span<const float> ref) {
             std::vector<Share> shares;
             for (const Judged& c : candidates) {
-                Result<std::vector<float>> v = readPiece(c.read, at, qint64(ref.size()));
+                Result<std::vector<float>> v = readPiece(c.read, at, n);
                 if (!v)
                     return Status(makeError("node " + shortId(c.node).toStdString() + ": " + v.message()));
                 shares.push_back(Share{c.node, std::move(*v)});
@@ -220,7 +223,7 @@ ReclaimOutcome Reclaim::choose(int stage, const std::map<QString, Piece>& answer
             if (rule == Rule::One) {
                 values = shares[one].values;
             } else if (rule == Rule::Mean) {
-                values.resize(ref.size());
+                values.resize(std::size_t(n));
                 for (std::size_t i = 0; i < values.size(); ++i)
                     values[i] = float(0.5 * (double(shares[0].values[i]) + double(shares[1].values[i])));
             } else {

@@ -2,9 +2,10 @@
 #pragma once
 // ShareChunks: the coordinator's side of protocol/PartitionChunks — each node's share (an
 // average_share, or a gradient_share: one instance each) that came in chunks put back together, one
-// at a time per node, before the averager, the reclaim, the auditor or the gradient averager reads
-// it. Only for a node one of them asked for that round: a chunk nobody asked for is not held. At
-// most the largest stage's weights (4-byte words) per node.
+// at a time per node, before the averager, the auditor or the gradient averager reads it (a
+// restart's Reclaim writes its chunks to disk itself). Only for a node one of them asked for that
+// round: a chunk nobody asked for is not held. At most the largest stage's weights (4-byte words)
+// per node.
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"

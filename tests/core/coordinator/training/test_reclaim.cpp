@@ -17,6 +17,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 using namespace tessera;
@@ -68,11 +69,14 @@ struct Harness {
     std::vector<float> taken;
     QTemporaryDir spill;
 
-    Harness() {
+    // `tune`: settings a case changes from these.
+    explicit Harness(const std::function<void(ReclaimSettings&)>& tune = {}) {
         settings.windowMs = 5'000;
         settings.deadlineMs = 20'000;
         settings.spillDir = spill.path();
         settings.pieceValues = 700; // pieces that straddle no partition, and one a partition ends early
+        if (tune)
+            tune(settings);
         ReclaimCheckpoint held{[](int) { return kSteps; }, [this](int) { return partitions; },
                                [this](int, int p) { return slice(reference, p); },
                                [this](int, int p, std::span<const float> values) {
@@ -315,23 +319,7 @@ private Q_SLOTS:
         QVERIFY(only(settled).took);
         QVERIFY(h.taken == weights);
         // A trickle is not waited for past the longest: 50 s here, so the fifth chunk finds it closed.
-        Harness slow;
-        slow.settings.longestMs = 50'000;
-        slow.reclaim = std::make_unique<Reclaim>(
-            slow.settings,
-            ReclaimCheckpoint{[](int) { return kSteps; }, [&slow](int) { return slow.partitions; },
-                              [&slow](int, int p) { return slow.slice(slow.reference, p); },
-                              [&slow](int, int, std::span<const float> v) {
-                                  slow.taken.insert(slow.taken.end(), v.begin(), v.end());
-                                  return Status{};
-                              }},
-            [](const QString&) { return 0; },
-            [&slow](const QString& node, const SessionMessage& m) {
-                if (const auto* request = std::get_if<SyncRequest>(&m))
-                    slow.asked.insert(node, request->round);
-                return true;
-            },
-            [&slow] { return slow.t; });
+        Harness slow([](ReclaimSettings& s) { s.longestMs = 50'000; });
         slow.reclaim->expect(u"a"_qs, 0);
         QSignalSpy closed(slow.reclaim.get(), &Reclaim::settled);
         QVERIFY(slow.reclaim->onReady(u"a"_qs, 0));
@@ -348,23 +336,7 @@ private Q_SLOTS:
         QFile blocker(dir.filePath(u"file"_qs));
         QVERIFY(blocker.open(QIODevice::WriteOnly));
         blocker.close();
-        Harness h;
-        h.settings.spillDir = dir.filePath(u"file/reclaim"_qs);
-        h.reclaim = std::make_unique<Reclaim>(
-            h.settings,
-            ReclaimCheckpoint{[](int) { return kSteps; }, [&h](int) { return h.partitions; },
-                              [&h](int, int p) { return h.slice(h.reference, p); },
-                              [&h](int, int, std::span<const float> v) {
-                                  h.taken.insert(h.taken.end(), v.begin(), v.end());
-                                  return Status{};
-                              }},
-            [](const QString&) { return 0; },
-            [&h](const QString& node, const SessionMessage& m) {
-                if (const auto* request = std::get_if<SyncRequest>(&m))
-                    h.asked.insert(node, request->round);
-                return true;
-            },
-            [&h] { return h.t; });
+        Harness h([&dir](ReclaimSettings& s) { s.spillDir = dir.filePath(u"file/reclaim"_qs); });
         h.reclaim->expect(u"a"_qs, 0);
         QSignalSpy settled(h.reclaim.get(), &Reclaim::settled);
         QVERIFY(h.reclaim->onReady(u"a"_qs, 0));
