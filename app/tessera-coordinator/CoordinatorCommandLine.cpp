@@ -448,10 +448,10 @@ int CoordinatorCommandLine::run(const QStringList& arguments) {
         m_err << kProgram << ": " << shutdownSignals.message() << std::endl;
         return 1;
     }
-    // The start runs without an event loop (a resumed large run reads its checkpoints): a signal then
-    // stops the process at once. Nothing it leaves is trusted by the next start — a run's shards count
-    // once their versions are recorded; the data dir's lock of a dead process is taken over. A new run's
-    // shards are written after the start, while the loop runs (Coordinator: Preparing).
+    // The start runs without an event loop (the database, a migration): a signal then stops the process
+    // at once. Nothing it leaves is trusted by the next start — a run's shards count once their versions
+    // are recorded; a dead process's lock is taken over. Shards are written and checkpoints read after
+    // the start, while the loop runs (Coordinator: Preparing).
     ShutdownSignals::setExitAtOnce(true, "tessera-coordinator: stopped while starting; a run being created "
                                          "is created again at the next start\n");
     Result<std::unique_ptr<Coordinator>> started = Coordinator::start(*options);
@@ -475,21 +475,20 @@ int CoordinatorCommandLine::run(const QStringList& arguments) {
     else
         m_out << "warning: plain HTTP (--insecure-loopback): for local testing only\n";
     // Tests and scripts wait for these lines: the URL (with the port chosen for port 0), then "ready".
-    m_out << "listening on " << c.url() << std::endl;
-    if (c.state() == Coordinator::State::Serving)
-        m_out << "ready: admitting nodes" << std::endl;
-    else
-        m_out << "preparing: writing the initial weights (/v1/status shows how far); admission waits"
-              << std::endl;
+    m_out << "listening on " << c.url() << std::endl
+          << "preparing: "
+          << (c.runCreated() ? "writing the initial weights, then checking them"
+                             : "checking every stage's checkpoint against its manifest")
+          << " (/v1/status shows how far); admission waits" << std::endl;
     QElapsedTimer preparing;
     preparing.start();
-    c.onPrepared([this, &c, &preparing, name = model.name](const Status& prepared) {
+    c.onPrepared([this, &c, &preparing, created = c.runCreated(), name = model.name](const Status& prepared) {
         if (!prepared) {
             m_err << kProgram << ": " << prepared.message() << std::endl;
             return c.stop([] { QCoreApplication::exit(1); });
         }
-        m_out << "ready: created the run of model '" << name << "' in " << double(preparing.elapsed()) / 1000
-              << " s; admitting nodes" << std::endl;
+        m_out << "ready: " << (created ? "created" : "opened") << " the run of model '" << name << "' in "
+              << double(preparing.elapsed()) / 1000 << " s; admitting nodes" << std::endl;
     });
     QObject::connect((*shutdownSignals).get(), &ShutdownSignals::received, [this, &c](int signalNumber) {
         m_out << kProgram << ": signal " << signalNumber << ", shutting down" << std::endl;

@@ -21,6 +21,7 @@
 #include "coordinator/store/Database.h"
 #include "coordinator/store/NonceStore.h"
 #include "coordinator/store/SessionStore.h"
+#include "coordinator/training/StageCheckpoints.h"
 #include "coordinator/training/Trainer.h"
 
 #include <QDateTime>
@@ -111,7 +112,7 @@ struct Coordinator::Parts {
     std::unique_ptr<Database> db;
     std::optional<Identity> key;
     std::optional<CoordinatorRun> run;
-    std::unique_ptr<RunPreparation> preparation; // a new run's initial shards; kept once done
+    std::unique_ptr<RunPreparation> preparation; // shards written, checkpoints read; kept once done
     CoordinatorOptions options;
     std::function<void(const Status&)> prepared;
     Metrics metrics;
@@ -132,20 +133,20 @@ struct Coordinator::Parts {
     ListenAddress listen;
 
     // Every route counts its requests for /metrics. What needs the run's published weights
-    // (admission, shards, sessions) answers 503 while they are being written.
+    // (admission, shards, sessions) answers 503 while they are written or read.
     enum class Needs { Nothing, Weights };
     void route(const QByteArray& method, const QString& pattern,
                std::function<HttpResponse(const HttpRequest&)> h, Needs needs = Needs::Nothing) {
         server->route(method, pattern, [this, pattern, needs, h = std::move(h)](const HttpRequest& r) {
             metrics.countRequest(pattern);
-            if (needs == Needs::Weights && !serving && preparation)
+            if (needs == Needs::Weights && !serving)
                 return preparation->unavailable();
             return h(r);
         });
     }
     void addRoutes();
-    // The part that needs every stage's published version: the data plane and the sessions.
-    Status serve();
+    // The part that needs every stage's checkpoint: the data plane and the sessions.
+    Status serve(std::unique_ptr<StageCheckpoints> checkpoints);
     void prepareDone();
 };
 
@@ -286,16 +287,12 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     p.scheme = tls ? QStringLiteral("https") : QStringLiteral("http");
     p.addRoutes();
 
-    // A run without published weights answers at once and writes them meanwhile (minutes for a large
-    // model); one that has them builds its data plane before it listens.
-    if (p.run->needsInitialShards()) {
-        p.preparation = std::make_unique<RunPreparation>(*p.run, *p.db, *p.key);
-        RunPreparation* preparation = p.preparation.get();
-        p.statusApi->setPreparation([preparation] { return preparation->progressJson(); });
-        QObject::connect(preparation, &RunPreparation::finished, [&p] { p.prepareDone(); });
-    } else if (Status s = p.serve(); !s) {
-        return s.error();
-    }
+    // The coordinator answers at once; a new run's weights are written meanwhile and every run's
+    // checkpoints read and verified (minutes for a large model), then it serves.
+    p.preparation = std::make_unique<RunPreparation>(*p.run, *p.db, *p.key, p.run->needsInitialShards());
+    RunPreparation* preparation = p.preparation.get();
+    p.statusApi->setPreparation([preparation] { return preparation->progressJson(); });
+    QObject::connect(preparation, &RunPreparation::finished, [&p] { p.prepareDone(); });
     if (Status s = p.server->listen(listen->address, listen->port); !s)
         return makeError("cannot listen on " + str(options.listen) + ": " + s.message());
 
@@ -354,7 +351,7 @@ void Coordinator::Parts::addRoutes() {
         Needs::Weights);
 }
 
-Status Coordinator::Parts::serve() {
+Status Coordinator::Parts::serve(std::unique_ptr<StageCheckpoints> checkpoints) {
     const gpu::ModelConfig& model = run->config();
     SessionSettings session;
     session.heartbeatTimeout = options.heartbeatTimeout;
@@ -364,7 +361,8 @@ Status Coordinator::Parts::serve() {
     sessionApi->setByteBudget(&server->byteBudget());
     // Before the sweep below: the trainer reads which nodes the previous process left online.
     Result<std::unique_ptr<Trainer>> created =
-        Trainer::create(*db, *key, model, run->dataset(), run->shardDir(), options.training, *sessionApi);
+        Trainer::create(*db, *key, model, run->dataset(), run->shardDir(), options.training, *sessionApi,
+                        std::move(checkpoints));
     if (!created)
         return created.error();
     trainer = std::move(*created);
@@ -385,7 +383,7 @@ void Coordinator::Parts::prepareDone() {
         return;
     Status outcome = preparation->outcome();
     if (preparation->state() == RunPreparation::State::Done)
-        outcome = serve();
+        outcome = serve(preparation->takeCheckpoints());
     if (prepared)
         prepared(outcome);
 }
@@ -455,7 +453,7 @@ QString Coordinator::dataset() const {
 }
 
 bool Coordinator::runCreated() const {
-    return m_parts->preparation != nullptr;
+    return m_parts->preparation->newRun();
 }
 
 QString Coordinator::databaseName() const {

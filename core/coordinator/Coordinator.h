@@ -3,14 +3,16 @@
 // Coordinator: the running control plane — run, database, key, TLS and the /v1 HTTP API —
 // assembled from CoordinatorOptions. Lives on the thread that started it (the SQL connection's).
 //
-//   Preparing ──(the initial shards written and recorded; the trainer built)──→ Serving
-//       └──(the writer or the trainer failed: onPrepared gets the error)
+//   Preparing ──(a new run's initial shards written and recorded; every stage's checkpoint read and
+//       │        verified; the trainer built)──→ Serving
+//       └──(the writer, the reading or the trainer failed: onPrepared gets the error)
 //
-// A new run (or one whose first start stopped before its shards were recorded) starts Preparing:
-// it listens at once and writes its initial shards on a worker thread (RunPreparation).
-// Meanwhile /v1/info, /v1/status (state "preparing" and the bytes written), the operator's page,
-// credits and the leaderboard answer; admission, its challenge, shard downloads and the
-// /v1/session upgrade answer 503 with Retry-After. A run with published weights starts Serving.
+// Every start listens at once and prepares on worker threads (RunPreparation): a new run (or one
+// whose first start stopped before its shards were recorded) writes its initial shards first; then
+// every stage's checkpoint is read and checked against its manifest (over a minute at 8b).
+// Meanwhile /v1/info, /v1/status (state "preparing", the phase and the bytes done), the operator's
+// page, credits and the leaderboard answer; admission, its challenge, shard downloads and the
+// /v1/session upgrade answer 503 with Retry-After.
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"
@@ -32,8 +34,8 @@ public:
 
     // Creates the data dir, coordinator key (dataDir/coordinator.key), TLS certificate
     // (dataDir/tls.crt + tls.key unless given), database and, on the first start, the run
-    // (see CoordinatorRun); then listens, Serving, or Preparing while the run's initial shards are
-    // written. Refuses plain HTTP unless insecureLoopback is set and the listen address is
+    // (see CoordinatorRun); then listens, Preparing while the run's initial shards are written and
+    // its checkpoints read. Refuses plain HTTP unless insecureLoopback is set and the listen address is
     // loopback. Every error says what to change.
     static Result<std::unique_ptr<Coordinator>> start(const CoordinatorOptions& options);
     ~Coordinator();
@@ -42,8 +44,9 @@ public:
 
     // A clean stop: stops listening, closes every session with 1001 and marks its node offline,
     // waits (at most a couple of seconds) for the peers to take the close frames, closes the
-    // database, then calls done. Later calls do nothing. While Preparing it cancels the writer
-    // and waits for it (a second or so) instead: nothing is recorded, the next start prepares again.
+    // database, then calls done. Later calls do nothing. While Preparing it cancels the writer or
+    // reader and waits for it (a second or so) instead: nothing is recorded, the next start
+    // prepares again.
     void stop(std::function<void()> done);
 
     State state() const;

@@ -3,6 +3,7 @@
 
 #include "common/WallClock.h"
 #include "coordinator/CoordinatorRun.h"
+#include "coordinator/training/StageCheckpoints.h"
 
 #include <QJsonDocument>
 #include <QThread>
@@ -23,32 +24,57 @@ constexpr qint64 kUnknownRetrySeconds = 30;
 
 } // namespace
 
-RunPreparation::RunPreparation(CoordinatorRun& run, Database& db, const Identity& key, QObject* parent)
+RunPreparation::RunPreparation(CoordinatorRun& run, Database& db, const Identity& key, bool newRun,
+                               QObject* parent)
     : QObject(parent)
     , m_run(run)
     , m_db(db)
-    , m_key(key) {
+    , m_key(key)
+    , m_newRun(newRun) {
+    m_elapsed.start();
+    if (!newRun) {
+        qInfo("coordinator: opening the run: checking every stage's checkpoint in %s against its manifest",
+              qPrintable(run.shardDir()));
+        // After the caller has connected to finished(): even a failure at once is heard.
+        QMetaObject::invokeMethod(
+            this, [this] { open(); }, Qt::QueuedConnection);
+        m_state = State::Opening;
+        return;
+    }
     qInfo("coordinator: creating the run: writing the initial shards of %d stages (%lld parameters) to %s",
           run.config().stages, qlonglong(run.config().parameterCount()), qPrintable(run.shardDir()));
-    m_elapsed.start();
     // The writer sees copies and the progress only: the database and the key stay on this thread.
-    m_thread.reset(QThread::create([this, config = run.config(), dir = run.shardDir().toStdString()] {
-        m_written = gpu::writeInitialShards(config, dir, CoordinatorRun::kInitialVersion, &m_progress);
-    }));
-    m_thread->setObjectName(QStringLiteral("initial shards"));
-    // Queued: the thread's finished() is emitted on the writer thread, delivered on this one.
-    connect(m_thread.get(), &QThread::finished, this, &RunPreparation::writerReturned, Qt::QueuedConnection);
-    m_thread->start(QThread::LowPriority);
+    startWorker(
+        [this, config = run.config(), dir = run.shardDir().toStdString()] {
+            m_written = gpu::writeInitialShards(config, dir, CoordinatorRun::kInitialVersion, &m_progress);
+        },
+        QStringLiteral("initial shards"), &RunPreparation::writerReturned);
 }
 
 RunPreparation::~RunPreparation() {
     m_progress.cancel = true;
-    m_thread->wait();
+    if (m_thread)
+        m_thread->wait();
+}
+
+void RunPreparation::startWorker(std::function<void()> work, const QString& name,
+                                 void (RunPreparation::*returned)()) {
+    if (m_thread)
+        m_thread->wait(); // the last worker has returned (its finished() brought us here)
+    m_thread.reset(QThread::create(std::move(work)));
+    m_thread->setObjectName(name);
+    // Queued: the thread's finished() is emitted on the worker, delivered on this thread.
+    connect(m_thread.get(), &QThread::finished, this, returned, Qt::QueuedConnection);
+    m_thread->start(QThread::LowPriority);
 }
 
 void RunPreparation::cancel() {
-    if (m_state == State::Writing)
+    if (m_state == State::Writing || m_state == State::Opening)
         m_progress.cancel = true;
+}
+
+std::unique_ptr<StageCheckpoints> RunPreparation::takeCheckpoints() {
+    return std::move(m_checkpoints);
 }
 
 void RunPreparation::writerReturned() {
@@ -76,7 +102,56 @@ void RunPreparation::writerReturned() {
         return finish(State::Failed,
                       makeError("recording the run's initial shards failed: " + recorded.message()));
     qInfo("coordinator: the initial shards are written and recorded (%.1f s)", double(elapsedMs()) / 1000);
-    finish(State::Done, {});
+    if (m_progress.cancel.load())
+        return finish(State::Cancelled, makeError("the preparation was stopped"));
+    m_state = State::Opening;
+    open();
+}
+
+void RunPreparation::open() {
+    if (m_state != State::Opening)
+        return;
+    if (m_progress.cancel.load())
+        return finish(State::Cancelled, makeError("the opening was stopped"));
+    if (!m_opening)
+        m_opening.emplace(m_run.config(), m_run.shardDir());
+    // Refusals of the last read are recorded here, and the versions before them named.
+    Result<bool> readNeeded = m_opening->next(m_db);
+    if (!readNeeded)
+        return finish(State::Failed, makeError("opening the run's checkpoints: " + readNeeded.message()));
+    if (!*readNeeded) {
+        Result<std::unique_ptr<StageCheckpoints>> opened = m_opening->finish(m_db, m_key);
+        m_opening.reset();
+        if (!opened)
+            return finish(State::Failed, makeError("opening the run's checkpoints: " + opened.message()));
+        m_checkpoints = std::move(*opened);
+        qInfo("coordinator: every stage's checkpoint is verified (%.1f s)", double(elapsedMs()) / 1000);
+        return finish(State::Done, {});
+    }
+    m_readBefore = m_bytesRead.load();
+    m_bytesToRead += std::int64_t(m_opening->bytesToRead());
+    startWorker(
+        [this] {
+            m_read = m_opening->read([this](std::uint64_t bytes) -> Status {
+                m_bytesRead = m_readBefore + std::int64_t(bytes);
+                if (m_progress.cancel.load())
+                    return makeError("stopped");
+                return {};
+            });
+        },
+        QStringLiteral("checkpoints"), &RunPreparation::readerReturned);
+}
+
+void RunPreparation::readerReturned() {
+    if (m_state != State::Opening || !m_read)
+        return;
+    const Status read = std::move(*m_read);
+    m_read.reset();
+    if (m_progress.cancel.load())
+        return finish(State::Cancelled, makeError("the opening was stopped"));
+    if (!read)
+        return finish(State::Failed, makeError("opening the run's checkpoints: " + read.message()));
+    open();
 }
 
 void RunPreparation::finish(State state, Status outcome) {
@@ -86,25 +161,32 @@ void RunPreparation::finish(State state, Status outcome) {
 }
 
 double RunPreparation::percent() const {
-    const qint64 total = m_progress.bytesTotal.load();
+    // A new run's shards are read back as many bytes as were written.
+    const qint64 written = m_progress.bytesTotal.load();
+    const qint64 toRead = m_bytesToRead.load() > 0 ? m_bytesToRead.load() : (m_newRun ? written : 0);
+    const qint64 total = (m_newRun ? written : 0) + toRead;
     if (total <= 0)
         return 0;
-    return std::clamp(100.0 * double(m_progress.bytesWritten.load()) / double(total), 0.0, 100.0);
+    const qint64 done = (m_newRun ? m_progress.bytesWritten.load() : 0) + m_bytesRead.load();
+    return std::clamp(100.0 * double(done) / double(total), 0.0, m_state == State::Done ? 100.0 : 99.9);
 }
 
 int RunPreparation::retryAfterSeconds() const {
-    const qint64 total = m_progress.bytesTotal.load();
-    const qint64 written = m_progress.bytesWritten.load();
-    if (total <= 0 || written <= 0)
+    const double done = percent();
+    if (done <= 0)
         return int(kUnknownRetrySeconds);
-    const double left = double(elapsedMs()) / 1000 * double(total - written) / double(written);
+    const double left = double(elapsedMs()) / 1000 * (100 - done) / done;
     return int(std::clamp(qint64(std::ceil(left)), kMinRetrySeconds, kMaxRetrySeconds));
 }
 
 QJsonObject RunPreparation::progressJson() const {
+    const bool writing = m_state == State::Writing || m_state == State::Recording;
     return QJsonObject{
+        {QStringLiteral("phase"), writing ? QStringLiteral("writing") : QStringLiteral("opening")},
         {QStringLiteral("bytes_written"), qint64(m_progress.bytesWritten.load())},
         {QStringLiteral("bytes_total"), qint64(m_progress.bytesTotal.load())},
+        {QStringLiteral("bytes_read"), qint64(m_bytesRead.load())},
+        {QStringLiteral("bytes_to_read"), qint64(m_bytesToRead.load())},
         {QStringLiteral("percent"), std::floor(percent() * 10) / 10},
         {QStringLiteral("elapsed_s"), elapsedMs() / 1000},
     };
@@ -112,11 +194,13 @@ QJsonObject RunPreparation::progressJson() const {
 
 http::HttpResponse RunPreparation::unavailable() const {
     const int retryAfter = retryAfterSeconds();
-    const QString error =
-        QStringLiteral(
-            "the coordinator is preparing this run's initial weights (%1% written); try again in %2 s")
-            .arg(int(percent()))
-            .arg(retryAfter);
+    const QString what = m_state == State::Writing || m_state == State::Recording
+                             ? QStringLiteral("preparing this run's initial weights")
+                             : QStringLiteral("checking this run's checkpoints against their manifests");
+    const QString error = QStringLiteral("the coordinator is %1 (%2% done); try again in %3 s")
+                              .arg(what)
+                              .arg(int(percent()))
+                              .arg(retryAfter);
     http::HttpResponse r = http::HttpResponse::json(
         503, QJsonDocument(QJsonObject{{QStringLiteral("error"), error},
                                        {QStringLiteral("retry_after"), retryAfter},

@@ -195,7 +195,8 @@ Result<ShardManifest> ShardManifest::fromJson(std::string_view text) {
     return m;
 }
 
-Status ShardManifest::verifyFile(const std::filesystem::path& path) const {
+Status ShardManifest::verifyFile(const std::filesystem::path& path,
+                                 const std::function<Status(std::uint64_t)>& afterChunk) const {
     if (Status s = validate(); !s)
         return s;
     std::error_code ec;
@@ -213,7 +214,8 @@ Status ShardManifest::verifyFile(const std::filesystem::path& path) const {
             if (index >= count || hex != chunks[index])
                 return makeError("chunk " + std::to_string(index + 1) + " of " + std::to_string(count) +
                                  " does not match the manifest (tampered or truncated download?)");
-            return {};
+            return afterChunk ? afterChunk(std::min<std::uint64_t>((index + 1) * chunkSize, fileSize))
+                              : Status{};
         });
     if (!hashed)
         return makeError(hashed.message());

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,7 +44,10 @@ struct ShardManifest {
     // Every field's rule (fromJson and build apply it too).
     Status validate() const;
     // Size, then each chunk in order (the error names the first bad one), then the whole hash.
-    Status verifyFile(const std::filesystem::path& path) const;
+    // `afterChunk` (optional) is told the bytes verified so far after each good chunk; an error it
+    // returns ends the verification with that error (a progress bar, a stop).
+    Status verifyFile(const std::filesystem::path& path,
+                      const std::function<Status(std::uint64_t bytesVerified)>& afterChunk = {}) const;
 };
 
 } // namespace tessera::gpu

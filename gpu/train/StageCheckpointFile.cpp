@@ -227,18 +227,17 @@ StageCheckpointFile::StageCheckpointFile(std::unique_ptr<State> state)
 
 StageCheckpointFile::~StageCheckpointFile() = default;
 
-Result<std::unique_ptr<StageCheckpointFile>> StageCheckpointFile::open(const ModelConfig& config, int stage,
-                                                                       const std::filesystem::path& shard,
-                                                                       const ShardManifest& manifest,
-                                                                       const std::filesystem::path& workDir,
-                                                                       std::int64_t chunkValues) {
+Result<std::unique_ptr<StageCheckpointFile>>
+StageCheckpointFile::open(const ModelConfig& config, int stage, const std::filesystem::path& shard,
+                          const ShardManifest& manifest, const std::filesystem::path& workDir,
+                          std::int64_t chunkValues, const std::function<Status(std::uint64_t)>& afterChunk) {
     const std::string where = shard.filename().string() + ": ";
     if (chunkValues < kMomentBlock || chunkValues % kMomentBlock != 0)
         return makeError("the checkpoint's chunk must be a multiple of 256 values");
     const std::string hash = config.hash();
     if (manifest.modelConfigHash != hash || manifest.stage != stage)
         return makeError(where + "the manifest is for another model or stage");
-    if (Status verified = manifest.verifyFile(shard); !verified)
+    if (Status verified = manifest.verifyFile(shard, afterChunk); !verified)
         return verified.error();
     Result<SafetensorsFile> file = SafetensorsFile::open(shard);
     if (!file)

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -36,12 +37,13 @@ public:
     static constexpr std::int64_t kDefaultChunkValues = 4 << 20; // 16 MiB of fp32 at a time
 
     // Verifies `shard` against `manifest` (size, every chunk, whole hash) and checks it holds exactly
-    // this model's stage: the tensors, their order and shapes the stage has.
-    static Result<std::unique_ptr<StageCheckpointFile>> open(const ModelConfig& config, int stage,
-                                                             const std::filesystem::path& shard,
-                                                             const ShardManifest& manifest,
-                                                             const std::filesystem::path& workDir,
-                                                             std::int64_t chunkValues = kDefaultChunkValues);
+    // this model's stage: the tensors, their order and shapes the stage has. `afterChunk`: as
+    // ShardManifest::verifyFile's (the bytes of the shard verified so far; an error stops).
+    static Result<std::unique_ptr<StageCheckpointFile>>
+    open(const ModelConfig& config, int stage, const std::filesystem::path& shard,
+         const ShardManifest& manifest, const std::filesystem::path& workDir,
+         std::int64_t chunkValues = kDefaultChunkValues,
+         const std::function<Status(std::uint64_t bytesVerified)>& afterChunk = {});
     ~StageCheckpointFile();
     StageCheckpointFile(const StageCheckpointFile&) = delete;
     StageCheckpointFile& operator=(const StageCheckpointFile&) = delete;

@@ -5,6 +5,7 @@
 #include "common/WallClock.h"
 #include "coordinator/store/Database.h"
 #include "coordinator/store/StageVersionStore.h"
+#include "coordinator/training/CheckpointOpening.h"
 #include "protocol/ManifestSignature.h"
 #include "shard/InitialShards.h"
 #include "train/StageCheckpointFile.h"
@@ -32,54 +33,35 @@ StageCheckpoints::~StageCheckpoints() = default;
 Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::open(Database& db, const Identity& key,
                                                                  const gpu::ModelConfig& config,
                                                                  const QString& shardDir) {
+    CheckpointOpening opening(config, shardDir);
+    for (;;) {
+        Result<bool> readNeeded = opening.next(db);
+        if (!readNeeded)
+            return readNeeded.error();
+        if (!*readNeeded)
+            return opening.finish(db, key);
+        if (Status read = opening.read(); !read)
+            return read.error();
+    }
+}
+
+Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::adopt(Database& db, const Identity& key,
+                                                                  const QString& shardDir,
+                                                                  std::vector<Loaded> stages) {
     std::unique_ptr<StageCheckpoints> c(new StageCheckpoints(db, key, shardDir));
     StageVersionStore store(db);
     std::vector<int> fellBack;
-    const std::filesystem::path workDir = QDir(shardDir).filePath(QStringLiteral("work")).toStdString();
-    for (int s = 0; s < config.stages; ++s) {
-        // The newest version whose file checks against its manifest; a damaged one (a disk error, a
-        // file cut short or edited) is refused in words and the one before it is used.
-        std::optional<qint64> below;
-        std::string damaged;
-        std::optional<StageVersion> loaded;
-        std::unique_ptr<gpu::StageCheckpointFile> file;
-        while (!loaded) {
-            Result<std::optional<StageVersion>> latest = store.latest(s, below);
-            if (!latest)
-                return latest.error();
-            if (!*latest)
-                return makeError("stage " + std::to_string(s) + " has no usable published version" +
-                                 (damaged.empty() ? std::string() : " (" + damaged + ")"));
-            const StageVersion& v = **latest;
-            const QString path = QDir(shardDir).filePath(v.file);
-            Result<gpu::ShardManifest> manifest = gpu::ShardManifest::fromJson(v.manifestJson.toStdString());
-            Result<std::unique_ptr<gpu::StageCheckpointFile>> opened =
-                manifest ? gpu::StageCheckpointFile::open(config, s, path.toStdString(), *manifest, workDir)
-                         : Result<std::unique_ptr<gpu::StageCheckpointFile>>(manifest.error());
-            if (opened) {
-                loaded = v;
-                file = std::move(*opened);
-                break;
-            }
-            const std::string why =
-                "version " + std::to_string(v.version) + " (" + path.toStdString() + "): " + opened.message();
-            qWarning("checkpoints: stage %d's checkpoint %s — refused; using the version before it", s,
-                     why.c_str());
-            if (Status refused = store.refuse(s, v.version, QString::fromStdString(why)); !refused)
-                return makeError("refusing a damaged checkpoint: " + refused.message());
-            damaged += (damaged.empty() ? "" : "; ") + why;
-            below = v.version;
-        }
-        Result<qint64> highest = store.highestVersion(s);
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        Result<qint64> highest = store.highestVersion(int(s));
         if (!highest)
             return highest.error();
         auto stage = std::make_unique<Stage>();
-        stage->file = std::move(file);
-        stage->version = loaded->version;
+        stage->file = std::move(stages[s].file);
+        stage->version = stages[s].version;
         stage->highest = *highest;
-        stage->step = loaded->step;
+        stage->step = stages[s].step;
         if (stage->highest > stage->version)
-            fellBack.push_back(s);
+            fellBack.push_back(int(s));
         c->m_stages.push_back(std::move(stage));
     }
     // What was used instead is published again under a new number at once: a node holding the

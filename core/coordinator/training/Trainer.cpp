@@ -40,7 +40,8 @@ qint64 Trainer::now() const {
 Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& key,
                                                  const gpu::ModelConfig& config, const QString& dataset,
                                                  const QString& shardDir, TrainerSettings settings,
-                                                 SessionApi& sessions) {
+                                                 SessionApi& sessions,
+                                                 std::unique_ptr<StageCheckpoints> checkpoints) {
     const LoopSettings& loop = settings.loop;
     if (loop.batch < 1 || loop.seq < 1 || loop.seq > config.maxSeqLen || loop.microbatchesPerStep < 1)
         return makeError("training: batch and microbatches per step must be ≥ 1 and seq within 1.." +
@@ -67,10 +68,14 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     if (!data)
         return makeError("the training data: " + data.message());
     t->m_data = std::move(*data);
-    Result<std::unique_ptr<StageCheckpoints>> checkpoints = StageCheckpoints::open(db, key, config, shardDir);
-    if (!checkpoints)
-        return checkpoints.error();
-    t->m_checkpoints = std::move(*checkpoints);
+    if (checkpoints) {
+        t->m_checkpoints = std::move(checkpoints);
+    } else {
+        Result<std::unique_ptr<StageCheckpoints>> opened = StageCheckpoints::open(db, key, config, shardDir);
+        if (!opened)
+            return opened.error();
+        t->m_checkpoints = std::move(*opened);
+    }
     Result<std::unique_ptr<ResultCheck>> checks = ResultCheck::create(config, settings.checks);
     if (!checks)
         return checks.error();

@@ -18,6 +18,7 @@
 #include "coordinator/training/Membership.h"
 #include "coordinator/training/NodeProbes.h"
 #include "coordinator/training/ShareChunks.h"
+#include "coordinator/training/StageCheckpoints.h"
 #include "coordinator/training/TrainingLoop.h"
 #include "coordinator/trust/Auditor.h"
 #include "coordinator/trust/Reputation.h"
@@ -41,7 +42,6 @@ namespace tessera::coordinator {
 
 class Database;
 class SessionApi;
-class StageCheckpoints;
 
 struct TrainerSettings {
     LoopSettings loop;
@@ -62,10 +62,13 @@ class Trainer final : public QObject, public SessionListener {
     Q_OBJECT
 
 public:
+    // `checkpoints`: the run's, already opened (RunPreparation reads them on a worker thread); when
+    // none is given they are opened here.
     static Result<std::unique_ptr<Trainer>> create(Database& db, const Identity& key,
                                                    const gpu::ModelConfig& config, const QString& dataset,
                                                    const QString& shardDir, TrainerSettings settings,
-                                                   SessionApi& sessions);
+                                                   SessionApi& sessions,
+                                                   std::unique_ptr<StageCheckpoints> checkpoints = nullptr);
     ~Trainer() override;
 
     void sessionOpened(const QString& nodeId) override;

@@ -138,6 +138,43 @@ TESSERA_TEST(aTamperedForeignOrMissingShardIsRefused) {
     CHECK(!StageCheckpointFile::open(config, 0, file, *manifest, dir.path / "work").ok());
 }
 
+// The coordinator reads a restart's checkpoints on a worker thread and shows how far it is: the hook
+// hears every chunk's bytes, rising to the file's size; an error it returns (the coordinator stopping)
+// ends the open at once with those words, and the file opens whole afterwards.
+TESSERA_TEST(anOpenReportsEachChunkAndStopsWhenTold) {
+    TempDir dir;
+    const ModelConfig config = twoStages();
+    auto e = engine(config, 0, false);
+    const fs::path file = dir.path / "stage-0.safetensors";
+    auto saved = e->saveShard(file, 1, 0);
+    CHECK(saved.ok());
+    // The same file in chunks of 64 KiB: several for tiny's stage.
+    auto manifest = ShardManifest::build(file, saved->modelConfigHash, 0, 1, 0, 1 << 16);
+    CHECK_MSG(manifest.ok(), manifest.message());
+    CHECK_MSG(manifest->chunks.size() >= 3, manifest->chunks.size());
+    std::vector<std::uint64_t> heard;
+    auto opened = StageCheckpointFile::open(config, 0, file, *manifest, dir.path / "work", kChunk,
+                                            [&](std::uint64_t bytes) {
+                                                heard.push_back(bytes);
+                                                return tessera::Status{};
+                                            });
+    CHECK_MSG(opened.ok(), opened.message());
+    CHECK_MSG(heard.size() == manifest->chunks.size(), heard.size());
+    for (std::size_t i = 1; i < heard.size(); ++i)
+        CHECK(heard[i] > heard[i - 1]);
+    CHECK_MSG(heard.back() == manifest->fileSize, heard.back() << " of " << manifest->fileSize);
+
+    int calls = 0;
+    auto stopped = StageCheckpointFile::open(
+        config, 0, file, *manifest, dir.path / "work", kChunk, [&](std::uint64_t) -> tessera::Status {
+            return ++calls == 2 ? tessera::makeError("stopped by the test") : tessera::Status{};
+        });
+    CHECK(!stopped.ok());
+    CHECK_MSG(stopped.message() == "stopped by the test", stopped.message());
+    CHECK_MSG(calls == 2, calls);
+    CHECK(StageCheckpointFile::open(config, 0, file, *manifest, dir.path / "work", kChunk).ok());
+}
+
 // The small preset's stage 0 (its embedding and first blocks: over 100 MiB of fp32): taking an averaged
 // partition, an averaged step and publishing it raise this process's peak memory by a few chunks, not by the
 // stage.

@@ -108,12 +108,16 @@
     $('uptime').textContent = duration(s.uptime_s || 0);
 
     const mb = s.microbatches || {};
-    // A new run writes its initial weights first; nodes are asked to come back until then.
+    // A new run writes its initial weights first, and every start reads its checkpoints back; nodes
+    // are asked to come back until then.
     const prep = s.state === 'preparing' ? (s.preparing || {}) : null;
+    const prepText = p => p.phase === 'opening'
+      ? 'checking the checkpoints: ' + num(p.percent, 1) + '% (' + num((p.bytes_read || 0) / 1e6) +
+        ' of ' + num((p.bytes_to_read || 0) / 1e6) + ' MB read); nodes join once they are checked'
+      : 'writing the initial weights: ' + num(p.percent, 1) + '% (' + num((p.bytes_written || 0) / 1e6) +
+        ' of ' + num((p.bytes_total || 0) / 1e6) + ' MB written); nodes join once they are checked';
     const figures = [
-      ...(prep ? [['Preparing', 'writing the initial weights: ' + num(prep.percent, 1) + '% (' +
-        num((prep.bytes_written || 0) / 1e6) + ' of ' + num((prep.bytes_total || 0) / 1e6) +
-        ' MB); nodes join once they are written']] : []),
+      ...(prep ? [['Preparing', prepText(prep)]] : []),
       ['Nodes online', num(s.nodes && s.nodes.online) + ' of ' + num(s.nodes && s.nodes.total) + ' admitted'],
       ['Step', num(s.step)],
       ['Loss', typeof s.loss === 'number' ? num(s.loss, 4) : '–'],
