@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench_coordinator_start: a new run's coordinator, per model — how soon it answers, how soon it serves
 // (its initial shards written in the background), its peak memory, how soon SIGTERM stops it, and the
-// same run restarted (its checkpoints opened and verified before it answers).
+// same run restarted (it answers at once and reads its checkpoints back before it serves; at 8b also
+// stopped while it reads).
 //
 // bench_coordinator_start [MODELS=tiny,small,8b] [DIR=a temporary directory]
 // The 8b run writes ~32 GB of shards under DIR. Nothing is asserted; the figures go to BENCHMARKS.md.
@@ -117,23 +118,56 @@ Row run(const QString& model, const QString& base, double stopAfterS) {
     return row;
 }
 
-// The same run started again: it opens (and verifies) its checkpoints before it answers.
-Row restart(const QString& model, const QString& base) {
+// The same run started again: it answers at once and reads (and verifies) its checkpoints before it
+// serves. With stopAfterS ≥ 0: SIGTERM that many seconds after its first answer; the run is kept.
+Row restart(const QString& model, const QString& base, double stopAfterS) {
     Row row;
-    row.what = model + QStringLiteral(", restarted");
+    row.what = model + (stopAfterS >= 0 ? QStringLiteral(", restarted, SIGTERM while opening")
+                                        : QStringLiteral(", restarted"));
     const QString runDir = base + u"/"_qs + model;
     QElapsedTimer clock;
     clock.start();
     CoordinatorProcess p({u"--data-dir"_qs, runDir, u"--listen"_qs, u"127.0.0.1:0"_qs});
-    if (!p.waitReady()) {
-        std::printf("%s: the restart did not serve: %s\n", qPrintable(model), p.err().constData());
+    if (!p.waitListening()) {
+        std::printf("%s: the restart did not start: %s\n", qPrintable(model), p.err().constData());
         return row;
     }
+    const qint64 pid = p.pid();
     QNetworkAccessManager net;
-    (void)status(net, p.url(), runDir);
-    row.answerS = row.readyS = double(clock.elapsed()) / 1000;
-    row.readyRssMiB = processRssMiB(p.pid());
-    row.peakMiB = peakRssMiB(p.pid());
+    const QJsonObject first = status(net, p.url(), runDir);
+    row.answerS = double(clock.elapsed()) / 1000;
+    std::printf("  %s restarted: answered after %.1f s (state %s)\n", qPrintable(model), row.answerS,
+                qPrintable(first.value(u"state"_qs).toString()));
+    if (stopAfterS >= 0) {
+        QElapsedTimer wait;
+        wait.start();
+        while (wait.elapsed() < qint64(stopAfterS * 1000))
+            QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 100);
+        const QJsonObject during = status(net, p.url(), runDir);
+        std::printf("  %s restarted: after %.0f s: state %s, %s\n", qPrintable(model), stopAfterS,
+                    qPrintable(during.value(u"state"_qs).toString()),
+                    QJsonDocument(during.value(u"preparing"_qs).toObject())
+                        .toJson(QJsonDocument::Compact)
+                        .constData());
+        row.peakMiB = peakRssMiB(pid);
+        row.shardBytes = bytesUnder(runDir + u"/shards"_qs);
+        QElapsedTimer stop;
+        stop.start();
+        const int code = p.terminate(120'000);
+        row.exitS = double(stop.elapsed()) / 1000;
+        std::printf("  %s restarted: SIGTERM after %.0f s: exit code %d in %.1f s\n", qPrintable(model),
+                    stopAfterS, code, row.exitS);
+        return row;
+    }
+    while (!p.waitReady())
+        if (p.pid() <= 0) {
+            std::printf("%s: the restart ended before it served: %s\n", qPrintable(model),
+                        p.err().constData());
+            return row;
+        }
+    row.readyS = double(clock.elapsed()) / 1000;
+    row.readyRssMiB = processRssMiB(pid);
+    row.peakMiB = peakRssMiB(pid);
     row.shardBytes = bytesUnder(runDir + u"/shards"_qs);
     QElapsedTimer stop;
     stop.start();
@@ -157,7 +191,9 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     for (const QString& m : models) {
         rows.push_back(run(m, base, -1));
-        rows.push_back(restart(m, base));
+        if (m == u"8b"_qs)
+            rows.push_back(restart(m, base, 20));
+        rows.push_back(restart(m, base, -1));
         if (m == u"8b"_qs)
             rows.push_back(run(m, base, 60));
     }
