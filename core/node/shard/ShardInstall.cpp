@@ -22,7 +22,7 @@ ShardInstall::~ShardInstall() = default;
 void ShardInstall::start() {
     const std::optional<gpu::ShardManifest> have = m_store.verifiedShard(m_manifest.stage);
     if (have && have->version == m_manifest.version && have->sha256 == m_manifest.sha256) {
-        qInfo("node: stage %d version %lld is already here", m_manifest.stage, qlonglong(have->version));
+        qInfo("node: stage %d version %lld is already here", int(m_manifest.stage), qlonglong(have->version));
         // What a reassign left half-fetched of another stage goes, as after a download.
         if (Status s = m_store.evictExcept(m_manifest.stage, m_manifest.version); !s)
             qWarning("node: %s", s.message().c_str());
