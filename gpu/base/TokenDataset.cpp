@@ -79,8 +79,7 @@ Result<std::string> readWhole(const std::filesystem::path& path) {
 }
 
 // A file of the dataset: its size, then its SHA-256, as the manifest says.
-Status checkFile(const std::filesystem::path& dir, const TokenDatasetManifest::File& f) {
-    const std::filesystem::path path = dir / f.name;
+Status checkSize(const std::filesystem::path& path, const TokenDatasetManifest::File& f) {
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     if (ec)
@@ -88,36 +87,46 @@ Status checkFile(const std::filesystem::path& dir, const TokenDatasetManifest::F
     if (size != f.bytes)
         return makeError(path.string() + " holds " + std::to_string(size) + " bytes, the manifest says " +
                          std::to_string(f.bytes) + " (truncated or replaced?)");
-    Result<std::string> sha = sha256FileHex(path);
-    if (!sha)
-        return sha.error();
-    if (*sha != f.sha256)
-        return makeError(path.string() + "'s SHA-256 is " + sha->substr(0, 12) + "…, the manifest says " +
+    return {};
+}
+
+Status checkHash(const std::filesystem::path& path, const TokenDatasetManifest::File& f,
+                 const std::string& sha) {
+    if (sha != f.sha256)
+        return makeError(path.string() + "'s SHA-256 is " + sha.substr(0, 12) + "…, the manifest says " +
                          f.sha256.substr(0, 12) + "… (the file changed after the manifest was written)");
     return {};
 }
 
-Status readTokens(const std::filesystem::path& dir, const std::vector<TokenDatasetManifest::File>& files,
-                  int width, std::int64_t vocab, std::vector<std::int32_t>& out) {
+Status checkFile(const std::filesystem::path& dir, const TokenDatasetManifest::File& f) {
+    const std::filesystem::path path = dir / f.name;
+    if (Status s = checkSize(path, f); !s)
+        return s;
+    Result<std::string> sha = sha256FileHex(path);
+    if (!sha)
+        return sha.error();
+    return checkHash(path, f, *sha);
+}
+
+// Each shard checked in one streamed pass (size, SHA-256, every id below the vocabulary) and named in
+// the stream it makes; none is held.
+Result<TokenStream> checkShards(const std::filesystem::path& dir,
+                                const std::vector<TokenDatasetManifest::File>& files, int width,
+                                std::int64_t vocab) {
+    std::vector<TokenStream::Part> parts;
     for (const auto& f : files) {
-        if (Status s = checkFile(dir, f); !s)
-            return s;
-        Result<std::string> bytes = readWhole(dir / f.name);
-        if (!bytes)
-            return bytes.error();
-        const auto* p = reinterpret_cast<const unsigned char*>(bytes->data());
-        for (std::size_t i = 0; i + static_cast<std::size_t>(width) <= bytes->size(); i += width) {
-            std::uint32_t v = 0;
-            for (int b = 0; b < width; ++b)
-                v |= static_cast<std::uint32_t>(p[i + b]) << (8 * b);
-            if (v >= static_cast<std::uint64_t>(vocab))
-                return makeError((dir / f.name).string() + ": token " + std::to_string(v) + " at position " +
-                                 std::to_string(i / width) + " is outside the model's vocabulary of " +
-                                 std::to_string(vocab));
-            out.push_back(static_cast<std::int32_t>(v));
-        }
+        const std::filesystem::path path = dir / f.name;
+        if (Status s = checkSize(path, f); !s)
+            return s.error();
+        std::string sha;
+        Result<std::int64_t> tokens = checkTokenFile(path, width, vocab, &sha);
+        if (!tokens)
+            return tokens.error();
+        if (Status s = checkHash(path, f, sha); !s)
+            return s.error();
+        parts.push_back({path, *tokens});
     }
-    return {};
+    return TokenStream::files(std::move(parts), width, vocab);
 }
 
 } // namespace
@@ -263,11 +272,14 @@ Result<TokenDataset> loadTokenDataset(const std::filesystem::path& path, std::in
     const std::filesystem::path dir = manifestPath.parent_path();
     if (Status s = checkFile(dir, m->tokenizer); !s)
         return s.error();
-    d.train.reserve(static_cast<std::size_t>(m->trainTokens));
-    if (Status s = readTokens(dir, m->train, m->tokenBytes, m->vocabSize, d.train); !s)
-        return s.error();
-    if (Status s = readTokens(dir, m->heldOut, m->tokenBytes, m->vocabSize, d.heldOut); !s)
-        return s.error();
+    Result<TokenStream> train = checkShards(dir, m->train, m->tokenBytes, m->vocabSize);
+    if (!train)
+        return train.error();
+    Result<TokenStream> heldOut = checkShards(dir, m->heldOut, m->tokenBytes, m->vocabSize);
+    if (!heldOut)
+        return heldOut.error();
+    d.train = std::move(*train);
+    d.heldOut = std::move(*heldOut);
     return d;
 }
 

@@ -7,6 +7,7 @@
 // SHA-256, so the tokenizer and every token it trains on are fixed by one hash. Torch-free.
 
 #include "base/Result.h"
+#include "base/TokenStream.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -46,7 +47,7 @@ struct TokenDatasetManifest {
 struct TokenDataset {
     TokenDatasetManifest manifest;
     std::string manifestSha256;
-    std::vector<std::int32_t> train, heldOut;
+    TokenStream train, heldOut; // read from the shards a window at a time, never loaded whole
 };
 
 // The manifest's path for PATH: PATH itself when it names a file, else PATH/manifest.json.
@@ -54,8 +55,8 @@ std::filesystem::path tokenDatasetManifestPath(const std::filesystem::path& path
 // The SHA-256 of the manifest at tokenDatasetManifestPath(path), without reading the shards.
 Result<std::string> tokenDatasetHash(const std::filesystem::path& path);
 // Reads the manifest, checks its SHA-256 against `pinned` (when given: the run's), every shard's and
-// the tokenizer's size and SHA-256, and every token id against modelVocab; the error names the file
-// and what differs.
+// the tokenizer's size and SHA-256, and every token id against modelVocab, streaming each shard once;
+// the error names the file and what differs.
 Result<TokenDataset> loadTokenDataset(const std::filesystem::path& path, std::int64_t modelVocab,
                                       const std::optional<std::string>& pinned = std::nullopt);
 

@@ -118,9 +118,13 @@ int main(int argc, char** argv) {
             std::cerr << "tessera-data: " << t.message() << "\n";
             return 1;
         }
-        const std::size_t n = std::min(d->heldOut.size(), static_cast<std::size_t>(std::max(0.0, tokens)));
-        Result<std::string> text =
-            (*t)->decode({d->heldOut.begin(), d->heldOut.begin() + static_cast<long>(n)});
+        std::vector<std::int32_t> ids(static_cast<std::size_t>(
+            std::min<std::int64_t>(d->heldOut.size(), static_cast<std::int64_t>(std::max(0.0, tokens)))));
+        if (Status read = d->heldOut.read(0, std::int64_t(ids.size()), ids.data()); !read) {
+            std::cerr << "tessera-data: " << read.message() << "\n";
+            return 1;
+        }
+        Result<std::string> text = (*t)->decode(ids);
         if (!text) {
             std::cerr << "tessera-data: " << text.message() << "\n";
             return 1;

@@ -6,9 +6,9 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 namespace tessera::gpu {
 
@@ -98,18 +98,10 @@ Status synthetic(const std::map<std::string, std::int64_t>& options, int vocab, 
     return {};
 }
 
-Result<std::vector<char>> readFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return makeError("cannot open data file " + path);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return bytes;
-}
-
 } // namespace
 
-DataSource::DataSource(std::vector<std::int32_t> tokens, std::vector<std::int32_t> heldOut,
-                       double entropyFloor, std::string description, std::uint64_t seed)
+DataSource::DataSource(TokenStream tokens, TokenStream heldOut, double entropyFloor, std::string description,
+                       std::uint64_t seed)
     : m_tokens(std::move(tokens))
     , m_heldOut(std::move(heldOut))
     , m_entropyFloor(entropyFloor)
@@ -122,7 +114,7 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
     const auto colon = spec.find(':');
     const std::string kind = spec.substr(0, colon);
     const std::string rest = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
-    std::vector<std::int32_t> tokens, heldOut;
+    TokenStream tokens, heldOut;
     double floor = -1;
     std::string description;
 
@@ -130,30 +122,18 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
         auto options = parseOptions(rest);
         if (!options)
             return options.error();
-        auto made = synthetic(*options, vocabSize, seed, tokens, floor, description);
-        if (!made)
-            return made.error();
+        std::vector<std::int32_t> made;
+        if (Status s = synthetic(*options, vocabSize, seed, made, floor, description); !s)
+            return s.error();
+        tokens = TokenStream::inMemory(std::move(made));
     } else if (kind == "text" || kind == "tokens16" || kind == "tokens32") {
         if (rest.empty())
             return makeError("data spec '" + spec + "' needs a file path after ':'");
-        auto bytes = readFile(rest);
-        if (!bytes)
-            return bytes.error();
-        const std::size_t width = kind == "text" ? 1 : kind == "tokens16" ? 2 : 4;
-        if (bytes->size() % width != 0)
-            return makeError(rest + ": size " + std::to_string(bytes->size()) + " is not a multiple of " +
-                             std::to_string(width) + " bytes (truncated token file?)");
-        tokens.resize(bytes->size() / width);
-        for (std::size_t i = 0; i < tokens.size(); ++i) {
-            std::uint32_t v = 0;
-            for (std::size_t b = 0; b < width; ++b) // little-endian
-                v |= static_cast<std::uint32_t>(static_cast<unsigned char>((*bytes)[i * width + b]))
-                     << (8 * b);
-            if (v >= static_cast<std::uint32_t>(vocabSize))
-                return makeError(rest + ": token " + std::to_string(v) + " at position " + std::to_string(i) +
-                                 " is outside the vocabulary of " + std::to_string(vocabSize));
-            tokens[i] = static_cast<std::int32_t>(v);
-        }
+        const int width = kind == "text" ? 1 : kind == "tokens16" ? 2 : 4;
+        Result<std::int64_t> count = checkTokenFile(rest, width, vocabSize);
+        if (!count)
+            return makeError("data file " + count.message());
+        tokens = TokenStream::files({{rest, *count}}, width, vocabSize);
         description = (kind == "text" ? "bytes of " : "token ids of ") + rest;
     } else if (kind == "dataset") {
         const auto hash = rest.rfind("#sha256=");
@@ -186,21 +166,28 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
 torch::Tensor DataSource::nextBatch(int batch, int seqLen, int stream) {
     // A dataset's held-out split, or else the last tenth of the stream, is held out; stream 1 draws
     // from it only.
-    const std::size_t window = static_cast<std::size_t>(seqLen) + 1;
+    const std::int64_t window = static_cast<std::int64_t>(seqLen) + 1;
     const bool heldOut = stream == 1;
     const bool ownSplit = !m_heldOut.empty();
-    const std::vector<std::int32_t>& from = heldOut && ownSplit ? m_heldOut : m_tokens;
-    std::size_t begin = 0, end = from.size();
+    const TokenStream& from = heldOut && ownSplit ? m_heldOut : m_tokens;
+    std::int64_t begin = 0, end = from.size();
     if (!ownSplit)
         (heldOut ? begin : end) = m_tokens.size() - m_tokens.size() / 10;
-    auto out = torch::empty({batch, static_cast<std::int64_t>(window)}, torch::kInt64);
+    auto out = torch::empty({batch, window}, torch::kInt64);
     auto* p = out.data_ptr<std::int64_t>();
     auto& rng = m_rng[heldOut ? 1 : 0];
+    const std::int64_t span = end - begin;
+    // A span shorter than the window repeats itself.
+    m_window.resize(static_cast<std::size_t>(std::min(window, span)));
     for (int b = 0; b < batch; ++b) {
-        const std::size_t span = end - begin;
-        const std::size_t start = span > window ? begin + rng() % (span - window) : begin;
-        for (std::size_t t = 0; t < window; ++t)
-            p[b * window + t] = from[start + (t % span)];
+        const std::int64_t start =
+            span > window
+                ? begin + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(span - window))
+                : begin;
+        if (Status read = from.read(start, std::int64_t(m_window.size()), m_window.data()); !read)
+            throw std::runtime_error(read.message());
+        for (std::int64_t t = 0; t < window; ++t)
+            p[b * window + t] = m_window[static_cast<std::size_t>(t % std::int64_t(m_window.size()))];
     }
     return out;
 }

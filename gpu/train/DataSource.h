@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // DataSource: the training tokens, as seeded random windows of one long token stream — a
-// synthetic corpus with a known entropy floor (the default), a UTF-8 text file read as bytes,
-// a binary file of uint16/uint32 token ids, or a token dataset (base/TokenDataset: real text through
+// synthetic corpus with a known entropy floor (the default, in memory), a UTF-8 text file read as
+// bytes, a binary file of uint16/uint32 token ids, or a token dataset (the files checked once and
+// then read a window at a time: the stream is never held whole) (base/TokenDataset: real text through
 // a trained tokenizer, with its own held-out split, checked file by file against its manifest).
 // Internal to gpu/ (returns torch tensors).
 
 #include "base/Result.h"
+#include "base/TokenStream.h"
 
 #include <torch/types.h>
 
@@ -35,17 +37,18 @@ public:
     // targets = [:, 1:]). `stream` selects an independent sequence (0 = training, 1 = held out).
     torch::Tensor nextBatch(int batch, int seqLen, int stream = 0);
 
-    std::size_t tokenCount() const { return m_tokens.size(); }
+    std::size_t tokenCount() const { return static_cast<std::size_t>(m_tokens.size()); }
     // Cross-entropy floor in nats per token for the synthetic corpus; negative when unknown.
     double entropyFloor() const { return m_entropyFloor; }
     const std::string& description() const { return m_description; }
 
 private:
-    DataSource(std::vector<std::int32_t> tokens, std::vector<std::int32_t> heldOut, double entropyFloor,
-               std::string description, std::uint64_t seed);
+    DataSource(TokenStream tokens, TokenStream heldOut, double entropyFloor, std::string description,
+               std::uint64_t seed);
 
-    std::vector<std::int32_t> m_tokens;
-    std::vector<std::int32_t> m_heldOut; // a dataset's own split; empty: the last tenth of m_tokens
+    TokenStream m_tokens;  // a file's or a dataset's are read a window at a time, never held
+    TokenStream m_heldOut; // a dataset's own split; empty: the last tenth of m_tokens
+    std::vector<std::int32_t> m_window;
     double m_entropyFloor;
     std::string m_description;
     std::mt19937_64 m_rng[2];

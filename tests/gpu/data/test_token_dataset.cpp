@@ -81,12 +81,15 @@ TESSERA_TEST(aBuiltDatasetHoldsEveryByteOfItsTextAcrossItsSplits) {
     CHECK_MSG(share > 0.01 && share < 0.15, share);
     auto t = Tokenizer::load(o.out / "tokenizer.model");
     CHECK_MSG(t, t.message());
+    auto trainIds = d->train.readAll();
+    auto heldOutIds = d->heldOut.readAll();
+    CHECK(trainIds && heldOutIds);
     std::vector<std::int32_t> train;
-    for (std::int32_t id : d->train)
+    for (std::int32_t id : *trainIds)
         if (id != (*t)->endOfText())
             train.push_back(id);
     auto a = (*t)->decode(train);
-    auto b = (*t)->decode(d->heldOut);
+    auto b = (*t)->decode(*heldOutIds);
     CHECK(a && b);
     std::size_t sourceBytes = 0;
     for (const auto& input : o.inputs)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Training data: the synthetic corpus is reproducible and has the entropy floor it claims;
-// files are read as documented; bad specs and bad files are clear errors.
+// files are read as documented, a window at a time (never held whole); bad specs and bad files are
+// clear errors.
 #include "GpuTest.h"
 #include "base/Sha256.h"
 #include "base/TokenDataset.h"
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 using namespace tessera::gpu;
+using namespace tessera::test;
 
 namespace {
 
@@ -88,6 +90,70 @@ TESSERA_TEST(readsTextAsBytesAndTokenFilesLittleEndian) {
     CHECK_MSG(wide.message().find("not a multiple of 4") != std::string::npos, wide.message());
     std::remove(text.c_str());
     std::remove(tokens.c_str());
+}
+
+// A token file is checked once and then read a window at a time: 64 Mi tokens (128 MiB of uint16)
+// raise the process's peak by a few MiB, where the stream held whole took 4 bytes a token (256 MiB)
+// plus the file. Every window is the file's own tokens; a file changed after the check (an id
+// beyond the vocabulary written into it) makes the next batch an error naming the file.
+TESSERA_TEST(aLargeTokenFileIsReadAWindowAtATimeNotHeld) {
+    const std::string path = tempPath("large.u16");
+    constexpr std::int64_t kTokens = std::int64_t(64) << 20;
+    constexpr int kVocab = 50'000;
+    const auto tokenAt = [](std::int64_t i) { return std::uint16_t((i * 7919) % kVocab); };
+    {
+        std::ofstream out(path, std::ios::binary);
+        std::vector<std::uint16_t> block(1 << 20);
+        for (std::int64_t i = 0; i < kTokens; i += std::int64_t(block.size())) {
+            for (std::size_t k = 0; k < block.size(); ++k)
+                block[k] = tokenAt(i + std::int64_t(k));
+            out.write(reinterpret_cast<const char*>(block.data()), std::streamsize(block.size() * 2));
+        }
+    }
+    if (!resetPeakResident())
+        skip("/proc/self/clear_refs cannot be written here");
+    const double base = peakResidentMiB();
+    auto source = DataSource::open("tokens16:" + path, kVocab, 7);
+    CHECK_MSG(source, source.message());
+    CHECK((*source)->tokenCount() == std::size_t(kTokens));
+    for (int i = 0; i < 50; ++i) {
+        const torch::Tensor batch = (*source)->nextBatch(8, 64, i % 2);
+        CHECK(batch.size(0) == 8 && batch.size(1) == 65);
+        // Consecutive ids of the file: each row is a run of the file's sequence.
+        for (int b = 0; b < 8; ++b) {
+            const auto* row = batch[b].data_ptr<std::int64_t>();
+            std::int64_t at = -1;
+            for (std::int64_t start = 0; start < kVocab && at < 0; ++start)
+                if (tokenAt(start) == row[0])
+                    at = start;
+            CHECK(at >= 0);
+            for (int t = 1; t < 65; ++t)
+                CHECK_MSG(row[t] == tokenAt(at + t), "row " << b << " token " << t);
+        }
+    }
+    const double grew = peakResidentMiB() - base;
+    std::printf("  64 Mi tokens (128 MiB) opened and 50 batches drawn: peak +%.1f MiB\n", grew);
+    CHECK_MSG(grew < 16, "grew " << grew << " MiB");
+
+    // Every id rewritten beyond the vocabulary after the check.
+    {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        std::vector<std::uint16_t> high(1 << 20, std::uint16_t(kVocab + 1));
+        for (std::int64_t i = 0; i < kTokens; i += std::int64_t(high.size()))
+            f.write(reinterpret_cast<const char*>(high.data()), std::streamsize(high.size() * 2));
+    }
+    bool refused = false;
+    try {
+        (void)(*source)->nextBatch(8, 64);
+    } catch (const std::exception& e) {
+        refused = true;
+        const std::string why = e.what();
+        CHECK_MSG(why.find(path) != std::string::npos &&
+                      why.find("changed since it was checked") != std::string::npos,
+                  why);
+    }
+    CHECK(refused);
+    std::remove(path.c_str());
 }
 
 TESSERA_TEST(aTokenDatasetTrainsOnItsTrainingSplitAndEvaluatesOnItsHeldOutOne) {
