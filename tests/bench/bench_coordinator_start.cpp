@@ -67,113 +67,75 @@ qint64 bytesUnder(const QString& dir) {
     return n;
 }
 
-// One new run of `model`; with stopAfterS ≥ 0, SIGTERM that many seconds after its first answer.
-Row run(const QString& model, const QString& base, double stopAfterS) {
+// One start of the coordinator on runDir, labelled `what`: how soon it answers and serves, its memory,
+// how soon SIGTERM stops it. With stopAfterS ≥ 0, SIGTERM that many seconds after its first answer
+// instead of waiting for it to serve.
+Row measure(const QString& what, const QString& runDir, const QStringList& extra, double stopAfterS) {
     Row row;
-    row.what = model + (stopAfterS >= 0 ? QStringLiteral(", SIGTERM while preparing") : QString());
-    const QString runDir = base + u"/"_qs + model + (stopAfterS >= 0 ? u"-stopped"_qs : QString());
-    QDir(runDir).removeRecursively();
+    row.what = what;
+    const QByteArray name = what.toUtf8();
     QElapsedTimer clock;
     clock.start();
-    CoordinatorProcess p({u"--data-dir"_qs, runDir, u"--listen"_qs, u"127.0.0.1:0"_qs, u"--model"_qs, model});
+    CoordinatorProcess p(QStringList{u"--data-dir"_qs, runDir, u"--listen"_qs, u"127.0.0.1:0"_qs} + extra);
     if (!p.waitListening()) {
-        std::printf("%s: did not start: %s\n", qPrintable(model), p.err().constData());
+        std::printf("%s: did not start: %s\n", name.constData(), p.err().constData());
         return row;
     }
     const qint64 pid = p.pid();
     QNetworkAccessManager net;
     const QJsonObject first = status(net, p.url(), runDir);
     row.answerS = double(clock.elapsed()) / 1000;
-    std::printf("  %s: answered after %.1f s (state %s)\n", qPrintable(model), row.answerS,
+    std::printf("  %s: answered after %.1f s (state %s)\n", name.constData(), row.answerS,
                 qPrintable(first.value(u"state"_qs).toString()));
-    if (stopAfterS >= 0) {
-        QElapsedTimer wait;
-        wait.start();
-        while (wait.elapsed() < qint64(stopAfterS * 1000))
-            QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 100);
-        row.peakMiB = peakRssMiB(pid);
-        QElapsedTimer stop;
-        stop.start();
-        const int code = p.terminate(120'000);
-        row.exitS = double(stop.elapsed()) / 1000;
-        std::printf("  %s: SIGTERM after %.0f s: exit code %d in %.1f s; left %lld bytes of shards\n",
-                    qPrintable(model), stopAfterS, code, row.exitS,
-                    static_cast<long long>(bytesUnder(runDir + u"/shards"_qs)));
-        return row;
-    }
-    // Ready: waitReady() waits a bounded time; a large run takes several of those.
-    while (!p.waitReady())
-        if (p.pid() <= 0) {
-            std::printf("%s: ended before it was ready: %s\n", qPrintable(model), p.err().constData());
-            return row;
-        }
-    row.readyS = double(clock.elapsed()) / 1000;
-    row.readyRssMiB = processRssMiB(pid);
-    row.peakMiB = peakRssMiB(pid);
-    row.shardBytes = bytesUnder(runDir + u"/shards"_qs);
-    QElapsedTimer stop;
-    stop.start();
-    p.terminate(60'000);
-    row.exitS = double(stop.elapsed()) / 1000;
-    return row;
-}
-
-// The same run started again: it answers at once and reads (and verifies) its checkpoints before it
-// serves. With stopAfterS ≥ 0: SIGTERM that many seconds after its first answer; the run is kept.
-Row restart(const QString& model, const QString& base, double stopAfterS) {
-    Row row;
-    row.what = model + (stopAfterS >= 0 ? QStringLiteral(", restarted, SIGTERM while opening")
-                                        : QStringLiteral(", restarted"));
-    const QString runDir = base + u"/"_qs + model;
-    QElapsedTimer clock;
-    clock.start();
-    CoordinatorProcess p({u"--data-dir"_qs, runDir, u"--listen"_qs, u"127.0.0.1:0"_qs});
-    if (!p.waitListening()) {
-        std::printf("%s: the restart did not start: %s\n", qPrintable(model), p.err().constData());
-        return row;
-    }
-    const qint64 pid = p.pid();
-    QNetworkAccessManager net;
-    const QJsonObject first = status(net, p.url(), runDir);
-    row.answerS = double(clock.elapsed()) / 1000;
-    std::printf("  %s restarted: answered after %.1f s (state %s)\n", qPrintable(model), row.answerS,
-                qPrintable(first.value(u"state"_qs).toString()));
-    if (stopAfterS >= 0) {
+    if (stopAfterS < 0) {
+        // Ready: waitReady() waits a bounded time; a large run takes several of those.
+        while (!p.waitReady())
+            if (p.pid() <= 0) {
+                std::printf("%s: ended before it served: %s\n", name.constData(), p.err().constData());
+                return row;
+            }
+        row.readyS = double(clock.elapsed()) / 1000;
+        row.readyRssMiB = processRssMiB(pid);
+    } else {
         QElapsedTimer wait;
         wait.start();
         while (wait.elapsed() < qint64(stopAfterS * 1000))
             QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 100);
         const QJsonObject during = status(net, p.url(), runDir);
-        std::printf("  %s restarted: after %.0f s: state %s, %s\n", qPrintable(model), stopAfterS,
+        std::printf("  %s: after %.0f s: state %s %s\n", name.constData(), stopAfterS,
                     qPrintable(during.value(u"state"_qs).toString()),
                     QJsonDocument(during.value(u"preparing"_qs).toObject())
                         .toJson(QJsonDocument::Compact)
                         .constData());
-        row.peakMiB = peakRssMiB(pid);
-        row.shardBytes = bytesUnder(runDir + u"/shards"_qs);
-        QElapsedTimer stop;
-        stop.start();
-        const int code = p.terminate(120'000);
-        row.exitS = double(stop.elapsed()) / 1000;
-        std::printf("  %s restarted: SIGTERM after %.0f s: exit code %d in %.1f s\n", qPrintable(model),
-                    stopAfterS, code, row.exitS);
-        return row;
     }
-    while (!p.waitReady())
-        if (p.pid() <= 0) {
-            std::printf("%s: the restart ended before it served: %s\n", qPrintable(model),
-                        p.err().constData());
-            return row;
-        }
-    row.readyS = double(clock.elapsed()) / 1000;
-    row.readyRssMiB = processRssMiB(pid);
     row.peakMiB = peakRssMiB(pid);
-    row.shardBytes = bytesUnder(runDir + u"/shards"_qs);
     QElapsedTimer stop;
     stop.start();
-    p.terminate(60'000);
+    const int code = p.terminate(120'000);
     row.exitS = double(stop.elapsed()) / 1000;
-    QDir(runDir).removeRecursively(); // 8b: 32 GB
+    row.shardBytes = bytesUnder(runDir + u"/shards"_qs);
+    std::printf("  %s: SIGTERM: exit code %d in %.1f s; %lld bytes of shards left\n", name.constData(), code,
+                row.exitS, static_cast<long long>(row.shardBytes));
+    return row;
+}
+
+// A new run of `model` (with stopAfterS ≥ 0: stopped while it prepares, in a directory of its own).
+Row run(const QString& model, const QString& base, double stopAfterS) {
+    const QString runDir = base + u"/"_qs + model + (stopAfterS >= 0 ? u"-stopped"_qs : QString());
+    QDir(runDir).removeRecursively();
+    return measure(model + (stopAfterS >= 0 ? u", SIGTERM while preparing"_qs : QString()), runDir,
+                   {u"--model"_qs, model}, stopAfterS);
+}
+
+// The same run started again: it answers at once and reads (and verifies) its checkpoints before it
+// serves. With stopAfterS ≥ 0: stopped while it reads, and the run kept; else deleted after.
+Row restart(const QString& model, const QString& base, double stopAfterS) {
+    const QString runDir = base + u"/"_qs + model;
+    Row row =
+        measure(model + (stopAfterS >= 0 ? u", restarted, SIGTERM while opening"_qs : u", restarted"_qs),
+                runDir, {}, stopAfterS);
+    if (stopAfterS < 0)
+        QDir(runDir).removeRecursively(); // 8b: 32 GB
     return row;
 }
 
