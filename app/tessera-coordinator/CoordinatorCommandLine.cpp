@@ -479,7 +479,7 @@ int CoordinatorCommandLine::run(const QStringList& arguments) {
           << "preparing: "
           << (c.runCreated() ? "writing the initial weights, then checking them"
                              : "checking every stage's checkpoint against its manifest")
-          << " (/v1/status shows how far); admission waits" << std::endl;
+          << ", and the training data (/v1/status shows how far); admission waits" << std::endl;
     QElapsedTimer preparing;
     preparing.start();
     c.onPrepared([this, &c, &preparing, created = c.runCreated(), name = model.name](const Status& prepared) {

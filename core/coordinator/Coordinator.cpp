@@ -146,7 +146,7 @@ struct Coordinator::Parts {
     }
     void addRoutes();
     // The part that needs every stage's checkpoint: the data plane and the sessions.
-    Status serve(std::unique_ptr<StageCheckpoints> checkpoints);
+    Status serve(PreparedRun ready);
     void prepareDone();
 };
 
@@ -351,7 +351,7 @@ void Coordinator::Parts::addRoutes() {
         Needs::Weights);
 }
 
-Status Coordinator::Parts::serve(std::unique_ptr<StageCheckpoints> checkpoints) {
+Status Coordinator::Parts::serve(PreparedRun ready) {
     const gpu::ModelConfig& model = run->config();
     SessionSettings session;
     session.heartbeatTimeout = options.heartbeatTimeout;
@@ -360,9 +360,8 @@ Status Coordinator::Parts::serve(std::unique_ptr<StageCheckpoints> checkpoints) 
     sessionApi = std::make_unique<SessionApi>(*db, metrics, session);
     sessionApi->setByteBudget(&server->byteBudget());
     // Before the sweep below: the trainer reads which nodes the previous process left online.
-    Result<std::unique_ptr<Trainer>> created =
-        Trainer::create(*db, *key, model, run->dataset(), run->shardDir(), options.training, *sessionApi,
-                        std::move(checkpoints));
+    Result<std::unique_ptr<Trainer>> created = Trainer::create(
+        *db, *key, model, run->dataset(), run->shardDir(), options.training, *sessionApi, std::move(ready));
     if (!created)
         return created.error();
     trainer = std::move(*created);
@@ -383,7 +382,7 @@ void Coordinator::Parts::prepareDone() {
         return;
     Status outcome = preparation->outcome();
     if (preparation->state() == RunPreparation::State::Done)
-        outcome = serve(preparation->takeCheckpoints());
+        outcome = serve(preparation->takePrepared());
     if (prepared)
         prepared(outcome);
 }

@@ -4,6 +4,7 @@
 #include "common/WallClock.h"
 #include "coordinator/CoordinatorRun.h"
 #include "coordinator/training/StageCheckpoints.h"
+#include "train/TrainingData.h"
 
 #include <QJsonDocument>
 #include <QThread>
@@ -32,6 +33,20 @@ RunPreparation::RunPreparation(CoordinatorRun& run, Database& db, const Identity
     , m_key(key)
     , m_newRun(newRun) {
     m_elapsed.start();
+    // The data is checked in any order (the run's step is read by the trainer, which reorders it).
+    m_dataThread.reset(QThread::create([this, spec = run.dataset().toStdString(), config = run.config()] {
+        m_dataChecked = gpu::TrainingData::open(spec, config.vocabSize, config.seed, config.seed,
+                                                [this](std::int64_t bytes) -> Status {
+                                                    m_dataBytesChecked += bytes;
+                                                    if (m_progress.cancel.load())
+                                                        return makeError("stopped");
+                                                    return {};
+                                                });
+    }));
+    m_dataThread->setObjectName(QStringLiteral("training data"));
+    connect(m_dataThread.get(), &QThread::finished, this, &RunPreparation::dataReturned,
+            Qt::QueuedConnection);
+    m_dataThread->start(QThread::LowPriority);
     if (!newRun) {
         qInfo("coordinator: opening the run: checking every stage's checkpoint in %s against its manifest",
               qPrintable(run.shardDir()));
@@ -55,6 +70,7 @@ RunPreparation::~RunPreparation() {
     m_progress.cancel = true;
     if (m_thread)
         m_thread->wait();
+    m_dataThread->wait();
 }
 
 void RunPreparation::startWorker(std::function<void()> work, const QString& name,
@@ -69,12 +85,12 @@ void RunPreparation::startWorker(std::function<void()> work, const QString& name
 }
 
 void RunPreparation::cancel() {
-    if (m_state == State::Writing || m_state == State::Opening)
+    if (active())
         m_progress.cancel = true;
 }
 
-std::unique_ptr<StageCheckpoints> RunPreparation::takeCheckpoints() {
-    return std::move(m_checkpoints);
+PreparedRun RunPreparation::takePrepared() {
+    return PreparedRun{std::move(m_checkpoints), std::move(m_data)};
 }
 
 void RunPreparation::writerReturned() {
@@ -104,6 +120,11 @@ void RunPreparation::writerReturned() {
     qInfo("coordinator: the initial shards are written and recorded (%.1f s)", double(elapsedMs()) / 1000);
     if (m_progress.cancel.load())
         return finish(State::Cancelled, makeError("the preparation was stopped"));
+    if (m_dataError)
+        return finish(State::Failed,
+                      makeError(m_dataError->message() +
+                                " (the run's initial shards are written and recorded: the next start only "
+                                "checks them)"));
     m_state = State::Opening;
     open();
 }
@@ -126,7 +147,12 @@ void RunPreparation::open() {
             return finish(State::Failed, makeError("opening the run's checkpoints: " + opened.message()));
         m_checkpoints = std::move(*opened);
         qInfo("coordinator: every stage's checkpoint is verified (%.1f s)", double(elapsedMs()) / 1000);
-        return finish(State::Done, {});
+        if (m_data)
+            return finish(State::Done, {});
+        m_state = State::Checking;
+        qInfo("coordinator: waiting for the training data's check (%lld MiB checked so far)",
+              qlonglong(m_dataBytesChecked.load() >> 20));
+        return;
     }
     m_readBefore = m_bytesRead.load();
     m_bytesToRead += std::int64_t(m_opening->bytesToRead());
@@ -152,6 +178,34 @@ void RunPreparation::readerReturned() {
     if (!read)
         return finish(State::Failed, makeError("opening the run's checkpoints: " + read.message()));
     open();
+}
+
+void RunPreparation::dataReturned() {
+    if (!m_dataChecked)
+        return;
+    Result<std::unique_ptr<gpu::TrainingData>> checked = std::move(*m_dataChecked);
+    m_dataChecked.reset();
+    if (!active())
+        return;
+    if (!checked) {
+        if (m_progress.cancel.load()) { // stopped: the writer or the reader ends the preparation
+            if (m_state == State::Checking)
+                finish(State::Cancelled, makeError("the data check was stopped"));
+            return;
+        }
+        Status error = makeError("the training data: " + checked.message());
+        if (m_state == State::Writing) { // recorded first, so that the next start does not write again
+            m_dataError = std::move(error);
+            return;
+        }
+        m_progress.cancel = true; // the checkpoint reader stops; what it returns is not heard
+        return finish(State::Failed, std::move(error));
+    }
+    m_data = std::move(*checked);
+    qInfo("coordinator: the training data is checked (%.1f s): %s", double(elapsedMs()) / 1000,
+          m_data->description().c_str());
+    if (m_state == State::Checking)
+        finish(State::Done, {});
 }
 
 void RunPreparation::finish(State state, Status outcome) {
@@ -182,11 +236,14 @@ int RunPreparation::retryAfterSeconds() const {
 QJsonObject RunPreparation::progressJson() const {
     const bool writing = m_state == State::Writing || m_state == State::Recording;
     return QJsonObject{
-        {QStringLiteral("phase"), writing ? QStringLiteral("writing") : QStringLiteral("opening")},
+        {QStringLiteral("phase"), writing                      ? QStringLiteral("writing")
+                                  : m_state == State::Checking ? QStringLiteral("checking_data")
+                                                               : QStringLiteral("opening")},
         {QStringLiteral("bytes_written"), qint64(m_progress.bytesWritten.load())},
         {QStringLiteral("bytes_total"), qint64(m_progress.bytesTotal.load())},
         {QStringLiteral("bytes_read"), qint64(m_bytesRead.load())},
         {QStringLiteral("bytes_to_read"), qint64(m_bytesToRead.load())},
+        {QStringLiteral("data_bytes_checked"), qint64(m_dataBytesChecked.load())},
         {QStringLiteral("percent"), std::floor(percent() * 10) / 10},
         {QStringLiteral("elapsed_s"), elapsedMs() / 1000},
     };
@@ -194,13 +251,16 @@ QJsonObject RunPreparation::progressJson() const {
 
 http::HttpResponse RunPreparation::unavailable() const {
     const int retryAfter = retryAfterSeconds();
-    const QString what = m_state == State::Writing || m_state == State::Recording
-                             ? QStringLiteral("preparing this run's initial weights")
-                             : QStringLiteral("checking this run's checkpoints against their manifests");
-    const QString error = QStringLiteral("the coordinator is %1 (%2% done); try again in %3 s")
-                              .arg(what)
-                              .arg(int(percent()))
-                              .arg(retryAfter);
+    const QString what =
+        m_state == State::Writing || m_state == State::Recording
+            ? QStringLiteral("preparing this run's initial weights (%1% done)").arg(int(percent()))
+        : m_state == State::Checking
+            ? QStringLiteral("checking this run's training data (%1 MiB so far)")
+                  .arg(m_dataBytesChecked.load() >> 20)
+            : QStringLiteral("checking this run's checkpoints against their manifests (%1% done)")
+                  .arg(int(percent()));
+    const QString error =
+        QStringLiteral("the coordinator is %1; try again in %2 s").arg(what).arg(retryAfter);
     http::HttpResponse r = http::HttpResponse::json(
         503, QJsonDocument(QJsonObject{{QStringLiteral("error"), error},
                                        {QStringLiteral("retry_after"), retryAfter},

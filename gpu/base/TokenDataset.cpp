@@ -112,14 +112,14 @@ Status checkFile(const std::filesystem::path& dir, const TokenDatasetManifest::F
 // the stream it makes; none is held.
 Result<TokenStream> checkShards(const std::filesystem::path& dir,
                                 const std::vector<TokenDatasetManifest::File>& files, int width,
-                                std::int64_t vocab) {
+                                std::int64_t vocab, const CheckHook& afterChunk) {
     std::vector<TokenStream::Part> parts;
     for (const auto& f : files) {
         const std::filesystem::path path = dir / f.name;
         if (Status s = checkSize(path, f); !s)
             return s.error();
         std::string sha;
-        Result<std::int64_t> tokens = checkTokenFile(path, width, vocab, &sha);
+        Result<std::int64_t> tokens = checkTokenFile(path, width, vocab, &sha, afterChunk);
         if (!tokens)
             return tokens.error();
         if (Status s = checkHash(path, f, sha); !s)
@@ -248,7 +248,7 @@ Result<std::string> tokenDatasetHash(const std::filesystem::path& path) {
 }
 
 Result<TokenDataset> loadTokenDataset(const std::filesystem::path& path, std::int64_t modelVocab,
-                                      const std::optional<std::string>& pinned) {
+                                      const std::optional<std::string>& pinned, const CheckHook& afterChunk) {
     const std::filesystem::path manifestPath = tokenDatasetManifestPath(path);
     Result<std::string> text = readWhole(manifestPath);
     if (!text)
@@ -272,10 +272,10 @@ Result<TokenDataset> loadTokenDataset(const std::filesystem::path& path, std::in
     const std::filesystem::path dir = manifestPath.parent_path();
     if (Status s = checkFile(dir, m->tokenizer); !s)
         return s.error();
-    Result<TokenStream> train = checkShards(dir, m->train, m->tokenBytes, m->vocabSize);
+    Result<TokenStream> train = checkShards(dir, m->train, m->tokenBytes, m->vocabSize, afterChunk);
     if (!train)
         return train.error();
-    Result<TokenStream> heldOut = checkShards(dir, m->heldOut, m->tokenBytes, m->vocabSize);
+    Result<TokenStream> heldOut = checkShards(dir, m->heldOut, m->tokenBytes, m->vocabSize, afterChunk);
     if (!heldOut)
         return heldOut.error();
     d.train = std::move(*train);

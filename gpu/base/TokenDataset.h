@@ -56,9 +56,10 @@ std::filesystem::path tokenDatasetManifestPath(const std::filesystem::path& path
 Result<std::string> tokenDatasetHash(const std::filesystem::path& path);
 // Reads the manifest, checks its SHA-256 against `pinned` (when given: the run's), every shard's and
 // the tokenizer's size and SHA-256, and every token id against modelVocab, streaming each shard once;
-// the error names the file and what differs.
+// the error names the file and what differs. afterChunk: as checkTokenFile's, over every shard.
 Result<TokenDataset> loadTokenDataset(const std::filesystem::path& path, std::int64_t modelVocab,
-                                      const std::optional<std::string>& pinned = std::nullopt);
+                                      const std::optional<std::string>& pinned = std::nullopt,
+                                      const CheckHook& afterChunk = {});
 
 // Shard bytes for tokens (little-endian, `tokenBytes` each) and back.
 std::string encodeTokens(const std::vector<std::int32_t>& tokens, int tokenBytes);

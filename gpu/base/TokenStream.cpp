@@ -98,7 +98,7 @@ Result<std::vector<std::int32_t>> TokenStream::readAll() const {
 }
 
 Result<std::int64_t> checkTokenFile(const std::filesystem::path& path, int width, std::int64_t vocab,
-                                    std::string* sha256) {
+                                    std::string* sha256, const CheckHook& afterChunk) {
     std::ifstream in(path, std::ios::binary);
     if (!in)
         return makeError("cannot open " + path.string());
@@ -123,6 +123,9 @@ Result<std::int64_t> checkTokenFile(const std::filesystem::path& path, int width
                                  " is outside the vocabulary of " + std::to_string(vocab));
         }
         tokens += std::int64_t(got) / width;
+        if (afterChunk)
+            if (Status s = afterChunk(std::int64_t(got)); !s)
+                return s.error();
         if (got < buffer.size())
             break;
     }

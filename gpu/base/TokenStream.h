@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,7 +56,10 @@ private:
 // Streams through a file of `width`-byte little-endian ids 1 MiB at a time: its size a multiple of
 // the width, every id below `vocab` (the error names the file and the position); `sha256` (when not
 // null) gets the file's SHA-256 in hex from the same pass. Returns the number of tokens.
+// afterChunk (when set) is told each chunk's bytes once checked; an error from it stops the check
+// with its words (how a coordinator that is stopping ends a check of many GB at once).
+using CheckHook = std::function<Status(std::int64_t bytes)>;
 Result<std::int64_t> checkTokenFile(const std::filesystem::path& path, int width, std::int64_t vocab,
-                                    std::string* sha256 = nullptr);
+                                    std::string* sha256 = nullptr, const CheckHook& afterChunk = {});
 
 } // namespace tessera::gpu

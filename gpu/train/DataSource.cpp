@@ -108,9 +108,15 @@ DataSource::DataSource(TokenStream tokens, TokenStream heldOut, double entropyFl
     , m_description(std::move(description))
     , m_rng{std::mt19937_64(splitMix64(seed ^ 0xba7c4ull)), std::mt19937_64(splitMix64(seed ^ 0xe7a1ull))} {}
 
+void DataSource::reorder(std::uint64_t orderSeed) {
+    m_rng[0] = std::mt19937_64(splitMix64(orderSeed ^ 0xba7c4ull));
+    m_rng[1] = std::mt19937_64(splitMix64(orderSeed ^ 0xe7a1ull));
+}
+
 Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, int vocabSize,
                                                      std::uint64_t seed,
-                                                     std::optional<std::uint64_t> orderSeed) {
+                                                     std::optional<std::uint64_t> orderSeed,
+                                                     const CheckHook& afterChunk) {
     const auto colon = spec.find(':');
     const std::string kind = spec.substr(0, colon);
     const std::string rest = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
@@ -130,7 +136,7 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
         if (rest.empty())
             return makeError("data spec '" + spec + "' needs a file path after ':'");
         const int width = kind == "text" ? 1 : kind == "tokens16" ? 2 : 4;
-        Result<std::int64_t> count = checkTokenFile(rest, width, vocabSize);
+        Result<std::int64_t> count = checkTokenFile(rest, width, vocabSize, nullptr, afterChunk);
         if (!count)
             return makeError("data file " + count.message());
         tokens = TokenStream::files({{rest, *count}}, width, vocabSize);
@@ -143,7 +149,7 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
         std::optional<std::string> pinned;
         if (hash != std::string::npos)
             pinned = rest.substr(hash + 8);
-        Result<TokenDataset> dataset = loadTokenDataset(path, vocabSize, pinned);
+        Result<TokenDataset> dataset = loadTokenDataset(path, vocabSize, pinned, afterChunk);
         if (!dataset)
             return dataset.error();
         tokens = std::move(dataset->train);

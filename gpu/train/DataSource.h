@@ -28,10 +28,13 @@ public:
     // the manifest's SHA-256 the run pinned, refused when it differs). Token ids must be < vocabSize. `seed`
     // makes the synthetic corpus (and, unless `orderSeed` is given, the order windows are drawn in): a run's
     // corpus must not change when its order is reseeded (a restarted coordinator once trained on another
-    // Markov chain).
+    // Markov chain). afterChunk: told each MiB of a file or dataset checked (checkTokenFile's hook).
     static Result<std::unique_ptr<DataSource>> open(const std::string& spec, int vocabSize,
                                                     std::uint64_t seed,
-                                                    std::optional<std::uint64_t> orderSeed = std::nullopt);
+                                                    std::optional<std::uint64_t> orderSeed = std::nullopt,
+                                                    const CheckHook& afterChunk = {});
+    // Draws the windows from here on in the order `orderSeed` makes (as open's would have).
+    void reorder(std::uint64_t orderSeed);
 
     // A batch of `batch` windows of seqLen+1 tokens: [B, T+1] int64 (inputs = [:, :-1],
     // targets = [:, 1:]). `stream` selects an independent sequence (0 = training, 1 = held out).

@@ -28,10 +28,11 @@ TrainingData::TrainingData(std::unique_ptr<DataSource> source)
 
 TrainingData::~TrainingData() = default;
 
-Result<std::unique_ptr<TrainingData>> TrainingData::open(const std::string& spec, int vocabSize,
-                                                         std::uint64_t seed, std::uint64_t orderSeed) {
+Result<std::unique_ptr<TrainingData>>
+TrainingData::open(const std::string& spec, int vocabSize, std::uint64_t seed, std::uint64_t orderSeed,
+                   const std::function<Status(std::int64_t)>& afterChunk) {
     try {
-        auto source = DataSource::open(spec, vocabSize, seed, orderSeed);
+        auto source = DataSource::open(spec, vocabSize, seed, orderSeed, afterChunk);
         if (!source)
             return source.error();
         return std::unique_ptr<TrainingData>(new TrainingData(std::move(*source)));
@@ -62,6 +63,10 @@ Result<TrainingMicrobatch> TrainingData::next(int batch, int seq, int stream) {
     } catch (const std::exception& e) {
         return makeError(std::string("training data: ") + e.what());
     }
+}
+
+void TrainingData::reorder(std::uint64_t orderSeed) {
+    m_source->reorder(orderSeed);
 }
 
 double TrainingData::entropyFloor() const {

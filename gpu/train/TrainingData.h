@@ -8,6 +8,7 @@
 #include "base/TokenFrame.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,8 +26,14 @@ class TrainingData {
 public:
     // spec: DataSource's ("synthetic", "text:PATH", "tokens16:PATH", "tokens32:PATH"). `seed` makes
     // the synthetic corpus (the run's: fixed), `orderSeed` the order windows are drawn in.
-    static Result<std::unique_ptr<TrainingData>> open(const std::string& spec, int vocabSize,
-                                                      std::uint64_t seed, std::uint64_t orderSeed);
+    // afterChunk (when set) is told the bytes of each MiB of a file or dataset checked; an error from
+    // it stops the check with its words.
+    static Result<std::unique_ptr<TrainingData>>
+    open(const std::string& spec, int vocabSize, std::uint64_t seed, std::uint64_t orderSeed,
+         const std::function<Status(std::int64_t bytes)>& afterChunk = {});
+    // The windows from here on are drawn in the order `orderSeed` makes, as if opened with it (data
+    // checked before the run's step was known).
+    void reorder(std::uint64_t orderSeed);
     ~TrainingData();
     TrainingData(const TrainingData&) = delete;
     TrainingData& operator=(const TrainingData&) = delete;

@@ -40,8 +40,7 @@ qint64 Trainer::now() const {
 Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& key,
                                                  const gpu::ModelConfig& config, const QString& dataset,
                                                  const QString& shardDir, TrainerSettings settings,
-                                                 SessionApi& sessions,
-                                                 std::unique_ptr<StageCheckpoints> checkpoints) {
+                                                 SessionApi& sessions, PreparedRun prepared) {
     const LoopSettings& loop = settings.loop;
     if (loop.batch < 1 || loop.seq < 1 || loop.seq > config.maxSeqLen || loop.microbatchesPerStep < 1)
         return makeError("training: batch and microbatches per step must be ≥ 1 and seq within 1.." +
@@ -63,13 +62,18 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     // corpus is the run's (a synthetic one reseeded with the order was another task: the loss jumped
     // from 2.74 to 4.08 across a clean restart).
     const std::uint64_t order = config.seed ^ (std::uint64_t(state->step) * 0x9E3779B97F4A7C15ull);
-    Result<std::unique_ptr<gpu::TrainingData>> data =
-        gpu::TrainingData::open(dataset.toStdString(), config.vocabSize, config.seed, order);
-    if (!data)
+    if (prepared.data) {
+        t->m_data = std::move(prepared.data);
+        t->m_data->reorder(order);
+    } else if (auto data =
+                   gpu::TrainingData::open(dataset.toStdString(), config.vocabSize, config.seed, order);
+               data) {
+        t->m_data = std::move(*data);
+    } else {
         return makeError("the training data: " + data.message());
-    t->m_data = std::move(*data);
-    if (checkpoints) {
-        t->m_checkpoints = std::move(checkpoints);
+    }
+    if (prepared.checkpoints) {
+        t->m_checkpoints = std::move(prepared.checkpoints);
     } else {
         Result<std::unique_ptr<StageCheckpoints>> opened = StageCheckpoints::open(db, key, config, shardDir);
         if (!opened)

@@ -17,6 +17,7 @@
 #include "coordinator/training/GradientAverager.h"
 #include "coordinator/training/Membership.h"
 #include "coordinator/training/NodeProbes.h"
+#include "coordinator/training/PreparedRun.h"
 #include "coordinator/training/ShareChunks.h"
 #include "coordinator/training/StageCheckpoints.h"
 #include "coordinator/training/TrainingLoop.h"
@@ -62,13 +63,11 @@ class Trainer final : public QObject, public SessionListener {
     Q_OBJECT
 
 public:
-    // `checkpoints`: the run's, already opened (RunPreparation reads them on a worker thread); when
-    // none is given they are opened here.
+    // What `prepared` lacks is opened here, on this thread.
     static Result<std::unique_ptr<Trainer>> create(Database& db, const Identity& key,
                                                    const gpu::ModelConfig& config, const QString& dataset,
                                                    const QString& shardDir, TrainerSettings settings,
-                                                   SessionApi& sessions,
-                                                   std::unique_ptr<StageCheckpoints> checkpoints = nullptr);
+                                                   SessionApi& sessions, PreparedRun prepared = {});
     ~Trainer() override;
 
     void sessionOpened(const QString& nodeId) override;

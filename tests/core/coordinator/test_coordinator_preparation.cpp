@@ -7,9 +7,10 @@
 // prepares again and serves: a node is then admitted. A writer that fills the disk ends the process
 // with exit 1 and says so. A restart listens before it reads its checkpoints back (over a minute at
 // 8b) and answers meanwhile; stopped then, it exits cleanly; a checkpoint damaged while it was down,
-// with no version before it, is named in the error it exits with. The `small` preset (124M parameters, about
-// 500 MB of shards) takes 8 to 20 s to write on a two-core machine: long enough to see every step, short
-// enough for the suite.
+// with no version before it, is named in the error it exits with. The training data is checked
+// beside the weights, on a thread of its own, and a bad token in it is named. The `small` preset (124M
+// parameters, about 500 MB of shards) takes 8 to 20 s to write on a two-core machine: long enough to see
+// every step, short enough for the suite.
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "NodeProcess.h"
@@ -41,6 +42,7 @@ private Q_SLOTS:
     void answersWhilePreparingStopsCleanlyAndPreparesAgain();
     void aRestartListensFirstAndChecksItsCheckpointsMeanwhile();
     void aWriterThatFillsTheDiskEndsTheStart();
+    void theTrainingDataIsCheckedBesideTheWeights();
 
 private:
     QStringList args(const QString& dataDir, const QStringList& extra = {}) const {
@@ -274,6 +276,73 @@ void TestCoordinatorPreparation::aWriterThatFillsTheDiskEndsTheStart() {
              full.err().constData());
     QVERIFY(!full.out().contains("\nready: "));
     QCOMPARE(storedVersions(dir), 0);
+}
+
+// The training data is checked on a thread of its own, beside the weights: a GiB of token ids (a
+// sparse file: zeros that no disk holds) keeps a tiny run preparing for a second or more after its
+// weights are written and read back. Meanwhile /v1/status says "checking_data" with the bytes
+// checked and the shard route answers 503 naming the data; SIGTERM then ends it (exit 0, the weights
+// recorded once). An id outside the vocabulary written as the file's last token while it was down:
+// the restart listens, then exits 1 naming the file, the id and its position. The id put back, the
+// restart serves without writing the weights again.
+void TestCoordinatorPreparation::theTrainingDataIsCheckedBesideTheWeights() {
+    const QString dir = m_dir.filePath(u"checked-data"_qs);
+    const QString tokens = m_dir.filePath(u"tokens.u16"_qs);
+    constexpr qint64 kBytes = qint64(1) << 30;
+    {
+        QFile f(tokens);
+        QVERIFY(f.open(QIODevice::WriteOnly) && f.resize(kBytes));
+    }
+    const auto lastToken = [&](const char bytes[2]) {
+        QFile f(tokens);
+        return f.open(QIODevice::ReadWrite) && f.seek(kBytes - 2) && f.write(bytes, 2) == 2;
+    };
+    const QStringList plain{u"--insecure-loopback"_qs};
+    {
+        CoordinatorProcess first(
+            args(dir, plain + QStringList{u"--model"_qs, u"tiny"_qs, u"--stages"_qs, u"2"_qs, u"--dataset"_qs,
+                                          u"tokens16:"_qs + tokens}));
+        QVERIFY2(first.waitListening(), first.err().constData());
+        QString state;
+        QJsonObject progress;
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                const QJsonObject status = get(first, u"/v1/status"_qs).json();
+                state = status.value(u"state").toString();
+                progress = status.value(u"preparing").toObject();
+                return state != u"preparing" || progress.value(u"phase").toString() == u"checking_data";
+            },
+            30'000));
+        if (state == u"preparing") {
+            QVERIFY2(progress.value(u"data_bytes_checked").toInteger() < kBytes,
+                     QJsonDocument(progress).toJson().constData());
+            const HttpReply refused = get(first, u"/v1/shards/0/manifest"_qs);
+            QCOMPARE(refused.status, 503);
+            QVERIFY2(refused.error().contains(u"checking this run's training data"),
+                     refused.body.constData());
+        } else {
+            QCOMPARE(state, QStringLiteral("serving"));
+            qWarning("the data was checked before a request saw it being checked");
+        }
+        QCOMPARE(first.terminate(10'000), 0);
+    }
+    QCOMPARE(storedVersions(dir), 2);
+
+    QVERIFY(lastToken("\x2c\x01")); // 300, little-endian: beyond tiny's 256 byte values
+    CoordinatorProcess bad(args(dir, plain));
+    QCOMPARE(bad.waitExit(), 1);
+    QVERIFY2(bad.out().contains("listening on ") && !bad.out().contains("\nready: "), bad.out().constData());
+    QVERIFY2(bad.err().contains("the training data") && bad.err().contains(tokens.toUtf8()) &&
+                 bad.err().contains("token 300 at position 536870911 is outside the vocabulary of 256"),
+             bad.err().constData());
+
+    QVERIFY(lastToken("\0\0"));
+    CoordinatorProcess fixed(args(dir, plain));
+    QVERIFY2(fixed.waitReady(), QByteArray(fixed.out() + fixed.err()).constData());
+    QVERIFY2(fixed.out().contains("ready: opened the run of model 'tiny'"), fixed.out().constData());
+    QCOMPARE(get(fixed, u"/v1/shards/1/manifest"_qs).status, 200);
+    QCOMPARE(fixed.terminate(10'000), 0);
+    QCOMPARE(storedVersions(dir), 2);
 }
 
 int main(int argc, char** argv) {

@@ -156,6 +156,45 @@ TESSERA_TEST(aLargeTokenFileIsReadAWindowAtATimeNotHeld) {
     std::remove(path.c_str());
 }
 
+// The coordinator checks a run's data before it knows the run's step, then sets the order the step
+// makes: the windows are those of data opened with that order. The check tells its hook every MiB, and
+// an error from the hook (a coordinator stopping) ends it with those words.
+TESSERA_TEST(dataCheckedFirstIsReorderedAsIfOpenedInThatOrderAndItsCheckCanBeStopped) {
+    const std::string path = tempPath("order.u16");
+    {
+        std::ofstream out(path, std::ios::binary);
+        std::vector<std::uint16_t> block(1 << 20);
+        for (int part = 0; part < 3; ++part) { // 6 MiB
+            for (std::size_t k = 0; k < block.size(); ++k)
+                block[k] = std::uint16_t((k * 31 + std::size_t(part)) % 1000);
+            out.write(reinterpret_cast<const char*>(block.data()), std::streamsize(block.size() * 2));
+        }
+    }
+    const std::string spec = "tokens16:" + path;
+    std::vector<std::int64_t> told;
+    auto checkedFirst = DataSource::open(spec, 1000, 7, 7, [&](std::int64_t bytes) -> tessera::Status {
+        told.push_back(bytes);
+        return {};
+    });
+    CHECK_MSG(checkedFirst, checkedFirst.message());
+    CHECK_MSG(told.size() == 6 && told.front() == (1 << 20), "told " << told.size() << " times");
+    auto inOrder = DataSource::open(spec, 1000, 7, 12345);
+    CHECK_MSG(inOrder, inOrder.message());
+    (*checkedFirst)->reorder(12345);
+    for (int stream : {0, 1, 0})
+        CHECK(torch::equal((*checkedFirst)->nextBatch(4, 16, stream), (*inOrder)->nextBatch(4, 16, stream)));
+    auto unordered = DataSource::open(spec, 1000, 7, 7);
+    CHECK(!torch::equal((*unordered)->nextBatch(4, 16), (*inOrder)->nextBatch(4, 16)));
+
+    int calls = 0;
+    auto stopped = DataSource::open(spec, 1000, 7, 7, [&](std::int64_t) -> tessera::Status {
+        return ++calls == 2 ? tessera::makeError("the coordinator is stopping") : tessera::Status{};
+    });
+    CHECK(!stopped && calls == 2);
+    CHECK_MSG(stopped.message().find("the coordinator is stopping") != std::string::npos, stopped.message());
+    std::remove(path.c_str());
+}
+
 TESSERA_TEST(aTokenDatasetTrainsOnItsTrainingSplitAndEvaluatesOnItsHeldOutOne) {
     // A dataset written by hand (tessera-data's own test builds real ones): training tokens 10..199,
     // held-out tokens all 7, so a window shows which split it came from.
