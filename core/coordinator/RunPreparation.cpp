@@ -34,6 +34,7 @@ RunPreparation::RunPreparation(CoordinatorRun& run, Database& db, const Identity
     , m_newRun(newRun) {
     m_elapsed.start();
     // The data is checked in any order (the run's step is read by the trainer, which reorders it).
+    m_dataBytesToCheck = gpu::TrainingData::bytesToCheck(run.dataset().toStdString());
     m_dataThread.reset(QThread::create([this, spec = run.dataset().toStdString(), config = run.config()] {
         m_dataChecked = gpu::TrainingData::open(spec, config.vocabSize, config.seed, config.seed,
                                                 [this](std::int64_t bytes) -> Status {
@@ -218,10 +219,12 @@ double RunPreparation::percent() const {
     // A new run's shards are read back as many bytes as were written.
     const qint64 written = m_progress.bytesTotal.load();
     const qint64 toRead = m_bytesToRead.load() > 0 ? m_bytesToRead.load() : (m_newRun ? written : 0);
-    const qint64 total = (m_newRun ? written : 0) + toRead;
+    const qint64 dataChecked =
+        m_data ? m_dataBytesToCheck : std::min(m_dataBytesChecked.load(), m_dataBytesToCheck);
+    const qint64 total = (m_newRun ? written : 0) + toRead + m_dataBytesToCheck;
     if (total <= 0)
         return 0;
-    const qint64 done = (m_newRun ? m_progress.bytesWritten.load() : 0) + m_bytesRead.load();
+    const qint64 done = (m_newRun ? m_progress.bytesWritten.load() : 0) + m_bytesRead.load() + dataChecked;
     return std::clamp(100.0 * double(done) / double(total), 0.0, m_state == State::Done ? 100.0 : 99.9);
 }
 
@@ -244,6 +247,7 @@ QJsonObject RunPreparation::progressJson() const {
         {QStringLiteral("bytes_read"), qint64(m_bytesRead.load())},
         {QStringLiteral("bytes_to_read"), qint64(m_bytesToRead.load())},
         {QStringLiteral("data_bytes_checked"), qint64(m_dataBytesChecked.load())},
+        {QStringLiteral("data_bytes_to_check"), qint64(m_dataBytesToCheck)},
         {QStringLiteral("percent"), std::floor(percent() * 10) / 10},
         {QStringLiteral("elapsed_s"), elapsedMs() / 1000},
     };
@@ -251,16 +255,15 @@ QJsonObject RunPreparation::progressJson() const {
 
 http::HttpResponse RunPreparation::unavailable() const {
     const int retryAfter = retryAfterSeconds();
-    const QString what =
-        m_state == State::Writing || m_state == State::Recording
-            ? QStringLiteral("preparing this run's initial weights (%1% done)").arg(int(percent()))
-        : m_state == State::Checking
-            ? QStringLiteral("checking this run's training data (%1 MiB so far)")
-                  .arg(m_dataBytesChecked.load() >> 20)
-            : QStringLiteral("checking this run's checkpoints against their manifests (%1% done)")
-                  .arg(int(percent()));
-    const QString error =
-        QStringLiteral("the coordinator is %1; try again in %2 s").arg(what).arg(retryAfter);
+    const QString what = m_state == State::Writing || m_state == State::Recording
+                             ? QStringLiteral("preparing this run's initial weights")
+                         : m_state == State::Checking
+                             ? QStringLiteral("checking this run's training data")
+                             : QStringLiteral("checking this run's checkpoints against their manifests");
+    const QString error = QStringLiteral("the coordinator is %1 (%2% done); try again in %3 s")
+                              .arg(what)
+                              .arg(int(percent()))
+                              .arg(retryAfter);
     http::HttpResponse r = http::HttpResponse::json(
         503, QJsonDocument(QJsonObject{{QStringLiteral("error"), error},
                                        {QStringLiteral("retry_after"), retryAfter},

@@ -80,8 +80,9 @@ public:
     PreparedRun takePrepared();
 
     // {"phase" (writing, opening or checking_data), "bytes_written", "bytes_total", "bytes_read",
-    // "bytes_to_read", "data_bytes_checked", "percent", "elapsed_s"}: /v1/status's "preparing". The
-    // percent counts writing and reading the checkpoints together.
+    // "bytes_to_read", "data_bytes_checked", "data_bytes_to_check", "percent", "elapsed_s"}:
+    // /v1/status's "preparing". The percent counts writing, reading the checkpoints and checking the
+    // data together.
     QJsonObject progressJson() const;
     // 503 + Retry-After {"error", "retry_after", "state": "preparing"}: what admission, shard
     // downloads and session upgrades answer until the run serves.
@@ -119,6 +120,7 @@ private:
     // The data check's thread, what it returns (set before it ends), and the data once delivered here.
     std::unique_ptr<QThread> m_dataThread;
     std::atomic<std::int64_t> m_dataBytesChecked{0};
+    std::int64_t m_dataBytesToCheck = 0; // what the check reads (0: nothing, or not known before)
     std::optional<Result<std::unique_ptr<gpu::TrainingData>>> m_dataChecked;
     std::unique_ptr<gpu::TrainingData> m_data;
     std::optional<Status> m_dataError; // a failed check, waiting for the shards to be recorded

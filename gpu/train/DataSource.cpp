@@ -6,6 +6,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -107,6 +110,29 @@ DataSource::DataSource(TokenStream tokens, TokenStream heldOut, double entropyFl
     , m_entropyFloor(entropyFloor)
     , m_description(std::move(description))
     , m_rng{std::mt19937_64(splitMix64(seed ^ 0xba7c4ull)), std::mt19937_64(splitMix64(seed ^ 0xe7a1ull))} {}
+
+std::int64_t DataSource::bytesToCheck(const std::string& spec) {
+    const auto colon = spec.find(':');
+    const std::string kind = spec.substr(0, colon);
+    const std::string rest = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
+    std::error_code error;
+    if (kind == "text" || kind == "tokens16" || kind == "tokens32") {
+        const auto size = std::filesystem::file_size(rest, error);
+        return error ? 0 : std::int64_t(size);
+    }
+    if (kind != "dataset")
+        return 0;
+    std::ifstream in(tokenDatasetManifestPath(rest.substr(0, rest.rfind("#sha256="))), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Result<TokenDatasetManifest> m = TokenDatasetManifest::fromJson(text);
+    if (!m)
+        return 0;
+    std::uint64_t bytes = 0;
+    for (const auto* split : {&m->train, &m->heldOut})
+        for (const auto& f : *split)
+            bytes += f.bytes;
+    return std::int64_t(bytes);
+}
 
 void DataSource::reorder(std::uint64_t orderSeed) {
     m_rng[0] = std::mt19937_64(splitMix64(orderSeed ^ 0xba7c4ull));

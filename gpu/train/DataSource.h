@@ -33,6 +33,9 @@ public:
                                                     std::uint64_t seed,
                                                     std::optional<std::uint64_t> orderSeed = std::nullopt,
                                                     const CheckHook& afterChunk = {});
+    // The bytes open's check of `spec` reads and tells its hook (a file's size, a dataset's shards);
+    // 0 for a synthetic corpus or when it cannot be known without the check (open says why).
+    static std::int64_t bytesToCheck(const std::string& spec);
     // Draws the windows from here on in the order `orderSeed` makes (as open's would have).
     void reorder(std::uint64_t orderSeed);
 

@@ -65,6 +65,10 @@ Result<TrainingMicrobatch> TrainingData::next(int batch, int seq, int stream) {
     }
 }
 
+std::int64_t TrainingData::bytesToCheck(const std::string& spec) {
+    return DataSource::bytesToCheck(spec);
+}
+
 void TrainingData::reorder(std::uint64_t orderSeed) {
     m_source->reorder(orderSeed);
 }

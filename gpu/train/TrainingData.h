@@ -31,6 +31,8 @@ public:
     static Result<std::unique_ptr<TrainingData>>
     open(const std::string& spec, int vocabSize, std::uint64_t seed, std::uint64_t orderSeed,
          const std::function<Status(std::int64_t bytes)>& afterChunk = {});
+    // The bytes open's check reads and tells afterChunk (0: none, or unknown before the check).
+    static std::int64_t bytesToCheck(const std::string& spec);
     // The windows from here on are drawn in the order `orderSeed` makes, as if opened with it (data
     // checked before the run's step was known).
     void reorder(std::uint64_t orderSeed);

@@ -281,7 +281,7 @@ void TestCoordinatorPreparation::aWriterThatFillsTheDiskEndsTheStart() {
 // The training data is checked on a thread of its own, beside the weights: a GiB of token ids (a
 // sparse file: zeros that no disk holds) keeps a tiny run preparing for a second or more after its
 // weights are written and read back. Meanwhile /v1/status says "checking_data" with the bytes
-// checked and the shard route answers 503 naming the data; SIGTERM then ends it (exit 0, the weights
+// checked of the file's size (in its percent too) and the shard route answers 503 naming the data; SIGTERM then ends it (exit 0, the weights
 // recorded once). An id outside the vocabulary written as the file's last token while it was down:
 // the restart listens, then exits 1 naming the file, the id and its position. The id put back, the
 // restart serves without writing the weights again.
@@ -314,7 +314,9 @@ void TestCoordinatorPreparation::theTrainingDataIsCheckedBesideTheWeights() {
             },
             30'000));
         if (state == u"preparing") {
-            QVERIFY2(progress.value(u"data_bytes_checked").toInteger() < kBytes,
+            QVERIFY2(progress.value(u"data_bytes_checked").toInteger() < kBytes &&
+                         progress.value(u"data_bytes_to_check").toInteger() == kBytes &&
+                         progress.value(u"percent").toDouble() < 99.9,
                      QJsonDocument(progress).toJson().constData());
             const HttpReply refused = get(first, u"/v1/shards/0/manifest"_qs);
             QCOMPARE(refused.status, 503);

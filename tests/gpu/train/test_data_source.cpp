@@ -178,6 +178,7 @@ TESSERA_TEST(dataCheckedFirstIsReorderedAsIfOpenedInThatOrderAndItsCheckCanBeSto
     });
     CHECK_MSG(checkedFirst, checkedFirst.message());
     CHECK_MSG(told.size() == 6 && told.front() == (1 << 20), "told " << told.size() << " times");
+    CHECK(DataSource::bytesToCheck(spec) == 6 << 20 && DataSource::bytesToCheck("synthetic") == 0);
     auto inOrder = DataSource::open(spec, 1000, 7, 12345);
     CHECK_MSG(inOrder, inOrder.message());
     (*checkedFirst)->reorder(12345);
@@ -219,6 +220,8 @@ TESSERA_TEST(aTokenDatasetTrainsOnItsTrainingSplitAndEvaluatesOnItsHeldOutOne) {
 
     auto d = DataSource::open("dataset:" + dir.string(), 256, 3);
     CHECK_MSG(d, d.message());
+    // What the check reads, known beforehand from the manifest (the coordinator's progress).
+    CHECK(DataSource::bytesToCheck("dataset:" + dir.string()) == (5000 + 300) * 2);
     const torch::Tensor evalBatch = (*d)->nextBatch(4, 32, 1);
     CHECK(evalBatch.eq(7).all().item<bool>());
     const torch::Tensor trainBatch = (*d)->nextBatch(16, 32, 0);

@@ -112,8 +112,8 @@
     // are asked to come back until then.
     const prep = s.state === 'preparing' ? (s.preparing || {}) : null;
     const prepText = p => p.phase === 'checking_data'
-      ? 'checking the training data: ' + num((p.data_bytes_checked || 0) / 1e6) +
-        ' MB read so far; nodes join once it is checked'
+      ? 'checking the training data: ' + num(p.percent, 1) + '% (' + num((p.data_bytes_checked || 0) / 1e6) +
+        ' of ' + num((p.data_bytes_to_check || 0) / 1e6) + ' MB read); nodes join once it is checked'
       : p.phase === 'opening'
       ? 'checking the checkpoints: ' + num(p.percent, 1) + '% (' + num((p.bytes_read || 0) / 1e6) +
         ' of ' + num((p.bytes_to_read || 0) / 1e6) + ' MB read); nodes join once they are checked'
