@@ -2,7 +2,7 @@
 // bench_coordinator_start: a new run's coordinator, per model — how soon it answers, how soon it serves
 // (its initial shards written in the background), its peak memory, how soon SIGTERM stops it, and the
 // same run restarted (it answers at once and reads its checkpoints back before it serves; at 8b also
-// stopped while it reads).
+// stopped while it reads; as root, once more after the page cache is dropped: a cold disk).
 //
 // bench_coordinator_start [MODELS=tiny,small,8b] [DIR=a temporary directory]
 // The 8b run writes ~32 GB of shards under DIR. Nothing is asserted; the figures go to BENCHMARKS.md.
@@ -24,6 +24,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <unistd.h>
 
 namespace {
 
@@ -127,16 +128,20 @@ Row run(const QString& model, const QString& base, double stopAfterS) {
                    {u"--model"_qs, model}, stopAfterS);
 }
 
+// Writes what is dirty and drops the page cache, so that the next start reads its checkpoints from
+// the disk (root only: false elsewhere).
+bool dropPageCache() {
+    ::sync();
+    QFile f(u"/proc/sys/vm/drop_caches"_qs);
+    return f.open(QIODevice::WriteOnly) && f.write("3\n") == 2;
+}
+
 // The same run started again: it answers at once and reads (and verifies) its checkpoints before it
-// serves. With stopAfterS ≥ 0: stopped while it reads, and the run kept; else deleted after.
-Row restart(const QString& model, const QString& base, double stopAfterS) {
-    const QString runDir = base + u"/"_qs + model;
-    Row row =
-        measure(model + (stopAfterS >= 0 ? u", restarted, SIGTERM while opening"_qs : u", restarted"_qs),
-                runDir, {}, stopAfterS);
-    if (stopAfterS < 0)
-        QDir(runDir).removeRecursively(); // 8b: 32 GB
-    return row;
+// serves. With stopAfterS ≥ 0: stopped while it reads.
+Row restart(const QString& model, const QString& base, double stopAfterS, const QString& how = {}) {
+    return measure(model + (stopAfterS >= 0 ? u", restarted, SIGTERM while opening"_qs : u", restarted"_qs) +
+                       how,
+                   base + u"/"_qs + model, {}, stopAfterS);
 }
 
 } // namespace
@@ -156,6 +161,9 @@ int main(int argc, char** argv) {
         if (m == u"8b"_qs)
             rows.push_back(restart(m, base, 20));
         rows.push_back(restart(m, base, -1));
+        if (dropPageCache())
+            rows.push_back(restart(m, base, -1, u" cold"_qs));
+        QDir(base + u"/"_qs + m).removeRecursively(); // 8b: 32 GB
         if (m == u"8b"_qs)
             rows.push_back(run(m, base, 60));
     }
