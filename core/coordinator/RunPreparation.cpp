@@ -196,6 +196,9 @@ void RunPreparation::dataReturned() {
         }
         Status error = makeError("the training data: " + checked.message());
         if (m_state == State::Writing) { // recorded first, so that the next start does not write again
+            qWarning("coordinator: %s; the initial shards are still written and recorded, then this start "
+                     "ends",
+                     error.message().c_str());
             m_dataError = std::move(error);
             return;
         }

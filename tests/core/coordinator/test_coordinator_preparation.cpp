@@ -281,10 +281,11 @@ void TestCoordinatorPreparation::aWriterThatFillsTheDiskEndsTheStart() {
 // The training data is checked on a thread of its own, beside the weights: a GiB of token ids (a
 // sparse file: zeros that no disk holds) keeps a tiny run preparing for a second or more after its
 // weights are written and read back. Meanwhile /v1/status says "checking_data" with the bytes
-// checked of the file's size (in its percent too) and the shard route answers 503 naming the data; SIGTERM then ends it (exit 0, the weights
-// recorded once). An id outside the vocabulary written as the file's last token while it was down:
-// the restart listens, then exits 1 naming the file, the id and its position. The id put back, the
-// restart serves without writing the weights again.
+// checked of the file's size (in its percent too) and the shard route answers 503 naming the data; SIGTERM
+// then ends it (exit 0, the weights recorded once). An id outside the vocabulary written as the file's last
+// token while it was down: the restart listens, then exits 1 naming the file, the id and its position. The id
+// put back, the restart serves without writing the weights again. Data that fails while a new run's weights
+// are being written ends the start once they are recorded.
 void TestCoordinatorPreparation::theTrainingDataIsCheckedBesideTheWeights() {
     const QString dir = m_dir.filePath(u"checked-data"_qs);
     const QString tokens = m_dir.filePath(u"tokens.u16"_qs);
@@ -345,6 +346,26 @@ void TestCoordinatorPreparation::theTrainingDataIsCheckedBesideTheWeights() {
     QCOMPARE(get(fixed, u"/v1/shards/1/manifest"_qs).status, 200);
     QCOMPARE(fixed.terminate(10'000), 0);
     QCOMPARE(storedVersions(dir), 2);
+
+    // A new run whose data fails its check while its weights are being written (the small preset's
+    // seconds of writing; an id beyond its 32,000 at once): the error is printed at once, the weights
+    // are written and recorded to the end, then it exits 1, so that the next start only reads them.
+    const QString smallDir = m_dir.filePath(u"bad-data-small"_qs);
+    const QString badTokens = m_dir.filePath(u"bad.u16"_qs);
+    {
+        QFile f(badTokens);
+        QVERIFY(f.open(QIODevice::WriteOnly) && f.write("\x01\x00\x02\x00\xff\xff", 6) == 6); // 1, 2, 65535
+    }
+    CoordinatorProcess writing(
+        args(smallDir, plain + QStringList{u"--model"_qs, u"small"_qs, u"--stages"_qs, u"2"_qs,
+                                           u"--dataset"_qs, u"tokens16:"_qs + badTokens}));
+    QCOMPARE(writing.waitExit(), 1);
+    const QByteArray err = writing.err();
+    const qsizetype told = err.indexOf("token 65535 at position 2 is outside the vocabulary of 32000");
+    const qsizetype recorded = err.indexOf("the initial shards are written and recorded");
+    QVERIFY2(told >= 0 && recorded > told && err.contains(badTokens.toUtf8()), err.constData());
+    QVERIFY(!writing.out().contains("\nready: "));
+    QCOMPARE(storedVersions(smallDir), 2);
 }
 
 int main(int argc, char** argv) {
