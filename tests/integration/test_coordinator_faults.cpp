@@ -12,7 +12,10 @@
 //   - the coordinator's disk full (its --data-dir on a real 96 MiB tmpfs, every free byte taken mid-run):
 //     a checkpoint that cannot be written leaves the previous one in use, database writes that fail are
 //     kept and written once space returns; afterwards every step's loss is stored, a checkpoint is
-//     published again, and the run resumes from its data dir.
+//     published again, and the run resumes from its data dir;
+//   - the run's token file rewritten under it mid-run (ids beyond the vocabulary): no microbatch is
+//     issued from the changed file, /v1/status says why naming the file (the log says it once), and
+//     once the file is put back training goes on with nothing lost.
 #include "../bench/DelayRelay.h"
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
@@ -23,6 +26,7 @@
 #include "TestSupport.h"
 
 #include <QCoreApplication>
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QSqlDatabase>
@@ -205,6 +209,63 @@ private Q_SLOTS:
         QVERIFY2(coordinator->waitReady(), coordinator->err().right(3000).constData());
         QVERIFY(coordinator->out().contains("resumed the run"));
         QCOMPARE(coordinator->terminate(30'000), 0);
+    }
+
+    void aTokenFileChangedUnderTheRunStopsItsMicrobatchesAndSaysWhy() {
+        QTemporaryDir dir;
+        const QString runDir = dir.filePath(u"coordinator"_qs);
+        const QString tokens = dir.filePath(u"tokens.u16"_qs);
+        QByteArray good(2 * 200'000, '\0');
+        for (int i = 0; i < 200'000; ++i)
+            good[2 * i] = char((i * 7) % 256); // ids below tiny's 256, little-endian
+        const auto write = [&](const QByteArray& bytes) {
+            QFile f(tokens);
+            return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(bytes) == bytes.size();
+        };
+        QVERIFY(write(good));
+        CoordinatorProcess coordinator(
+            coordinatorArguments(runDir, 0, {u"--dataset"_qs, u"tokens16:"_qs + tokens}));
+        QVERIFY2(coordinator.waitReady(), coordinator.err().right(3000).constData());
+        StatusPoll status(coordinator.url(), runDir + u"/tls.crt"_qs);
+        std::vector<std::unique_ptr<SwarmNode>> nodes;
+        for (int i = 1; i <= 2; ++i)
+            nodes.push_back(std::make_unique<SwarmNode>(coordinator.url(), dir.filePath(u"node-%1"_qs.arg(i)),
+                                                        runDir + u"/tls.crt"_qs,
+                                                        dir.filePath(u"node-%1.log"_qs.arg(i))));
+        QVERIFY2(status.reached(5), qPrintable(describeSwarm(status.s)));
+        QVERIFY(status.s.value(u"data_error").isNull());
+
+        QByteArray changed = good;
+        for (int i = 0; i < 200'000; ++i)
+            changed[2 * i + 1] = 1; // every id 256 or more
+        QVERIFY(write(changed));
+        QVERIFY2(status.until([](const QJsonObject& s) { return s.value(u"data_error").isString(); }, 60'000),
+                 qPrintable(describeSwarm(status.s)));
+        const QString why = status.s.value(u"data_error").toString();
+        QVERIFY2(why.contains(tokens) && why.contains(u"changed since it was checked"), qPrintable(why));
+        // Nothing is issued from the changed file: what was in flight completes, then the count stays.
+        QVERIFY(status.until(
+            [](const QJsonObject& s) {
+                return integer(s.value(u"microbatches").toObject(), u"in_flight") == 0;
+            },
+            60'000));
+        const qint64 issued = integer(status.s.value(u"microbatches").toObject(), u"issued");
+        QTest::qWait(3'000);
+        QVERIFY(status.until([](const QJsonObject&) { return true; }, 10'000));
+        QCOMPARE(integer(status.s.value(u"microbatches").toObject(), u"issued"), issued);
+        QCOMPARE(coordinator.err().count("the training data failed"), 1);
+
+        QVERIFY(write(good));
+        const qint64 resumedAt = status.step();
+        QVERIFY2(status.reached(resumedAt + 3), qPrintable(describeSwarm(status.s)));
+        QVERIFY(status.s.value(u"data_error").isNull());
+        QVERIFY(coordinator.err().contains("the training data reads again"));
+        const QJsonObject mb = status.s.value(u"microbatches").toObject();
+        QCOMPARE(integer(mb, u"issued"),
+                 integer(mb, u"completed") + integer(mb, u"abandoned") + integer(mb, u"in_flight"));
+        for (auto& node : nodes)
+            QCOMPARE(node->stop(20'000), 0);
+        QCOMPARE(coordinator.terminate(30'000), 0);
     }
 };
 

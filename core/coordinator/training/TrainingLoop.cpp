@@ -53,8 +53,16 @@ std::optional<MicrobatchInput> TrainingLoop::feed() {
         return std::nullopt;
     Result<gpu::TrainingMicrobatch> mb = m_data.next(m_settings.batch, m_settings.seq);
     if (!mb) {
-        qWarning("trainer: the training data failed: %s", mb.message().c_str());
+        const QString why = QString::fromStdString(mb.message());
+        if (m_dataError.isEmpty()) // once, not at every microbatch a node asks for (each names its window)
+            qWarning("trainer: the training data failed, no microbatch is issued until it reads again: %s",
+                     qPrintable(why));
+        m_dataError = why;
         return std::nullopt;
+    }
+    if (!m_dataError.isEmpty()) {
+        qInfo("trainer: the training data reads again; microbatches are issued");
+        m_dataError.clear();
     }
     m_window.issued(*step);
     m_fedStep = *step;
@@ -193,6 +201,7 @@ QJsonObject TrainingLoop::status() const {
         {QStringLiteral("joins"), m_state.joins},
         {QStringLiteral("leaves"), m_state.leaves},
         {QStringLiteral("loss_curve"), curve},
+        {QStringLiteral("data_error"), m_dataError.isEmpty() ? QJsonValue() : QJsonValue(m_dataError)},
     };
 }
 

@@ -69,7 +69,8 @@ public:
     void flush();
     void publishCheckpoints();
 
-    // step, loss, tokens, tokens_per_second, microbatches, credits_granted_flop, loss_curve.
+    // step, loss, tokens, tokens_per_second, microbatches, credits_granted_flop, loss_curve, data_error
+    // (why the data failed its last read; null while it reads).
     QJsonObject status() const;
 
 private:
@@ -98,6 +99,9 @@ private:
     StepWindow m_window;                    // which step a microbatch goes to; when a step ends
     std::map<qint64, StepProgress> m_steps; // steps under way (after m_state.step)
     qint64 m_fedStep = 0;                   // the step of the microbatch the feed gave last
+    // Why the training data failed its last read (a file changed since it was checked), in words;
+    // empty while it reads. No microbatch is issued meanwhile; /v1/status shows it.
+    QString m_dataError;
     double m_lastLoss = std::numeric_limits<double>::quiet_NaN();
     std::deque<std::pair<qint64, qint64>> m_recent; // (ms, tokens) of recent completions
     std::deque<LossPoint> m_lossCurve;

@@ -121,6 +121,7 @@
         ' of ' + num((p.bytes_total || 0) / 1e6) + ' MB written); nodes join once they are checked';
     const figures = [
       ...(prep ? [['Preparing', prepText(prep)]] : []),
+      ...(s.data_error ? [['Training data', 'no microbatch is issued until it reads again: ' + s.data_error]] : []),
       ['Nodes online', num(s.nodes && s.nodes.online) + ' of ' + num(s.nodes && s.nodes.total) + ' admitted'],
       ['Step', num(s.step)],
       ['Loss', typeof s.loss === 'number' ? num(s.loss, 4) : '–'],
