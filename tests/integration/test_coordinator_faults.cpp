@@ -51,6 +51,17 @@ QStringList coordinatorArguments(const QString& runDir, int port, const QStringL
            extra;
 }
 
+// The two nodes (one a stage) every case trains with, in dir, trusting the coordinator's certificate.
+std::vector<std::unique_ptr<SwarmNode>> twoNodes(const QString& url, const QTemporaryDir& dir,
+                                                 const QString& runDir) {
+    std::vector<std::unique_ptr<SwarmNode>> nodes;
+    for (int i = 1; i <= 2; ++i)
+        nodes.push_back(std::make_unique<SwarmNode>(url, dir.filePath(u"node-%1"_qs.arg(i)),
+                                                    runDir + u"/tls.crt"_qs,
+                                                    dir.filePath(u"node-%1.log"_qs.arg(i))));
+    return nodes;
+}
+
 } // namespace
 
 class TestCoordinatorFaults final : public QObject {
@@ -71,11 +82,7 @@ private Q_SLOTS:
         CoordinatorProcess coordinator(coordinatorArguments(runDir, 0, {u"--db"_qs, *dbUrl}));
         QVERIFY2(coordinator.waitReady(), coordinator.err().right(3000).constData());
         StatusPoll status(coordinator.url(), runDir + u"/tls.crt"_qs);
-        std::vector<std::unique_ptr<SwarmNode>> nodes;
-        for (int i = 1; i <= 2; ++i)
-            nodes.push_back(std::make_unique<SwarmNode>(coordinator.url(), dir.filePath(u"node-%1"_qs.arg(i)),
-                                                        runDir + u"/tls.crt"_qs,
-                                                        dir.filePath(u"node-%1.log"_qs.arg(i))));
+        std::vector<std::unique_ptr<SwarmNode>> nodes = twoNodes(coordinator.url(), dir, runDir);
         QVERIFY2(status.reached(15), qPrintable(describeSwarm(status.s)));
 
         QVERIFY((*server)->stop());
@@ -167,11 +174,7 @@ private Q_SLOTS:
         auto coordinator = std::make_unique<CoordinatorProcess>(arguments);
         QVERIFY2(coordinator->waitReady(), coordinator->err().right(3000).constData());
         StatusPoll status(coordinator->url(), runDir + u"/tls.crt"_qs);
-        std::vector<std::unique_ptr<SwarmNode>> nodes;
-        for (int i = 1; i <= 2; ++i)
-            nodes.push_back(
-                std::make_unique<SwarmNode>(coordinator->url(), dir.filePath(u"node-%1"_qs.arg(i)),
-                                            runDir + u"/tls.crt"_qs, dir.filePath(u"node-%1.log"_qs.arg(i))));
+        std::vector<std::unique_ptr<SwarmNode>> nodes = twoNodes(coordinator->url(), dir, runDir);
         QVERIFY2(status.reached(15), qPrintable(describeSwarm(status.s)));
 
         const Result<qint64> taken = fs.fill();
@@ -227,11 +230,7 @@ private Q_SLOTS:
             coordinatorArguments(runDir, 0, {u"--dataset"_qs, u"tokens16:"_qs + tokens}));
         QVERIFY2(coordinator.waitReady(), coordinator.err().right(3000).constData());
         StatusPoll status(coordinator.url(), runDir + u"/tls.crt"_qs);
-        std::vector<std::unique_ptr<SwarmNode>> nodes;
-        for (int i = 1; i <= 2; ++i)
-            nodes.push_back(std::make_unique<SwarmNode>(coordinator.url(), dir.filePath(u"node-%1"_qs.arg(i)),
-                                                        runDir + u"/tls.crt"_qs,
-                                                        dir.filePath(u"node-%1.log"_qs.arg(i))));
+        std::vector<std::unique_ptr<SwarmNode>> nodes = twoNodes(coordinator.url(), dir, runDir);
         QVERIFY2(status.reached(5), qPrintable(describeSwarm(status.s)));
         QVERIFY(status.s.value(u"data_error").isNull());
 
