@@ -360,8 +360,8 @@ Status Coordinator::Parts::serve(PreparedRun ready) {
     sessionApi = std::make_unique<SessionApi>(*db, metrics, session);
     sessionApi->setByteBudget(&server->byteBudget());
     // Before the sweep below: the trainer reads which nodes the previous process left online.
-    Result<std::unique_ptr<Trainer>> created = Trainer::create(
-        *db, *key, model, run->dataset(), run->shardDir(), options.training, *sessionApi, std::move(ready));
+    Result<std::unique_ptr<Trainer>> created =
+        Trainer::create(*db, *key, model, run->shardDir(), options.training, *sessionApi, std::move(ready));
     if (!created)
         return created.error();
     trainer = std::move(*created);

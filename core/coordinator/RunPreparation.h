@@ -99,7 +99,6 @@ private:
     void open(); // names the versions to read next, or finishes
     void readerReturned();
     void dataReturned();
-    void opened(); // the checkpoints are: Done once the data is checked too
     void startWorker(std::function<void()> work, const QString& name, void (RunPreparation::*returned)());
     void finish(State state, Status outcome);
 

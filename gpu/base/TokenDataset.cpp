@@ -247,6 +247,20 @@ Result<std::string> tokenDatasetHash(const std::filesystem::path& path) {
     return sha256FileHex(tokenDatasetManifestPath(path));
 }
 
+Result<std::uint64_t> tokenDatasetShardBytes(const std::filesystem::path& path) {
+    Result<std::string> text = readWhole(tokenDatasetManifestPath(path));
+    if (!text)
+        return text.error();
+    Result<TokenDatasetManifest> m = TokenDatasetManifest::fromJson(*text);
+    if (!m)
+        return m.error();
+    std::uint64_t bytes = 0;
+    for (const auto* split : {&m->train, &m->heldOut})
+        for (const auto& f : *split)
+            bytes += f.bytes;
+    return bytes;
+}
+
 Result<TokenDataset> loadTokenDataset(const std::filesystem::path& path, std::int64_t modelVocab,
                                       const std::optional<std::string>& pinned, const CheckHook& afterChunk) {
     const std::filesystem::path manifestPath = tokenDatasetManifestPath(path);

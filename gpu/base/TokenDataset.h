@@ -52,6 +52,9 @@ struct TokenDataset {
 
 // The manifest's path for PATH: PATH itself when it names a file, else PATH/manifest.json.
 std::filesystem::path tokenDatasetManifestPath(const std::filesystem::path& path);
+// The bytes of every shard (training and held out) the manifest at tokenDatasetManifestPath(path) names:
+// what loadTokenDataset's check reads, known without reading the shards.
+Result<std::uint64_t> tokenDatasetShardBytes(const std::filesystem::path& path);
 // The SHA-256 of the manifest at tokenDatasetManifestPath(path), without reading the shards.
 Result<std::string> tokenDatasetHash(const std::filesystem::path& path);
 // Reads the manifest, checks its SHA-256 against `pinned` (when given: the run's), every shard's and

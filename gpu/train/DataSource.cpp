@@ -7,15 +7,30 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace tessera::gpu {
 
 namespace {
+
+// "KIND:REST" (a dataset's REST: "PATH#sha256=HEX", the hash the run pinned, or PATH alone).
+struct Spec {
+    std::string kind, rest;
+    std::string datasetPath() const { return rest.substr(0, rest.rfind(kPin)); }
+    std::optional<std::string> datasetPin() const {
+        const auto at = rest.rfind(kPin);
+        return at == std::string::npos ? std::nullopt : std::optional(rest.substr(at + kPin.size()));
+    }
+    static constexpr std::string_view kPin = "#sha256=";
+};
+
+Spec splitSpec(const std::string& spec) {
+    const auto colon = spec.find(':');
+    return {spec.substr(0, colon), colon == std::string::npos ? std::string() : spec.substr(colon + 1)};
+}
 
 Result<std::map<std::string, std::int64_t>> parseOptions(const std::string& text) {
     std::map<std::string, std::int64_t> options;
@@ -108,30 +123,21 @@ DataSource::DataSource(TokenStream tokens, TokenStream heldOut, double entropyFl
     : m_tokens(std::move(tokens))
     , m_heldOut(std::move(heldOut))
     , m_entropyFloor(entropyFloor)
-    , m_description(std::move(description))
-    , m_rng{std::mt19937_64(splitMix64(seed ^ 0xba7c4ull)), std::mt19937_64(splitMix64(seed ^ 0xe7a1ull))} {}
+    , m_description(std::move(description)) {
+    reorder(seed);
+}
 
 std::int64_t DataSource::bytesToCheck(const std::string& spec) {
-    const auto colon = spec.find(':');
-    const std::string kind = spec.substr(0, colon);
-    const std::string rest = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
-    std::error_code error;
-    if (kind == "text" || kind == "tokens16" || kind == "tokens32") {
-        const auto size = std::filesystem::file_size(rest, error);
+    const Spec s = splitSpec(spec);
+    if (s.kind == "text" || s.kind == "tokens16" || s.kind == "tokens32") {
+        std::error_code error;
+        const auto size = std::filesystem::file_size(s.rest, error);
         return error ? 0 : std::int64_t(size);
     }
-    if (kind != "dataset")
+    if (s.kind != "dataset")
         return 0;
-    std::ifstream in(tokenDatasetManifestPath(rest.substr(0, rest.rfind("#sha256="))), std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    Result<TokenDatasetManifest> m = TokenDatasetManifest::fromJson(text);
-    if (!m)
-        return 0;
-    std::uint64_t bytes = 0;
-    for (const auto* split : {&m->train, &m->heldOut})
-        for (const auto& f : *split)
-            bytes += f.bytes;
-    return std::int64_t(bytes);
+    Result<std::uint64_t> bytes = tokenDatasetShardBytes(s.datasetPath());
+    return bytes ? std::int64_t(*bytes) : 0;
 }
 
 void DataSource::reorder(std::uint64_t orderSeed) {
@@ -143,9 +149,8 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
                                                      std::uint64_t seed,
                                                      std::optional<std::uint64_t> orderSeed,
                                                      const CheckHook& afterChunk) {
-    const auto colon = spec.find(':');
-    const std::string kind = spec.substr(0, colon);
-    const std::string rest = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
+    const Spec parsed = splitSpec(spec);
+    const std::string &kind = parsed.kind, &rest = parsed.rest;
     TokenStream tokens, heldOut;
     double floor = -1;
     std::string description;
@@ -168,14 +173,10 @@ Result<std::unique_ptr<DataSource>> DataSource::open(const std::string& spec, in
         tokens = TokenStream::files({{rest, *count}}, width, vocabSize);
         description = (kind == "text" ? "bytes of " : "token ids of ") + rest;
     } else if (kind == "dataset") {
-        const auto hash = rest.rfind("#sha256=");
-        const std::string path = rest.substr(0, hash);
+        const std::string path = parsed.datasetPath();
         if (path.empty())
             return makeError("data spec '" + spec + "' needs the dataset's directory after ':'");
-        std::optional<std::string> pinned;
-        if (hash != std::string::npos)
-            pinned = rest.substr(hash + 8);
-        Result<TokenDataset> dataset = loadTokenDataset(path, vocabSize, pinned, afterChunk);
+        Result<TokenDataset> dataset = loadTokenDataset(path, vocabSize, parsed.datasetPin(), afterChunk);
         if (!dataset)
             return dataset.error();
         tokens = std::move(dataset->train);

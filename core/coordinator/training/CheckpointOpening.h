@@ -10,7 +10,8 @@
 //   read()            any thread, the files only: tries them until one per stage verifies
 //   finish(db, key)   the database's thread: the StageCheckpoints (a version used in place of a
 //                     damaged newer one is published anew)
-// StageCheckpoints::open runs the three in a row.
+// Each stage's latest published version is used; a damaged one is refused (recorded, never offered
+// again) and the version before it used and published anew.
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"

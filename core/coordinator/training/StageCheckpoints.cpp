@@ -30,21 +30,6 @@ StageCheckpoints::StageCheckpoints(Database& db, const Identity& key, QString sh
 
 StageCheckpoints::~StageCheckpoints() = default;
 
-Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::open(Database& db, const Identity& key,
-                                                                 const gpu::ModelConfig& config,
-                                                                 const QString& shardDir) {
-    CheckpointOpening opening(config, shardDir);
-    for (;;) {
-        Result<bool> readNeeded = opening.next(db);
-        if (!readNeeded)
-            return readNeeded.error();
-        if (!*readNeeded)
-            return opening.finish(db, key);
-        if (Status read = opening.read(); !read)
-            return read.error();
-    }
-}
-
 Result<std::unique_ptr<StageCheckpoints>> StageCheckpoints::adopt(Database& db, const Identity& key,
                                                                   const QString& shardDir,
                                                                   std::vector<Loaded> stages) {

@@ -32,11 +32,6 @@ class Database;
 
 class StageCheckpoints final {
 public:
-    // Loads each stage's latest published version (verified against its manifest); a damaged one is
-    // refused (recorded, never offered again), the version before it loaded and published anew.
-    // (CheckpointOpening: the same in parts, the files read on another thread.)
-    static Result<std::unique_ptr<StageCheckpoints>>
-    open(Database& db, const Identity& key, const gpu::ModelConfig& config, const QString& shardDir);
     // Every stage's verified file, in stage order, and the published version it is.
     struct Loaded {
         std::unique_ptr<gpu::StageCheckpointFile> file;

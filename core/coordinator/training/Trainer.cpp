@@ -38,9 +38,9 @@ qint64 Trainer::now() const {
 }
 
 Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& key,
-                                                 const gpu::ModelConfig& config, const QString& dataset,
-                                                 const QString& shardDir, TrainerSettings settings,
-                                                 SessionApi& sessions, PreparedRun prepared) {
+                                                 const gpu::ModelConfig& config, const QString& shardDir,
+                                                 TrainerSettings settings, SessionApi& sessions,
+                                                 PreparedRun prepared) {
     const LoopSettings& loop = settings.loop;
     if (loop.batch < 1 || loop.seq < 1 || loop.seq > config.maxSeqLen || loop.microbatchesPerStep < 1)
         return makeError("training: batch and microbatches per step must be ≥ 1 and seq within 1.." +
@@ -48,6 +48,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     if (settings.averaging.interval < 1 || settings.averaging.partitions < 1 ||
         settings.averaging.partitions > protocol::kMaxPartitions)
         return makeError("training: the averaging interval must be ≥ 1 and the partitions within 1..1000");
+    if (!prepared.data || !prepared.checkpoints)
+        return makeError("training: the run's checkpoints and data are not prepared");
     std::unique_ptr<Trainer> t(new Trainer(db, config, settings, sessions));
     Trainer* self = t.get();
     Result<TrainingState> state = t->m_store.resume(t->now());
@@ -62,24 +64,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     // corpus is the run's (a synthetic one reseeded with the order was another task: the loss jumped
     // from 2.74 to 4.08 across a clean restart).
     const std::uint64_t order = config.seed ^ (std::uint64_t(state->step) * 0x9E3779B97F4A7C15ull);
-    if (prepared.data) {
-        t->m_data = std::move(prepared.data);
-        t->m_data->reorder(order);
-    } else if (auto data =
-                   gpu::TrainingData::open(dataset.toStdString(), config.vocabSize, config.seed, order);
-               data) {
-        t->m_data = std::move(*data);
-    } else {
-        return makeError("the training data: " + data.message());
-    }
-    if (prepared.checkpoints) {
-        t->m_checkpoints = std::move(prepared.checkpoints);
-    } else {
-        Result<std::unique_ptr<StageCheckpoints>> opened = StageCheckpoints::open(db, key, config, shardDir);
-        if (!opened)
-            return opened.error();
-        t->m_checkpoints = std::move(*opened);
-    }
+    t->m_data = std::move(prepared.data);
+    t->m_data->reorder(order);
+    t->m_checkpoints = std::move(prepared.checkpoints);
     Result<std::unique_ptr<ResultCheck>> checks = ResultCheck::create(config, settings.checks);
     if (!checks)
         return checks.error();

@@ -63,11 +63,11 @@ class Trainer final : public QObject, public SessionListener {
     Q_OBJECT
 
 public:
-    // What `prepared` lacks is opened here, on this thread.
+    // `prepared`: the run's checkpoints and data, as RunPreparation made them ready.
     static Result<std::unique_ptr<Trainer>> create(Database& db, const Identity& key,
-                                                   const gpu::ModelConfig& config, const QString& dataset,
-                                                   const QString& shardDir, TrainerSettings settings,
-                                                   SessionApi& sessions, PreparedRun prepared = {});
+                                                   const gpu::ModelConfig& config, const QString& shardDir,
+                                                   TrainerSettings settings, SessionApi& sessions,
+                                                   PreparedRun prepared);
     ~Trainer() override;
 
     void sessionOpened(const QString& nodeId) override;
