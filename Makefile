@@ -49,6 +49,7 @@ bench: build
 	xvfb-run -a -s "-screen 0 1280x720x24 -noreset" $(BUILD_DIR)/bin/bench_app
 	$(BUILD_DIR)/bin/bench_gradient_exchange
 	$(BUILD_DIR)/bin/bench_sparta
+	$(BUILD_DIR)/bin/bench_seeded_init
 	$(BUILD_DIR)/bin/bench_memory_plan $(BUILD_DIR)/bench-8b-stage 3 256
 	$(BUILD_DIR)/bin/bench_coordinator_start tiny,small
 	$(BUILD_DIR)/bin/bench_capacity 8b 60 $(BUILD_DIR)/bench-capacity-8b 320

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/Subspace.h"
 
+#include "base/ParallelFor.h"
 #include "base/SplitMix.h"
 
 #include <ATen/Parallel.h>
@@ -126,16 +127,15 @@ torch::Tensor fixedEmbeddingRows(const ModelConfig& config, const torch::Tensor&
     const double scale = std::sqrt(3.0);
     torch::Tensor rows = torch::empty({n, d}, torch::kFloat);
     float* out = rows.data_ptr<float>();
-    at::parallel_for(
-        0, n, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(d, 1)),
-        [&](std::int64_t begin, std::int64_t end) {
-            for (std::int64_t t = begin; t < end; ++t) {
-                const auto base = static_cast<std::uint64_t>(id[t]) * static_cast<std::uint64_t>(d);
-                for (std::int64_t j = 0; j < d; ++j)
-                    out[t * d + j] = static_cast<float>(
-                        scale * seededUniform(embeddingSeed, base + static_cast<std::uint64_t>(j)));
-            }
-        });
+    parallelFor(n, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(d, 1)), at::get_num_threads(),
+                [=](std::int64_t begin, std::int64_t end) {
+                    for (std::int64_t t = begin; t < end; ++t) {
+                        const auto base = static_cast<std::uint64_t>(id[t]) * static_cast<std::uint64_t>(d);
+                        for (std::int64_t j = 0; j < d; ++j)
+                            out[t * d + j] = static_cast<float>(
+                                scale * seededUniform(embeddingSeed, base + static_cast<std::uint64_t>(j)));
+                    }
+                });
     return rows;
 }
 

@@ -13,6 +13,7 @@
 #include <future>
 #include <span>
 #include <system_error>
+#include <thread>
 
 namespace tessera::gpu {
 
@@ -54,16 +55,21 @@ struct Cursor {
     std::int64_t element = 0;
 };
 
+// Every core: a new run's weights are the coordinator's only work until they are written.
+int everyCore() {
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 // The stage's next `count` floats from `at` on into out, as StageModel initialises them.
 void generate(const std::vector<ParameterSpec>& parameters, std::uint64_t seed, Cursor& at, float* out,
-              std::int64_t count) {
+              std::int64_t count, int threads) {
     while (count > 0) {
         const ParameterSpec& p = parameters.at(at.parameter);
         const std::int64_t n = std::min(count, p.numel() - at.element);
         if (p.init == ParameterSpec::Init::Ones)
             std::fill_n(out, n, 1.0f);
         else
-            fillSeededNormal(out, n, at.element, seed, p.name, p.stddev);
+            fillSeededNormal(out, n, at.element, seed, p.name, p.stddev, threads);
         out += n;
         count -= n;
         at.element += n;
@@ -86,7 +92,7 @@ void advance(InitialShardProgress* progress, std::uint64_t bytes) {
 // Streams one stage's shard to `file` and returns its manifest, hashed on the way.
 Result<ShardManifest> writeStage(const ModelConfig& config, int stage, const StageLayout& layout,
                                  const std::filesystem::path& file, std::int64_t version,
-                                 InitialShardProgress* progress) {
+                                 InitialShardProgress* progress, int threads) {
     Result<AtomicFile> opened = AtomicFile::create(file);
     if (!opened)
         return opened.error();
@@ -124,8 +130,8 @@ Result<ShardManifest> writeStage(const ModelConfig& config, int stage, const Sta
         next ^= 1;
         const std::int64_t n = std::min(kBlockFloats, total - done);
         block.resize(static_cast<std::size_t>(n));
-        generate(layout.parameters, config.seed, at, block.data(),
-                 n); // the previous block is written meanwhile
+        generate(layout.parameters, config.seed, at, block.data(), n,
+                 threads); // the previous block is written meanwhile
         if (Status s = finishPending(); !s)
             return s.error();
         pending = std::async(std::launch::async, [&hasher, &out, &block, progress]() -> Status {
@@ -192,7 +198,7 @@ Result<std::vector<ShardManifest>> writeInitialShards(const ModelConfig& config,
         try {
             if (!cancelled(progress))
                 manifest = writeStage(config, stage, layouts[static_cast<std::size_t>(stage)], file, version,
-                                      progress);
+                                      progress, everyCore());
         } catch (const std::exception& e) {
             manifest = makeError("writing stage " + std::to_string(stage) + "'s shard failed: " + e.what());
         }
@@ -207,7 +213,7 @@ Result<std::vector<ShardManifest>> writeInitialShards(const ModelConfig& config,
 }
 
 Result<ShardManifest> writeInitialShard(const ModelConfig& config, int stage,
-                                        const std::filesystem::path& dir, std::int64_t version) {
+                                        const std::filesystem::path& dir, std::int64_t version, int threads) {
     if (Status valid = config.validate(); !valid)
         return valid.error();
     Result<StageLayout> layout = layoutStage(config, stage);
@@ -218,7 +224,8 @@ Result<ShardManifest> writeInitialShard(const ModelConfig& config, int stage,
     if (ec)
         return makeError("cannot create " + dir.string() + ": " + ec.message());
     try {
-        return writeStage(config, stage, *layout, dir / stageShardFileName(stage, version), version, nullptr);
+        return writeStage(config, stage, *layout, dir / stageShardFileName(stage, version), version, nullptr,
+                          threads > 0 ? threads : everyCore());
     } catch (const std::exception& e) {
         return makeError("writing stage " + std::to_string(stage) + "'s shard failed: " + e.what());
     }

@@ -27,13 +27,16 @@ struct InitialShardProgress {
 };
 
 // Writes each stage's seeded step-0 shard to dir/stageShardFileName(stage, version) and returns
-// the manifests (unsigned), one per stage in stage order. `dir` is created when missing.
+// the manifests (unsigned), one per stage in stage order. `dir` is created when missing. The
+// weights are made on every core.
 Result<std::vector<ShardManifest>> writeInitialShards(const ModelConfig& config,
                                                       const std::filesystem::path& dir, std::int64_t version,
                                                       InitialShardProgress* progress = nullptr);
 
-// One stage's seeded step-0 shard, as writeInitialShards writes it (benchmarks of one stage).
+// One stage's seeded step-0 shard, as writeInitialShards writes it (benchmarks of one stage), its
+// weights made on `threads` threads (0: every core).
 Result<ShardManifest> writeInitialShard(const ModelConfig& config, int stage,
-                                        const std::filesystem::path& dir, std::int64_t version);
+                                        const std::filesystem::path& dir, std::int64_t version,
+                                        int threads = 0);
 
 } // namespace tessera::gpu

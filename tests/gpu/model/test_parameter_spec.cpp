@@ -124,14 +124,17 @@ TESSERA_TEST(aPieceOfASeededFillIsThatPieceOfTheWholeFill) {
                                                                                          {n - 1, 1},
                                                                                          {n - 7, 7},
                                                                                          {40'000, 0}}) {
-        std::vector<float> piece(static_cast<std::size_t>(count) + 1, -7.0f);
-        fillSeededNormal(piece.data(), count, first, 1234, "blocks.3.attn.wq.weight", 0.02);
-        CHECK_MSG(std::memcmp(piece.data(), expected + first, sizeof(float) * count) == 0,
-                  "[" << first << ", " << first + count << ")");
-        CHECK(piece.back() == -7.0f); // nothing written past the piece
+        // The same values however many threads make them (the coordinator's cores, a node's throttle).
+        for (int threads : {1, 2, 5}) {
+            std::vector<float> piece(static_cast<std::size_t>(count) + 1, -7.0f);
+            fillSeededNormal(piece.data(), count, first, 1234, "blocks.3.attn.wq.weight", 0.02, threads);
+            CHECK_MSG(std::memcmp(piece.data(), expected + first, sizeof(float) * count) == 0,
+                      "[" << first << ", " << first + count << ") on " << threads << " threads");
+            CHECK(piece.back() == -7.0f); // nothing written past the piece
+        }
     }
     // Another name or seed is another stream.
     std::vector<float> other(16);
-    fillSeededNormal(other.data(), 16, 0, 1234, "blocks.3.attn.wk.weight", 0.02);
+    fillSeededNormal(other.data(), 16, 0, 1234, "blocks.3.attn.wk.weight", 0.02, 1);
     CHECK(std::memcmp(other.data(), expected, sizeof(float) * 16) != 0);
 }
