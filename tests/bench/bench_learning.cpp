@@ -43,8 +43,8 @@ struct Run {
     int rank = 0;
     int pipelineDelay = 0; // 1: the asynchronous pipeline (updates land a step late)
     double lookAhead = 0;
-    std::vector<std::pair<std::int64_t, double>> curve; // tokens, held-out loss
-    int bits = 32;                                      // the exchange's (the coordinator's default: 8)
+    std::vector<std::pair<std::int64_t, double>> curve = {}; // tokens, held-out loss
+    int bits = 32;                                           // the exchange's (the coordinator's default: 8)
     double finalLoss = 0;
     double seconds = 0;
     double wireBytesPerToken = 0;
@@ -67,69 +67,43 @@ int main(int argc, char** argv) {
     const int evalEvery = 10;
 
     const std::string which = argc > 3 ? argv[3] : "all";
-    std::vector<Run> runs = {{"centralized (S=1 R=1 none)", 1, 1, CodecKind::None, 8, true, false, 0, {}}};
-    if (which == "long" || which == "long-none") {
-        runs.push_back(
-            {"swarm S=4 R=3 none (default)", 4, 3, CodecKind::None, 8, true, true, 0, 0, 0.0, {}, 8});
-    }
+    // Designated: a field left out keeps its default (the exchange in fp32, synchronous, no look-ahead).
+    using enum CodecKind;
+    std::vector<Run> runs = {{.label = "centralized (S=1 R=1 none)",
+                              .stages = 1,
+                              .replicas = 1,
+                              .codec = None,
+                              .ratio = 8,
+                              .sparta = false}};
+    const auto swarm = [](std::string label, CodecKind codec) {
+        return Run{.label = std::move(label), .stages = 4, .replicas = 3, .codec = codec, .ratio = 8};
+    };
+    const auto with = [](Run run, auto&& change) {
+        change(run);
+        return run;
+    };
+    if (which == "long" || which == "long-none")
+        runs.push_back(with(swarm("swarm S=4 R=3 none (default)", None), [](Run& r) { r.bits = 8; }));
     if (which == "long" || which == "long-subspace") {
-        runs.push_back({"swarm S=4 R=3 subspace 8x (default)",
-                        4,
-                        3,
-                        CodecKind::Subspace,
-                        8,
-                        true,
-                        true,
-                        0,
-                        0,
-                        0.0,
-                        {},
-                        8});
+        runs.push_back(
+            with(swarm("swarm S=4 R=3 subspace 8x (default)", Subspace), [](Run& r) { r.bits = 8; }));
     } else if (which != "long-none") {
-        runs.push_back({"S4R3 none: SPARTA only (1st wave)", 4, 3, CodecKind::None, 8, false, true, 0, {}});
-        runs.push_back({"S4R3 none: grad avg", 4, 3, CodecKind::None, 8, true, false, 0, {}});
+        runs.push_back(with(swarm("S4R3 none: SPARTA only (1st wave)", None),
+                            [](Run& r) { r.gradientAveraging = false; }));
+        runs.push_back(with(swarm("S4R3 none: grad avg", None), [](Run& r) { r.sparta = false; }));
+        runs.push_back(swarm("S4R3 none: grad avg + SPARTA, fp32 exchange", None));
         runs.push_back(
-            {"S4R3 none: grad avg + SPARTA, fp32 exchange", 4, 3, CodecKind::None, 8, true, true, 0, {}});
-        runs.push_back({"S4R3 none: grad avg + SPARTA, 8-bit (default)",
-                        4,
-                        3,
-                        CodecKind::None,
-                        8,
-                        true,
-                        true,
-                        0,
-                        0,
-                        0.0,
-                        {},
-                        8});
-        runs.push_back(
-            {"S4R3 none: + 4-bit exchange", 4, 3, CodecKind::None, 8, true, true, 0, 0, 0.0, {}, 4});
-        runs.push_back(
-            {"S4R3 subspace 8x: grad avg + SPARTA", 4, 3, CodecKind::Subspace, 8, true, true, 0, {}});
-        runs.push_back({"S4R3 none: + rank-16 exchange", 4, 3, CodecKind::None, 8, true, true, 16, {}});
-        runs.push_back({"S4R3 none: + rank-4 exchange", 4, 3, CodecKind::None, 8, true, true, 4, {}});
-        runs.push_back({"S4R3 none: + async pipeline, no correction",
-                        4,
-                        3,
-                        CodecKind::None,
-                        8,
-                        true,
-                        true,
-                        0,
-                        1,
-                        0.0,
-                        {}});
-        runs.push_back({"S4R3 none: + async pipeline, look-ahead 2",
-                        4,
-                        3,
-                        CodecKind::None,
-                        8,
-                        true,
-                        true,
-                        0,
-                        1,
-                        2.0,
-                        {}});
+            with(swarm("S4R3 none: grad avg + SPARTA, 8-bit (default)", None), [](Run& r) { r.bits = 8; }));
+        runs.push_back(with(swarm("S4R3 none: + 4-bit exchange", None), [](Run& r) { r.bits = 4; }));
+        runs.push_back(swarm("S4R3 subspace 8x: grad avg + SPARTA", Subspace));
+        runs.push_back(with(swarm("S4R3 none: + rank-16 exchange", None), [](Run& r) { r.rank = 16; }));
+        runs.push_back(with(swarm("S4R3 none: + rank-4 exchange", None), [](Run& r) { r.rank = 4; }));
+        runs.push_back(with(swarm("S4R3 none: + async pipeline, no correction", None),
+                            [](Run& r) { r.pipelineDelay = 1; }));
+        runs.push_back(with(swarm("S4R3 none: + async pipeline, look-ahead 2", None), [](Run& r) {
+            r.pipelineDelay = 1;
+            r.lookAhead = 2.0;
+        }));
     }
     // Side by side, one thread each: as many at once as there are cores.
     torch::set_num_threads(1);
