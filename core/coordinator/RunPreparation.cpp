@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "coordinator/RunPreparation.h"
 
+#include "common/ThreadPriority.h"
 #include "common/WallClock.h"
 #include "coordinator/CoordinatorRun.h"
 #include "coordinator/training/StageCheckpoints.h"
@@ -36,6 +37,7 @@ RunPreparation::RunPreparation(CoordinatorRun& run, Database& db, const Identity
     // The data is checked in any order (the run's step is read by the trainer, which reorders it).
     m_dataBytesToCheck = gpu::TrainingData::bytesToCheck(run.dataset().toStdString());
     m_dataThread.reset(QThread::create([this, spec = run.dataset().toStdString(), config = run.config()] {
+        makeThisThreadBackground();
         m_dataChecked = gpu::TrainingData::open(spec, config.vocabSize, config.seed, config.seed,
                                                 [this](std::int64_t bytes) -> Status {
                                                     m_dataBytesChecked += bytes;
@@ -47,7 +49,7 @@ RunPreparation::RunPreparation(CoordinatorRun& run, Database& db, const Identity
     m_dataThread->setObjectName(QStringLiteral("training data"));
     connect(m_dataThread.get(), &QThread::finished, this, &RunPreparation::dataReturned,
             Qt::QueuedConnection);
-    m_dataThread->start(QThread::LowPriority);
+    m_dataThread->start();
     if (!newRun) {
         qInfo("coordinator: opening the run: checking every stage's checkpoint in %s against its manifest",
               qPrintable(run.shardDir()));
@@ -78,11 +80,15 @@ void RunPreparation::startWorker(std::function<void()> work, const QString& name
                                  void (RunPreparation::*returned)()) {
     if (m_thread)
         m_thread->wait(); // the last worker has returned (its finished() brought us here)
-    m_thread.reset(QThread::create(std::move(work)));
+    // In the background (nice), with every thread the work starts: serving comes first.
+    m_thread.reset(QThread::create([work = std::move(work)] {
+        makeThisThreadBackground();
+        work();
+    }));
     m_thread->setObjectName(name);
     // Queued: the thread's finished() is emitted on the worker, delivered on this thread.
     connect(m_thread.get(), &QThread::finished, this, returned, Qt::QueuedConnection);
-    m_thread->start(QThread::LowPriority);
+    m_thread->start();
 }
 
 void RunPreparation::cancel() {

@@ -16,11 +16,13 @@
 #include "NodeProcess.h"
 #include "SmallFilesystem.h"
 #include "common/Identity.h"
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QMap>
 #include <QNetworkAccessManager>
 #include <QSqlDatabase>
 #include <QSqlQuery>
@@ -60,6 +62,8 @@ private:
     // The status line a WebSocket upgrade of /v1/session gets ("HTTP/1.1 503 Service Unavailable").
     QByteArray sessionUpgradeStatus(const CoordinatorProcess& c);
     static int storedVersions(const QString& dataDir);
+    // The nice value of each of the process's threads named `name`, by thread id (Linux's /proc).
+    static QMap<qint64, int> threadNices(qint64 pid, const QByteArray& name);
 
     QTemporaryDir m_dir;
     QNetworkAccessManager m_net;
@@ -105,6 +109,25 @@ int TestCoordinatorPreparation::storedVersions(const QString& dataDir) {
     return n;
 }
 
+QMap<qint64, int> TestCoordinatorPreparation::threadNices(qint64 pid, const QByteArray& name) {
+    QMap<qint64, int> nices;
+    const QString tasks = QStringLiteral("/proc/%1/task").arg(pid);
+    for (const QString& tid : QDir(tasks).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+        QFile stat(tasks + u'/' + tid + u"/stat"_qs);
+        if (!stat.open(QIODevice::ReadOnly))
+            continue; // the thread has ended
+        const QByteArray line = stat.readAll();
+        const qsizetype open = line.indexOf('('), close = line.lastIndexOf(')');
+        if (open < 0 || close < open || line.mid(open + 1, close - open - 1) != name)
+            continue;
+        // After "(comm) ": state is field 3 of proc(5)'s stat, nice field 19.
+        const QList<QByteArray> fields = line.mid(close + 2).split(' ');
+        if (fields.size() > 16)
+            nices.insert(tid.toLongLong(), fields.at(16).toInt());
+    }
+    return nices;
+}
+
 void TestCoordinatorPreparation::answersWhilePreparingStopsCleanlyAndPreparesAgain() {
     const QString dir = m_dir.filePath(QStringLiteral("small"));
     Result<Identity> id = Identity::generate();
@@ -127,6 +150,17 @@ void TestCoordinatorPreparation::answersWhilePreparingStopsCleanlyAndPreparesAga
         QVERIFY2(total > qint64(400) << 20, QJsonDocument(status).toJson().constData()); // ~500 MB in f32
         QVERIFY(progress.value(u"bytes_written").toInteger() < total);
         QVERIFY(progress.value(u"percent").toDouble() < 100);
+        // The weights are made in the background (nice 10, every thread of the writer's), so that they
+        // take the cores only when serving does not want them; the main thread stays at nice 0.
+        const QList<int> writers = threadNices(first.pid(), "initial shards").values();
+        QString writerNices;
+        for (int nice : writers)
+            writerNices += QString::number(nice) + u' ';
+        if (!writers.isEmpty() ||
+            get(first, u"/v1/status"_qs).json().value(u"state").toString() == u"preparing")
+            QVERIFY2(!writers.isEmpty() && writers.count(10) == writers.size(),
+                     qPrintable(u"nice of the writer's threads: "_qs + writerNices));
+        QCOMPARE(threadNices(first.pid(), "tessera-coordin").value(first.pid(), -1), 0); // the main thread
         const QJsonObject info = get(first, u"/v1/info"_qs).json();
         QCOMPARE(info.value(u"state").toString(), QStringLiteral("preparing"));
         QVERIFY(!info.value(u"coordinator_key").toString().isEmpty());
