@@ -7,12 +7,11 @@
 // the time and the peak resident memory of each part beside what the plan says.
 //
 //   bench_memory_plan                              the table only
-//   bench_memory_plan DIR [STAGE] [SEQ] [DEVICE] [PEAK]   and the run (DIR gets a ~5 GB shard; STAGE 3, SEQ
-//   256,
-//                                                  DEVICE cpu; on cuda:N in bf16, the device memory's
-//                                                  peak sampled through NVML every 10 ms, context included)
-//                                                  DIR "-": no shard, the engine's own seeded weights
-//                                                  (the device check, where the compute is the point)
+//   bench_memory_plan DIR [STAGE] [SEQ] [DEVICE] [PEAK] [STEP_CHUNK]
+//        and the run (DIR gets a ~5 GB shard; STAGE 3, SEQ 256, DEVICE cpu; on cuda:N in bf16, the
+//        device memory's peak sampled through NVML every 10 ms, context included). DIR "-": no shard,
+//        the engine's own seeded weights (the device check, where the compute is the point).
+//        STEP_CHUNK: the 8-bit step's values at once (default the engine's; "whole": a tensor at once)
 #include "SelfMemory.h"
 #include "base/TokenFrame.h"
 #include "codec/Codec.h"
@@ -163,7 +162,8 @@ int fail(const std::string& message) {
     return 1;
 }
 
-int runStage(const fs::path& dir, int stage, int seq, const std::string& device, double peakTflops) {
+int runStage(const fs::path& dir, int stage, int seq, const std::string& device, double peakTflops,
+             long long stepChunk) {
     const ModelConfig config = eightB(8);
     const bool cuda = device != "cpu";
     DeviceMemory memory(cuda ? std::atoi(device.substr(device.find(':') + 1).c_str()) : -1);
@@ -173,8 +173,12 @@ int runStage(const fs::path& dir, int stage, int seq, const std::string& device,
         fs::create_directories(dir);
     const fs::path file = dir / stageShardFileName(stage, 1);
     std::printf(
-        "An 8b stage on %s: stage %d, %.3fB parameters, %s compute, 1 x %d tokens, moments in 8 bits\n",
-        device.c_str(), stage, double(config.stageParameterCount(stage)) / 1e9, cuda ? "bf16" : "fp32", seq);
+        "An 8b stage on %s: stage %d, %.3fB parameters, %s compute, 1 x %d tokens, moments in 8 bits, "
+        "stepped %s\n",
+        device.c_str(), stage, double(config.stageParameterCount(stage)) / 1e9, cuda ? "bf16" : "fp32", seq,
+        stepChunk >= (1ll << 40) ? "a tensor at once"
+        : stepChunk > 0          ? (std::to_string(stepChunk) + " values at once").c_str()
+                                 : "in the engine's chunks");
     MemoryPlanRequest r;
     r.deviceBytes = std::int64_t(24) << 30;
     r.gpu = cuda;
@@ -206,6 +210,8 @@ int runStage(const fs::path& dir, int stage, int seq, const std::string& device,
     options.keepActivations = false;
     options.recomputePerBlock = true;
     options.maxTokens = seq;
+    if (stepChunk > 0)
+        options.optimizer.stepChunkValues = stepChunk;
     std::unique_ptr<StageEngine> engine;
     {
         Phase p(onDevice);
@@ -280,5 +286,9 @@ int main(int argc, char** argv) {
     const int stage = argc > 2 ? std::atoi(argv[2]) : 3;
     const int seq = argc > 3 ? std::atoi(argv[3]) : 256;
     const double peak = argc > 5 ? std::atof(argv[5]) : 0; // TFLOP/s of the device, for the MFU
-    return runStage(argv[1], stage, seq, argc > 4 ? argv[4] : "cpu", peak);
+    // The 8-bit step's chunk (values decoded, stepped and coded at once); "whole": each tensor at once, as
+    // before the step was chunked (its peak, side by side with the default's).
+    const long long stepChunk =
+        argc > 6 ? (std::string(argv[6]) == "whole" ? 1ll << 40 : std::atoll(argv[6])) : 0;
+    return runStage(argv[1], stage, seq, argc > 4 ? argv[4] : "cpu", peak, stepChunk);
 }
