@@ -55,7 +55,8 @@ struct Cursor {
     std::int64_t element = 0;
 };
 
-// Every core: a new run's weights are the coordinator's only work until they are written.
+// Every core: the coordinator runs this on a background thread (nice 10, RunPreparation), whose
+// threads inherit it, so the weights take the cores only when serving does not want them.
 int everyCore() {
     return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
