@@ -8,6 +8,7 @@
 #   3. tessera-gpu-bench        the node's benchmark on the device (cuBLAS bf16 GEMM rate)
 #   4. a PyTorch bf16 matmul    the device's achievable peak, the MFU's yardstick
 #   5. bench_codec ... cuda:0   the boundary codec on the device against the stage's bf16 compute
+#      bench_seeded_init        the seeded weights on 1 thread and on every core (what engine creation waits for)
 #   6. bench_memory_plan        one 8b stage (3, then 6) forward + backward in bf16 and an AdamW step
 #                               with 8-bit moments: time, tokens/s, MFU, device memory beside the plan
 #   7. the rest of gpu/'s tests, if time is left (the whole suite against this LibTorch)
@@ -57,7 +58,7 @@ step configure 120 cmake -S . -B "$build" -G "$generator" \
     ${nvcc:+-DCMAKE_CUDA_COMPILER=$nvcc} -DCMAKE_CUDA_ARCHITECTURES=90-real || exit 1
 # What the checks need first; the rest of the suite after them, if time is left.
 first=(tessera_cuda test_cuda_backend test_stage_engine_cuda test_safetensors tessera-gpu-bench bench_codec
-    bench_memory_plan)
+    bench_seeded_init bench_memory_plan)
 step build 300 cmake --build "$build" -j "$(nproc)" --target "${first[@]}" -- "${keep[@]}"
 bin=$build/bin
 
@@ -91,6 +92,7 @@ print(f"torch bf16 {n}^3 matmul: {10 * 2 * n**3 / (time.perf_counter() - t) / 1e
       f"({torch.cuda.get_device_name()})")
 EOF
 step bench_codec 120 "$bin/bench_codec" 4096 1 128256 cuda:0
+step bench_seeded_init 60 "$bin/bench_seeded_init"
 # 989 TFLOP/s: the H100/H200 SXM's dense bf16 peak as NVIDIA states it; the torch figure above is
 # what a large matmul reaches.
 peak=${PEAK_TFLOPS:-989}
