@@ -288,20 +288,30 @@ Result<std::vector<std::byte>> SafetensorsFile::read(const TensorInfo& tensor) c
 }
 
 Status SafetensorsFile::read(const TensorInfo& tensor, std::span<std::byte> out) const {
-    if (tensor.end < tensor.begin || tensor.end > m_dataSize)
-        return makeError("tensor " + inQuotes(tensor.name) + " is not in this file");
     if (out.size() != tensor.byteSize())
         return makeError("tensor " + inQuotes(tensor.name) + " is " + std::to_string(tensor.byteSize()) +
                          " bytes, the buffer " + std::to_string(out.size()));
+    return readRange(tensor, 0, out);
+}
+
+Status SafetensorsFile::readRange(const TensorInfo& tensor, std::uint64_t offset,
+                                  std::span<std::byte> out) const {
+    if (tensor.end < tensor.begin || tensor.end > m_dataSize)
+        return makeError("tensor " + inQuotes(tensor.name) + " is not in this file");
+    if (offset > tensor.byteSize() || out.size() > tensor.byteSize() - offset)
+        return makeError("bytes [" + std::to_string(offset) + ", " + std::to_string(offset + out.size()) +
+                         ") are not in tensor " + inQuotes(tensor.name) + " of " +
+                         std::to_string(tensor.byteSize()) + " bytes");
+    const std::uint64_t from = tensor.begin + offset;
     if (m_data) {
-        std::copy_n(m_data->begin() + static_cast<std::ptrdiff_t>(tensor.begin), out.size(), out.begin());
+        std::copy_n(m_data->begin() + static_cast<std::ptrdiff_t>(from), out.size(), out.begin());
         return {};
     }
     if (!m_fd)
         return makeError("no file open");
     for (std::size_t done = 0; done < out.size();) {
         const ssize_t n = ::pread(*m_fd, out.data() + done, out.size() - done,
-                                  static_cast<off_t>(m_dataStart + tensor.begin + done));
+                                  static_cast<off_t>(m_dataStart + from + done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)

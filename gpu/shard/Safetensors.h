@@ -56,6 +56,8 @@ public:
     Result<std::vector<std::byte>> read(const TensorInfo& tensor) const;
     // Into a caller buffer of exactly tensor.byteSize() bytes.
     Status read(const TensorInfo& tensor, std::span<std::byte> out) const;
+    // The tensor's bytes [offset, offset + out.size()) (a large tensor a piece at a time).
+    Status readRange(const TensorInfo& tensor, std::uint64_t offset, std::span<std::byte> out) const;
 
 private:
     static Result<SafetensorsFile> fromHeader(std::string_view header, std::uint64_t headerLength,

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <map>
 
 namespace tessera::gpu {
@@ -63,7 +64,8 @@ Result<ShardManifest> writeStageShard(const StageModel& model, const std::filesy
     }
 }
 
-Status loadStageShard(StageModel& model, const std::filesystem::path& file, const ShardManifest* manifest) {
+Status loadStageShard(StageModel& model, const std::filesystem::path& file, const ShardManifest* manifest,
+                      std::uint64_t chunkBytes) {
     const std::string hash = model.config().hash();
     const std::string where = file.filename().string() + ": ";
     if (manifest) {
@@ -110,14 +112,29 @@ Status loadStageShard(StageModel& model, const std::filesystem::path& file, cons
 
     try {
         torch::NoGradGuard noGrad;
+        // One host buffer of at most a chunk for every tensor: a whole 8b head staged at once held
+        // 2.1 GB more than the weights for a moment.
+        const std::int64_t chunkValues = std::max<std::int64_t>(1, std::int64_t(chunkBytes / sizeof(float)));
+        std::int64_t largest = 0;
+        for (const auto& [name, parameter] : parameters)
+            largest = std::max(largest, parameter.numel());
+        const torch::Tensor staging = torch::empty({std::min(largest, chunkValues)}, torch::kFloat);
         for (const auto& [name, parameter] : parameters) {
             const TensorInfo& info = *shard.find(name);
-            auto staging = torch::empty(parameter.sizes(), torch::kFloat);
-            auto* out = static_cast<std::byte*>(staging.data_ptr());
-            if (auto read = shard.read(info, std::span(out, info.byteSize())); !read)
-                return read.error();
-            // copy_ (not a raw write into the weights) so a bf16 compute copy sees the change.
-            parameter.copy_(staging);
+            const torch::Tensor flat = parameter.view({-1});
+            for (std::int64_t at = 0; at < flat.numel(); at += chunkValues) {
+                const std::int64_t n = std::min(chunkValues, flat.numel() - at);
+                const torch::Tensor piece = staging.narrow(0, 0, n);
+                auto* out = static_cast<std::byte*>(piece.data_ptr());
+                const auto bytes = static_cast<std::size_t>(n) * sizeof(float);
+                if (auto read =
+                        shard.readRange(info, std::uint64_t(at) * sizeof(float), std::span(out, bytes));
+                    !read)
+                    return read.error();
+                // copy_ (not a raw write into the weights) so a bf16 compute copy sees the change: a
+                // view shares its parameter's version counter.
+                flat.narrow(0, at, n).copy_(piece);
+            }
         }
     } catch (const std::exception& e) {
         return makeError(where + "loading failed: " + e.what());

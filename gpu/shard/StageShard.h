@@ -27,8 +27,11 @@ Result<ShardManifest> writeStageShard(const StageModel& model, const std::filesy
                                       std::uint64_t chunkSize = ShardManifest::kDefaultChunkSize);
 
 // Loads `file` into the model. With a manifest, the file is verified against it first (size,
-// every chunk, whole-file SHA-256) and the manifest must name this model and stage.
+// every chunk, whole-file SHA-256) and the manifest must name this model and stage. Each tensor
+// comes through a host buffer of at most `chunkBytes` (an 8b head is 2.1 GB), not whole.
+inline constexpr std::uint64_t kShardLoadChunkBytes = std::uint64_t{16} << 20;
 Status loadStageShard(StageModel& model, const std::filesystem::path& file,
-                      const ShardManifest* manifest = nullptr);
+                      const ShardManifest* manifest = nullptr,
+                      std::uint64_t chunkBytes = kShardLoadChunkBytes);
 
 } // namespace tessera::gpu

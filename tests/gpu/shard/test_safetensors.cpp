@@ -215,6 +215,13 @@ TESSERA_TEST(roundTripsDtypesShapesAndMetadata) {
     CHECK(buffer == f32);
     std::vector<std::byte> small(3);
     CHECK(contains(file->read(*file->find("layers.0.w"), small).message(), "is 96 bytes, the buffer 3"));
+    // A piece of a tensor; a piece that reaches past its end is refused in words.
+    std::vector<std::byte> piece(10);
+    CHECK(file->readRange(*file->find("layers.0.w"), 86, piece).ok());
+    CHECK(std::equal(piece.begin(), piece.end(), f32.begin() + 86));
+    CHECK(contains(file->readRange(*file->find("layers.0.w"), 87, piece).message(),
+                   "bytes [87, 97) are not in tensor 'layers.0.w' of 96 bytes"));
+    CHECK(!file->readRange(*file->find("layers.0.w"), std::uint64_t{1} << 63, piece).ok());
 
     // The same bytes parsed in memory give the same answer.
     std::ifstream in(path, std::ios::binary);
@@ -222,6 +229,8 @@ TESSERA_TEST(roundTripsDtypesShapesAndMetadata) {
     const auto memory = SafetensorsFile::parse(std::as_bytes(std::span(bytes.data(), bytes.size())));
     CHECK_MSG(memory.ok(), memory.message());
     CHECK(*memory->read(*memory->find("steps")) == i64);
+    CHECK(memory->readRange(*memory->find("layers.0.w"), 86, piece).ok());
+    CHECK(std::equal(piece.begin(), piece.end(), f32.begin() + 86));
     CHECK(memory->fileSize() == bytes.size());
 }
 
