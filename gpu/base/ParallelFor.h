@@ -19,8 +19,9 @@ namespace tessera::gpu {
 // fn(begin, end) over [0, count) in at most `threads` pieces of at least `grain` elements each
 // (one piece, on the caller's thread, when count is small). The first exception a piece throws is
 // rethrown here once every piece has ended. Each thread calls its own copy of fn, so fn should
-// capture by value: a worker reading values on the caller's stack shares cache lines with the
-// caller's own spills, and ran at half speed beside it (two threads measured 1.1x, not 1.9x).
+// capture by value: a worker reading values on the caller's stack at every element ran at half
+// speed beside the caller (two threads 1.1x, not 1.9x; most likely the cache lines the caller spills
+// its registers to, shared).
 template <class Fn>
 void parallelFor(std::int64_t count, std::int64_t grain, int threads, const Fn& fn) {
     if (count <= 0)
