@@ -115,10 +115,7 @@ Status loadStageShard(StageModel& model, const std::filesystem::path& file, cons
         // One host buffer of at most a chunk for every tensor: a whole 8b head staged at once held
         // 2.1 GB more than the weights for a moment.
         const std::int64_t chunkValues = std::max<std::int64_t>(1, std::int64_t(chunkBytes / sizeof(float)));
-        std::int64_t largest = 0;
-        for (const auto& [name, parameter] : parameters)
-            largest = std::max(largest, parameter.numel());
-        const torch::Tensor staging = torch::empty({std::min(largest, chunkValues)}, torch::kFloat);
+        const torch::Tensor staging = torch::empty({chunkValues}, torch::kFloat);
         for (const auto& [name, parameter] : parameters) {
             const TensorInfo& info = *shard.find(name);
             const torch::Tensor flat = parameter.view({-1});

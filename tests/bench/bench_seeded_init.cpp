@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_seeded_init: the seeded generators on one thread and on LibTorch's intra-op count, side by
-// side — a parameter's seeded normal values (what every new run's shards and every engine's
-// weights are made of), and the subspace codec's fixed-embedding rows of one 8b microbatch (made
-// at every boundary a CPU node encodes). Given a folder, also one 8b stage's initial shard
-// written there, and that stage's model built with its seeded weights, both ways.
+// bench_seeded_init: the seeded generators on one thread and on every core, side by side — a parameter's
+// seeded normal values (what every new run's shards and every engine's weights are made of), and the subspace
+// codec's fixed-embedding rows of one 8b microbatch (made at every boundary a CPU node encodes). Given a
+// folder, also one 8b stage's initial shard written there, and that stage's model built with its seeded
+// weights, both ways.
 //
 //   bench_seeded_init                 the generators (a few seconds)
 //   bench_seeded_init DIR [STAGE]     and 8b stage STAGE (default 1) — its shard (~4.4 GB in DIR,
@@ -66,8 +66,7 @@ int main(int argc, char** argv) {
     std::printf("bench_seeded_init: 1 thread against %d, each measured in turn\n\n", threads);
 
     constexpr std::int64_t kValues = 64ll << 20;
-    std::vector<float> values(kValues);
-    std::fill(values.begin(), values.end(), 0.0f); // its pages, before either is timed
+    std::vector<float> values(kValues); // zeroed: its pages are touched before either run is timed
     sideBySide("seeded normal values, 64 Mi", threads, kValues / 1e6, "M", [&](int n) {
         fillSeededNormal(values.data(), kValues, 0, eightB.seed, "blocks.0.attn.wq.weight", 0.02, n);
     });
