@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test demo bench format format-check clean package sanitize tsan fuzz
+.PHONY: all deps configure build build-demo test demo bench format format-check clean package sanitize tsan fuzz
 
 all: build
 
@@ -18,15 +18,21 @@ deps:
 configure: deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
 
+# Everything the tests run: the programs, the libraries and the tests (benchmarks are not part of it).
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Only what the demo runs: the coordinator, the node and the desktop app.
+DEMO_TARGETS = tessera-coordinator tessera-node tessera
+build-demo: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target $(DEMO_TARGETS)
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 # The main job: a local coordinator (tiny model, SQLite) and this machine contributing to it,
 # one node per stage (headless until the desktop app lands). Ctrl-C stops it.
-demo: build
+demo: build-demo
 	scripts/demo.sh $(BUILD_DIR)
 
 # Side-by-side measurements recorded in BENCHMARKS.md (not part of the tests; the learning
@@ -36,6 +42,7 @@ demo: build
 # first time, kept in build/bench-capacity-8b).
 bench: build
 	@scripts/install-deps.sh --bench
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target benchmarks
 	$(BUILD_DIR)/bin/bench_cpu_gemm
 	$(BUILD_DIR)/bin/bench_stage_model
 	$(BUILD_DIR)/bin/bench_codec

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "DesktopApp.h"
 
-#include "AboutBox.h"
-#include "ContributionActions.h"
-#include "DashboardWindow.h"
-#include "FirstRunWizard.h"
-#include "SettingsDialog.h"
-#include "TrayController.h"
-#include "TrayIcons.h"
+#include "widgets/AboutBox.h"
+#include "tray/ContributionActions.h"
+#include "dashboard/DashboardWindow.h"
+#include "wizard/FirstRunWizard.h"
+#include "settings/SettingsDialog.h"
+#include "tray/TrayController.h"
+#include "tray/TrayIcons.h"
 
 #include "manager/AppSettings.h"
 #include "manager/Manager.h"

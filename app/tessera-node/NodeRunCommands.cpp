@@ -4,7 +4,7 @@
 #include "common/ShutdownSignals.h"
 #include "node/Node.h"
 #include "node/NodeLog.h"
-#include "node/control/ControlClient.h"
+#include "control/ControlClient.h"
 #include "protocol/SessionMessages.h"
 
 #include <QCommandLineParser>

@@ -2,7 +2,7 @@
 // tessera: the desktop app (tray, wizard, dashboard, settings); its logic is core/manager/.
 #include "DesktopApp.h"
 #include "InstanceBlockedMessage.h"
-#include "Translations.h"
+#include "widgets/Translations.h"
 
 #include "common/ShutdownSignals.h"
 #include "manager/AppSettings.h"

@@ -2,7 +2,7 @@
 #include "manager/NodeSupervisor.h"
 
 #include "node/NodeFiles.h"
-#include "node/control/ControlConnection.h"
+#include "control/ControlConnection.h"
 
 #include <QMetaEnum>
 

@@ -5,7 +5,7 @@
 #include "common/Version.h"
 #include "node/BenchmarkRun.h"
 #include "node/StagePlan.h"
-#include "node/control/ControlServer.h"
+#include "control/ControlServer.h"
 #include "node/engine/EngineHost.h"
 #include "node/engine/EngineWorker.h"
 #include "node/ledger/LocalLedger.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "LocalSwarm.h"
 
-#include "node/control/ControlClient.h"
+#include "control/ControlClient.h"
 
 #include <QDir>
 #include <QElapsedTimer>

@@ -8,7 +8,7 @@
 #include "CoordinatorProcess.h"
 #include "ProcessStats.h"
 #include "common/Identity.h"
-#include "node/control/ControlClient.h"
+#include "control/ControlClient.h"
 #include "node/shard/ShardDownload.h"
 #include "node/shard/ShardStore.h"
 #include "protocol/ManifestSignature.h"

@@ -72,16 +72,16 @@ long linesOfCode(const std::string& text) {
 
 // --- layers ------------------------------------------------------------------------------------
 
-// The module a file of the tree belongs to ("core/node/control", "gpu/base", "ui", ...).
+// The module a file of the tree belongs to ("base", "core/control", "gpu/model", "ui", ...).
 std::string moduleOfFile(const std::string& path) {
-    static const std::vector<std::string> modules{"core/node/control",
+    static const std::vector<std::string> modules{"base",
+                                                  "core/control",
                                                   "core/node/ledger",
                                                   "core/node",
                                                   "core/coordinator",
                                                   "core/protocol",
                                                   "core/common",
                                                   "core/manager",
-                                                  "gpu/base",
                                                   "gpu/device",
                                                   "gpu/model",
                                                   "gpu/codec",
@@ -104,7 +104,7 @@ std::string moduleOfFile(const std::string& path) {
 // What an #include "x" names: a file of the tree (as a path from the root), or "" for a file of the
 // including folder or one outside the tree.
 std::string resolve(const std::string& name) {
-    for (const char* root : {"core/", "gpu/"}) {
+    for (const char* root : {"", "core/", "gpu/", "ui/"}) {
         const fs::path candidate = fs::path(root) / name;
         if (fs::exists(kRoot / candidate))
             return candidate.generic_string();
@@ -133,7 +133,7 @@ std::vector<Include> includesOf(const std::string& file, const std::string& text
 // gpu/'s folders from the bottom up: a folder may include its own rank and below, never above.
 int gpuRank(const std::string& module) {
     static const std::map<std::string, int> ranks{
-        {"gpu/base", 0},  {"gpu/device", 1}, {"gpu/cuda", 1}, {"gpu/model", 1},  {"gpu/codec", 2},
+        {"base", 0},      {"gpu/device", 1}, {"gpu/cuda", 1}, {"gpu/model", 1},  {"gpu/codec", 2},
         {"gpu/shard", 2}, {"gpu/train", 3},  {"gpu/data", 3}, {"gpu/engine", 4}, {"gpu/tools", 5}};
     const auto it = ranks.find(module);
     return it == ranks.end() ? -1 : it->second;
@@ -149,8 +149,8 @@ std::string violation(const Include& inc) {
         if (torch && !inGpu)
             return "torch outside gpu/";
         const bool qt = inc.name.size() > 1 && inc.name[0] == 'Q' && std::isupper(unsigned(inc.name[1]));
-        if (qt && inGpu)
-            return "Qt inside gpu/";
+        if (qt && (inGpu || from == "base"))
+            return from == "base" ? "Qt inside base/" : "Qt inside gpu/";
         return "";
     }
     const std::string target = resolve(inc.name);
@@ -164,18 +164,20 @@ std::string violation(const Include& inc) {
         return "coordinator -> node";
     if ((is(from, "core/manager") || from == "ui") && is(to, "core/coordinator"))
         return "manager -> coordinator";
-    if (is(from, "core/manager") && is(to, "core/node") &&
-        !(is(to, "core/node/control") || is(to, "core/node/ledger") || to == "core/node/files"))
-        return "manager -> the node's engine, session or shard (only its local side: control, ledger, files)";
-    if ((from == "core/node/control" || from == "core/node/ledger" || from == "core/node/files") &&
-        is(to, "core/node") &&
-        !(to == "core/node/control" || to == "core/node/ledger" || to == "core/node/files"))
+    if (is(from, "core/manager") && is(to, "core/node") && !(to == "core/node/ledger" || to == "core/node/files"))
+        return "manager -> the node's engine, session or shard (only its local side: ledger, files)";
+    if ((from == "core/node/ledger" || from == "core/node/files") && is(to, "core/node") &&
+        !(to == "core/node/ledger" || to == "core/node/files"))
         return "the node's local side -> the node's engine, session or shard";
-    if (from == "core/protocol" && !(to == "core/protocol" || to == "core/common" || to == "gpu/base"))
-        return "protocol -> " + to + " (protocol stands on common and gpu/base only)";
-    if (from == "core/common" && !(to == "core/common" || to == "gpu/base"))
+    if (from == "core/control" && !(to == "core/control" || to == "core/protocol" || to == "core/common" || to == "base"))
+        return "control -> " + to + " (the control socket stands on protocol, common and base only)";
+    if (from == "core/protocol" && !(to == "core/protocol" || to == "core/common" || to == "base"))
+        return "protocol -> " + to + " (protocol stands on common and base only)";
+    if (from == "core/common" && !(to == "core/common" || to == "base"))
         return "common -> " + to;
-    if (inGpu && !startsWith(to, "gpu/"))
+    if (from == "base" && to != "base")
+        return "base -> " + to + " (base stands on nothing of the project)";
+    if (inGpu && !(startsWith(to, "gpu/") || to == "base"))
         return "gpu -> " + to;
     if (inGpu && gpuRank(to) > gpuRank(from))
         return "upward in gpu/: " + from + " -> " + to;
@@ -235,8 +237,16 @@ private Q_SLOTS:
                  std::string("manager -> coordinator"));
         QCOMPARE(violation({"core/node/Node.cpp", "torch/types.h", true}), std::string("torch outside gpu/"));
         QCOMPARE(violation({"gpu/model/StageModel.cpp", "QString", true}), std::string("Qt inside gpu/"));
-        QVERIFY(
-            startsWith(violation({"gpu/base/Json.cpp", "engine/StageEngine.h", false}), "upward in gpu/"));
+        QVERIFY(startsWith(violation({"gpu/model/StageModel.cpp", "engine/StageEngine.h", false}),
+                           "upward in gpu/"));
+        QVERIFY(startsWith(violation({"base/Json.cpp", "engine/StageEngine.h", false}), "base ->"));
+        QCOMPARE(violation({"base/Json.cpp", "QString", true}), std::string("Qt inside base/"));
+        QCOMPARE(violation({"base/Json.cpp", "torch/types.h", true}), std::string("torch outside gpu/"));
+        QVERIFY(startsWith(violation({"core/control/ControlServer.cpp", "node/Node.h", false}), "control ->"));
+        QVERIFY(startsWith(violation({"core/manager/Manager.cpp", "node/engine/EngineWorker.h", false}),
+                           "manager -> the node's"));
+        QCOMPARE(violation({"core/manager/NodeSupervisor.cpp", "control/ControlConnection.h", false}), std::string());
+        QCOMPARE(violation({"gpu/model/StageModel.cpp", "base/Json.h", false}), std::string());
         QVERIFY(
             startsWith(violation({"core/protocol/TaskFrame.cpp", "node/NodeFiles.h", false}), "protocol ->"));
         QVERIFY(violation({"core/node/ledger/LocalLedger.cpp", "node/engine/EngineWorker.h", false}) != "");
@@ -255,7 +265,7 @@ private Q_SLOTS:
 
     void layersHold() {
         std::vector<std::string> broken;
-        for (const fs::path& file : sources({"core", "gpu", "ui", "app"}))
+        for (const fs::path& file : sources({"base", "core", "gpu", "ui", "app"}))
             for (const Include& inc : includesOf(file.generic_string(), read(file)))
                 if (const std::string why = violation(inc); !why.empty())
                     broken.push_back(file.generic_string() + ": #include " + inc.name + " (" + why + ")");
@@ -268,7 +278,7 @@ private Q_SLOTS:
         const std::vector<std::string> names = wireNames();
         QVERIFY(names.size() >= 30);
         std::vector<std::string> found;
-        for (const fs::path& file : sources({"core", "gpu", "ui", "app"})) {
+        for (const fs::path& file : sources({"base", "core", "gpu", "ui", "app"})) {
             if (startsWith(file.generic_string(), "core/protocol/"))
                 continue;
             std::istringstream lines(read(file));
@@ -306,7 +316,7 @@ private Q_SLOTS:
         QVERIFY(!saysItsLicence("// SPDX-License-Identifier: MIT\n"));
         QCOMPARE(linesOfCode(kSpdx + "a\nb\n"), 2L);
         std::vector<std::string> missing;
-        for (const fs::path& file : sources({"core", "gpu", "ui", "app", "tests"}))
+        for (const fs::path& file : sources({"base", "core", "gpu", "ui", "app", "tests"}))
             if (!saysItsLicence(read(file)))
                 missing.push_back(file.generic_string());
         for (const std::string& f : missing)

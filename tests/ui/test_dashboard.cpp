@@ -4,10 +4,10 @@
 // Manager; the swarm's loss curve from a /v1/status answer.
 #include "UiTestSupport.h"
 
-#include "ContributionActions.h"
-#include "DashboardWindow.h"
-#include "HistoryChart.h"
-#include "SwarmPanel.h"
+#include "tray/ContributionActions.h"
+#include "dashboard/DashboardWindow.h"
+#include "dashboard/HistoryChart.h"
+#include "dashboard/SwarmPanel.h"
 
 #include "common/Identity.h"
 #include "node/ledger/LocalLedger.h"

@@ -7,13 +7,13 @@
 // meets have names.
 #include "UiTestSupport.h"
 
-#include "ContributionActions.h"
-#include "CreditsBox.h"
-#include "CreditsDialog.h"
-#include "DashboardWindow.h"
-#include "HistoryView.h"
+#include "tray/ContributionActions.h"
+#include "dashboard/CreditsBox.h"
+#include "dashboard/CreditsDialog.h"
+#include "dashboard/DashboardWindow.h"
+#include "dashboard/HistoryView.h"
 #include "ReceiptChain.h"
-#include "SwarmPanel.h"
+#include "dashboard/SwarmPanel.h"
 
 #include "node/ledger/LocalLedger.h"
 

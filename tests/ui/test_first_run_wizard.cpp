@@ -10,12 +10,12 @@
 #include "CoordinatorProcess.h"
 #include "manager/NodeStatusText.h"
 
-#include "ContributionActions.h"
-#include "DashboardWindow.h"
-#include "FirstRunWizard.h"
-#include "SettingsDialog.h"
-#include "SwarmPanel.h"
-#include "WelcomePage.h"
+#include "tray/ContributionActions.h"
+#include "dashboard/DashboardWindow.h"
+#include "wizard/FirstRunWizard.h"
+#include "settings/SettingsDialog.h"
+#include "dashboard/SwarmPanel.h"
+#include "wizard/WelcomePage.h"
 
 #include <QCryptographicHash>
 #include <QElapsedTimer>

@@ -4,10 +4,10 @@
 // shows why and is not stored; rules this machine cannot sense say so.
 #include "UiTestSupport.h"
 
-#include "ExclusiveAppsEditor.h"
-#include "GeneralSettingsPage.h"
-#include "PauseRulesPage.h"
-#include "SettingsDialog.h"
+#include "settings/ExclusiveAppsEditor.h"
+#include "settings/GeneralSettingsPage.h"
+#include "settings/PauseRulesPage.h"
+#include "settings/SettingsDialog.h"
 
 #include "manager/Autostart.h"
 

@@ -4,8 +4,8 @@
 // and not translated fails here — with its placeholders and mnemonics intact; and the app loads
 // the locale's language (the first page's button in Russian, a pause reason in German) and falls
 // back to English.
-#include "Translations.h"
-#include "WelcomePage.h"
+#include "widgets/Translations.h"
+#include "wizard/WelcomePage.h"
 
 #include "manager/AppSettings.h"
 

@@ -3,13 +3,13 @@
 // tray (offscreen has none) gets the dashboard instead, and closing it asks before quitting.
 #include "UiTestSupport.h"
 
-#include "AboutBox.h"
-#include "ContributionActions.h"
-#include "DashboardWindow.h"
+#include "widgets/AboutBox.h"
+#include "tray/ContributionActions.h"
+#include "dashboard/DashboardWindow.h"
 #include "DesktopApp.h"
-#include "FirstRunWizard.h"
-#include "QuestionBox.h"
-#include "TrayController.h"
+#include "wizard/FirstRunWizard.h"
+#include "widgets/QuestionBox.h"
+#include "tray/TrayController.h"
 #include "common/Version.h"
 
 #include <QDateTime>
