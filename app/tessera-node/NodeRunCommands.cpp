@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <ostream>
+#include <variant>
 
 namespace tessera::node {
 
@@ -109,65 +110,45 @@ QString statusText(const QJsonObject& s) {
     return text;
 }
 
-} // namespace
-
-int runNodeCommand(const QStringList& arguments, std::ostream& out, std::ostream& err) {
+// The options of `run`, registered in the order --help lists them.
+struct RunCommandLine {
     QCommandLineParser parser;
-    const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")},
-                                  QStringLiteral("Show this help."));
-    const auto coordinator =
+    const QCommandLineOption help{{QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Show this help.")};
+    const QCommandLineOption coordinator =
         valueOption("coordinator", "The coordinator's URL (required): https://HOST:PORT.", "URL");
-    const auto dataDir =
+    const QCommandLineOption dataDir =
         valueOption("data-dir", "This node's folder (one per GPU) [the platform's app-data folder].", "DIR");
-    const auto device = valueOption("device", "What computes: cpu or cuda:N [cpu].", "DEVICE");
-    const auto limit = valueOption("gpu-limit", "Share of the time spent computing, 1-100 [70].", "PCT");
-    const auto key = valueOption(
+    const QCommandLineOption device = valueOption("device", "What computes: cpu or cuda:N [cpu].", "DEVICE");
+    const QCommandLineOption limit =
+        valueOption("gpu-limit", "Share of the time spent computing, 1-100 [70].", "PCT");
+    const QCommandLineOption key = valueOption(
         "coordinator-key",
         "The coordinator's Ed25519 key (base64url), pinned instead of trusting the first one seen.", "KEY");
-    const auto ca = valueOption(
+    const QCommandLineOption ca = valueOption(
         "coordinator-ca", "Trust this certificate (PEM) for the coordinator's TLS, e.g. its self-signed one.",
         "FILE");
-    const auto rate =
+    const QCommandLineOption rate =
         valueOption("max-download-rate", "Cap shard downloads at this many KiB/s [no cap].", "KIBPS");
-    const auto bench = valueOption("bench-seconds", "The admission benchmark's time budget [3].", "S");
-    const auto heartbeat = valueOption("heartbeat-ms", "Session heartbeat interval [10000].", "MS");
-    const auto credits =
+    const QCommandLineOption bench = valueOption("bench-seconds", "The admission benchmark's time budget [3].", "S");
+    const QCommandLineOption heartbeat = valueOption("heartbeat-ms", "Session heartbeat interval [10000].", "MS");
+    const QCommandLineOption credits =
         valueOption("credits-poll-ms", "How often to fetch new credit receipts [60000].", "MS");
-    const auto displayName =
+    const QCommandLineOption displayName =
         valueOption("display-name",
                     "Show this node on the coordinator's public leaderboard by this name (at most 32 "
                     "characters) [none: anonymous].",
                     "NAME");
-    const auto team =
+    const QCommandLineOption team =
         valueOption("team", "Count this node's credits for this team on the leaderboard [none].", "NAME");
-    parser.addOptions({help, coordinator, dataDir, device, limit, key, ca, rate, bench, heartbeat, credits,
-                       displayName, team});
-    if (!parser.parse(arguments))
-        return usage(err, QStringLiteral("run"), parser.errorText());
-    if (parser.isSet(help)) {
-        out << QStringLiteral("Usage: tessera-node run --coordinator URL [options]\n\nJoin the swarm and "
-                              "compute until stopped.\n")
-            << parser.helpText().section(u'\n', 1);
-        return 0;
+
+    RunCommandLine() {
+        parser.addOptions({help, coordinator, dataDir, device, limit, key, ca, rate, bench, heartbeat, credits,
+                           displayName, team});
     }
-    if (!parser.positionalArguments().isEmpty())
-        return usage(err, QStringLiteral("run"),
-                     QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().first()));
-    NodeOptions o;
-    o.coordinator = QUrl(parser.value(coordinator));
-    if (!parser.isSet(coordinator))
-        return usage(err, QStringLiteral("run"), QStringLiteral("--coordinator is required"));
-    o.dataDir = parser.isSet(dataDir) ? parser.value(dataDir) : NodeFiles::defaultDataDir();
-    if (parser.isSet(device)) {
-        o.device = parser.value(device);
-        bool ok = o.device == u"cpu";
-        if (o.device.startsWith(u"cuda:"))
-            o.device.mid(5).toInt(&ok);
-        if (!ok)
-            return usage(err, QStringLiteral("run"),
-                         QStringLiteral("--device wants cpu or cuda:N, got '%1'").arg(o.device));
-    }
-    auto number = [&](const QCommandLineOption& option, double lo, double hi, double& into) {
+
+    // The option's number within lo..hi into `into` (left as it is when the option is not given);
+    // false when it is not a number in range.
+    bool number(const QCommandLineOption& option, double lo, double hi, double& into) const {
         if (!parser.isSet(option))
             return true;
         bool ok = false;
@@ -176,32 +157,51 @@ int runNodeCommand(const QStringList& arguments, std::ostream& out, std::ostream
             return false;
         into = v;
         return true;
-    };
+    }
+};
+
+// The node's options from a parsed command line, or what is wrong with it.
+std::variant<NodeOptions, QString> readRunOptions(const RunCommandLine& c) {
+    const QCommandLineParser& parser = c.parser;
+    NodeOptions o;
+    o.coordinator = QUrl(parser.value(c.coordinator));
+    if (!parser.isSet(c.coordinator))
+        return QStringLiteral("--coordinator is required");
+    o.dataDir = parser.isSet(c.dataDir) ? parser.value(c.dataDir) : NodeFiles::defaultDataDir();
+    if (parser.isSet(c.device)) {
+        o.device = parser.value(c.device);
+        bool ok = o.device == u"cpu";
+        if (o.device.startsWith(u"cuda:"))
+            o.device.mid(5).toInt(&ok);
+        if (!ok)
+            return QStringLiteral("--device wants cpu or cuda:N, got '%1'").arg(o.device);
+    }
     double pct = 70, kib = 0, seconds = 3, heartbeatMs = 10'000, creditsMs = 60'000;
-    if (!number(limit, 1, 100, pct))
-        return usage(err, QStringLiteral("run"),
-                     QStringLiteral("--gpu-limit must be a percentage from 1 to 100"));
-    if (!number(rate, 1, 1e9, kib))
-        return usage(err, QStringLiteral("run"),
-                     QStringLiteral("--max-download-rate must be a positive number of KiB/s"));
-    if (!number(bench, 0.5, 600, seconds))
-        return usage(err, QStringLiteral("run"), QStringLiteral("--bench-seconds must be from 0.5 to 600"));
-    if (!number(heartbeat, 100, 600'000, heartbeatMs) || !number(credits, 100, 86'400'000, creditsMs))
-        return usage(err, QStringLiteral("run"),
-                     QStringLiteral("--heartbeat-ms / --credits-poll-ms out of range"));
+    if (!c.number(c.limit, 1, 100, pct))
+        return QStringLiteral("--gpu-limit must be a percentage from 1 to 100");
+    if (!c.number(c.rate, 1, 1e9, kib))
+        return QStringLiteral("--max-download-rate must be a positive number of KiB/s");
+    if (!c.number(c.bench, 0.5, 600, seconds))
+        return QStringLiteral("--bench-seconds must be from 0.5 to 600");
+    if (!c.number(c.heartbeat, 100, 600'000, heartbeatMs) || !c.number(c.credits, 100, 86'400'000, creditsMs))
+        return QStringLiteral("--heartbeat-ms / --credits-poll-ms out of range");
     o.computeLimit = pct / 100;
     o.maxDownloadBytesPerSecond = qint64(kib * 1024);
     o.benchSeconds = seconds;
     o.heartbeatInterval = std::chrono::milliseconds(qint64(heartbeatMs));
     o.creditsPollInterval = std::chrono::milliseconds(qint64(creditsMs));
-    o.coordinatorKey = parser.value(key);
-    o.coordinatorCa = parser.value(ca);
+    o.coordinatorKey = parser.value(c.key);
+    o.coordinatorCa = parser.value(c.ca);
     Result<protocol::PublicProfile> profile =
-        protocol::makePublicProfile(parser.value(displayName), parser.value(team));
+        protocol::makePublicProfile(parser.value(c.displayName), parser.value(c.team));
     if (!profile)
-        return usage(err, QStringLiteral("run"), QString::fromStdString(profile.message()));
+        return QString::fromStdString(profile.message());
     o.profile = *profile;
+    return o;
+}
 
+// Runs the node until it finishes or a signal stops it: the process's exit code.
+int runNode(const NodeOptions& o, std::ostream& err) {
     if (Status s = NodeFiles(o.dataDir).ensureExists(); !s) {
         err << kProgram << ": " << s.message() << "\n";
         return ExitError;
@@ -221,6 +221,28 @@ int runNodeCommand(const QStringList& arguments, std::ostream& out, std::ostream
         return ExitError;
     }
     return QCoreApplication::exec();
+}
+
+} // namespace
+
+int runNodeCommand(const QStringList& arguments, std::ostream& out, std::ostream& err) {
+    RunCommandLine commandLine;
+    QCommandLineParser& parser = commandLine.parser;
+    if (!parser.parse(arguments))
+        return usage(err, QStringLiteral("run"), parser.errorText());
+    if (parser.isSet(commandLine.help)) {
+        out << QStringLiteral("Usage: tessera-node run --coordinator URL [options]\n\nJoin the swarm and "
+                              "compute until stopped.\n")
+            << parser.helpText().section(u'\n', 1);
+        return 0;
+    }
+    if (!parser.positionalArguments().isEmpty())
+        return usage(err, QStringLiteral("run"),
+                     QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().first()));
+    std::variant<NodeOptions, QString> options = readRunOptions(commandLine);
+    if (const QString* error = std::get_if<QString>(&options))
+        return usage(err, QStringLiteral("run"), *error);
+    return runNode(std::get<NodeOptions>(options), err);
 }
 
 std::optional<protocol::ControlCommand> controlVerb(const QString& verb) {

@@ -79,6 +79,39 @@ QStringList certificateNames(const ListenAddress& listen) {
     return names;
 }
 
+// The checks of the options that need no state: the listen address (returned), plain HTTP only on
+// loopback, the operator's certificate and key together, the dataset's spec.
+Result<ListenAddress> checkOptions(const CoordinatorOptions& options) {
+    Result<ListenAddress> listen = parseListenAddress(options.listen);
+    if (!listen)
+        return listen.error();
+    if (options.insecureLoopback && (!options.tlsCert.isEmpty() || !options.tlsKey.isEmpty()))
+        return makeError("--insecure-loopback and --tls-cert/--tls-key contradict each other: choose one");
+    if (options.insecureLoopback && !listen->address.isLoopback())
+        return makeError(
+            "refusing plain HTTP on " + str(listen->address.toString()) +
+            ": --insecure-loopback only serves a loopback address (127.0.0.1, ::1, localhost). "
+            "Drop --insecure-loopback to serve HTTPS (a certificate is made when none is given)");
+    if (options.tlsCert.isEmpty() != options.tlsKey.isEmpty())
+        return makeError("--tls-cert and --tls-key go together: give both, or neither for a self-signed "
+                         "certificate in the data dir");
+
+    if (!options.dataset.isEmpty())
+        if (Result<DatasetSpec> d = DatasetSpec::parse(options.dataset); !d)
+            return d.error();
+    return listen;
+}
+
+// The operator's certificate and key (--tls-cert, --tls-key); none when not given.
+Result<std::optional<TlsCertificate>> loadGivenCertificate(const CoordinatorOptions& options) {
+    if (options.tlsCert.isEmpty())
+        return std::optional<TlsCertificate>();
+    Result<TlsCertificate> loaded = TlsCertificate::load(options.tlsCert, options.tlsKey);
+    if (!loaded)
+        return makeError("the TLS certificate: " + loaded.message());
+    return std::optional<TlsCertificate>(std::move(*loaded));
+}
+
 } // namespace
 
 Result<ListenAddress> parseListenAddress(const QString& text) {
@@ -144,6 +177,17 @@ struct Coordinator::Parts {
             return h(r);
         });
     }
+    // The steps of Coordinator::start, in its order.
+    Status lockDataDir(const QDir& dataDir);
+    Status loadKey(const QDir& dataDir);
+    Status openDatabase();
+    Status openRun();
+    void createApis();
+    void createServer(const std::optional<TlsCertificate>& tls);
+    // Starts the preparation (RunPreparation), then listens: the API answers while it runs.
+    Status listenWhilePreparing();
+    // Purges spent nonces and expired sessions every kPurgeInterval.
+    void startPurging();
     void addRoutes();
     // The part that needs every stage's checkpoint: the data plane and the sessions.
     Status serve(PreparedRun ready);
@@ -157,31 +201,13 @@ Coordinator::~Coordinator() = default;
 
 Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions& options) {
     // Checks that need no state come first: a refused start leaves nothing behind.
-    Result<ListenAddress> listen = parseListenAddress(options.listen);
+    Result<ListenAddress> listen = checkOptions(options);
     if (!listen)
         return listen.error();
-    if (options.insecureLoopback && (!options.tlsCert.isEmpty() || !options.tlsKey.isEmpty()))
-        return makeError("--insecure-loopback and --tls-cert/--tls-key contradict each other: choose one");
-    if (options.insecureLoopback && !listen->address.isLoopback())
-        return makeError(
-            "refusing plain HTTP on " + str(listen->address.toString()) +
-            ": --insecure-loopback only serves a loopback address (127.0.0.1, ::1, localhost). "
-            "Drop --insecure-loopback to serve HTTPS (a certificate is made when none is given)");
-    if (options.tlsCert.isEmpty() != options.tlsKey.isEmpty())
-        return makeError("--tls-cert and --tls-key go together: give both, or neither for a self-signed "
-                         "certificate in the data dir");
-
-    if (!options.dataset.isEmpty())
-        if (Result<DatasetSpec> d = DatasetSpec::parse(options.dataset); !d)
-            return d.error();
     // The operator's certificate and key are checked before the data dir is made.
-    std::optional<TlsCertificate> given;
-    if (!options.tlsCert.isEmpty()) {
-        Result<TlsCertificate> loaded = TlsCertificate::load(options.tlsCert, options.tlsKey);
-        if (!loaded)
-            return makeError("the TLS certificate: " + loaded.message());
-        given = std::move(*loaded);
-    }
+    Result<std::optional<TlsCertificate>> given = loadGivenCertificate(options);
+    if (!given)
+        return given.error();
 
     if (Status s = createDataDir(options.dataDir); !s)
         return s.error();
@@ -189,34 +215,18 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
     std::unique_ptr<Coordinator> c(new Coordinator);
     Parts& p = *c->m_parts;
     p.listen = *listen;
-    // One coordinator per data dir: two would write the same shards, checkpoints and database. A
-    // lock left by a process that died is taken over (QLockFile checks its pid); age alone never
-    // makes a lock stale (a run holds it for months).
-    p.lock = std::make_unique<QLockFile>(dataDir.filePath(QStringLiteral("coordinator.lock")));
-    p.lock->setStaleLockTime(0);
-    if (!p.lock->tryLock(0)) {
-        qint64 pid = 0;
-        QString host, app;
-        p.lock->getLockInfo(&pid, &host, &app);
-        if (p.lock->error() == QLockFile::LockFailedError)
-            return makeError("another tessera-coordinator (pid " + std::to_string(pid) + " on " + str(host) +
-                             ") is using the data dir " + str(dataDir.absolutePath()) +
-                             ": stop it first, or give this one another --data-dir");
-        return makeError("cannot lock the data dir " + str(dataDir.absolutePath()) +
-                         " (coordinator.lock): check that it is writable");
-    }
-
-    Result<Identity> key = Identity::loadOrCreate(dataDir.filePath(QStringLiteral("coordinator.key")));
-    if (!key)
-        return makeError("the coordinator key: " + key.message());
-    p.key = std::move(*key);
+    p.options = options;
+    if (Status s = p.lockDataDir(dataDir); !s)
+        return s.error();
+    if (Status s = p.loadKey(dataDir); !s)
+        return s.error();
 
     std::optional<TlsCertificate> tls;
     if (!options.insecureLoopback) {
-        c->m_tlsCertPath = given ? options.tlsCert : dataDir.filePath(QStringLiteral("tls.crt"));
+        c->m_tlsCertPath = *given ? options.tlsCert : dataDir.filePath(QStringLiteral("tls.crt"));
         Result<TlsCertificate> loaded =
-            given
-                ? Result<TlsCertificate>(std::move(*given))
+            *given
+                ? Result<TlsCertificate>(std::move(**given))
                 : TlsCertificate::loadOrCreate(c->m_tlsCertPath, dataDir.filePath(QStringLiteral("tls.key")),
                                                certificateNames(*listen));
         if (!loaded)
@@ -225,51 +235,99 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
         tls = std::move(*loaded);
     }
 
-    Result<std::unique_ptr<Database>> db = Database::open(options.dbUrl, options.dataDir);
-    if (!db)
-        return db.error();
-    p.db = std::move(*db);
-    if (Result<int> migrated = p.db->migrate(); !migrated)
-        return makeError(str(p.db->displayName()) + ": " + migrated.message());
+    if (Status s = p.openDatabase(); !s)
+        return s.error();
+    if (Status s = p.openRun(); !s)
+        return s.error();
+    p.createApis();
+    p.createServer(tls);
+    if (Status s = p.listenWhilePreparing(); !s)
+        return s.error();
+    p.startPurging();
+    return c;
+}
+
+Status Coordinator::Parts::lockDataDir(const QDir& dataDir) {
+    // One coordinator per data dir: two would write the same shards, checkpoints and database. A
+    // lock left by a process that died is taken over (QLockFile checks its pid); age alone never
+    // makes a lock stale (a run holds it for months).
+    lock = std::make_unique<QLockFile>(dataDir.filePath(QStringLiteral("coordinator.lock")));
+    lock->setStaleLockTime(0);
+    if (lock->tryLock(0))
+        return {};
+    qint64 pid = 0;
+    QString host, app;
+    lock->getLockInfo(&pid, &host, &app);
+    if (lock->error() == QLockFile::LockFailedError)
+        return makeError("another tessera-coordinator (pid " + std::to_string(pid) + " on " + str(host) +
+                         ") is using the data dir " + str(dataDir.absolutePath()) +
+                         ": stop it first, or give this one another --data-dir");
+    return makeError("cannot lock the data dir " + str(dataDir.absolutePath()) +
+                     " (coordinator.lock): check that it is writable");
+}
+
+Status Coordinator::Parts::loadKey(const QDir& dataDir) {
+    Result<Identity> loaded = Identity::loadOrCreate(dataDir.filePath(QStringLiteral("coordinator.key")));
+    if (!loaded)
+        return makeError("the coordinator key: " + loaded.message());
+    key = std::move(*loaded);
+    return {};
+}
+
+Status Coordinator::Parts::openDatabase() {
+    Result<std::unique_ptr<Database>> opened = Database::open(options.dbUrl, options.dataDir);
+    if (!opened)
+        return opened.error();
+    db = std::move(*opened);
+    if (Result<int> migrated = db->migrate(); !migrated)
+        return makeError(str(db->displayName()) + ": " + migrated.message());
     // Times stored by an earlier process stay in the past, even if the system clock has stepped back.
-    Result<qint64> stored = p.db->latestStoredTimeMs();
+    Result<qint64> stored = db->latestStoredTimeMs();
     if (!stored)
-        return makeError(str(p.db->displayName()) + ": " + stored.message());
+        return makeError(str(db->displayName()) + ": " + stored.message());
     WallClock::holdAtLeast(*stored);
     if (const qint64 behind = *stored - QDateTime::currentMSecsSinceEpoch(); behind > 1000)
         qWarning(
             "coordinator: the system clock reads %lld s before the latest time stored; the coordinator's "
             "clock goes on from the stored time",
             static_cast<long long>(behind / 1000));
+    return {};
+}
 
-    Result<CoordinatorRun> run = CoordinatorRun::openOrCreate(
-        options.dataDir, *p.db, options.model,
+Status Coordinator::Parts::openRun() {
+    Result<CoordinatorRun> opened = CoordinatorRun::openOrCreate(
+        options.dataDir, *db, options.model,
         ModelOverrides{options.stages, options.codec, options.momentBits}, options.dataset);
-    if (!run)
-        return run.error();
-    p.run = std::move(*run);
-    p.options = options;
-    const gpu::ModelConfig& model = p.run->config();
+    if (!opened)
+        return opened.error();
+    run = std::move(*opened);
+    return {};
+}
 
-    AdmissionSettings admission;
-    admission.minimumClientVersion = std::max(options.minClientVersion, protocol::kOldestCompatibleClient);
-    admission.reputation = options.training.reputation;
-    admission.nonceSecret = ChallengeNonce::secretFrom(*p.key);
+void Coordinator::Parts::createApis() {
+    const gpu::ModelConfig& model = run->config();
+    AdmissionSettings admissionSettings;
+    admissionSettings.minimumClientVersion =
+        std::max(options.minClientVersion, protocol::kOldestCompatibleClient);
+    admissionSettings.reputation = options.training.reputation;
+    admissionSettings.nonceSecret = ChallengeNonce::secretFrom(*key);
     AssignmentSettings assignment;
     assignment.maxNodesTotal = options.maxNodes;
     assignment.maxNodesPerStage = options.maxNodesPerStage;
     assignment.waitlistRetryAfter = options.waitlistRetryAfter;
-    p.admission = std::make_unique<AdmissionService>(*p.db, AssignmentPolicy(model, assignment), admission);
-    p.admissionApi =
-        std::make_unique<AdmissionApi>(*p.admission, *p.db, p.metrics, options.maxAdmissionsPerAddress);
-    p.shardApi = std::make_unique<ShardApi>(*p.db, p.run->shardDir(), model.stages);
-    p.statusApi =
-        std::make_unique<StatusApi>(*p.db, p.metrics,
-                                    StatusApiSettings{model, p.key->publicKeyBase64(),
-                                                      admission.minimumClientVersion.toString(), nowMs()});
-    p.creditsApi = std::make_unique<CreditsApi>(*p.db, p.key->publicKeyBase64());
-    p.swarmApi = std::make_unique<SwarmApi>(*p.db, SwarmApiSettings{model.stages});
+    admission =
+        std::make_unique<AdmissionService>(*db, AssignmentPolicy(model, assignment), admissionSettings);
+    admissionApi = std::make_unique<AdmissionApi>(*admission, *db, metrics, options.maxAdmissionsPerAddress);
+    shardApi = std::make_unique<ShardApi>(*db, run->shardDir(), model.stages);
+    statusApi = std::make_unique<StatusApi>(
+        *db, metrics,
+        StatusApiSettings{model, key->publicKeyBase64(), admissionSettings.minimumClientVersion.toString(),
+                          nowMs()});
+    creditsApi = std::make_unique<CreditsApi>(*db, key->publicKeyBase64());
+    swarmApi = std::make_unique<SwarmApi>(*db, SwarmApiSettings{model.stages});
+}
 
+void Coordinator::Parts::createServer(const std::optional<TlsCertificate>& tls) {
     http::HttpServerConfig serverConfig;
     if (options.maxConnections)
         serverConfig.maxConnections = *options.maxConnections;
@@ -281,32 +339,36 @@ Result<std::unique_ptr<Coordinator>> Coordinator::start(const CoordinatorOptions
         serverConfig.maxConnectionsPerAddress = *options.maxConnectionsPerAddress;
     if (options.maxBytesInFlight)
         serverConfig.maxBytesInFlight = *options.maxBytesInFlight;
-    p.server = std::make_unique<http::HttpServer>(serverConfig);
+    server = std::make_unique<http::HttpServer>(serverConfig);
     if (tls)
-        p.server->useTls(*tls);
-    p.scheme = tls ? QStringLiteral("https") : QStringLiteral("http");
-    p.addRoutes();
+        server->useTls(*tls);
+    scheme = tls ? QStringLiteral("https") : QStringLiteral("http");
+    addRoutes();
+}
 
+Status Coordinator::Parts::listenWhilePreparing() {
     // The coordinator answers at once; a new run's weights are written meanwhile and every run's
     // checkpoints read and verified (minutes for a large model), then it serves.
-    p.preparation = std::make_unique<RunPreparation>(*p.run, *p.db, *p.key, p.run->needsInitialShards());
-    RunPreparation* preparation = p.preparation.get();
-    p.statusApi->setPreparation([preparation] { return preparation->progressJson(); });
-    QObject::connect(preparation, &RunPreparation::finished, [&p] { p.prepareDone(); });
-    if (Status s = p.server->listen(listen->address, listen->port); !s)
+    preparation = std::make_unique<RunPreparation>(*run, *db, *key, run->needsInitialShards());
+    RunPreparation* preparing = preparation.get();
+    statusApi->setPreparation([preparing] { return preparing->progressJson(); });
+    QObject::connect(preparing, &RunPreparation::finished, [this] { prepareDone(); });
+    if (Status s = server->listen(listen.address, listen.port); !s)
         return makeError("cannot listen on " + str(options.listen) + ": " + s.message());
+    return {};
+}
 
-    Database& database = *p.db;
-    p.purgeTimer.setInterval(kPurgeInterval);
-    QObject::connect(&p.purgeTimer, &QTimer::timeout, [&database] {
+void Coordinator::Parts::startPurging() {
+    Database& database = *db;
+    purgeTimer.setInterval(kPurgeInterval);
+    QObject::connect(&purgeTimer, &QTimer::timeout, [&database] {
         const qint64 now = nowMs();
         if (Result<int> n = NonceStore(database).purge(now); !n)
             qWarning("coordinator: purging nonces failed: %s", n.message().c_str());
         if (Result<int> n = SessionStore(database).purge(now); !n)
             qWarning("coordinator: purging sessions failed: %s", n.message().c_str());
     });
-    p.purgeTimer.start();
-    return c;
+    purgeTimer.start();
 }
 
 void Coordinator::Parts::addRoutes() {

@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QSettings>
 
+#include <algorithm>
 #include <array>
 
 namespace tessera::manager {
@@ -168,6 +169,10 @@ QString AppSettings::fileName() const {
 
 void AppSettings::sync() {
     m_settings->sync();
+}
+
+int AppSettings::gpuLimitPercent() const {
+    return std::clamp(integer(Key::GpuLimitPercent), 1, 100);
 }
 
 } // namespace tessera::manager

@@ -79,6 +79,9 @@ public:
     QVariant defaultValue(Key key) const;
     QString string(Key key) const { return value(key).toString(); }
     int integer(Key key) const { return value(key).toInt(); }
+    // The compute limit in percent, 1..100 (a hand-edited file's other value is brought into range):
+    // the one value of it the app launches the node with, re-sends and shows.
+    int gpuLimitPercent() const;
     bool flag(Key key) const { return value(key).toBool(); }
     QStringList list(Key key) const { return value(key).toStringList(); }
     // Stores the value (a value equal to the current one changes nothing) and emits changed().

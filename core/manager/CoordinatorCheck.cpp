@@ -127,67 +127,12 @@ void CoordinatorCheck::finish(QNetworkReply* reply) {
     const QUrl url(m_url);
     const QString where =
         url.port() > 0 ? QStringLiteral("%1:%2").arg(url.host()).arg(url.port()) : url.host();
-    Answer a;
-    a.details = reply->errorString();
-    if (!m_sslErrors.isEmpty()) {
-        a.details = m_sslErrors;
-        a.certificate = m_presented.isNull() ? reply->sslConfiguration().peerCertificate() : m_presented;
-        if (m_untrusted) {
-            a.outcome = Outcome::Untrusted;
-            // A certificate trusted for this coordinator, and it presents another: someone may stand
-            // between, so the words warn before they offer.
-            a.message =
-                m_hadCaFile
-                    ? tr("The coordinator at %1 presents a different certificate from the one this "
-                         "computer trusts for it. Trust the new one only if your swarm's operator told "
-                         "you it changed and its fingerprint matches the one below; otherwise someone "
-                         "may be impersonating the coordinator.")
-                          .arg(where)
-                    : tr("The coordinator at %1 uses a certificate that no authority this computer trusts "
-                         "has signed. If your swarm's operator gave you its fingerprint and it matches "
-                         "the one below, you can trust this coordinator.")
-                          .arg(where);
-        } else if (m_wrongName) {
-            a.outcome = Outcome::WrongName;
-            a.message = tr("The coordinator's certificate is not made out for %1. Use the address your "
-                           "swarm's operator gave you (the name in the certificate: %2).")
-                            .arg(url.host(), a.certificate.subjectAlternativeNames().values().join(u", "));
-        } else {
-            a.outcome = Outcome::Untrusted;
-            a.message = tr("The secure connection to the coordinator at %1 failed. Check the computer's "
-                           "date and time, then try again.")
-                            .arg(where);
-        }
-        return answer(a);
-    }
+    if (!m_sslErrors.isEmpty())
+        return answer(tlsFailure(reply, url.host(), where));
     const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-    if (reply->error() != QNetworkReply::NoError && status == 0) {
-        a.outcome = Outcome::Unreachable;
-        switch (reply->error()) {
-        case QNetworkReply::HostNotFoundError:
-            a.message =
-                tr("There is no computer named %1. Check the address for typing mistakes.").arg(url.host());
-            break;
-        case QNetworkReply::TimeoutError:
-        case QNetworkReply::OperationCanceledError:
-            a.message = tr("The coordinator at %1 did not answer within %2 seconds. Check the address and "
-                           "this computer's internet connection, then try again.")
-                            .arg(where)
-                            .arg(kTimeoutMs / 1000);
-            break;
-        case QNetworkReply::ConnectionRefusedError:
-            a.message = tr("Nothing answers at %1: the coordinator is not running there, or the address "
-                           "or port is wrong. Check the address, then try again.")
-                            .arg(where);
-            break;
-        default:
-            a.message = tr("The coordinator at %1 cannot be reached. Check the address and this computer's "
-                           "internet connection, then try again.")
-                            .arg(where);
-            break;
-        }
-        return answer(a);
-    }
+    if (reply->error() != QNetworkReply::NoError && status == 0)
+        return answer(unreachable(reply, url.host(), where));
+    Answer a;
     const QJsonObject info = QJsonDocument::fromJson(reply->read(kMaxInfoBytes + 1)).object();
     if (status != 200 || info.value(u"name").toString() != u"tessera-coordinator") {
         a.outcome = Outcome::NotACoordinator;
@@ -198,10 +143,73 @@ void CoordinatorCheck::finish(QNetworkReply* reply) {
         return answer(a);
     }
     a.outcome = Outcome::Ok;
-    a.details.clear();
     a.model = info.value(u"model").toObject().value(u"name").toString();
     a.message = tr("The coordinator at %1 answers.").arg(where);
     answer(a);
+}
+
+CoordinatorCheck::Answer CoordinatorCheck::tlsFailure(QNetworkReply* reply, const QString& host,
+                                                      const QString& where) const {
+    Answer a;
+    a.details = m_sslErrors;
+    a.certificate = m_presented.isNull() ? reply->sslConfiguration().peerCertificate() : m_presented;
+    if (m_untrusted) {
+        a.outcome = Outcome::Untrusted;
+        // A certificate trusted for this coordinator, and it presents another: someone may stand
+        // between, so the words warn before they offer.
+        a.message =
+            m_hadCaFile
+                ? tr("The coordinator at %1 presents a different certificate from the one this "
+                     "computer trusts for it. Trust the new one only if your swarm's operator told "
+                     "you it changed and its fingerprint matches the one below; otherwise someone "
+                     "may be impersonating the coordinator.")
+                      .arg(where)
+                : tr("The coordinator at %1 uses a certificate that no authority this computer trusts "
+                     "has signed. If your swarm's operator gave you its fingerprint and it matches "
+                     "the one below, you can trust this coordinator.")
+                      .arg(where);
+    } else if (m_wrongName) {
+        a.outcome = Outcome::WrongName;
+        a.message = tr("The coordinator's certificate is not made out for %1. Use the address your "
+                       "swarm's operator gave you (the name in the certificate: %2).")
+                        .arg(host, a.certificate.subjectAlternativeNames().values().join(u", "));
+    } else {
+        a.outcome = Outcome::Untrusted;
+        a.message = tr("The secure connection to the coordinator at %1 failed. Check the computer's "
+                       "date and time, then try again.")
+                        .arg(where);
+    }
+    return a;
+}
+
+CoordinatorCheck::Answer CoordinatorCheck::unreachable(QNetworkReply* reply, const QString& host,
+                                                       const QString& where) const {
+    Answer a;
+    a.details = reply->errorString();
+    a.outcome = Outcome::Unreachable;
+    switch (reply->error()) {
+    case QNetworkReply::HostNotFoundError:
+        a.message = tr("There is no computer named %1. Check the address for typing mistakes.").arg(host);
+        break;
+    case QNetworkReply::TimeoutError:
+    case QNetworkReply::OperationCanceledError:
+        a.message = tr("The coordinator at %1 did not answer within %2 seconds. Check the address and "
+                       "this computer's internet connection, then try again.")
+                        .arg(where)
+                        .arg(kTimeoutMs / 1000);
+        break;
+    case QNetworkReply::ConnectionRefusedError:
+        a.message = tr("Nothing answers at %1: the coordinator is not running there, or the address "
+                       "or port is wrong. Check the address, then try again.")
+                        .arg(where);
+        break;
+    default:
+        a.message = tr("The coordinator at %1 cannot be reached. Check the address and this computer's "
+                       "internet connection, then try again.")
+                        .arg(where);
+        break;
+    }
+    return a;
 }
 
 void CoordinatorCheck::answer(Answer a) {

@@ -63,6 +63,10 @@ Q_SIGNALS:
 
 private:
     void finish(QNetworkReply* reply);
+    // The answer when TLS complained (m_sslErrors): untrusted, for another name, or failed.
+    Answer tlsFailure(QNetworkReply* reply, const QString& host, const QString& where) const;
+    // The answer when nobody answered at all (no HTTP status), by the network's error.
+    Answer unreachable(QNetworkReply* reply, const QString& host, const QString& where) const;
     void answer(Answer a);
     void answerLater(Answer a);
 

@@ -16,6 +16,7 @@
 #include <QStandardPaths>
 
 #include <algorithm>
+#include <optional>
 
 namespace tessera::manager {
 
@@ -163,7 +164,7 @@ NodeLaunch Manager::makeLaunch() const {
     launch.coordinatorKey = m_settings.string(Key::CoordinatorKey);
     launch.dataDir = nodeDataDir();
     launch.device = m_settings.string(Key::Device);
-    launch.gpuLimitPercent = std::clamp(m_settings.integer(Key::GpuLimitPercent), 1, 100);
+    launch.gpuLimitPercent = m_settings.gpuLimitPercent();
     launch.displayName = m_settings.string(Key::DisplayName);
     launch.team = m_settings.string(Key::Team);
     launch.extraArguments = m_extraArguments;
@@ -316,7 +317,7 @@ void Manager::applySetting(int keyValue) {
     } else if (key == Key::GraceSeconds) {
         m_policy->setGracePeriod(std::chrono::seconds(std::max(0, m_settings.integer(Key::GraceSeconds))));
     } else if (key == Key::GpuLimitPercent) {
-        m_supervisor->setGpuLimit(std::clamp(m_settings.integer(Key::GpuLimitPercent), 1, 100));
+        m_supervisor->setGpuLimit(m_settings.gpuLimitPercent());
     } else if (key == Key::StartAtLogin) {
         if (Status s = Autostart::setEnabled(m_settings.flag(Key::StartAtLogin),
                                              QCoreApplication::applicationFilePath());
@@ -360,95 +361,119 @@ void Manager::sampleHistory() {
 }
 
 void Manager::updateState() {
-    using S = NodeSupervisor::State;
     const QJsonObject& status = m_supervisor->nodeStatus();
-    const QString nodeState = status.value(u"state").toString();
-    const int stage = status.value(u"stage").toInt(-1);
-    const int stages = NodeStatusText::stageCount(status, m_swarm->lastStatus());
-    const QString stageText =
-        stages > 0 ? tr("stage %1 of %2").arg(stage + 1).arg(stages) : tr("stage %1").arg(stage + 1);
-    const QJsonObject download = status.value(u"download").toObject();
-
-    AppState state = AppState::Preparing;
-    QString text;
-    QString details; // the technical side, for a "Details" view
-    if (!m_contributing) {
-        state = AppState::NotStarted;
-        text = tr("Not contributing — click Contribute to lend your GPU");
-    } else if (overDiskLimit()) {
-        state = AppState::Error;
-        text = tr("Stopped — this stage of the model needs %1 on disk; your limit is %2 (Settings → Data "
-                  "folder)")
-                   .arg(NodeStatusText::megabytes(download.value(u"total").toDouble()),
-                        NodeStatusText::megabytes(m_settings.value(Key::DiskLimitGb).toDouble() * 1e9));
-    } else if (m_policy->decision().paused()) {
-        state = AppState::Paused;
-        text = tr("Paused — %1").arg(m_policy->decision().reason);
-    } else if (m_supervisor->state() == S::Refused) {
-        state = AppState::Error;
-        text = tr("Stopped — %1").arg(m_supervisor->lastError());
-        details = m_supervisor->lastErrorDetails();
-    } else if (m_supervisor->state() == S::Restarting) {
-        state = AppState::Waiting;
-        text = tr("Waiting — %1; starting it again").arg(m_supervisor->lastError());
-        details = m_supervisor->lastErrorDetails();
-    } else if (m_supervisor->state() == S::Starting || m_supervisor->state() == S::Stopped ||
-               nodeState.isEmpty()) {
-        text = tr("Starting…");
-    } else if (nodeState == u"Benchmarking") {
-        text = tr("Measuring your GPU…");
-    } else if (nodeState == u"Admitting" || nodeState == u"Starting") {
-        if (status.contains(u"retry_in_s") && status.contains(u"last_error")) {
-            // The node's words name its protocol ("/v1/info", TLS): they go behind Details.
-            state = AppState::Waiting;
-            text = tr("Waiting — the coordinator could not be reached or did not let this computer join; "
-                      "trying again in %1")
-                       .arg(NodeStatusText::duration(status.value(u"retry_in_s").toDouble()));
-            details = status.value(u"last_error").toString();
-        } else {
-            text = tr("Asking the coordinator for a place in the swarm…");
-        }
-    } else if (nodeState == u"Waitlisted") {
-        state = AppState::Waiting;
-        const QString retry = NodeStatusText::duration(status.value(u"retry_in_s").toDouble());
-        if (const int percent = NodeStatusText::preparingPercent(m_swarm->lastStatus()); percent >= 0)
-            text = tr("Waiting — the coordinator is preparing the model (%1% ready); trying again in %2")
-                       .arg(QString::number(percent), retry);
-        else
-            text = tr("Waiting — the swarm has no room right now; trying again in %1").arg(retry);
-    } else if (nodeState == u"Downloading") {
-        text = tr("Downloading %1 of the model: %2").arg(stageText, NodeStatusText::download(status));
-    } else if (nodeState == u"Joining") {
-        text = tr("Joining the swarm with %1 of the model…").arg(stageText);
-    } else if (nodeState == u"Working") {
-        // Contributing only while tasks flow: a node waits while its session is being reopened,
-        // or while no task comes (another stage has nobody, or the coordinator has none).
-        const double sinceTask = status.value(u"training").toObject().value(u"last_task_age_s").toDouble(-1);
-        const int empty = NodeStatusText::emptyStage(m_swarm->lastStatus(), stage);
-        state = AppState::Waiting;
-        if (!status.value(u"session").toObject().value(u"open").toBool(true)) {
-            text = tr("Lost contact with the coordinator — reconnecting");
-        } else if (sinceTask >= 0 && sinceTask < kTasksStopFlowingS) {
-            state = AppState::Contributing;
-            text = tr("Contributing to %1 of the model").arg(stageText);
-        } else if (empty >= 0) {
-            text = tr("Waiting for other volunteers (stage %1 has nobody yet)").arg(empty + 1);
-        } else {
-            text = tr("Waiting for work from the coordinator");
-        }
-    } else if (nodeState == u"Paused") {
-        state = AppState::Paused;
-        text = tr("Paused");
-    } else {
-        state = AppState::Waiting;
-        text = tr("Waiting — the node is stopping");
-    }
+    std::optional<ShownState> shown = stateBeforeNode(status);
+    if (!shown)
+        shown = nodeReportedState(status);
+    const auto& [state, text, details] = *shown;
     if (state == m_state && text == m_stateText && details == m_stateDetails)
         return;
     m_state = state;
     m_stateText = text;
     m_stateDetails = details;
     Q_EMIT stateChanged(state, text);
+}
+
+std::optional<Manager::ShownState> Manager::stateBeforeNode(const QJsonObject& status) const {
+    using S = NodeSupervisor::State;
+    const QString nodeState = status.value(u"state").toString();
+    ShownState shown;
+    if (!m_contributing) {
+        shown.state = AppState::NotStarted;
+        shown.text = tr("Not contributing — click Contribute to lend your GPU");
+    } else if (overDiskLimit()) {
+        const QJsonObject download = status.value(u"download").toObject();
+        shown.state = AppState::Error;
+        shown.text =
+            tr("Stopped — this stage of the model needs %1 on disk; your limit is %2 (Settings → Data "
+               "folder)")
+                .arg(NodeStatusText::megabytes(download.value(u"total").toDouble()),
+                     NodeStatusText::megabytes(m_settings.value(Key::DiskLimitGb).toDouble() * 1e9));
+    } else if (m_policy->decision().paused()) {
+        shown.state = AppState::Paused;
+        shown.text = tr("Paused — %1").arg(m_policy->decision().reason);
+    } else if (m_supervisor->state() == S::Refused) {
+        shown.state = AppState::Error;
+        shown.text = tr("Stopped — %1").arg(m_supervisor->lastError());
+        shown.details = m_supervisor->lastErrorDetails();
+    } else if (m_supervisor->state() == S::Restarting) {
+        shown.state = AppState::Waiting;
+        shown.text = tr("Waiting — %1; starting it again").arg(m_supervisor->lastError());
+        shown.details = m_supervisor->lastErrorDetails();
+    } else if (m_supervisor->state() == S::Starting || m_supervisor->state() == S::Stopped ||
+               nodeState.isEmpty()) {
+        shown.text = tr("Starting…");
+    } else {
+        return std::nullopt;
+    }
+    return shown;
+}
+
+Manager::ShownState Manager::nodeReportedState(const QJsonObject& status) const {
+    const QString nodeState = status.value(u"state").toString();
+    const int stage = status.value(u"stage").toInt(-1);
+    const int stages = NodeStatusText::stageCount(status, m_swarm->lastStatus());
+    const QString stageText =
+        stages > 0 ? tr("stage %1 of %2").arg(stage + 1).arg(stages) : tr("stage %1").arg(stage + 1);
+    ShownState shown;
+    if (nodeState == u"Benchmarking") {
+        shown.text = tr("Measuring your GPU…");
+    } else if (nodeState == u"Admitting" || nodeState == u"Starting") {
+        if (status.contains(u"retry_in_s") && status.contains(u"last_error")) {
+            // The node's words name its protocol ("/v1/info", TLS): they go behind Details.
+            shown.state = AppState::Waiting;
+            shown.text =
+                tr("Waiting — the coordinator could not be reached or did not let this computer join; "
+                   "trying again in %1")
+                    .arg(NodeStatusText::duration(status.value(u"retry_in_s").toDouble()));
+            shown.details = status.value(u"last_error").toString();
+        } else {
+            shown.text = tr("Asking the coordinator for a place in the swarm…");
+        }
+    } else if (nodeState == u"Waitlisted") {
+        shown.state = AppState::Waiting;
+        const QString retry = NodeStatusText::duration(status.value(u"retry_in_s").toDouble());
+        if (const int percent = NodeStatusText::preparingPercent(m_swarm->lastStatus()); percent >= 0)
+            shown.text =
+                tr("Waiting — the coordinator is preparing the model (%1% ready); trying again in %2")
+                    .arg(QString::number(percent), retry);
+        else
+            shown.text = tr("Waiting — the swarm has no room right now; trying again in %1").arg(retry);
+    } else if (nodeState == u"Downloading") {
+        shown.text = tr("Downloading %1 of the model: %2").arg(stageText, NodeStatusText::download(status));
+    } else if (nodeState == u"Joining") {
+        shown.text = tr("Joining the swarm with %1 of the model…").arg(stageText);
+    } else if (nodeState == u"Working") {
+        shown = workingState(status, stage, stageText);
+    } else if (nodeState == u"Paused") {
+        shown.state = AppState::Paused;
+        shown.text = tr("Paused");
+    } else {
+        shown.state = AppState::Waiting;
+        shown.text = tr("Waiting — the node is stopping");
+    }
+    return shown;
+}
+
+// Contributing only while tasks flow: a node waits while its session is being reopened,
+// or while no task comes (another stage has nobody, or the coordinator has none).
+Manager::ShownState Manager::workingState(const QJsonObject& status, int stage,
+                                          const QString& stageText) const {
+    const double sinceTask = status.value(u"training").toObject().value(u"last_task_age_s").toDouble(-1);
+    const int empty = NodeStatusText::emptyStage(m_swarm->lastStatus(), stage);
+    ShownState shown;
+    shown.state = AppState::Waiting;
+    if (!status.value(u"session").toObject().value(u"open").toBool(true)) {
+        shown.text = tr("Lost contact with the coordinator — reconnecting");
+    } else if (sinceTask >= 0 && sinceTask < kTasksStopFlowingS) {
+        shown.state = AppState::Contributing;
+        shown.text = tr("Contributing to %1 of the model").arg(stageText);
+    } else if (empty >= 0) {
+        shown.text = tr("Waiting for other volunteers (stage %1 has nobody yet)").arg(empty + 1);
+    } else {
+        shown.text = tr("Waiting for work from the coordinator");
+    }
+    return shown;
 }
 
 } // namespace tessera::manager

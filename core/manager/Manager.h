@@ -21,6 +21,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace tessera::manager {
 
@@ -99,7 +100,19 @@ private:
     void rebuildDetectors();
     void tick();
     void applyDecision(const PauseDecision& decision);
+    // What the app shows: its state, the sentence, and the technical side for a "Details" view.
+    struct ShownState {
+        AppState state = AppState::Preparing;
+        QString text;
+        QString details;
+    };
     void updateState();
+    // What the manager, the pause policy and the supervisor say before the node's own state counts
+    // (not contributing, over the disk limit, paused, refused, restarting, starting); none after.
+    std::optional<ShownState> stateBeforeNode(const QJsonObject& status) const;
+    // What the node's reported state says.
+    ShownState nodeReportedState(const QJsonObject& status) const;
+    ShownState workingState(const QJsonObject& status, int stage, const QString& stageText) const;
     void sampleHistory();
     NodeLaunch makeLaunch() const;
     // The stage the node was given needs more disk than the user allows.

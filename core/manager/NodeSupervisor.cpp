@@ -168,8 +168,12 @@ void NodeSupervisor::poll() {
 void NodeSupervisor::onStatus(const QJsonObject& reply) {
     m_status = reply;
     const bool paused = reply.value(u"paused").toBool();
-    if (m_state == State::Starting)
+    if (m_state == State::Starting) {
         enter(paused ? State::SoftPaused : State::Running);
+        // The limit is the app's (one store: its settings): said again on every connect, since it may
+        // have changed after the node was launched with --gpu-limit.
+        command({protocol::ControlCommand::SetLimit, false, double(m_launch.gpuLimitPercent)});
+    }
     // A soft pause asked while the node was starting is carried out as soon as it answers.
     if (m_wantSoftPause && !paused && (m_state == State::Running || m_state == State::SoftPaused)) {
         command({protocol::ControlCommand::Pause});

@@ -3,15 +3,16 @@
 
 #include "common/MonotonicClock.h"
 #include "common/Version.h"
+#include "control/ControlServer.h"
 #include "node/BenchmarkRun.h"
 #include "node/StagePlan.h"
-#include "control/ControlServer.h"
 #include "node/engine/EngineHost.h"
 #include "node/engine/EngineWorker.h"
 #include "node/ledger/LocalLedger.h"
 #include "node/session/Admission.h"
 #include "node/session/CoordinatorClient.h"
 #include "node/session/CreditsPoller.h"
+#include "node/session/NodeInbox.h"
 #include "node/session/NodeSession.h"
 #include "node/session/TaskRunner.h"
 #include "node/shard/ShardInstall.h"
@@ -28,8 +29,6 @@ namespace tessera::node {
 
 namespace {
 
-const QString kSettingsFile = QStringLiteral("settings.json");
-
 qint64 nowMs() {
     return MonotonicClock::nowMs(); // a wall clock stepping back must not add an hour to "retry in"
 }
@@ -43,7 +42,6 @@ Node::Node(NodeOptions options, QObject* parent)
     , m_limit(m_options.computeLimit) {
     m_retry.setSingleShot(true);
     m_creditsTimer.setInterval(m_options.creditsPollInterval);
-    connect(&m_creditsTimer, &QTimer::timeout, this, [this] { m_credits->poll(); });
 }
 
 Node::~Node() = default;
@@ -58,12 +56,6 @@ Status Node::start() {
     if (!identity)
         return makeError("node key " + m_files.keyPath().toStdString() + ": " + identity.message());
     m_identity = *identity;
-
-    // The user's last choice of limit outlives restarts; the command line sets it when given.
-    if (Result<QJsonObject> settings = m_files.read(kSettingsFile); settings && settings->contains(u"limit"))
-        m_limit = settings->value(u"limit").toDouble(m_limit);
-    if (m_options.computeLimit != NodeOptions{}.computeLimit)
-        m_limit = m_options.computeLimit;
 
     m_control = std::make_unique<ControlServer>(
         m_files.dir(), [this](const protocol::ControlRequest& request) { return onControl(request); });
@@ -100,6 +92,7 @@ Status Node::start() {
             [this](const QString& why) { fail(why, ExitError); });
     m_credits = std::make_unique<CreditsPoller>(
         *m_client, m_identity->nodeId(), [this] { return m_stopping ? nullptr : m_ledger.get(); }, m_files);
+    connect(&m_creditsTimer, &QTimer::timeout, m_credits.get(), &CreditsPoller::poll);
 
     qInfo("tessera-node %s: node %s, data dir %s, coordinator %s, device %s, limit %d%%",
           qPrintable(tesseraVersion()), qPrintable(m_identity->nodeId()), qPrintable(m_files.dir()),
@@ -209,56 +202,95 @@ void Node::download() {
 
 void Node::join() {
     enter(NodeState::Joining);
-    if (!m_ledger) {
-        Result<std::unique_ptr<LocalLedger>> ledger =
-            LocalLedger::open(m_files.ledgerPath(), m_identity->nodeId(), m_admission->coordinatorKey());
-        if (!ledger)
-            return fail(QStringLiteral("ledger: ") + QString::fromStdString(ledger.message()), ExitError);
-        m_ledger = std::move(*ledger);
-    }
-    if (!m_engine) {
-        m_engine = std::make_unique<EngineHost>(m_limit);
-        connect(
-            m_engine.get(), &EngineHost::stageLoaded, this, [this](const QString& error, qint64 parameters) {
-                if (!error.isEmpty()) {
-                    // The loader checks the whole file against the manifest first: a shard that fails
-                    // (damaged on disk since it was downloaded) is removed and fetched again.
-                    QFile::remove(m_store->pathFor(*m_manifest));
-                    QFile::remove(m_store->manifestPathFor(*m_manifest));
-                    return retryLater(QStringLiteral("loading the stage: ") + error, NodeState::Downloading);
-                }
-                qInfo("node: stage %d loaded (%lld parameters)", m_admission->stage(), qlonglong(parameters));
-                maybeWorking();
-            });
-        connect(m_engine.get(), &EngineHost::probeAnswered, this, [this](const protocol::TaskResult& result) {
-            if (m_session)
-                m_session->send(result);
-        });
-        connect(m_engine.get(), &EngineHost::pausedChanged, this, [this](bool paused) {
-            if (m_state == NodeState::Working && paused)
-                enter(NodeState::Paused);
-            else if (m_state == NodeState::Paused && !paused)
-                enter(NodeState::Working);
-        });
-    }
+    if (!m_ledger && !openLedger())
+        return;
+    if (!m_engine)
+        makeEngine();
     Result<gpu::ModelConfig> config = gpu::ModelConfig::fromJson(
         QJsonDocument(m_admission->modelConfig()).toJson(QJsonDocument::Compact).toStdString());
     if (!config)
         return refuse(protocol::RefusalKind::Other,
                       QStringLiteral("the coordinator's model: ") + QString::fromStdString(config.message()));
+    if (!m_session)
+        makeSession();
+    makeRunner(*config);
+    loadStage(*config);
+    m_session->open(m_admission->sessionToken());
+}
+
+bool Node::openLedger() {
+    Result<std::unique_ptr<LocalLedger>> ledger =
+        LocalLedger::open(m_files.ledgerPath(), m_identity->nodeId(), m_admission->coordinatorKey());
+    if (!ledger) {
+        fail(QStringLiteral("ledger: ") + QString::fromStdString(ledger.message()), ExitError);
+        return false;
+    }
+    m_ledger = std::move(*ledger);
+    return true;
+}
+
+void Node::makeEngine() {
+    m_engine = std::make_unique<EngineHost>(m_limit);
+    connect(m_engine.get(), &EngineHost::stageLoaded, this, [this](const QString& error, qint64 parameters) {
+        if (!error.isEmpty()) {
+            // The loader checks the whole file against the manifest first: a shard that fails
+            // (damaged on disk since it was downloaded) is removed and fetched again.
+            QFile::remove(m_store->pathFor(*m_manifest));
+            QFile::remove(m_store->manifestPathFor(*m_manifest));
+            return retryLater(QStringLiteral("loading the stage: ") + error, NodeState::Downloading);
+        }
+        qInfo("node: stage %d loaded (%lld parameters)", m_admission->stage(), qlonglong(parameters));
+        maybeWorking();
+    });
+    connect(m_engine.get(), &EngineHost::pausedChanged, this, [this](bool paused) {
+        if (m_state == NodeState::Working && paused)
+            enter(NodeState::Paused);
+        else if (m_state == NodeState::Paused && !paused)
+            enter(NodeState::Working);
+    });
+}
+
+// The session, kept from the first join on (a reassign keeps it open), and its inbox: the
+// coordinator's messages go straight to the parts they are for, the engine's probe answers
+// straight back.
+void Node::makeSession() {
+    m_session =
+        std::make_unique<NodeSession>(m_client->sessionUrl(), m_client->ssl(), m_options.heartbeatInterval);
+    connect(m_session.get(), &NodeSession::opened, this, [this] {
+        qInfo("node: session open");
+        // A reconnect while working: the coordinator learns again that tasks may come here.
+        if (m_state == NodeState::Working || m_state == NodeState::Paused)
+            announceAvailability();
+        maybeWorking();
+        m_credits->poll();
+    });
+    connect(m_session.get(), &NodeSession::dropped, this, [](const QString& reason) {
+        qWarning("node: session dropped (%s); reconnecting", qPrintable(reason));
+    });
+    connect(m_session.get(), &NodeSession::invalidated, this, [this](const QString& reason) {
+        qWarning("node: the coordinator ended the session (%s); admitting again", qPrintable(reason));
+        m_creditsTimer.stop();
+        enter(NodeState::Admitting);
+        m_admission->admitAgain();
+    });
+    m_inbox = std::make_unique<NodeInbox>();
+    connect(m_session.get(), &NodeSession::message, m_inbox.get(), &NodeInbox::receive);
+    connect(m_session.get(), &NodeSession::binaryMessage, m_inbox.get(), &NodeInbox::receiveBinary);
+    connect(m_inbox.get(), &NodeInbox::reassigned, this, &Node::onReassign);
+    connect(m_inbox.get(), &NodeInbox::probeAsked, m_engine.get(), &EngineHost::probe);
+    connect(m_inbox.get(), &NodeInbox::creditsWaiting, m_credits.get(), &CreditsPoller::poll);
+    connect(m_engine.get(), &EngineHost::probeAnswered, m_session.get(), &NodeSession::send);
+}
+
+void Node::makeRunner(const gpu::ModelConfig& config) {
     // A fresh runner for the stage being loaded: snapshots and tasks of an earlier one are void.
-    m_runner = std::make_unique<TaskRunner>(
-        m_engine->worker(), *config, m_admission->stage(),
-        [this](const QByteArray& message) {
-            if (m_session)
-                m_session->sendBinary(message);
-        },
-        [this](const protocol::SessionMessage& message) {
-            if (m_session)
-                m_session->send(message);
-        });
+    m_runner = std::make_unique<TaskRunner>(m_engine->worker(), config, m_admission->stage(), *m_session);
+    m_inbox->setRunner(m_runner.get());
+}
+
+void Node::loadStage(const gpu::ModelConfig& config) {
     EngineLoadOptions load;
-    load.engine.config = *config;
+    load.engine.config = config;
     load.engine.stage = m_admission->stage();
     load.engine.device = m_options.device.toStdString();
     applyPlan(m_plan, load.engine); // planned when the stage was granted
@@ -268,34 +300,6 @@ void Node::join() {
     load.shardPath = m_store->pathFor(*m_manifest);
     load.manifest = *m_manifest;
     m_engine->load(load);
-
-    if (!m_session) {
-        m_session = std::make_unique<NodeSession>(m_client->sessionUrl(), m_client->ssl(),
-                                                  m_options.heartbeatInterval);
-        connect(m_session.get(), &NodeSession::opened, this, [this] {
-            qInfo("node: session open");
-            // A reconnect while working: the coordinator learns again that tasks may come here.
-            if (m_state == NodeState::Working || m_state == NodeState::Paused)
-                announceAvailability();
-            maybeWorking();
-            m_credits->poll();
-        });
-        connect(m_session.get(), &NodeSession::dropped, this, [](const QString& reason) {
-            qWarning("node: session dropped (%s); reconnecting", qPrintable(reason));
-        });
-        connect(m_session.get(), &NodeSession::invalidated, this, [this](const QString& reason) {
-            qWarning("node: the coordinator ended the session (%s); admitting again", qPrintable(reason));
-            m_creditsTimer.stop();
-            enter(NodeState::Admitting);
-            m_admission->admitAgain();
-        });
-        connect(m_session.get(), &NodeSession::message, this, &Node::onSessionMessage);
-        connect(m_session.get(), &NodeSession::binaryMessage, this, [this](const QByteArray& message) {
-            if (m_runner)
-                m_runner->handleBinary(message);
-        });
-    }
-    m_session->open(m_admission->sessionToken());
 }
 
 void Node::maybeWorking() {
@@ -326,27 +330,6 @@ void Node::announceAvailability() {
         }
         m_session->send(ready);
     }
-}
-
-void Node::onSessionMessage(const protocol::SessionMessage& message) {
-    if (const auto* reassign = std::get_if<protocol::Reassign>(&message))
-        return onReassign(*reassign);
-    // The data plane (tasks with frames, steps, averaging) is the runner's; probes stay here.
-    if (m_runner && m_runner->handleText(message))
-        return;
-    if (const auto* task = std::get_if<protocol::Task>(&message)) {
-        // Between stages (a reassign) there is no runner: only probes run.
-        if (task->kind != protocol::TaskKind::Probe) {
-            qInfo("node: ignoring a %s task: this node is switching stage",
-                  qPrintable(protocol::taskKindName(task->kind)));
-            return;
-        }
-        return m_engine->probe(*task);
-    }
-    if (std::holds_alternative<protocol::Credits>(message))
-        return m_credits->poll();
-    if (const auto* error = std::get_if<protocol::ErrorNotice>(&message))
-        qWarning("node: the coordinator says: %s", qPrintable(error->error));
 }
 
 void Node::onReassign(const protocol::Reassign& message) {
@@ -435,8 +418,8 @@ QJsonObject Node::onControl(const protocol::ControlRequest& request) {
         QTimer::singleShot(0, this, [this] { stop(QStringLiteral("stop requested")); });
         return QJsonObject{{QStringLiteral("state"), nodeStateName(NodeState::Stopping)}};
     case ControlCommand::SetLimit:
+        // For this run only: whoever launched the node keeps the limit (and sends it again).
         m_limit = request.percent / 100;
-        (void)m_files.write(kSettingsFile, QJsonObject{{QStringLiteral("limit"), m_limit}});
         if (m_engine)
             m_engine->worker()->setLimit(m_limit);
         return status();
@@ -470,6 +453,46 @@ void Node::stop(const QString& why) {
             m_control->close();
         Q_EMIT finished(m_exitCode);
     });
+}
+
+// --- status ------------------------------------------------------------------------------------
+
+// What the node tells its control socket (the desktop app, `tessera-node status`).
+QJsonObject Node::status() const {
+    const EngineStats stats = m_engine ? m_engine->stats() : EngineStats{};
+    const QJsonObject download =
+        m_install ? m_install->status()
+                  : QJsonObject{{QStringLiteral("bytes"), qint64(0)}, {QStringLiteral("total"), qint64(0)}};
+    QJsonObject s{{QStringLiteral("state"), nodeStateName(m_state)},
+                  {QStringLiteral("detail"), m_stateDetail},
+                  {QStringLiteral("node_id"), m_identity ? m_identity->nodeId() : QString()},
+                  {QStringLiteral("coordinator"), m_options.coordinator.toString()},
+                  {QStringLiteral("device"), m_options.device},
+                  {QStringLiteral("stage"), m_admission ? m_admission->stage() : -1},
+                  {QStringLiteral("download"), download},
+                  {QStringLiteral("compute_share"), stats.computeShareWindow},
+                  {QStringLiteral("compute_share_total"), stats.computeShareTotal},
+                  // What the engine runs at: the worker was given m_limit (at its start, then by set-limit).
+                  {QStringLiteral("compute_limit"), m_limit},
+                  {QStringLiteral("paused"), m_pauseRequested},
+                  {QStringLiteral("tasks_done"), stats.tasksDone},
+                  {QStringLiteral("version"), tesseraVersion()}};
+    if (m_retryAtMs > MonotonicClock::nowMs())
+        s.insert(QStringLiteral("retry_in_s"), double(m_retryAtMs - MonotonicClock::nowMs()) / 1000);
+    if (!m_lastError.isEmpty())
+        s.insert(QStringLiteral("last_error"), m_lastError);
+    if (m_runner)
+        s.insert(QStringLiteral("training"), m_runner->status());
+    if (m_session)
+        s.insert(QStringLiteral("session"), m_session->status());
+    if (m_admission && m_admission->stageCount() > 0)
+        s.insert(QStringLiteral("stages"), m_admission->stageCount());
+    // The benchmark for the desktop app's first run: its progress, then its result.
+    if (m_benchmark)
+        s.insert(QStringLiteral("benchmark"), m_benchmark->status());
+    LocalLedger::addTotalsTo(m_ledger.get(), s); // credits_total, ledger_receipts
+    m_credits->addEscrowTo(s);                   // credits_pending, credits_forfeited, last_forfeit_reason
+    return s;
 }
 
 } // namespace tessera::node

@@ -4,10 +4,14 @@
 // joining the swarm, working and pausing, and switching stage when the coordinator says
 // `reassign` (Working/Paused → Downloading → Joining → Working, the session kept open) — driven
 // by the coordinator's answers and by local commands from the control socket. It assembles named
-// parts — BenchmarkRun, Admission, ShardInstall, EngineHost, NodeSession, TaskRunner, CreditsPoller —
-// and owns the state machine between them. Everything runs on the thread that owns the Node, except
-// the benchmark (a short-lived thread) and the engine (its own thread).
+// parts — BenchmarkRun, Admission, ShardInstall, EngineHost, NodeSession, NodeInbox, TaskRunner,
+// CreditsPoller — and owns the state machine between them. Everything runs on the thread that owns
+// the Node, except the benchmark (a short-lived thread) and the engine (its own thread).
+//
+// The compute limit belongs to whoever launches the node (the desktop app keeps it in its
+// settings): --gpu-limit at start, then the control socket's set-limit. The node does not store it.
 
+#include "base/ModelConfig.h"
 #include "base/Result.h"
 #include "base/ShardManifest.h"
 #include "common/Backoff.h"
@@ -35,6 +39,7 @@ class CreditsPoller;
 class CoordinatorClient;
 class EngineHost;
 class LocalLedger;
+class NodeInbox;
 class NodeSession;
 class ShardInstall;
 class ShardStore;
@@ -75,15 +80,22 @@ private:
 
     void runBenchmark();
     void download();
+    // Joining: the ledger and engine (once), the session and its inbox (once), a runner for the
+    // stage, its load, and the session opened.
     void join();
+    bool openLedger(); // false: failed (the node stops)
+    void makeEngine();
+    void makeSession();
+    void makeRunner(const gpu::ModelConfig& config);
+    void loadStage(const gpu::ModelConfig& config);
     void maybeWorking();
-    void onSessionMessage(const protocol::SessionMessage& message);
     // The coordinator moves this node to another stage: drop the old stage's work, fetch and
     // load the new one's shard on the open session, then say ready for it.
     void onReassign(const protocol::Reassign& message);
     // Tells the coordinator whether to route tasks here: ready, or unavailable while paused.
     void announceAvailability();
 
+    // The control socket's commands; `status` answers with status().
     QJsonObject onControl(const protocol::ControlRequest& request);
     void setPaused(bool paused);
     void hardPause();
@@ -107,10 +119,11 @@ private:
     std::unique_ptr<ShardInstall> m_install;
     std::unique_ptr<LocalLedger> m_ledger;
     std::unique_ptr<NodeSession> m_session;
+    std::unique_ptr<NodeInbox> m_inbox; // the session's messages to their parts
     std::unique_ptr<EngineHost> m_engine;
-    std::unique_ptr<TaskRunner> m_runner; // the data plane, for the stage loaded
+    std::unique_ptr<TaskRunner> m_runner; // the data plane, for the stage loaded; sends on m_session
     bool m_pauseRequested = false;
-    double m_limit = 0.7;
+    double m_limit = 0.7; // what the engine runs at (SetLimit keeps the worker in step)
 
     Backoff m_backoff;
     QTimer m_retry;

@@ -7,7 +7,6 @@
 //   session.json      admission: node id, token, stage  node.log[.1-3]  the log, rotated
 //                     (0600; the stage follows a reassign)
 //   bench.json        cached benchmark + hardware key   control.sock / control.token
-//   settings.json     the user's pause and limit, kept across restarts (and hard pauses)
 //   refusal.json      why the last run was refused for good (its kind and words), for the
 //                     desktop app; removed when a run starts
 

@@ -16,6 +16,7 @@
 #include <QtGlobal>
 
 #include <optional>
+#include <type_traits>
 #include <variant>
 
 namespace tessera::protocol {
@@ -204,11 +205,55 @@ struct GradientBasis {
     qint64 total = 0;
 };
 
-using SessionMessage =
-    std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare, SyncDone, GradientShare,
-                 HeartbeatAck, ErrorNotice, Task, Step, Average, AverageResult, SyncRequest, Sync, Reassign,
-                 Credits, GradientResult, GradientBasis>;
+// What each side receives, in MessageType's order. Each side's inbox is a std::visit over its own
+// variant with one overload per alternative and no catch-all: a message type added here does not
+// compile until every side that can receive it handles it.
+using ToCoordinatorMessage =
+    std::variant<Heartbeat, Ready, Unavailable, TaskResult, StepDone, AverageShare, SyncDone, GradientShare>;
+using ToNodeMessage = std::variant<HeartbeatAck, ErrorNotice, Task, Step, Average, AverageResult, SyncRequest,
+                                   Sync, Reassign, Credits, GradientResult, GradientBasis>;
+
+namespace detail {
+template <class A, class B>
+struct JoinVariants;
+template <class... A, class... B>
+struct JoinVariants<std::variant<A...>, std::variant<B...>> {
+    using type = std::variant<A..., B...>;
+};
+template <class T, class V>
+struct IsAlternative;
+template <class T, class... A>
+struct IsAlternative<T, std::variant<A...>> : std::bool_constant<(std::is_same_v<T, A> || ...)> {};
+} // namespace detail
+
+// Every message of the session, either way: what the parser and the encoder speak.
+using SessionMessage = detail::JoinVariants<ToCoordinatorMessage, ToNodeMessage>::type;
 static_assert(std::variant_size_v<SessionMessage> == kMessageTypes);
+static_assert(std::is_same_v<std::variant_alternative_t<int(MessageType::HeartbeatAck), SessionMessage>,
+                             HeartbeatAck>,
+              "MessageType lists the messages to the coordinator first, then those to the node");
+
+// The message as one side's variant; nullopt when it travels the other way (parseSessionMessage,
+// given that side's direction, never returns such a message).
+template <class Side>
+std::optional<Side> receivedAs(SessionMessage message) {
+    return std::visit(
+        []<class M>(M&& m) -> std::optional<Side> {
+            if constexpr (detail::IsAlternative<std::decay_t<M>, Side>::value)
+                return Side(std::move(m));
+            else
+                return std::nullopt;
+        },
+        std::move(message));
+}
+
+// Overloaded{lambda...}: a visitor from lambdas, for small inboxes.
+template <class... F>
+struct Overloaded : F... {
+    using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
 
 inline MessageType typeOf(const SessionMessage& message) {
     return MessageType(message.index());

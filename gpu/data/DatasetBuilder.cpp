@@ -59,13 +59,13 @@ std::string plainName(const fs::path& path, std::size_t index) {
     return name.substr(0, 200);
 }
 
-} // namespace
+void say(const DatasetBuildOptions& o, const std::string& line) {
+    if (o.progress)
+        o.progress(line);
+}
 
-Result<TokenDatasetManifest> buildTokenDataset(const DatasetBuildOptions& o) {
-    const auto say = [&](const std::string& line) {
-        if (o.progress)
-            o.progress(line);
-    };
+// Refuses options out of range and an --out that holds a dataset already; creates --out.
+Status checkOptions(const DatasetBuildOptions& o) {
     if (o.inputs.empty())
         return makeError("no text files given");
     if (!(o.heldOutFraction > 0 && o.heldOutFraction < 0.5))
@@ -80,10 +80,11 @@ Result<TokenDatasetManifest> buildTokenDataset(const DatasetBuildOptions& o) {
     fs::create_directories(o.out, ec);
     if (ec)
         return makeError("could not create " + o.out.string() + ": " + ec.message());
+    return {};
+}
 
-    TokenDatasetManifest m;
-    m.heldOutFraction = o.heldOutFraction;
-    m.seed = o.training.seed;
+// Reads every input file whole and lists it among the manifest's sources.
+Result<std::vector<std::string>> readSources(const DatasetBuildOptions& o, TokenDatasetManifest& m) {
     std::vector<std::string> texts;
     for (std::size_t i = 0; i < o.inputs.size(); ++i) {
         std::ifstream in(o.inputs[i], std::ios::binary);
@@ -92,15 +93,21 @@ Result<TokenDatasetManifest> buildTokenDataset(const DatasetBuildOptions& o) {
         texts.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         m.sources.push_back({plainName(o.inputs[i], i), texts.back().size(), sha256Hex(texts.back())});
     }
+    return texts;
+}
 
+// Copies the given tokenizer into the dataset (or trains one there), loads it and records it, its
+// vocabulary and the token width in the manifest.
+Result<std::unique_ptr<Tokenizer>> prepareTokenizer(const DatasetBuildOptions& o, TokenDatasetManifest& m) {
+    std::error_code ec;
     const fs::path model = o.out / "tokenizer.model";
     if (o.tokenizer) {
         fs::copy_file(*o.tokenizer, model, fs::copy_options::overwrite_existing, ec);
         if (ec)
             return makeError("could not copy " + o.tokenizer->string() + ": " + ec.message());
     } else {
-        say("training a " + std::to_string(o.training.vocabSize) + "-token BPE tokenizer on " +
-            std::to_string(o.inputs.size()) + " file(s)");
+        say(o, "training a " + std::to_string(o.training.vocabSize) + "-token BPE tokenizer on " +
+                   std::to_string(o.inputs.size()) + " file(s)");
         if (Status s = Tokenizer::train(o.inputs, model, o.training); !s)
             return s.error();
     }
@@ -113,12 +120,16 @@ Result<TokenDatasetManifest> buildTokenDataset(const DatasetBuildOptions& o) {
     m.tokenizer = {"tokenizer.model", fs::file_size(model), *modelSha};
     m.vocabSize = (*tokenizer)->vocabSize();
     m.tokenBytes = m.vocabSize <= 65536 ? 2 : 4;
+    return tokenizer;
+}
 
-    // Blocks of whole lines; each goes to the held-out split with the given probability (seeded by
-    // the file and the block, so adding a file does not move another file's split).
-    std::vector<std::int32_t> train, heldOut;
+// Blocks of whole lines; each goes to the held-out split with the given probability (seeded by
+// the file and the block, so adding a file does not move another file's split).
+Status tokenizeSplits(const DatasetBuildOptions& o, const std::vector<std::string>& texts,
+                      Tokenizer& tokenizer, std::vector<std::int32_t>& train,
+                      std::vector<std::int32_t>& heldOut) {
     for (std::size_t f = 0; f < texts.size(); ++f) {
-        say("tokenizing " + o.inputs[f].string());
+        say(o, "tokenizing " + o.inputs[f].string());
         const std::string& text = texts[f];
         std::size_t begin = 0, block = 0;
         while (begin < text.size()) {
@@ -129,7 +140,7 @@ Result<TokenDatasetManifest> buildTokenDataset(const DatasetBuildOptions& o) {
                                  splitMix64(o.training.seed ^ splitMix64(f * 0x100000001ull + block)) >> 11) /
                              static_cast<double>(1ull << 53);
             Result<std::vector<std::int32_t>> ids =
-                (*tokenizer)->encode(std::string_view(text).substr(begin, end - begin));
+                tokenizer.encode(std::string_view(text).substr(begin, end - begin));
             if (!ids)
                 return makeError(o.inputs[f].string() + ": " + ids.message());
             auto& split = u < o.heldOutFraction ? heldOut : train;
@@ -137,16 +148,14 @@ Result<TokenDatasetManifest> buildTokenDataset(const DatasetBuildOptions& o) {
             begin = end;
             ++block;
         }
-        train.push_back((*tokenizer)->endOfText()); // a document ends
+        train.push_back(tokenizer.endOfText()); // a document ends
     }
-    if (heldOut.size() < 2 || train.size() < 2)
-        return makeError("the text is too short to hold out " + std::to_string(o.heldOutFraction) +
-                         " of it in blocks of " + std::to_string(o.blockBytes) +
-                         " bytes (give more text, a larger --held-out or a smaller --block)");
-    m.trainTokens = static_cast<std::int64_t>(train.size());
-    m.heldOutTokens = static_cast<std::int64_t>(heldOut.size());
-    say("writing " + std::to_string(train.size()) + " training and " + std::to_string(heldOut.size()) +
-        " held-out tokens");
+    return {};
+}
+
+// Writes both splits' shards, then manifest.json last.
+Status writeDataset(const DatasetBuildOptions& o, TokenDatasetManifest& m,
+                    const std::vector<std::int32_t>& train, const std::vector<std::int32_t>& heldOut) {
     Result<std::vector<TokenDatasetManifest::File>> trainFiles =
         writeShards(o.out, "train", train, m.tokenBytes, o.shardTokens);
     if (!trainFiles)
@@ -160,6 +169,36 @@ Result<TokenDatasetManifest> buildTokenDataset(const DatasetBuildOptions& o) {
     if (Status s = m.validate(); !s)
         return s.error();
     if (Status s = writeFile(o.out / TokenDatasetManifest::kFileName, m.toJson()); !s)
+        return s.error();
+    return {};
+}
+
+} // namespace
+
+Result<TokenDatasetManifest> buildTokenDataset(const DatasetBuildOptions& o) {
+    if (Status s = checkOptions(o); !s)
+        return s.error();
+    TokenDatasetManifest m;
+    m.heldOutFraction = o.heldOutFraction;
+    m.seed = o.training.seed;
+    Result<std::vector<std::string>> texts = readSources(o, m);
+    if (!texts)
+        return texts.error();
+    Result<std::unique_ptr<Tokenizer>> tokenizer = prepareTokenizer(o, m);
+    if (!tokenizer)
+        return tokenizer.error();
+    std::vector<std::int32_t> train, heldOut;
+    if (Status s = tokenizeSplits(o, *texts, **tokenizer, train, heldOut); !s)
+        return s.error();
+    if (heldOut.size() < 2 || train.size() < 2)
+        return makeError("the text is too short to hold out " + std::to_string(o.heldOutFraction) +
+                         " of it in blocks of " + std::to_string(o.blockBytes) +
+                         " bytes (give more text, a larger --held-out or a smaller --block)");
+    m.trainTokens = static_cast<std::int64_t>(train.size());
+    m.heldOutTokens = static_cast<std::int64_t>(heldOut.size());
+    say(o, "writing " + std::to_string(train.size()) + " training and " + std::to_string(heldOut.size()) +
+               " held-out tokens");
+    if (Status s = writeDataset(o, m, train, heldOut); !s)
         return s.error();
     return m;
 }

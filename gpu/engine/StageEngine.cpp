@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
+// StageEngine: the helpers (devices, dtypes, optimizer checks, seeded ids, partitions, FLOPs), the
+// engine's state (StageEngine::State: its torch half, which the torch-free header cannot name), then
+// the facade's functions, each guarded so nothing throws out.
 #include "engine/StageEngine.h"
 
 #include "base/BlockQuant.h"
 
-#include "engine/StageEngineState.h"
+#include "engine/WeightVersions.h"
 
 #include "codec/Codec.h"
 #include "device/CudaBackend.h"
 #include "model/StageModel.h"
 #include "shard/StageShard.h"
+#include "train/GradientExchange.h"
 #include "train/Sparta.h"
 #include "train/StageOptimizer.h"
 
@@ -22,15 +26,143 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace tessera::gpu {
 
 namespace {
 
-using namespace engine_detail;
+std::string str(std::int64_t v) {
+    return std::to_string(v);
+}
+
+// "cpu", "cuda" or "cuda:N", checked against what this LibTorch and machine have.
+Result<torch::Device> parseDevice(const std::string& name) {
+    if (name == "cpu")
+        return torch::Device(torch::kCPU);
+    int index = 0;
+    if (name != "cuda") {
+        const std::string_view digits = name.starts_with("cuda:") ? std::string_view(name).substr(5) : "";
+        const char* last = digits.data() + digits.size();
+        if (digits.empty() || std::from_chars(digits.data(), last, index).ptr != last || index < 0)
+            return makeError("unknown device '" + name + "': use \"cpu\" or \"cuda:N\"");
+    }
+    if (!at::hasCUDA())
+        return makeError("device '" + name +
+                         "': this build's LibTorch has no CUDA support (CPU only); "
+                         "use \"cpu\", or build against a CUDA LibTorch");
+    const auto count = static_cast<int>(torch::cuda::device_count());
+    if (index >= count)
+        return makeError("device '" + name + "' does not exist: " +
+                         (count ? "this machine has cuda:0 to cuda:" + str(count - 1)
+                                : std::string("no CUDA device is visible")));
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+Result<torch::ScalarType> resolveComputeDtype(std::optional<Dtype> asked, torch::Device device) {
+    if (asked == Dtype::F32)
+        return torch::kFloat;
+    if (asked == Dtype::BF16)
+        return torch::kBFloat16;
+    if (asked)
+        return makeError("compute dtype " + std::string(dtypeName(*asked)) +
+                         " is not supported: fp32 or bf16");
+    if (!device.is_cuda())
+        return torch::kFloat;
+    // LibTorch's CPU headers cannot ask for the compute capability; our CUDA module can. Without
+    // it, fp32 is the choice that works everywhere.
+    int major = 0;
+    if (auto backend = loadCudaBackend())
+        if (auto info = (*backend)->deviceInfo(device.index()))
+            major = info->computeMajor;
+    return StageModel::computeDtypeFor(device, major);
+}
+
+Status checkOptimizer(const OptimizerOptions& o) {
+    const auto finite = [](double v) { return std::isfinite(v); };
+    if (!finite(o.learningRate) || o.learningRate < 0)
+        return makeError("optimizer: the learning rate must be finite and non-negative");
+    if (!finite(o.beta1) || !finite(o.beta2) || o.beta1 < 0 || o.beta1 >= 1 || o.beta2 < 0 || o.beta2 >= 1)
+        return makeError("optimizer: beta1 and beta2 must be in [0, 1)");
+    if (!finite(o.weightDecay) || o.weightDecay < 0 || !finite(o.epsilon) || o.epsilon <= 0)
+        return makeError("optimizer: weight decay must be non-negative and epsilon positive");
+    if (o.warmupSteps < 0)
+        return makeError("optimizer: warm-up steps must be non-negative");
+    return {};
+}
+
+std::string countWords(std::int64_t n) {
+    char buffer[32];
+    if (n < 10'000)
+        return str(n);
+    if (n < 1'000'000)
+        return str((n + 500) / 1000) + "k";
+    std::snprintf(buffer, sizeof buffer, n < 1'000'000'000 ? "%.2fM" : "%.2fB",
+                  static_cast<double>(n) / (n < 1'000'000'000 ? 1e6 : 1e9));
+    return buffer;
+}
+
+// splitmix64: the same synthetic ids on every machine (std distributions are not portable).
+std::uint64_t splitmix64(std::uint64_t& state) {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+std::vector<std::int32_t> seededIds(std::int64_t count, int vocab, std::uint64_t seed) {
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(count));
+    for (auto& id : ids)
+        id = static_cast<std::int32_t>(splitmix64(seed) % static_cast<std::uint64_t>(vocab));
+    return ids;
+}
+
+torch::Tensor idsTensor(const std::vector<std::int32_t>& ids, int batch, int seq) {
+    // from_blob borrows; .to(kLong) makes the tensor's own copy.
+    return torch::from_blob(const_cast<std::int32_t*>(ids.data()), {batch, seq}, torch::kInt)
+        .to(torch::kLong);
+}
+
+Status checkPartition(int partition, int partitions) {
+    if (partitions < 1 || partitions > 1000)
+        return makeError("the partition count must be between 1 and 1000, got " + str(partitions));
+    if (partition < -1 || partition >= partitions)
+        return makeError("partition " + str(partition) + " is not in [0, " + str(partitions) +
+                         ") nor -1 (all of them)");
+    return {};
+}
+
+std::string partitionName(int partition, int partitions) {
+    return partition == -1 ? "all " + str(partitions) + " SPARTA partitions"
+                           : "SPARTA partition " + str(partition) + "/" + str(partitions);
+}
+
+// A NaN or infinity would spread through the whole model at the next step: refuse it at the door.
+Status checkFinite(std::span<const float> values, const char* what) {
+    const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != values.end())
+        return makeError("a non-finite value at index " + str(bad - values.begin()) + " in " + what);
+    return {};
+}
+
+std::int64_t saturatingFlop(std::int64_t factor, std::int64_t parameters, std::int64_t tokens) {
+    if (parameters <= 0 || tokens <= 0)
+        return 0;
+    std::int64_t out = 0;
+    if (parameters > INT64_MAX / factor || __builtin_mul_overflow(factor * parameters, tokens, &out))
+        return INT64_MAX;
+    return out;
+}
 
 // Runs body, turning any exception into an Error, and prefixes every error with what was being
 // done (the node logs it as is). c10::Error's what() carries a C++ backtrace; what a user can act
@@ -52,6 +184,295 @@ auto guarded(const std::string& what, Body&& body) -> decltype(body()) {
 }
 
 } // namespace
+
+// StageEngine::State: what a StageEngine holds (the model, the codec, the optimizer, the kept
+// graphs, the SPARTA split) and the decoding of its inputs: the engine itself, behind the pointer
+// that keeps torch out of StageEngine.h.
+struct StageEngine::State {
+    // What forward decoded: the stage's input tensor and the token ids the next frame carries.
+    struct Input {
+        torch::Tensor x;      // stage 0: ids [B, T] int64; else hidden [B, T, d] fp32
+        torch::Tensor tokens; // [B, T] int64
+        int batch = 0;
+        int seq = 0;
+    };
+    struct Shape {
+        int batch = 0;
+        int seq = 0;
+    };
+
+    StageEngineOptions options;
+    torch::Device device{torch::kCPU};
+    std::unique_ptr<Codec> codec;
+    std::unique_ptr<StageModel> model;
+    std::unique_ptr<StageOptimizer> optimizer;
+    std::unordered_map<std::int64_t, Shape> kept; // mirrors the model's kept graphs
+    std::int64_t accumulated = 0;                 // microbatches in the parameters' .grad
+    std::unique_ptr<WeightVersions> versions;     // the asynchronous pipeline's (pipelined tasks)
+    // Aliases of the masters with a version counter of their own (Python's .data): the optimizer
+    // steps these, so a graph kept across an update still runs backward (on its stashed weights).
+    std::vector<torch::Tensor> aliases;
+    // Look-ahead (the asynchronous pipeline's staleness correction): the weights run ahead of the
+    // optimizer's by lookAhead times its last update, and these are the optimizer's (exact copies,
+    // so every replica's optimizer holds what the coordinator's checkpoint holds). Empty while none.
+    std::vector<torch::Tensor> optimizerWeights;
+
+    // Writes `values` into the weights through the aliases (kept graphs stay usable).
+    void setWeights(const std::vector<torch::Tensor>& values) {
+        torch::NoGradGuard noGrad;
+        for (std::size_t i = 0; i < values.size(); ++i)
+            aliases[i].copy_(values[i]);
+    }
+    // Runs body on the optimizer's weights while the model runs ahead of them (else on the weights):
+    // what it changes there is kept as the optimizer's, and the running weights come back.
+    template <class Body>
+    auto onOptimizerWeights(Body&& body) {
+        if (optimizerWeights.empty())
+            return body();
+        const std::vector<torch::Tensor> running = copyOfWeights();
+        setWeights(optimizerWeights);
+        auto result = body();
+        optimizerWeights = copyOfWeights();
+        setWeights(running);
+        return result;
+    }
+    std::vector<torch::Tensor> copyOfWeights() const {
+        std::vector<torch::Tensor> copy;
+        for (const torch::Tensor& a : aliases)
+            copy.push_back(a.detach().clone());
+        return copy;
+    }
+
+    std::unique_ptr<Sparta> sparta;                 // the partitioning last asked for (see spartaFor)
+    std::unique_ptr<GradientCompressor> compressor; // made at the first exchange, at its rank
+    int sharedMicrobatches = 0; // a low-rank first share's, until its second share is made
+
+    // The compressor at `rank` and `bits` (a new one, memory empty, when there was none or another
+    // rank or bits; bits 0: whatever the current one has — applying a result needs no bits).
+    GradientCompressor& compressorFor(int rank, int bits = 0) {
+        if (!compressor || compressor->layout().rank() != rank || (bits != 0 && compressor->bits() != bits)) {
+            std::vector<torch::Tensor> parameters;
+            for (const auto& [name, tensor] : model->namedParameters())
+                parameters.push_back(tensor);
+            compressor = std::make_unique<GradientCompressor>(
+                std::move(parameters), rank, options.config.seed, 1.0, bits != 0 ? bits : 32);
+        }
+        return *compressor;
+    }
+
+    // Sparta over the live master tensors, built once per partition count (it shuffles every
+    // block). loadShard copies into those same tensors, so the references stay valid. In fp32
+    // the masters are what kept graphs saved: Sparta writes through aliases with a version
+    // counter of their own (Python's .data) so those graphs still backward. In bf16 the graphs
+    // hold the compute copies and the masters' version must move for StageModel to re-cast them.
+    Sparta& spartaFor(int partitions) {
+        if (!sparta || sparta->partitions() != partitions) {
+            auto named = model->namedParameters();
+            if (model->computeDtype() == torch::kFloat)
+                for (auto& [name, tensor] : named)
+                    tensor = tensor.variable_data();
+            sparta = std::make_unique<Sparta>(std::move(named), options.config.seed, partitions);
+        }
+        return *sparta;
+    }
+
+    // Partition `partition`, or every one in order for -1, as [begin, end).
+    static std::pair<int, int> partitionRange(int partition, int partitions) {
+        return partition < 0 ? std::pair{0, partitions} : std::pair{partition, partition + 1};
+    }
+
+    std::int64_t partitionSize(int partition, int partitions) {
+        Sparta& s = spartaFor(partitions);
+        const auto [begin, end] = partitionRange(partition, partitions);
+        std::int64_t n = 0;
+        for (int p = begin; p < end; ++p)
+            n += s.partitionSize(p);
+        return n;
+    }
+
+    // The span as a tensor on the device (borrowed, not copied, on the CPU: read only).
+    torch::Tensor onDevice(std::span<const float> values) const {
+        return torch::from_blob(const_cast<float*>(values.data()), {static_cast<std::int64_t>(values.size())},
+                                torch::kFloat)
+            .to(device);
+    }
+
+    // Validates the arguments and the spans (sizes, finite values), then calls
+    // apply(sparta, p, offset, size) for each partition in the order gatherPartition concatenates
+    // them: nothing is written unless all of it is valid.
+    template <class Apply>
+    Status forEachPartition(int partition, int partitions,
+                            std::initializer_list<std::pair<const char*, std::span<const float>>> spans,
+                            Apply&& apply) {
+        if (auto valid = checkPartition(partition, partitions); !valid)
+            return valid;
+        const std::int64_t size = partitionSize(partition, partitions);
+        for (const auto& [what, values] : spans) {
+            if (static_cast<std::int64_t>(values.size()) != size)
+                return makeError("got " + str(static_cast<std::int64_t>(values.size())) + " values for " +
+                                 what + ", the partition has " + str(size));
+            if (auto finite = checkFinite(values, what); !finite)
+                return finite;
+        }
+        Sparta& s = spartaFor(partitions);
+        const auto [begin, end] = partitionRange(partition, partitions);
+        std::int64_t offset = 0;
+        for (int p = begin; p < end; ++p) {
+            const std::int64_t n = s.partitionSize(p);
+            if (n > 0)
+                apply(s, p, static_cast<std::size_t>(offset), static_cast<std::size_t>(n));
+            offset += n;
+        }
+        return {};
+    }
+
+    bool first() const { return model->isFirst(); }
+    bool last() const { return model->isLast(); }
+
+    Result<Input> decodeInput(std::span<const std::uint8_t> frame) const {
+        const ModelConfig& c = options.config;
+        if (first()) {
+            auto tokens = decodeTokens(frame, c.vocabSize, c.maxSeqLen, options.maxTokens);
+            if (!tokens)
+                return makeError("input: " + tokens.message());
+            const torch::Tensor ids = idsTensor(tokens->ids, tokens->batch, tokens->seq);
+            return Input{ids, ids, tokens->batch, tokens->seq};
+        }
+        auto activation = codec->decodeActivation(frame);
+        if (!activation)
+            return makeError("input: " + activation.message());
+        const auto& hidden = activation->hidden;
+        return Input{hidden, activation->tokens, static_cast<int>(hidden.size(0)),
+                     static_cast<int>(hidden.size(1))};
+    }
+
+    Result<torch::Tensor> decodeTargets(std::span<const std::uint8_t> frame, const Shape& shape) const {
+        if (frame.empty())
+            return makeError("the last stage needs the targets (a token frame)");
+        const ModelConfig& c = options.config;
+        auto targets = decodeTokens(frame, c.vocabSize, c.maxSeqLen, options.maxTokens);
+        if (!targets)
+            return makeError("targets: " + targets.message());
+        if (targets->batch != shape.batch || targets->seq != shape.seq)
+            return makeError("targets are " + str(targets->batch) + "x" + str(targets->seq) +
+                             " tokens, the input " + str(shape.batch) + "x" + str(shape.seq));
+        return idsTensor(targets->ids, targets->batch, targets->seq);
+    }
+
+    Result<torch::Tensor> decodeGradient(std::span<const std::uint8_t> frame, const Shape& shape) const {
+        if (frame.empty())
+            return makeError("the gradient from stage " + str(options.stage + 1) + " is missing");
+        auto grad = codec->decodeGradient(frame);
+        if (!grad)
+            return makeError("gradient: " + grad.message());
+        if (grad->size(0) != shape.batch || grad->size(1) != shape.seq)
+            return makeError("the gradient is for " + str(grad->size(0)) + "x" + str(grad->size(1)) +
+                             " tokens, the microbatch has " + str(shape.batch) + "x" + str(shape.seq));
+        return *grad;
+    }
+
+    Status checkShape(int batch, int seq) const {
+        const std::int64_t maxSeq = options.config.maxSeqLen;
+        if (batch < 1 || seq < 1 || seq > maxSeq || std::int64_t(batch) * seq > options.maxTokens)
+            return makeError("a microbatch must be at least 1x1, at most max_seq_len " + str(maxSeq) +
+                             " long and " + str(options.maxTokens) + " tokens: got " + str(batch) + "x" +
+                             str(seq));
+        return {};
+    }
+
+    void dropAllKept() {
+        for (const auto& [id, shape] : kept)
+            model->dropKept(id);
+        kept.clear();
+        versions->reset();
+    }
+
+    // A ghost sync's chunk: weights [offset, offset + size) in parameter order (StageEngine's).
+    Status setWeightsRange(std::int64_t offset, std::int64_t total, std::span<const float> values);
+
+    // The weights were replaced (a load, a full sync): they are the optimizer's, without look-ahead.
+    void weightsReplaced() {
+        optimizerWeights.clear();
+        model->weightsChanged();
+    }
+
+    // Graphs kept by synchronous forwards hold the weights an update replaces; pipelined ones have
+    // their weights stashed and stay.
+    void dropUnversionedKept() {
+        std::erase_if(kept, [&](const auto& k) {
+            if (versions->recorded(k.first))
+                return false;
+            model->dropKept(k.first);
+            return true;
+        });
+    }
+
+    // AdamW (through `run`) on the aliases, the gradients moved onto them first; then the weights
+    // run ahead of the optimizer's by lookAhead times the update just made (0: they do not).
+    bool stepOptimizer(const std::function<bool(StageOptimizer&)>& run, double lookAhead = 0) {
+        const auto parameters = model->namedParameters();
+        for (std::size_t i = 0; i < parameters.size(); ++i) {
+            aliases[i].mutable_grad() = parameters[i].second.grad();
+            parameters[i].second.mutable_grad() = torch::Tensor();
+        }
+        versions->beforeUpdate(); // stashes the weights as microbatches ran on them, look-ahead included
+        if (!optimizerWeights.empty())
+            setWeights(std::exchange(optimizerWeights, {}));
+        const std::vector<torch::Tensor> before =
+            lookAhead > 0 ? copyOfWeights() : std::vector<torch::Tensor>();
+        const bool ok = run(*optimizer);
+        if (lookAhead > 0 && ok) {
+            torch::NoGradGuard noGrad;
+            optimizerWeights = copyOfWeights();
+            for (std::size_t i = 0; i < aliases.size(); ++i)
+                aliases[i].add_((optimizerWeights[i] - before[i]).mul_(lookAhead));
+        }
+        versions->afterUpdate();
+        model->weightsChanged();
+        return ok;
+    }
+
+    StageBackwardResult finish(const BackwardResult& back, const Shape& shape, bool pipelined) {
+        if (!pipelined)
+            ++accumulated;
+        StageBackwardResult result;
+        result.tokens = std::int64_t(shape.batch) * shape.seq;
+        if (!first()) {
+            result.gradInput.assign(options.outputHeadroom, 0);
+            codec->encodeGradient(back.gradInput, torch::Tensor(), result.gradInput);
+        }
+        if (last())
+            result.loss = back.loss.item<double>();
+        return result;
+    }
+};
+
+Status StageEngine::State::setWeightsRange(std::int64_t offset, std::int64_t total,
+                                           std::span<const float> values) {
+    const std::int64_t count = model->parameterCount();
+    const auto size = static_cast<std::int64_t>(values.size());
+    if (total != count)
+        return makeError("the sync is of " + str(total) + " weights; this stage has " + str(count));
+    if (offset < 0 || size == 0 || offset > count - size)
+        return makeError("values " + str(offset) + "+" + str(size) + " are not within the stage's " +
+                         str(count) + " weights");
+    if (auto finite = checkFinite(values, "the weights"); !finite)
+        return finite;
+    torch::NoGradGuard noGrad;
+    std::int64_t start = 0; // of the current parameter, in parameter order
+    for (const torch::Tensor& alias : aliases) {
+        const std::int64_t from = std::max(offset, start),
+                           to = std::min(offset + size, start + alias.numel());
+        if (from < to)
+            alias.view({-1})
+                .narrow(0, from - start, to - from)
+                .copy_(onDevice(values.subspan(static_cast<std::size_t>(from - offset),
+                                               static_cast<std::size_t>(to - from))));
+        start += alias.numel();
+    }
+    weightsReplaced();
+    return {};
+}
 
 StageEngine::StageEngine(std::unique_ptr<State> state)
     : m_state(std::move(state)) {}

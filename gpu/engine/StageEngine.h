@@ -22,6 +22,10 @@
 // of step k shares those alone. Pipelined graphs survive an update.
 //
 // Not thread-safe: one thread (the engine worker) drives a StageEngine.
+//
+// StageEngine::State (defined in StageEngine.cpp) is the engine's own data — model, codec,
+// optimizer, kept graphs, weight versions — behind a pointer only because this header stays
+// torch-free: not a second concept, so it lives beside the functions that keep its invariants.
 
 #include "base/Dtype.h"
 #include "base/ModelConfig.h"

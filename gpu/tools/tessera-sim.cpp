@@ -10,7 +10,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 using namespace tessera::gpu;
 
@@ -48,154 +51,156 @@ bool parseInt(const char* text, long long& out) {
     return end && *end == '\0' && end != text;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+// What the command line asks for: the simulator's options, and what main does around them.
+struct SimArguments {
     std::string preset = "tiny", codec = "none", csvPath;
     long long stages = -1, ratio = -1, steps = 200, evalEvery = 20, momentBits = 32;
-    SimOptions options;
     double lr = -1;
+    SimOptions options;
+};
+
+// The options without a value.
+const std::map<std::string_view, void (*)(SimArguments&)> kFlags{
+    {"--no-averaging", [](SimArguments& a) { a.options.sparseAveraging = false; }},
+    {"--async", [](SimArguments& a) { a.options.pipelineDelay = std::max(a.options.pipelineDelay, 1); }},
+    {"--no-gradient-averaging", [](SimArguments& a) { a.options.gradientAveraging = false; }},
+};
+
+// The options whose value is taken as written (a name, a path or a real number).
+const std::map<std::string_view, void (*)(SimArguments&, const char*)> kTextOptions{
+    {"--preset", [](SimArguments& a, const char* v) { a.preset = v; }},
+    {"--codec", [](SimArguments& a, const char* v) { a.codec = v; }},
+    {"--data", [](SimArguments& a, const char* v) { a.options.data = v; }},
+    {"--csv", [](SimArguments& a, const char* v) { a.csvPath = v; }},
+    {"--lr", [](SimArguments& a, const char* v) { a.lr = std::atof(v); }},
+    {"--min-lr-ratio", [](SimArguments& a, const char* v) { a.options.schedule.minRatio = std::atof(v); }},
+    {"--memory-decay", [](SimArguments& a, const char* v) { a.options.memoryDecay = std::atof(v); }},
+    {"--delay", [](SimArguments& a, const char* v) { a.options.pipelineDelay = std::atoi(v); }},
+    {"--look-ahead", [](SimArguments& a, const char* v) { a.options.lookAhead = std::atof(v); }},
+    {"--clip-norm", [](SimArguments& a, const char* v) { a.options.optimizer.clipNorm = std::atof(v); }},
+};
+
+// The options whose value must be an integer.
+const std::map<std::string_view, void (*)(SimArguments&, long long)> kIntegerOptions{
+    {"--stages", [](SimArguments& a, long long n) { a.stages = n; }},
+    {"--replicas", [](SimArguments& a, long long n) { a.options.replicas = static_cast<int>(n); }},
+    {"--ratio", [](SimArguments& a, long long n) { a.ratio = n; }},
+    {"--steps", [](SimArguments& a, long long n) { a.steps = n; }},
+    {"--seed", [](SimArguments& a, long long n) { a.options.seed = static_cast<std::uint64_t>(n); }},
+    {"--microbatches",
+     [](SimArguments& a, long long n) { a.options.microbatchesPerStep = static_cast<int>(n); }},
+    {"--batch", [](SimArguments& a, long long n) { a.options.batch = static_cast<int>(n); }},
+    {"--seq", [](SimArguments& a, long long n) { a.options.seqLen = static_cast<int>(n); }},
+    {"--average-every",
+     [](SimArguments& a, long long n) { a.options.averagingInterval = static_cast<int>(n); }},
+    {"--partitions", [](SimArguments& a, long long n) { a.options.partitions = static_cast<int>(n); }},
+    {"--warmup-steps", [](SimArguments& a, long long n) { a.options.schedule.warmupSteps = n; }},
+    {"--rank", [](SimArguments& a, long long n) { a.options.gradientRank = static_cast<int>(n); }},
+    {"--bits", [](SimArguments& a, long long n) { a.options.gradientBits = static_cast<int>(n); }},
+    {"--routing-seed",
+     [](SimArguments& a, long long n) { a.options.routingSeed = static_cast<std::uint64_t>(n); }},
+    {"--dense-steps", [](SimArguments& a, long long n) { a.options.denseSteps = static_cast<int>(n); }},
+    {"--dense-every", [](SimArguments& a, long long n) { a.options.denseEvery = static_cast<int>(n); }},
+    {"--freeze-variance-after",
+     [](SimArguments& a, long long n) { a.options.freezeVarianceAfter = static_cast<int>(n); }},
+    {"--exchange-updates", [](SimArguments& a, long long n) { a.options.exchangeUpdates = n != 0; }},
+    {"--eval-every", [](SimArguments& a, long long n) { a.evalEvery = n; }},
+    {"--moment-bits", [](SimArguments& a, long long n) { a.momentBits = n; }},
+};
+
+// Applies one option and its value v; the exit code when either is refused.
+std::optional<int> applyValue(SimArguments& a, const std::string& arg, const char* v) {
+    if (const auto text = kTextOptions.find(arg); text != kTextOptions.end()) {
+        text->second(a, v);
+        return std::nullopt;
+    }
+    if (arg == "--lr-decay") {
+        if (parseDecay(v, a.options.schedule.decay))
+            return std::nullopt;
+        std::cerr << "tessera-sim: --lr-decay wants none, cosine or linear, got '" << v << "'\n";
+        return 2;
+    }
+    long long n = 0;
+    if (!parseInt(v, n)) {
+        std::cerr << "tessera-sim: " << arg << " wants an integer, got '" << v << "'\n";
+        return 2;
+    }
+    if (const auto integer = kIntegerOptions.find(arg); integer != kIntegerOptions.end()) {
+        integer->second(a, n);
+        return std::nullopt;
+    }
+    std::cerr << "tessera-sim: unknown option " << arg << "\n";
+    return usage(std::cerr, 2);
+}
+
+// Reads the command line into `a`; the exit code when main is done (--help, or a usage error).
+std::optional<int> parseArguments(int argc, char** argv, SimArguments& a) {
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-        long long n = 0;
-        const char* v = nullptr;
         if (arg == "--help" || arg == "-h")
             return usage(std::cout, 0);
-        if (arg == "--no-averaging") {
-            options.sparseAveraging = false;
+        if (const auto flag = kFlags.find(arg); flag != kFlags.end()) {
+            flag->second(a);
             continue;
         }
-        if (arg == "--async") {
-            options.pipelineDelay = std::max(options.pipelineDelay, 1);
-            continue;
-        }
-        if (arg == "--no-gradient-averaging") {
-            options.gradientAveraging = false;
-            continue;
-        }
-        if (!(v = value())) {
+        if (i + 1 >= argc) {
             std::cerr << "tessera-sim: " << arg << " needs a value\n";
             return usage(std::cerr, 2);
         }
-        if (arg == "--preset")
-            preset = v;
-        else if (arg == "--codec")
-            codec = v;
-        else if (arg == "--data")
-            options.data = v;
-        else if (arg == "--csv")
-            csvPath = v;
-        else if (arg == "--lr")
-            lr = std::atof(v);
-        else if (arg == "--min-lr-ratio")
-            options.schedule.minRatio = std::atof(v);
-        else if (arg == "--memory-decay")
-            options.memoryDecay = std::atof(v);
-        else if (arg == "--delay")
-            options.pipelineDelay = std::atoi(v);
-        else if (arg == "--look-ahead")
-            options.lookAhead = std::atof(v);
-        else if (arg == "--clip-norm")
-            options.optimizer.clipNorm = std::atof(v);
-        else if (arg == "--lr-decay") {
-            if (!parseDecay(v, options.schedule.decay)) {
-                std::cerr << "tessera-sim: --lr-decay wants none, cosine or linear, got '" << v << "'\n";
-                return 2;
-            }
-        } else if (!parseInt(v, n)) {
-            std::cerr << "tessera-sim: " << arg << " wants an integer, got '" << v << "'\n";
-            return 2;
-        } else if (arg == "--stages")
-            stages = n;
-        else if (arg == "--replicas")
-            options.replicas = static_cast<int>(n);
-        else if (arg == "--ratio")
-            ratio = n;
-        else if (arg == "--steps")
-            steps = n;
-        else if (arg == "--seed")
-            options.seed = static_cast<std::uint64_t>(n);
-        else if (arg == "--microbatches")
-            options.microbatchesPerStep = static_cast<int>(n);
-        else if (arg == "--batch")
-            options.batch = static_cast<int>(n);
-        else if (arg == "--seq")
-            options.seqLen = static_cast<int>(n);
-        else if (arg == "--average-every")
-            options.averagingInterval = static_cast<int>(n);
-        else if (arg == "--partitions")
-            options.partitions = static_cast<int>(n);
-        else if (arg == "--warmup-steps")
-            options.schedule.warmupSteps = n;
-        else if (arg == "--rank")
-            options.gradientRank = static_cast<int>(n);
-        else if (arg == "--bits")
-            options.gradientBits = static_cast<int>(n);
-        else if (arg == "--routing-seed")
-            options.routingSeed = static_cast<std::uint64_t>(n);
-        else if (arg == "--dense-steps")
-            options.denseSteps = static_cast<int>(n);
-        else if (arg == "--dense-every")
-            options.denseEvery = static_cast<int>(n);
-        else if (arg == "--freeze-variance-after")
-            options.freezeVarianceAfter = static_cast<int>(n);
-        else if (arg == "--exchange-updates")
-            options.exchangeUpdates = n != 0;
-        else if (arg == "--eval-every")
-            evalEvery = n;
-        else if (arg == "--moment-bits")
-            momentBits = n;
-        else {
-            std::cerr << "tessera-sim: unknown option " << arg << "\n";
-            return usage(std::cerr, 2);
-        }
+        if (std::optional<int> refused = applyValue(a, arg, argv[++i]))
+            return refused;
     }
-    auto config = ModelConfig::preset(preset);
-    auto kind = parseCodec(codec);
+    return std::nullopt;
+}
+
+// Writes the model (preset, codec and their overrides) and the schedule into a.options; the exit
+// code when they are refused.
+std::optional<int> configure(SimArguments& a) {
+    SimOptions& options = a.options;
+    auto config = ModelConfig::preset(a.preset);
+    auto kind = parseCodec(a.codec);
     if (!config || !kind) {
         std::cerr << "tessera-sim: " << (!config ? config.message() : kind.message()) << "\n";
         return 2;
     }
     options.config = *config;
     options.config.codec = *kind;
-    if (stages > 0)
-        options.config.stages = static_cast<int>(stages);
-    if (ratio > 0)
-        options.config.subspaceRatio = static_cast<int>(ratio);
-    options.config.momentBits = static_cast<int>(momentBits);
-    if (lr > 0)
-        options.optimizer.learningRate = options.schedule.peak = lr;
-    options.schedule.decaySteps = steps;
-    if (steps < 1) {
+    if (a.stages > 0)
+        options.config.stages = static_cast<int>(a.stages);
+    if (a.ratio > 0)
+        options.config.subspaceRatio = static_cast<int>(a.ratio);
+    options.config.momentBits = static_cast<int>(a.momentBits);
+    if (a.lr > 0)
+        options.optimizer.learningRate = options.schedule.peak = a.lr;
+    options.schedule.decaySteps = a.steps;
+    if (a.steps < 1) {
         std::cerr << "tessera-sim: --steps must be positive\n";
         return 2;
     }
+    return std::nullopt;
+}
 
-    auto sim = SwarmSimulator::create(options);
-    if (!sim) {
-        std::cerr << "tessera-sim: " << sim.message() << "\n";
-        return 1;
+// Opens the loss curve's CSV and writes its header; false when it cannot be written.
+bool openCsv(const std::string& path, std::ofstream& csv) {
+    csv.open(path);
+    if (!csv) {
+        std::cerr << "tessera-sim: cannot write " << path << "\n";
+        return false;
     }
-    std::ofstream csv;
-    if (!csvPath.empty()) {
-        csv.open(csvPath);
-        if (!csv) {
-            std::cerr << "tessera-sim: cannot write " << csvPath << "\n";
-            return 1;
-        }
-        csv << "step,tokens,train_loss,eval_loss,wire_bytes,seconds\n";
-    }
-    std::cout << "tessera-sim: " << (*sim)->describe() << "\n";
-    if ((*sim)->entropyFloor() >= 0)
-        std::printf("entropy floor of the data: %.4f nats/token\n", (*sim)->entropyFloor());
+    csv << "step,tokens,train_loss,eval_loss,wire_bytes,seconds\n";
+    return true;
+}
+
+// Runs `steps` steps, printing (and writing to csv, when open) the held-out loss every evalEvery
+// steps and at the last; returns the last held-out loss.
+double train(SwarmSimulator& sim, long long steps, long long evalEvery, std::ofstream& csv) {
     const auto start = std::chrono::steady_clock::now();
-    double evalLoss = (*sim)->evaluate();
+    double evalLoss = sim.evaluate();
     for (long long s = 1; s <= steps; ++s) {
-        const SimStep r = (*sim)->step();
+        const SimStep r = sim.step();
         const bool report = s % evalEvery == 0 || s == steps;
         if (report)
-            evalLoss = (*sim)->evaluate();
+            evalLoss = sim.evaluate();
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (csv)
@@ -207,6 +212,30 @@ int main(int argc, char** argv) {
                         seconds);
         std::fflush(stdout);
     }
+    return evalLoss;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    SimArguments arguments;
+    if (std::optional<int> done = parseArguments(argc, argv, arguments))
+        return *done;
+    if (std::optional<int> refused = configure(arguments))
+        return *refused;
+
+    auto sim = SwarmSimulator::create(arguments.options);
+    if (!sim) {
+        std::cerr << "tessera-sim: " << sim.message() << "\n";
+        return 1;
+    }
+    std::ofstream csv;
+    if (!arguments.csvPath.empty() && !openCsv(arguments.csvPath, csv))
+        return 1;
+    std::cout << "tessera-sim: " << (*sim)->describe() << "\n";
+    if ((*sim)->entropyFloor() >= 0)
+        std::printf("entropy floor of the data: %.4f nats/token\n", (*sim)->entropyFloor());
+    const double evalLoss = train(**sim, arguments.steps, arguments.evalEvery, csv);
     std::printf("final loss %.4f\n", evalLoss);
     return 0;
 }

@@ -64,108 +64,141 @@ void applyAgreedStep(Replica& replica, double learningRate, double weightDecay) 
     }
 }
 
+GradientCompressor& compressorOf(Replica& replica, bool dense) {
+    return dense ? *replica.denseCompressor : *replica.compressor;
+}
+
+// The weighted mean of the replicas' shares, as the coordinator makes it.
+template <typename ShareOf>
+std::vector<float> weightedMean(std::vector<Replica>& stage, int total, std::int64_t size,
+                                const ShareOf& shareOf) {
+    std::vector<double> mean(static_cast<std::size_t>(size), 0.0);
+    for (Replica& replica : stage) {
+        if (replica.microbatches == 0)
+            continue;
+        const std::vector<float> share = shareOf(replica);
+        for (std::size_t i = 0; i < share.size(); ++i)
+            mean[i] += static_cast<double>(replica.microbatches) * share[i];
+    }
+    std::vector<float> out(mean.size());
+    for (std::size_t i = 0; i < mean.size(); ++i)
+        out[i] = static_cast<float>(mean[i] / total);
+    return out;
+}
+
+// One stage's round: every replica shares what it collected, the combiner makes the result (empty
+// where no replica processed a microbatch) and adds its squared norm to `squared`.
+std::vector<float> combineStage(std::vector<Replica>& stage, GradientRoundCombiner& combiner, bool dense,
+                                bool exchangeUpdates, double& squared) {
+    int total = 0;
+    for (Replica& replica : stage) {
+        if (exchangeUpdates && replica.microbatches > 0)
+            localStep(replica);
+        compressorOf(replica, dense).collect();
+        total += replica.microbatches;
+    }
+    if (total == 0)
+        return {};
+    const GradientLayout& layout = combiner.layout();
+    // PowerSGD's first round (low rank only): the basis every replica projects on.
+    std::vector<float> basis;
+    if (layout.lowRank())
+        basis = combiner.basis(weightedMean(stage, total, layout.basisSize(), [&](Replica& replica) {
+            return compressorOf(replica, dense).basisShare(replica.microbatches);
+        }));
+    const std::vector<float> meanShare =
+        weightedMean(stage, total, layout.shareSize(), [&](Replica& replica) {
+            Result<std::vector<float>> share =
+                compressorOf(replica, dense).share(replica.microbatches, basis);
+            if (!share)
+                throw std::runtime_error("gradient exchange: " + share.message());
+            return std::move(share).value();
+        });
+    double norm = 0;
+    std::vector<float> result = combiner.result(meanShare, &norm);
+    squared += norm;
+    return result;
+}
+
+// pipelineDelay steps late: this round's gradient waits; the oldest waiting lands, with the update
+// its round agreed (the front of the stage's pending updates).
+void landDelayed(Replica& replica, const PendingUpdate& now, const std::deque<PendingUpdate>& agreed,
+                 const SimOptions& o) {
+    std::vector<torch::Tensor> waiting;
+    for (auto& [name, p] : replica.model->namedParameters())
+        waiting.push_back(now.valid && p.grad().defined() ? p.grad().clone() : torch::Tensor());
+    replica.pending.push_back(std::move(waiting));
+    if (replica.pending.size() <= std::size_t(o.pipelineDelay)) {
+        replica.model->zeroGrad();
+        return;
+    }
+    const PendingUpdate& landing = agreed.front();
+    if (landing.valid) {
+        auto params = replica.model->namedParameters();
+        for (std::size_t i = 0; i < params.size(); ++i)
+            if (replica.pending.front()[i].defined())
+                params[i].second.mutable_grad() = replica.pending.front()[i];
+        landAhead(replica, landing, o.lookAhead);
+    } else {
+        replica.model->zeroGrad();
+    }
+    replica.pending.pop_front();
+}
+
+// What one step's exchange is, the same for every stage.
+struct ExchangeRound {
+    bool dense = false;        // a low-rank run's dense round: its dense compressors and combiners
+    bool varianceMoves = true; // AdamW's second moment moves this step
+};
+
+// One replica takes its stage's round result into its gradients, then steps: the agreed update at
+// once, or (pipelineDelay > 0) the one that lands this step.
+void applyRound(SwarmSimulator::State& st, std::size_t s, Replica& replica, const std::vector<float>& result,
+                const PendingUpdate& now, const ExchangeRound& round) {
+    const SimOptions& o = st.options;
+    const auto& combiners = round.dense ? st.denseCombiners : st.combiners;
+    if (now.valid)
+        if (auto applied = compressorOf(replica, round.dense)
+                               .apply(result, replica.microbatches > 0, combiners[s]->round());
+            !applied)
+            throw std::runtime_error("gradient exchange: " + applied.message());
+    replica.microbatches = 0;
+    if (o.exchangeUpdates) {
+        if (now.valid)
+            applyAgreedStep(replica, now.learningRate, o.optimizer.weightDecay);
+        return;
+    }
+    if (o.pipelineDelay == 0) {
+        if (now.valid)
+            (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale, round.varianceMoves);
+        return;
+    }
+    landDelayed(replica, now, st.pending[s], o);
+}
+
 } // namespace
 
 void exchangeGradients(SwarmSimulator::State& st) {
     std::vector<std::vector<float>> results(st.stages.size());
     double squared = 0;
     const SimOptions& o = st.options;
-    const bool dense = !st.denseCombiners.empty() &&
-                       (st.step <= o.denseSteps || (o.denseEvery > 0 && st.step % o.denseEvery == 0));
-    const auto compressor = [dense](Replica& r) -> GradientCompressor& {
-        return dense ? *r.denseCompressor : *r.compressor;
-    };
-    auto& combiners = dense ? st.denseCombiners : st.combiners;
+    ExchangeRound round;
+    round.dense = !st.denseCombiners.empty() &&
+                  (st.step <= o.denseSteps || (o.denseEvery > 0 && st.step % o.denseEvery == 0));
+    auto& combiners = round.dense ? st.denseCombiners : st.combiners;
     // A low-rank run's variance moves on its dense rounds only, and on none after a freeze.
-    const bool varianceMoves = (dense || st.denseCombiners.empty()) &&
-                               (o.freezeVarianceAfter == 0 || st.step <= o.freezeVarianceAfter);
-    for (std::size_t s = 0; s < st.stages.size(); ++s) {
-        auto& stage = st.stages[s];
-        int total = 0;
-        for (Replica& replica : stage) {
-            if (o.exchangeUpdates && replica.microbatches > 0)
-                localStep(replica);
-            compressor(replica).collect();
-            total += replica.microbatches;
-        }
-        if (total == 0)
-            continue;
-        // The weighted mean of the replicas' shares, as the coordinator makes it.
-        const auto meanOf = [&](std::int64_t size, const auto& shareOf) {
-            std::vector<double> mean(static_cast<std::size_t>(size), 0.0);
-            for (Replica& replica : stage) {
-                if (replica.microbatches == 0)
-                    continue;
-                const std::vector<float> share = shareOf(replica);
-                for (std::size_t i = 0; i < share.size(); ++i)
-                    mean[i] += static_cast<double>(replica.microbatches) * share[i];
-            }
-            std::vector<float> out(mean.size());
-            for (std::size_t i = 0; i < mean.size(); ++i)
-                out[i] = static_cast<float>(mean[i] / total);
-            return out;
-        };
-        const GradientLayout& layout = combiners[s]->layout();
-        // PowerSGD's first round (low rank only): the basis every replica projects on.
-        std::vector<float> basis;
-        if (layout.lowRank())
-            basis = combiners[s]->basis(meanOf(layout.basisSize(), [&](Replica& replica) {
-                return compressor(replica).basisShare(replica.microbatches);
-            }));
-        const std::vector<float> meanShare = meanOf(layout.shareSize(), [&](Replica& replica) {
-            Result<std::vector<float>> share = compressor(replica).share(replica.microbatches, basis);
-            if (!share)
-                throw std::runtime_error("gradient exchange: " + share.message());
-            return std::move(share).value();
-        });
-        double norm = 0;
-        results[s] = combiners[s]->result(meanShare, &norm);
-        squared += norm;
-    }
+    round.varianceMoves = (round.dense || st.denseCombiners.empty()) &&
+                          (o.freezeVarianceAfter == 0 || st.step <= o.freezeVarianceAfter);
+    for (std::size_t s = 0; s < st.stages.size(); ++s)
+        results[s] = combineStage(st.stages[s], *combiners[s], round.dense, o.exchangeUpdates, squared);
     const double norm = std::sqrt(squared);
     const double clip = st.options.optimizer.clipNorm;
     const double scale = clip > 0 && norm > clip ? clip / norm : 1.0;
     const double learningRate = st.options.schedule.at(st.step);
     for (std::size_t s = 0; s < st.stages.size(); ++s) {
         PendingUpdate now{!results[s].empty(), learningRate, scale};
-        for (Replica& replica : st.stages[s]) {
-            if (now.valid)
-                if (auto applied = compressor(replica).apply(results[s], replica.microbatches > 0,
-                                                             combiners[s]->round());
-                    !applied)
-                    throw std::runtime_error("gradient exchange: " + applied.message());
-            replica.microbatches = 0;
-            if (o.exchangeUpdates) {
-                if (now.valid)
-                    applyAgreedStep(replica, learningRate, o.optimizer.weightDecay);
-                continue;
-            }
-            if (st.options.pipelineDelay == 0) {
-                if (now.valid)
-                    (void)replica.optimizer->stepAgreed(now.learningRate, now.clipScale, varianceMoves);
-                continue;
-            }
-            // pipelineDelay steps late: this round's gradient waits; the oldest waiting lands.
-            std::vector<torch::Tensor> waiting;
-            for (auto& [name, p] : replica.model->namedParameters())
-                waiting.push_back(now.valid && p.grad().defined() ? p.grad().clone() : torch::Tensor());
-            replica.pending.push_back(std::move(waiting));
-            if (replica.pending.size() <= std::size_t(st.options.pipelineDelay)) {
-                replica.model->zeroGrad();
-                continue;
-            }
-            const PendingUpdate& landing = st.pending[s].front();
-            if (landing.valid) {
-                auto params = replica.model->namedParameters();
-                for (std::size_t i = 0; i < params.size(); ++i)
-                    if (replica.pending.front()[i].defined())
-                        params[i].second.mutable_grad() = replica.pending.front()[i];
-                landAhead(replica, landing, st.options.lookAhead);
-            } else {
-                replica.model->zeroGrad();
-            }
-            replica.pending.pop_front();
-        }
+        for (Replica& replica : st.stages[s])
+            applyRound(st, s, replica, results[s], now, round);
         st.pending[s].push_back(now);
         if (st.pending[s].size() > std::size_t(st.options.pipelineDelay))
             st.pending[s].pop_front();

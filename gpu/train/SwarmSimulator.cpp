@@ -12,12 +12,10 @@
 
 namespace tessera::gpu {
 
-SwarmSimulator::SwarmSimulator(std::unique_ptr<State> state)
-    : m_state(std::move(state)) {}
+namespace {
 
-SwarmSimulator::~SwarmSimulator() = default;
-
-Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions& options) {
+// Refuses options the simulator cannot run, with what the range is.
+Status checkOptions(const SimOptions& options) {
     if (auto valid = options.config.validate(); !valid)
         return valid.error();
     if (options.replicas < 1 || options.replicas > 64)
@@ -46,6 +44,138 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
     if (options.microbatchesPerStep < 1 || options.batch < 1 || options.seqLen < 1 ||
         options.seqLen > options.config.maxSeqLen)
         return makeError("microbatches, batch and sequence length must be positive (and within max_seq_len)");
+    return {};
+}
+
+// One replica of stage s: its model, optimizer, SPARTA and compressors (and what exchangeUpdates and
+// dense rounds add).
+Replica makeReplica(const SimOptions& options, const OptimizerOptions& optimizer, int s) {
+    Replica replica;
+    // Every replica of a stage starts from the same weights (the stage checkpoint).
+    replica.model = std::make_unique<StageModel>(options.config, s);
+    replica.optimizer = std::make_unique<StageOptimizer>(parameterTensors(*replica.model), optimizer);
+    replica.sparta = std::make_unique<Sparta>(replica.model->namedParameters(), options.config.seed,
+                                              options.partitions, options.averagingInterval);
+    replica.compressor =
+        std::make_unique<GradientCompressor>(parameterTensors(*replica.model), options.gradientRank,
+                                             options.config.seed, options.memoryDecay, options.gradientBits);
+    if (options.exchangeUpdates) {
+        for (auto& [name, p] : replica.model->namedParameters())
+            replica.stepScratch.push_back(torch::zeros_like(p).set_requires_grad(true));
+        OptimizerOptions local = optimizer;
+        local.weightDecay = 0; // decay is applied to the weights with the agreed step
+        replica.stepOptimizer = std::make_unique<StageOptimizer>(replica.stepScratch, local);
+    }
+    if (options.gradientRank > 0 && (options.denseSteps > 0 || options.denseEvery > 0))
+        replica.denseCompressor = std::make_unique<GradientCompressor>(
+            parameterTensors(*replica.model), 0, options.config.seed, 1.0, options.denseBits);
+    return replica;
+}
+
+// Every stage's replicas, and its combiners (made from its first replica's layout).
+void buildStages(SwarmSimulator::State& state, const OptimizerOptions& optimizer) {
+    const SimOptions& options = state.options;
+    state.stages.resize(static_cast<std::size_t>(options.config.stages));
+    for (int s = 0; s < options.config.stages; ++s)
+        for (int r = 0; r < options.replicas; ++r) {
+            Replica replica = makeReplica(options, optimizer, s);
+            if (r == 0) {
+                state.combiners.push_back(std::make_unique<GradientRoundCombiner>(
+                    replica.compressor->layout(), options.config.seed, options.gradientBits));
+                if (replica.denseCompressor)
+                    state.denseCombiners.push_back(std::make_unique<GradientRoundCombiner>(
+                        replica.denseCompressor->layout(), options.config.seed, options.denseBits));
+            }
+            state.stages[static_cast<std::size_t>(s)].push_back(std::move(replica));
+        }
+}
+
+// Forward through every stage on the route, crossing every boundary as codec bytes; returns the
+// last stage's loss.
+double forwardMicrobatch(SwarmSimulator::State& st, std::int64_t id, const std::vector<int>& route,
+                         const torch::Tensor& inputs, const torch::Tensor& targets, SimStep& result) {
+    const int stageCount = static_cast<int>(st.stages.size());
+    torch::Tensor carried = inputs;
+    for (int s = 0; s < stageCount; ++s) {
+        StageModel& model = *st.stages[s][route[s]].model;
+        const bool last = s == stageCount - 1;
+        torch::Tensor out = model.forwardKeep(id, carried, last ? targets : torch::Tensor());
+        if (last)
+            return out.item<double>();
+        const auto bytes = st.codec->encodeActivation(out, inputs);
+        result.wireBytes += static_cast<std::int64_t>(bytes.size());
+        auto decoded = st.codec->decodeActivation(bytes);
+        if (!decoded)
+            throw std::runtime_error("codec: " + decoded.message());
+        carried = decoded->hidden;
+    }
+    return 0;
+}
+
+// Backward in reverse, gradients through the codec too.
+void backwardMicrobatch(SwarmSimulator::State& st, std::int64_t id, const std::vector<int>& route,
+                        const torch::Tensor& inputs, SimStep& result) {
+    const int stageCount = static_cast<int>(st.stages.size());
+    torch::Tensor grad;
+    for (int s = stageCount - 1; s >= 0; --s) {
+        Replica& replica = st.stages[s][route[s]];
+        auto back = replica.model->backward(id, grad);
+        ++replica.microbatches;
+        if (s == 0)
+            break;
+        const auto bytes = st.codec->encodeGradient(back.gradInput, inputs);
+        result.wireBytes += static_cast<std::int64_t>(bytes.size());
+        auto decoded = st.codec->decodeGradient(bytes);
+        if (!decoded)
+            throw std::runtime_error("codec: " + decoded.message());
+        grad = *decoded;
+    }
+}
+
+// One microbatch on a route drawn per stage, forward and back; returns its loss.
+double runMicrobatch(SwarmSimulator::State& st, SimStep& result) {
+    const int stageCount = static_cast<int>(st.stages.size());
+    const int replicas = st.options.replicas;
+    const std::int64_t id = st.nextMicrobatch++;
+    const torch::Tensor batch = st.data->nextBatch(st.options.batch, st.options.seqLen);
+    const torch::Tensor inputs = batch.narrow(1, 0, st.options.seqLen).contiguous();
+    const torch::Tensor targets = batch.narrow(1, 1, st.options.seqLen).contiguous();
+    std::vector<int> route(static_cast<std::size_t>(stageCount));
+    for (auto& r : route)
+        r = static_cast<int>(st.routing() % static_cast<std::uint64_t>(replicas));
+    const double loss = forwardMicrobatch(st, id, route, inputs, targets, result);
+    backwardMicrobatch(st, id, route, inputs, result);
+    st.tokens += inputs.numel();
+    return loss;
+}
+
+// Every 20 steps, SPARTA.
+void averageSparta(SwarmSimulator::State& st, SimStep& result) {
+    if (!(st.options.sparseAveraging && st.options.replicas > 1 &&
+          st.stages[0][0].sparta->isAveragingStep(st.step)))
+        return;
+    for (auto& stage : st.stages) {
+        const int p = stage[0].sparta->partitionForStep(st.step);
+        std::vector<torch::Tensor> snapshots;
+        for (auto& replica : stage)
+            snapshots.push_back(replica.sparta->gather(p));
+        const torch::Tensor average = torch::stack(snapshots).mean(0);
+        for (std::size_t r = 0; r < stage.size(); ++r)
+            stage[r].sparta->applyDelta(p, average, snapshots[r]);
+        ++result.averagedStages;
+    }
+}
+
+} // namespace
+
+SwarmSimulator::SwarmSimulator(std::unique_ptr<State> state)
+    : m_state(std::move(state)) {}
+
+SwarmSimulator::~SwarmSimulator() = default;
+
+Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions& options) {
+    if (Status valid = checkOptions(options); !valid)
+        return valid.error();
     auto data = DataSource::open(options.data, options.config.vocabSize, options.seed);
     if (!data)
         return data.error();
@@ -62,39 +192,7 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
     OptimizerOptions optimizer = options.optimizer;
     optimizer.momentBits = options.config.momentBits; // the run's, as on a real swarm
     try {
-        state->stages.resize(static_cast<std::size_t>(options.config.stages));
-        for (int s = 0; s < options.config.stages; ++s)
-            for (int r = 0; r < options.replicas; ++r) {
-                Replica replica;
-                // Every replica of a stage starts from the same weights (the stage checkpoint).
-                replica.model = std::make_unique<StageModel>(options.config, s);
-                replica.optimizer =
-                    std::make_unique<StageOptimizer>(parameterTensors(*replica.model), optimizer);
-                replica.sparta =
-                    std::make_unique<Sparta>(replica.model->namedParameters(), options.config.seed,
-                                             options.partitions, options.averagingInterval);
-                replica.compressor = std::make_unique<GradientCompressor>(
-                    parameterTensors(*replica.model), options.gradientRank, options.config.seed,
-                    options.memoryDecay, options.gradientBits);
-                if (options.exchangeUpdates) {
-                    for (auto& [name, p] : replica.model->namedParameters())
-                        replica.stepScratch.push_back(torch::zeros_like(p).set_requires_grad(true));
-                    OptimizerOptions local = optimizer;
-                    local.weightDecay = 0; // decay is applied to the weights with the agreed step
-                    replica.stepOptimizer = std::make_unique<StageOptimizer>(replica.stepScratch, local);
-                }
-                if (options.gradientRank > 0 && (options.denseSteps > 0 || options.denseEvery > 0))
-                    replica.denseCompressor = std::make_unique<GradientCompressor>(
-                        parameterTensors(*replica.model), 0, options.config.seed, 1.0, options.denseBits);
-                if (r == 0) {
-                    state->combiners.push_back(std::make_unique<GradientRoundCombiner>(
-                        replica.compressor->layout(), options.config.seed, options.gradientBits));
-                    if (replica.denseCompressor)
-                        state->denseCombiners.push_back(std::make_unique<GradientRoundCombiner>(
-                            replica.denseCompressor->layout(), options.config.seed, options.denseBits));
-                }
-                state->stages[static_cast<std::size_t>(s)].push_back(std::move(replica));
-            }
+        buildStages(*state, optimizer);
     } catch (const std::exception& e) {
         return makeError(std::string("could not build the model: ") + e.what());
     }
@@ -105,54 +203,10 @@ Result<std::unique_ptr<SwarmSimulator>> SwarmSimulator::create(const SimOptions&
 
 SimStep SwarmSimulator::step() {
     State& st = *m_state;
-    const int stageCount = static_cast<int>(st.stages.size());
-    const int replicas = st.options.replicas;
     SimStep result;
     double lossSum = 0;
-
-    for (int m = 0; m < st.options.microbatchesPerStep; ++m) {
-        const std::int64_t id = st.nextMicrobatch++;
-        const torch::Tensor batch = st.data->nextBatch(st.options.batch, st.options.seqLen);
-        const torch::Tensor inputs = batch.narrow(1, 0, st.options.seqLen).contiguous();
-        const torch::Tensor targets = batch.narrow(1, 1, st.options.seqLen).contiguous();
-        std::vector<int> route(static_cast<std::size_t>(stageCount));
-        for (auto& r : route)
-            r = static_cast<int>(st.routing() % static_cast<std::uint64_t>(replicas));
-
-        // Forward, crossing every boundary as codec bytes.
-        torch::Tensor carried = inputs;
-        for (int s = 0; s < stageCount; ++s) {
-            StageModel& model = *st.stages[s][route[s]].model;
-            const bool last = s == stageCount - 1;
-            torch::Tensor out = model.forwardKeep(id, carried, last ? targets : torch::Tensor());
-            if (last) {
-                lossSum += out.item<double>();
-                break;
-            }
-            const auto bytes = st.codec->encodeActivation(out, inputs);
-            result.wireBytes += static_cast<std::int64_t>(bytes.size());
-            auto decoded = st.codec->decodeActivation(bytes);
-            if (!decoded)
-                throw std::runtime_error("codec: " + decoded.message());
-            carried = decoded->hidden;
-        }
-        // Backward in reverse, gradients through the codec too.
-        torch::Tensor grad;
-        for (int s = stageCount - 1; s >= 0; --s) {
-            Replica& replica = st.stages[s][route[s]];
-            auto back = replica.model->backward(id, grad);
-            ++replica.microbatches;
-            if (s == 0)
-                break;
-            const auto bytes = st.codec->encodeGradient(back.gradInput, inputs);
-            result.wireBytes += static_cast<std::int64_t>(bytes.size());
-            auto decoded = st.codec->decodeGradient(bytes);
-            if (!decoded)
-                throw std::runtime_error("codec: " + decoded.message());
-            grad = *decoded;
-        }
-        st.tokens += inputs.numel();
-    }
+    for (int m = 0; m < st.options.microbatchesPerStep; ++m)
+        lossSum += runMicrobatch(st, result);
 
     ++st.step;
     if (st.options.gradientAveraging) {
@@ -166,19 +220,7 @@ SimStep SwarmSimulator::step() {
                 replica.microbatches = 0;
             }
     }
-    // Every 20 steps, SPARTA.
-    if (st.options.sparseAveraging && replicas > 1 && st.stages[0][0].sparta->isAveragingStep(st.step)) {
-        for (auto& stage : st.stages) {
-            const int p = stage[0].sparta->partitionForStep(st.step);
-            std::vector<torch::Tensor> snapshots;
-            for (auto& replica : stage)
-                snapshots.push_back(replica.sparta->gather(p));
-            const torch::Tensor average = torch::stack(snapshots).mean(0);
-            for (std::size_t r = 0; r < stage.size(); ++r)
-                stage[r].sparta->applyDelta(p, average, snapshots[r]);
-            ++result.averagedStages;
-        }
-    }
+    averageSparta(st, result);
     result.step = st.step;
     result.tokens = st.tokens;
     result.trainLoss = lossSum / st.options.microbatchesPerStep;

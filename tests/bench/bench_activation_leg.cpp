@@ -265,7 +265,7 @@ private:
             answer = QByteArray::fromRawData(reinterpret_cast<const char*>(m_engineOutput.data()) + start,
                                              qsizetype(m_engineOutput.size()) - start);
         }
-        // The coordinator: decoded once (Trainer::sessionBinary), then the Router relays it.
+        // The coordinator: decoded once (SessionApi::onBinary), then the Router relays it.
         Result<protocol::TaskMessage> received = protocol::decodeTaskMessage(answer);
         Result<protocol::SessionMessage> typed = protocol::parseSessionMessage(
             received->header, protocol::Direction::ToCoordinator, protocol::Transport::Binary);

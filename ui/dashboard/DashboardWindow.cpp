@@ -318,7 +318,7 @@ void DashboardWindow::updateState() {
     if (!stage.isEmpty() && (state == AppState::Contributing || state == AppState::Paused))
         stage +=
             (cpu ? tr(" · using up to %1% of the CPU's time") : tr(" · using up to %1% of the GPU's time"))
-                .arg(m_manager.settings().integer(AppSettings::Key::GpuLimitPercent));
+                .arg(m_manager.settings().gpuLimitPercent());
     if (const QString fallback =
             NodeStatusText::cpuFallback(node, m_manager.settings().string(AppSettings::Key::Device));
         !fallback.isEmpty())

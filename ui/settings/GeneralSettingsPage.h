@@ -6,6 +6,7 @@
 
 #include <QWidget>
 
+class QFormLayout;
 class QLabel;
 class QLineEdit;
 
@@ -23,6 +24,11 @@ public:
     static QString checkProfileText(const QString& text);
 
 private:
+    // The form's sections, top to bottom, each adding its rows.
+    void addGpuLimitRows(QFormLayout* form);
+    void addStartupRows(QFormLayout* form);
+    void addDataRows(QFormLayout* form);
+    void addLeaderboardRows(QFormLayout* form);
     void chooseDataDir();
 
     SettingsBinder& m_binder;

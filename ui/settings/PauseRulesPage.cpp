@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "settings/PauseRulesPage.h"
 
-#include "widgets/ErrorNote.h"
 #include "settings/ExclusiveAppsEditor.h"
 #include "settings/SettingsBinder.h"
+#include "widgets/ErrorNote.h"
 
 #include "manager/Manager.h"
 #include "manager/detectors/TimeWindows.h"
@@ -26,34 +26,67 @@ using Key = manager::AppSettings::Key;
 PauseRulesPage::PauseRulesPage(SettingsBinder& binder, manager::Manager& manager, QWidget* parent)
     : QWidget(parent)
     , m_manager(manager) {
+    auto* appsBox = makeAppsGroup(binder);
+    auto* rulesBox = makeRulesGroup(binder);
+    auto* timeBox = makeTimeGroup(binder);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(appsBox, 1);
+    layout->addWidget(rulesBox);
+    layout->addWidget(timeBox);
+
+    // The Manager rebuilds its detectors when a rule changes; look again once it has.
+    connect(&binder.settings(), &manager::AppSettings::changed, this,
+            [this] { QTimer::singleShot(0, this, &PauseRulesPage::refreshAvailability); });
+    refreshAvailability();
+}
+
+QGroupBox* PauseRulesPage::makeAppsGroup(SettingsBinder& binder) {
     auto* appsBox = new QGroupBox(tr("Pause while one of these programs runs"));
     auto* apps = new ExclusiveAppsEditor(binder);
     apps->setObjectName(u"exclusiveApps"_s);
     auto* appsLayout = new QVBoxLayout(appsBox);
     appsLayout->addWidget(apps);
     appsLayout->addWidget(noteFor(u"exclusive-app"_s));
+    return appsBox;
+}
 
+QGroupBox* PauseRulesPage::makeRulesGroup(SettingsBinder& binder) {
     auto* rulesBox = new QGroupBox(tr("Also pause"));
     auto* grid = new QGridLayout(rulesBox);
     int row = 0;
-    const auto addRule = [&](QWidget* control, const QString& rule, QWidget* extra = nullptr) {
-        grid->addWidget(control, row, 0);
-        if (extra)
-            grid->addWidget(extra, row, 1);
-        grid->addWidget(noteFor(rule), ++row, 0, 1, 2);
-        ++row;
-    };
 
     auto* fullscreen = new QCheckBox(tr("while a program fills the whole screen (games, videos)"));
     fullscreen->setObjectName(u"pauseOnFullscreen"_s);
     binder.bind(fullscreen, Key::PauseOnFullscreen);
-    addRule(fullscreen, u"fullscreen"_s);
+    addRule(grid, row, fullscreen, u"fullscreen"_s);
 
     auto* graphics = new QCheckBox(tr("while another program draws on the graphics card"));
     graphics->setObjectName(u"pauseOnGpuGraphics"_s);
     binder.bind(graphics, Key::PauseOnGpuGraphics);
-    addRule(graphics, u"gpu-graphics"_s);
+    addRule(grid, row, graphics, u"gpu-graphics"_s);
 
+    addIdleRule(binder, grid, row);
+
+    auto* battery = new QCheckBox(tr("while the computer runs on battery"));
+    battery->setObjectName(u"pauseOnBattery"_s);
+    binder.bind(battery, Key::PauseOnBattery);
+    addRule(grid, row, battery, u"battery"_s);
+
+    addTemperatureRule(binder, grid, row);
+    return rulesBox;
+}
+
+void PauseRulesPage::addRule(QGridLayout* grid, int& row, QWidget* control, const QString& rule,
+                             QWidget* extra) {
+    grid->addWidget(control, row, 0);
+    if (extra)
+        grid->addWidget(extra, row, 1);
+    grid->addWidget(noteFor(rule), ++row, 0, 1, 2);
+    ++row;
+}
+
+void PauseRulesPage::addIdleRule(SettingsBinder& binder, QGridLayout* grid, int& row) {
     auto* idle = new QCheckBox(tr("while I use the computer; contribute only after I have been away for"));
     idle->setObjectName(u"onlyWhenIdle"_s);
     binder.bind(idle, Key::OnlyWhenIdle);
@@ -64,14 +97,11 @@ PauseRulesPage::PauseRulesPage(SettingsBinder& binder, manager::Manager& manager
     binder.bind(idleMinutes, Key::IdleMinutes);
     connect(idle, &QCheckBox::toggled, idleMinutes, &QWidget::setEnabled);
     binder.onChange(Key::OnlyWhenIdle, [idle, idleMinutes] { idleMinutes->setEnabled(idle->isChecked()); });
-    addRule(idle, u"user-active"_s, idleMinutes);
+    addRule(grid, row, idle, u"user-active"_s, idleMinutes);
+}
 
-    auto* battery = new QCheckBox(tr("while the computer runs on battery"));
-    battery->setObjectName(u"pauseOnBattery"_s);
-    binder.bind(battery, Key::PauseOnBattery);
-    addRule(battery, u"battery"_s);
-
-    // The limit's 0 means off: a check box and the degrees, stored as one value.
+// The limit's 0 means off: a check box and the degrees, stored as one value.
+void PauseRulesPage::addTemperatureRule(SettingsBinder& binder, QGridLayout* grid, int& row) {
     auto* hot = new QCheckBox(tr("while the graphics card is hotter than"));
     hot->setObjectName(u"temperatureRule"_s);
     auto* degrees = new QSpinBox;
@@ -96,8 +126,10 @@ PauseRulesPage::PauseRulesPage(SettingsBinder& binder, manager::Manager& manager
         if (hot->isChecked())
             binder.settings().setValue(Key::TemperatureLimitC, value);
     });
-    addRule(hot, u"temperature"_s, degrees);
+    addRule(grid, row, hot, u"temperature"_s, degrees);
+}
 
+QGroupBox* PauseRulesPage::makeTimeGroup(SettingsBinder& binder) {
     auto* timeBox = new QGroupBox(tr("Contribute only at these times"));
     auto* windows = new QLineEdit;
     windows->setObjectName(u"timeWindows"_s);
@@ -112,16 +144,7 @@ PauseRulesPage::PauseRulesPage(SettingsBinder& binder, manager::Manager& manager
     timeLayout->addWidget(windows);
     timeLayout->addWidget(windowsError);
     timeLayout->addWidget(noteFor(u"time-window"_s));
-
-    auto* layout = new QVBoxLayout(this);
-    layout->addWidget(appsBox, 1);
-    layout->addWidget(rulesBox);
-    layout->addWidget(timeBox);
-
-    // The Manager rebuilds its detectors when a rule changes; look again once it has.
-    connect(&binder.settings(), &manager::AppSettings::changed, this,
-            [this] { QTimer::singleShot(0, this, &PauseRulesPage::refreshAvailability); });
-    refreshAvailability();
+    return timeBox;
 }
 
 ErrorNote* PauseRulesPage::noteFor(const QString& rule) {

@@ -8,6 +8,9 @@
 #include <QString>
 #include <QWidget>
 
+class QGridLayout;
+class QGroupBox;
+
 namespace tessera::manager {
 class Manager;
 }
@@ -36,6 +39,16 @@ public:
     static QString cannotSense(const QString& rule);
 
 private:
+    // The page's three groups, top to bottom.
+    QGroupBox* makeAppsGroup(SettingsBinder& binder);
+    QGroupBox* makeRulesGroup(SettingsBinder& binder);
+    QGroupBox* makeTimeGroup(SettingsBinder& binder);
+    // A rule's row in the "Also pause" grid: its control (and what it takes, beside it), with its
+    // note under it; row moves past both.
+    void addRule(QGridLayout* grid, int& row, QWidget* control, const QString& rule,
+                 QWidget* extra = nullptr);
+    void addIdleRule(SettingsBinder& binder, QGridLayout* grid, int& row);
+    void addTemperatureRule(SettingsBinder& binder, QGridLayout* grid, int& row);
     ErrorNote* noteFor(const QString& rule);
 
     manager::Manager& m_manager;

@@ -44,7 +44,28 @@ WelcomePage::WelcomePage(AppSettings& settings, QWidget* parent)
     layout->addWidget(
         bodyLabel(tr("It pauses by itself the moment you start a game or the computer needs its "
                      "graphics card, and it never needs your attention.")));
-    // Where to contribute: the packaged default, editable (a volunteer may be given another).
+    layout->addLayout(makeAddressRow());
+    m_note = new ErrorNote;
+    m_note->setObjectName(u"checkText"_s);
+    layout->addWidget(m_note);
+    layout->addWidget(makeTrustPanel());
+    connect(&m_check, &manager::CoordinatorCheck::finished, this, &WelcomePage::onChecked);
+
+    layout->addStretch();
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(scroll, 1);
+    outer->addLayout(makeButtonRow());
+    refresh();
+}
+
+// Where to contribute: the packaged default, editable (a volunteer may be given another).
+QHBoxLayout* WelcomePage::makeAddressRow() {
     m_address = new QLineEdit;
     m_address->setObjectName(u"coordinatorAddress"_s);
     m_address->setPlaceholderText(u"https://coordinator.example.org:7443"_s);
@@ -55,13 +76,11 @@ WelcomePage::WelcomePage(AppSettings& settings, QWidget* parent)
     auto* addressRow = new QHBoxLayout;
     addressRow->addWidget(addressLabel);
     addressRow->addWidget(m_address, 1);
-    layout->addLayout(addressRow);
+    return addressRow;
+}
 
-    m_note = new ErrorNote;
-    m_note->setObjectName(u"checkText"_s);
-    layout->addWidget(m_note);
-
-    // Trust on first use: the fingerprint to compare, and the one button that trusts it.
+// Trust on first use: the fingerprint to compare, and the one button that trusts it.
+QWidget* WelcomePage::makeTrustPanel() {
     m_trustPanel = new QWidget;
     m_trustPanel->setObjectName(u"trustPanel"_s);
     auto* trustLayout = new QVBoxLayout(m_trustPanel);
@@ -79,10 +98,11 @@ WelcomePage::WelcomePage(AppSettings& settings, QWidget* parent)
     trustLayout->addWidget(m_fingerprint);
     trustLayout->addLayout(trustRow);
     m_trustPanel->hide();
-    layout->addWidget(m_trustPanel);
-    connect(&m_check, &manager::CoordinatorCheck::finished, this, &WelcomePage::onChecked);
+    return m_trustPanel;
+}
 
-    layout->addStretch();
+// Not now on the left, Contribute (the default) on the right: outside the scrolled content.
+QHBoxLayout* WelcomePage::makeButtonRow() {
     m_contribute = new QPushButton(tr("&Contribute"));
     m_contribute->setObjectName(u"contribute"_s);
     m_contribute->setDefault(true);
@@ -95,16 +115,7 @@ WelcomePage::WelcomePage(AppSettings& settings, QWidget* parent)
     row->addWidget(notNow);
     row->addStretch();
     row->addWidget(m_contribute);
-    auto* scroll = new QScrollArea;
-    scroll->setWidget(content);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(scroll, 1);
-    outer->addLayout(row);
-    refresh();
+    return row;
 }
 
 void WelcomePage::refresh() {

@@ -16,6 +16,7 @@
 #include <QSslCertificate>
 #include <QWidget>
 
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -51,6 +52,9 @@ Q_SIGNALS:
     void notNowClicked();
 
 private:
+    QHBoxLayout* makeAddressRow();
+    QWidget* makeTrustPanel();
+    QHBoxLayout* makeButtonRow();
     void onChecked(const manager::CoordinatorCheck::Answer& answer);
     void trustOffered();
     void showError(const QString& message, const QString& details);

@@ -9,6 +9,7 @@
 #include "coordinator/store/NodeRegistry.h"
 #include "coordinator/store/SessionStore.h"
 #include "protocol/ClientVersion.h"
+#include "protocol/TaskMessage.h"
 
 #include <QJsonObject>
 #include <QSet>
@@ -17,6 +18,7 @@
 #include <QWebSocketServer>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace tessera::coordinator {
@@ -109,6 +111,15 @@ http::HttpServer::UpgradeHandler SessionApi::upgradeHandler() {
 
 void SessionApi::accept(QWebSocket* socket) {
     connect(socket, &QWebSocket::disconnected, socket, &QObject::deleteLater);
+    limitIncoming(socket);
+    const qint64 now = nowMs();
+    const std::optional<SessionRecord> session = authenticate(socket, now);
+    if (!session || !admits(socket, session->nodeId, now))
+        return;
+    open(socket, *session, now);
+}
+
+void SessionApi::limitIncoming(QWebSocket* socket) const {
     // Each kind is held to its own limit frame by frame in onFrame; QWebSocket's own limits are
     // backstops. The socket's buffer holds at most one frame being read.
     const qint64 maxBytes = std::max(m_settings.maxMessageBytes, m_settings.maxBinaryBytes);
@@ -116,10 +127,11 @@ void SessionApi::accept(QWebSocket* socket) {
     socket->setMaxAllowedIncomingFrameSize(quint64(frameBytes));
     socket->setMaxAllowedIncomingMessageSize(quint64(maxBytes + frameBytes)); // after onFrame's
     socket->setReadBufferSize(frameBytes + 64 * 1024);
+}
 
+std::optional<SessionRecord> SessionApi::authenticate(QWebSocket* socket, qint64 now) {
     const QString token = bearerToken(socket->request().rawHeader("Authorization"));
     const QString tokenHash = token.isEmpty() ? QString() : AdmissionService::sessionTokenHash(token);
-    const qint64 now = nowMs();
     Result<std::optional<SessionRecord>> session =
         tokenHash.isEmpty() ? Result<std::optional<SessionRecord>>(std::optional<SessionRecord>())
                             : SessionStore(m_db).findValid(tokenHash, now);
@@ -127,7 +139,7 @@ void SessionApi::accept(QWebSocket* socket) {
         qWarning("coordinator: looking up a session failed: %s", session.message().c_str());
         closeSocket(socket, QWebSocketProtocol::CloseCodeBadOperation,
                     QStringLiteral("the coordinator failed to check the session; try again later"));
-        return;
+        return std::nullopt;
     }
     if (!*session) {
         m_metrics.countSession(QStringLiteral("rejected"));
@@ -135,40 +147,45 @@ void SessionApi::accept(QWebSocket* socket) {
                     token.isEmpty() ? QStringLiteral("missing Authorization: Bearer <session token>")
                                     : QStringLiteral("invalid, expired or revoked session token; "
                                                      "admit again for a new one"));
-        return;
+        return std::nullopt;
     }
-    const QString nodeId = (*session)->nodeId;
-    NodeRegistry nodes(m_db);
+    return *session;
+}
+
+bool SessionApi::admits(QWebSocket* socket, const QString& nodeId, qint64 now) {
     // A node admitted before this coordinator was upgraded may speak an older session protocol:
     // it is told so in words (and its next admission is refused with the minimum version).
-    if (Result<std::optional<NodeRecord>> node = nodes.find(nodeId); node && *node) {
-        // A banned node (a failed audit, strikes) or one from a banned network takes no part.
-        if (Result<std::optional<QString>> banned = Reputation(m_db).banned(nodeId, (*node)->network, now);
-            banned && *banned) {
-            m_metrics.countSession(QStringLiteral("rejected"));
-            closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated, (**banned).left(120));
-            return;
-        }
-        const Result<protocol::ClientVersion> version =
-            protocol::ClientVersion::parse((*node)->clientVersion);
-        if (!version || *version < protocol::kOldestCompatibleClient) {
-            m_metrics.countSession(QStringLiteral("rejected"));
-            closeSocket(
-                socket, QWebSocketProtocol::CloseCodePolicyViolated,
-                QStringLiteral("Tessera %1 is older than this coordinator speaks to (%2 or newer: the "
-                               "session protocol changed); update Tessera")
-                    .arg((*node)->clientVersion.left(32), protocol::kOldestCompatibleClient.toString()));
-            return;
-        }
+    Result<std::optional<NodeRecord>> node = NodeRegistry(m_db).find(nodeId);
+    if (!node || !*node)
+        return true;
+    // A banned node (a failed audit, strikes) or one from a banned network takes no part.
+    if (Result<std::optional<QString>> banned = Reputation(m_db).banned(nodeId, (*node)->network, now);
+        banned && *banned) {
+        m_metrics.countSession(QStringLiteral("rejected"));
+        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated, (**banned).left(120));
+        return false;
     }
+    const Result<protocol::ClientVersion> version = protocol::ClientVersion::parse((*node)->clientVersion);
+    if (!version || *version < protocol::kOldestCompatibleClient) {
+        m_metrics.countSession(QStringLiteral("rejected"));
+        closeSocket(socket, QWebSocketProtocol::CloseCodePolicyViolated,
+                    QStringLiteral("Tessera %1 is older than this coordinator speaks to (%2 or newer: the "
+                                   "session protocol changed); update Tessera")
+                        .arg((*node)->clientVersion.left(32), protocol::kOldestCompatibleClient.toString()));
+        return false;
+    }
+    return true;
+}
+
+void SessionApi::open(QWebSocket* socket, const SessionRecord& session, qint64 now) {
+    const QString& nodeId = session.nodeId;
     // Before the node is marked online: closing the old session marks it offline.
     replaceSessions(nodeId, socket);
-    SessionStore sessions(m_db);
-    if (Status s = nodes.setState(nodeId, NodeState::Online, now); !s)
+    if (Status s = NodeRegistry(m_db).setState(nodeId, NodeState::Online, now); !s)
         qWarning("coordinator: marking node %s online failed: %s", qPrintable(nodeId), s.message().c_str());
-    if (Result<bool> s = sessions.heartbeat(tokenHash, now); !s)
+    if (Result<bool> s = SessionStore(m_db).heartbeat(session.tokenHash, now); !s)
         qWarning("coordinator: recording a heartbeat failed: %s", s.message().c_str());
-    m_live.insert(socket, Live{.tokenHash = tokenHash,
+    m_live.insert(socket, Live{.tokenHash = session.tokenHash,
                                .nodeId = nodeId,
                                .lastHeartbeatMs = now,
                                .messageAllowance = m_settings.messageBurst,
@@ -258,7 +275,7 @@ bool SessionApi::allowBinary(Live& live, qint64 nowMs) const {
                       m_settings.binaryBurst);
 }
 
-void SessionApi::onBinary(QWebSocket* socket, const QByteArray& message) {
+void SessionApi::onBinary(QWebSocket* socket, const QByteArray& bytes) {
     messageDone(socket);
     const auto live = m_live.find(socket);
     if (live == m_live.end())
@@ -276,7 +293,25 @@ void SessionApi::onBinary(QWebSocket* socket, const QByteArray& message) {
                    QStringLiteral("this coordinator runs no data plane: binary messages are not understood"));
         return;
     }
-    m_listener->sessionBinary(live->nodeId, message);
+    const QString nodeId = live->nodeId; // the listener may close the session
+    // Decoded once, here: the listener keeps views into its bytes.
+    Result<protocol::TaskMessage> decoded = protocol::decodeTaskMessage(bytes);
+    Result<protocol::SessionMessage> header =
+        decoded ? protocol::parseSessionMessage(decoded->header, protocol::Direction::ToCoordinator,
+                                                protocol::Transport::Binary)
+                : decoded.error();
+    if (!header) {
+        qWarning("trainer: node %s sent a malformed binary message: %s", qPrintable(nodeId.left(12)),
+                 header.message().c_str());
+        sendText(nodeId, protocol::ErrorNotice{QStringLiteral("malformed binary message: %1")
+                                                   .arg(QString::fromStdString(header.message()))
+                                                   .left(protocol::kMaxReasonChars)});
+        return;
+    }
+    // Parsed as a message to the coordinator, it is one.
+    if (std::optional<protocol::ToCoordinatorMessage> received =
+            protocol::receivedAs<protocol::ToCoordinatorMessage>(std::move(*header)))
+        m_listener->sessionReceived(nodeId, *received, &*decoded);
 }
 
 bool SessionApi::sendText(const QString& nodeId, const protocol::SessionMessage& message) {
@@ -336,7 +371,11 @@ void SessionApi::onText(QWebSocket* socket, const QString& text) {
         replyError(socket, QStringLiteral("this coordinator runs no data plane"));
         return;
     }
-    m_listener->sessionMessage(live->nodeId, *message);
+    const QString nodeId = live->nodeId; // the listener may close the session
+    // Parsed as a message to the coordinator, it is one.
+    if (std::optional<protocol::ToCoordinatorMessage> received =
+            protocol::receivedAs<protocol::ToCoordinatorMessage>(std::move(*message)))
+        m_listener->sessionReceived(nodeId, *received, nullptr);
 }
 
 bool SessionApi::nodeHasOtherSession(const QString& nodeId, const QWebSocket* except) const {

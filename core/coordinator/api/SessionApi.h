@@ -14,10 +14,14 @@
 // statements, so 10,000 nodes heartbeating every 10 s cost one commit a second instead of 2,000
 // row writes. The database's last_seen lags by at most the flush interval, and a session revoked
 // meanwhile (the node was admitted again elsewhere) is closed at that flush.
+//
+// Every other message is checked against its schema (a binary one decoded here, once) and handed,
+// typed, to the listener (the Trainer); one refused is answered with an error, and the session stays.
 
 #include "coordinator/api/SessionListener.h"
 #include "coordinator/http/HttpServer.h"
 
+#include <QByteArray>
 #include <QHash>
 #include <QList>
 #include <QObject>
@@ -27,6 +31,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 class QWebSocket;
 class QWebSocketServer;
@@ -35,6 +40,7 @@ namespace tessera::coordinator {
 
 class Database;
 class Metrics;
+struct SessionRecord;
 
 struct SessionSettings {
     // A node silent for longer is offline and its socket is closed.
@@ -105,12 +111,26 @@ private:
         qint64 budgetHeld = 0;
     };
 
+    // A socket upgraded to /v1/session: its limits set, its token checked, its node admitted and online.
     void accept(QWebSocket* socket);
+    // Each kind of message held to its limit as its frames arrive (onFrame), QWebSocket's own limits
+    // as backstops.
+    void limitIncoming(QWebSocket* socket) const;
+    // The session the socket's bearer token opens; nullopt when it opens none (the socket is closed,
+    // saying why).
+    std::optional<SessionRecord> authenticate(QWebSocket* socket, qint64 now);
+    // Whether the node may take part (not banned, a session protocol this coordinator speaks);
+    // closed, saying why, when not.
+    bool admits(QWebSocket* socket, const QString& nodeId, qint64 now);
+    // The node online on this socket (its older sessions replaced), its messages heard.
+    void open(QWebSocket* socket, const SessionRecord& session, qint64 now);
     void onText(QWebSocket* socket, const QString& text);
     // Spends one message from the session's allowance; false when it has none left.
     bool allowMessage(Live& live, qint64 nowMs) const;
     bool allowBinary(Live& live, qint64 nowMs) const;
-    void onBinary(QWebSocket* socket, const QByteArray& message);
+    // Decoded once and checked against its schema, then to the listener; a malformed one is
+    // answered with an error.
+    void onBinary(QWebSocket* socket, const QByteArray& bytes);
     // A data frame arrived: counts it against the message's limit and the budget, and cuts the
     // socket off (1009, 1011) the moment either is passed.
     void onFrame(QWebSocket* socket, qint64 bytes, bool binary, bool last);

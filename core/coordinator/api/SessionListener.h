@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SessionListener: what the data plane (Trainer) hears from the nodes' sessions — a session opening,
-// typed control messages, binary task results and averaging shares, and a node's last session
-// closing.
+// every message a node sends it (typed and checked, binary ones decoded once), and a node's last
+// session closing.
 
 #include "protocol/SessionMessages.h"
 
-#include <QByteArray>
 #include <QString>
+
+namespace tessera::protocol {
+struct TaskMessage;
+}
 
 namespace tessera::coordinator {
 
@@ -16,10 +19,11 @@ public:
     virtual ~SessionListener() = default;
     // The node's session is open (its first, or a reconnect).
     virtual void sessionOpened(const QString& nodeId) = 0;
-    // A text message the node may send, other than a heartbeat (checked against its schema).
-    virtual void sessionMessage(const QString& nodeId, const protocol::SessionMessage& message) = 0;
-    // A binary message (a TaskMessage, not yet decoded: the listener decodes it once and keeps views).
-    virtual void sessionBinary(const QString& nodeId, const QByteArray& message) = 0;
+    // A message the node may send, other than a heartbeat (SessionApi answers those), checked
+    // against its schema. `frames`: the binary message it came in, decoded (its frames are views into
+    // its bytes); null for a text message.
+    virtual void sessionReceived(const QString& nodeId, const protocol::ToCoordinatorMessage& message,
+                                 const protocol::TaskMessage* frames) = 0;
     // The node has no session left.
     virtual void sessionClosed(const QString& nodeId) = 0;
 };

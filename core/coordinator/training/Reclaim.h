@@ -97,6 +97,9 @@ public:
     using FailedAudits = std::function<int(const QString& node)>;
     // An answer's values [offset, offset + count), in the order it travelled.
     using Piece = std::function<Result<std::vector<float>>(qint64 offset, qint64 count)>;
+    // The checkpoint's values of a partition, and where the choice's go.
+    using Reference = std::function<Result<std::vector<float>>(int partition)>;
+    using Take = std::function<Status(int partition, std::span<const float> values)>;
 
     Reclaim(ReclaimSettings settings, ReclaimCheckpoint checkpoint, FailedAudits failedAudits,
             SendText sendText, Clock clock);
@@ -119,10 +122,8 @@ public:
     // The per-coordinate bound and the choice, on their own: answers read a piece at a time, the
     // checkpoint a partition at a time, the choice handed to `take` a partition at a time.
     static ReclaimOutcome choose(int stage, const std::map<QString, Piece>& answers,
-                                 const std::vector<qint64>& partitions,
-                                 const std::function<Result<std::vector<float>>(int partition)>& reference,
-                                 const std::function<Status(int partition, std::span<const float>)>& take,
-                                 qint64 steps, const ReclaimSettings& settings);
+                                 const std::vector<qint64>& partitions, const Reference& reference,
+                                 const Take& take, qint64 steps, const ReclaimSettings& settings);
     // The same on whole vectors (one partition): the choice in `values` (tests).
     static ReclaimOutcome choose(int stage, const std::map<QString, std::vector<float>>& answers,
                                  const std::vector<float>& reference, qint64 steps,

@@ -7,6 +7,7 @@
 #include "coordinator/store/ReputationStore.h"
 #include "coordinator/training/Reclaim.h"
 #include "coordinator/training/StageCheckpoints.h"
+#include "coordinator/training/TrainerInbox.h"
 #include "protocol/TaskMessage.h"
 #include "train/TrainingData.h"
 
@@ -25,9 +26,7 @@ Trainer::Trainer(Database& db, const gpu::ModelConfig& config, TrainerSettings s
     , m_config(config)
     , m_settings(settings)
     , m_sessions(sessions)
-    , m_store(db)
-    , m_shareChunks(config)
-    , m_gradientChunks(config) {}
+    , m_store(db) {}
 
 Trainer::~Trainer() {
     m_sessions.setListener(nullptr);
@@ -41,6 +40,29 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
                                                  const gpu::ModelConfig& config, const QString& shardDir,
                                                  TrainerSettings settings, SessionApi& sessions,
                                                  PreparedRun prepared) {
+    if (Status s = checkSettings(config, settings, prepared); !s)
+        return s.error();
+    std::unique_ptr<Trainer> t(new Trainer(db, config, settings, sessions));
+    if (Status s = t->resume(std::move(prepared)); !s)
+        return s.error();
+    if (Status s = t->makeChecks(key); !s)
+        return s.error();
+    t->makeAverager();
+    t->makeLoop();
+    if (t->m_settings.gradients.enabled)
+        if (Status s = t->makeGradients(); !s)
+            return s.error();
+    t->makeRouter();
+    t->makeMembership();
+    t->makeReclaim(shardDir);
+    t->wireMembership();
+    t->makeInbox();
+    t->start();
+    return t;
+}
+
+Status Trainer::checkSettings(const gpu::ModelConfig& config, const TrainerSettings& settings,
+                              const PreparedRun& prepared) {
     const LoopSettings& loop = settings.loop;
     if (loop.batch < 1 || loop.seq < 1 || loop.seq > config.maxSeqLen || loop.microbatchesPerStep < 1)
         return makeError("training: batch and microbatches per step must be ≥ 1 and seq within 1.." +
@@ -50,12 +72,28 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
         return makeError("training: the averaging interval must be ≥ 1 and the partitions within 1..1000");
     if (!prepared.data || !prepared.checkpoints)
         return makeError("training: the run's checkpoints and data are not prepared");
-    std::unique_ptr<Trainer> t(new Trainer(db, config, settings, sessions));
-    Trainer* self = t.get();
-    Result<TrainingState> state = t->m_store.resume(t->now());
+    return {};
+}
+
+Trainer::SendText Trainer::textSender() {
+    return [this](const QString& node, const protocol::SessionMessage& m) {
+        return m_sessions.sendText(node, m);
+    };
+}
+
+Trainer::SendBinary Trainer::binarySender() {
+    return [this](const QString& node, const QByteArray& m) { return m_sessions.sendBinary(node, m); };
+}
+
+Trainer::Clock Trainer::clock() {
+    return [this] { return now(); };
+}
+
+Status Trainer::resume(PreparedRun prepared) {
+    Result<TrainingState> state = m_store.resume(now());
     if (!state)
         return state.error();
-    t->m_state = *state;
+    m_state = *state;
     if (state->abandonedAtStart > 0)
         qInfo("trainer: %lld microbatches left in flight by the previous run are counted abandoned",
               qlonglong(state->abandonedAtStart));
@@ -63,130 +101,141 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     // The data order goes on from a new seed after a restart instead of replaying the start; the
     // corpus is the run's (a synthetic one reseeded with the order was another task: the loss jumped
     // from 2.74 to 4.08 across a clean restart).
-    const std::uint64_t order = config.seed ^ (std::uint64_t(state->step) * 0x9E3779B97F4A7C15ull);
-    t->m_data = std::move(prepared.data);
-    t->m_data->reorder(order);
-    t->m_checkpoints = std::move(prepared.checkpoints);
-    Result<std::unique_ptr<ResultCheck>> checks = ResultCheck::create(config, settings.checks);
+    const std::uint64_t order = m_config.seed ^ (std::uint64_t(state->step) * 0x9E3779B97F4A7C15ull);
+    m_data = std::move(prepared.data);
+    m_data->reorder(order);
+    m_checkpoints = std::move(prepared.checkpoints);
+    return {};
+}
+
+Status Trainer::makeChecks(const Identity& key) {
+    Result<std::unique_ptr<ResultCheck>> checks = ResultCheck::create(m_config, m_settings.checks);
     if (!checks)
         return checks.error();
-    t->m_checks = std::move(*checks);
+    m_checks = std::move(*checks);
+    m_probes = std::make_unique<NodeProbes>(textSender());
+    AuditSettings audits = m_settings.audits;
+    audits.partitions = m_settings.averaging.partitions;
+    audits.chunkValues = m_settings.averaging.chunkValues;
+    m_auditor = std::make_unique<Auditor>(m_config, audits, textSender(), clock());
+    connect(m_auditor.get(), &Auditor::audited, this, &Trainer::onAudited);
+    m_credits =
+        std::make_unique<CreditGranter>(m_store, key, qint64(m_settings.creditEscrow.count()), textSender());
+    m_reputation = std::make_unique<Reputation>(m_db, m_settings.reputation);
+    return {};
+}
 
-    const auto sendText = [self](const QString& node, const protocol::SessionMessage& m) {
-        return self->m_sessions.sendText(node, m);
-    };
-    const auto sendBinary = [self](const QString& node, const QByteArray& m) {
-        return self->m_sessions.sendBinary(node, m);
-    };
-    const auto clock = [self] { return self->now(); };
-    t->m_probes = std::make_unique<NodeProbes>(sendText);
-    AuditSettings audits = settings.audits;
-    audits.partitions = settings.averaging.partitions;
-    audits.chunkValues = settings.averaging.chunkValues;
-    t->m_auditor = std::make_unique<Auditor>(config, audits, sendText, clock);
-    connect(t->m_auditor.get(), &Auditor::audited, self, &Trainer::onAudited);
-    ResultCheck* resultChecks = t->m_checks.get();
-    t->m_credits =
-        std::make_unique<CreditGranter>(t->m_store, key, qint64(settings.creditEscrow.count()), sendText);
-    t->m_reputation = std::make_unique<Reputation>(db, settings.reputation);
-
-    StageCheckpoints* cp = t->m_checkpoints.get();
-    const int partitions = settings.averaging.partitions;
-    t->m_averager = std::make_unique<Averager>(
-        config.stages,
+void Trainer::makeAverager() {
+    StageCheckpoints* cp = m_checkpoints.get();
+    ResultCheck* resultChecks = m_checks.get();
+    const int partitions = m_settings.averaging.partitions;
+    m_averager = std::make_unique<Averager>(
+        m_config.stages,
         [cp, partitions](int stage, int partition) {
             return cp->partitionSize(stage, partition, partitions);
         },
-        settings.averaging, sendText, sendBinary);
-    t->m_averager->setReference([cp, partitions](int stage, int partition) {
+        m_settings.averaging, textSender(), binarySender());
+    m_averager->setReference([cp, partitions](int stage, int partition) {
         Result<std::vector<float>> v = cp->values(stage, partition, partitions);
         return v ? std::move(*v) : std::vector<float>();
     });
-    t->m_averager->setWeights([cp](int stage, qint64 offset, qint64 count) {
+    m_averager->setWeights([cp](int stage, qint64 offset, qint64 count) {
         Result<std::vector<float>> v = cp->weights(stage, offset, count);
         return v ? std::move(*v) : std::vector<float>();
     });
-    t->m_averager->setTrusted([resultChecks](const QString& node) { return resultChecks->trusted(node); });
-    connect(t->m_averager.get(), &Averager::shareRefused, self, &Trainer::onRefused);
-    connect(t->m_averager.get(), &Averager::averaged, self,
-            [self, partitions](int stage, int partition, const std::vector<float>& values, int) {
-                if (Status s = self->m_checkpoints->take(stage, partition, partitions, values); !s)
+    m_averager->setTrusted([resultChecks](const QString& node) { return resultChecks->trusted(node); });
+    connect(m_averager.get(), &Averager::shareRefused, this, &Trainer::onRefused);
+    connect(m_averager.get(), &Averager::averaged, this,
+            [this, partitions](int stage, int partition, const std::vector<float>& values, int) {
+                if (Status s = m_checkpoints->take(stage, partition, partitions, values); !s)
                     qWarning("trainer: the checkpoint of stage %d did not take partition %d: %s", stage,
                              partition, s.message().c_str());
             });
+}
 
-    t->m_loop = std::make_unique<TrainingLoop>(loop, config.stages, t->m_store, t->m_state, *t->m_data,
-                                               *t->m_checkpoints, *t->m_averager, sendText, clock);
-    if (settings.gradients.enabled) {
-        settings.gradients.chunkValues = settings.averaging.chunkValues;
-        std::vector<GradientAverager::Shapes> shapes;
-        for (int s = 0; s < config.stages; ++s)
-            shapes.push_back(t->m_checkpoints->parameterShapes(s));
-        Result<std::unique_ptr<GradientAverager>> gradients =
-            GradientAverager::create(shapes, settings.gradients, config.seed, sendText, sendBinary, clock);
-        if (!gradients)
-            return makeError("gradient averaging: " + gradients.message());
-        t->m_gradients = std::move(*gradients);
-        t->m_gradients->setTrusted(
-            [resultChecks](const QString& node) { return resultChecks->trusted(node); });
-        connect(t->m_gradients.get(), &GradientAverager::shareRefused, self, &Trainer::onRefused);
-        const int rank = t->m_gradients->settings().rank; // after a fallback, not the option's
-        connect(t->m_gradients.get(), &GradientAverager::applied, self,
-                [self, rank](int stage, const std::vector<float>& result, qint64, double lr, double clip) {
-                    if (Status s = self->m_checkpoints->applyGradients(stage, rank, result, lr, clip); !s)
-                        qWarning("trainer: the checkpoint of stage %d did not take step's gradients: %s",
-                                 stage, s.message().c_str());
-                });
-        // Queued: a round can close inside the router's completion of the step's last microbatch.
-        TrainingLoop* loopForGradients = t->m_loop.get();
-        connect(
-            t->m_gradients.get(), &GradientAverager::closed, self,
-            [loopForGradients](qint64 step) { loopForGradients->exchangeClosed(step); },
-            Qt::QueuedConnection);
-        t->m_loop->setGradients(t->m_gradients.get());
-    }
+void Trainer::makeLoop() {
+    m_loop = std::make_unique<TrainingLoop>(m_settings.loop, m_config.stages, m_store, m_state, *m_data,
+                                            *m_checkpoints, *m_averager, textSender(), clock());
+}
+
+Status Trainer::makeGradients() {
+    GradientSettings settings = m_settings.gradients;
+    settings.chunkValues = m_settings.averaging.chunkValues;
+    std::vector<GradientAverager::Shapes> shapes;
+    for (int s = 0; s < m_config.stages; ++s)
+        shapes.push_back(m_checkpoints->parameterShapes(s));
+    Result<std::unique_ptr<GradientAverager>> gradients =
+        GradientAverager::create(shapes, settings, m_config.seed, textSender(), binarySender(), clock());
+    if (!gradients)
+        return makeError("gradient averaging: " + gradients.message());
+    m_gradients = std::move(*gradients);
+    ResultCheck* resultChecks = m_checks.get();
+    m_gradients->setTrusted([resultChecks](const QString& node) { return resultChecks->trusted(node); });
+    connect(m_gradients.get(), &GradientAverager::shareRefused, this, &Trainer::onRefused);
+    const int rank = m_gradients->settings().rank; // after a fallback, not the option's
+    connect(m_gradients.get(), &GradientAverager::applied, this,
+            [this, rank](int stage, const std::vector<float>& result, qint64, double lr, double clip) {
+                if (Status s = m_checkpoints->applyGradients(stage, rank, result, lr, clip); !s)
+                    qWarning("trainer: the checkpoint of stage %d did not take step's gradients: %s", stage,
+                             s.message().c_str());
+            });
+    // Queued: a round can close inside the router's completion of the step's last microbatch.
+    TrainingLoop* loopForGradients = m_loop.get();
+    connect(
+        m_gradients.get(), &GradientAverager::closed, this,
+        [loopForGradients](qint64 step) { loopForGradients->exchangeClosed(step); }, Qt::QueuedConnection);
+    m_loop->setGradients(m_gradients.get());
+    return {};
+}
+
+void Trainer::makeRouter() {
     std::vector<qint64> parameters;
-    for (int s = 0; s < config.stages; ++s)
-        parameters.push_back(t->m_checkpoints->parameters(s));
-    t->m_router = std::make_unique<Router>(config.stages, parameters, settings.router, sendBinary,
-                                           [self] { return self->m_loop->feed(); });
-    t->m_router->setNextMicrobatchId(state->nextMicrobatch);
-    t->m_router->setCheck([self](const QString& node, const Microbatch& mb, protocol::TaskKind kind,
-                                 const protocol::HeldFrame& output, std::optional<double> loss) {
-        return self->checkResult(node, mb, kind, output, loss);
+    for (int s = 0; s < m_config.stages; ++s)
+        parameters.push_back(m_checkpoints->parameters(s));
+    m_router = std::make_unique<Router>(m_config.stages, parameters, m_settings.router, binarySender(),
+                                        [this] { return m_loop->feed(); });
+    m_router->setNextMicrobatchId(m_state.nextMicrobatch);
+    m_router->setCheck([this](const QString& node, const Microbatch& mb, protocol::TaskKind kind,
+                              const protocol::HeldFrame& output, std::optional<double> loss) {
+        return checkResult(node, mb, kind, output, loss);
     });
-    connect(t->m_router.get(), &Router::refused, self, &Trainer::onRefused);
-    Router* router = t->m_router.get();
-    connect(t->m_averager.get(), &Averager::weightsSent, self,
+    connect(m_router.get(), &Router::refused, this, &Trainer::onRefused);
+    Router* router = m_router.get();
+    connect(m_averager.get(), &Averager::weightsSent, this,
             [router](const QString& node) { router->weightsChanged(node); });
-    if (t->m_gradients)
-        connect(t->m_gradients.get(), &GradientAverager::weightsSent, self,
+    if (m_gradients)
+        connect(m_gradients.get(), &GradientAverager::weightsSent, this,
                 [router](const QString& node) { router->weightsChanged(node); });
-    t->m_loop->setBeforeStep([self, router] {
-        self->m_auditor->requestSnapshots(
-            [router](const QString& node) { return router->weightsVersion(node); });
+    m_loop->setBeforeStep([this, router] {
+        m_auditor->requestSnapshots([router](const QString& node) { return router->weightsVersion(node); });
     });
-    TrainingLoop* trainingLoop = t->m_loop.get();
-    connect(t->m_router.get(), &Router::issued, self,
+    TrainingLoop* trainingLoop = m_loop.get();
+    connect(m_router.get(), &Router::issued, this,
             [trainingLoop](qint64 id, qint64 tokens) { trainingLoop->onIssued(id, tokens); });
-    connect(t->m_router.get(), &Router::completed, self,
+    connect(m_router.get(), &Router::completed, this,
             [trainingLoop](const Microbatch& mb) { trainingLoop->onCompleted(mb); });
-    connect(t->m_router.get(), &Router::abandoned, self,
+    connect(m_router.get(), &Router::abandoned, this,
             [trainingLoop](const Microbatch& mb) { trainingLoop->onAbandoned(mb); });
-    t->m_loop->attach(*t->m_router);
+    m_loop->attach(*m_router);
+}
 
-    t->m_membership =
-        std::make_unique<Membership>(db, settings.membership, config.stages, t->m_state, *t->m_router,
-                                     *t->m_averager, *t->m_probes, sendText, clock);
+void Trainer::makeMembership() {
+    m_membership = std::make_unique<Membership>(m_db, m_settings.membership, m_config.stages, m_state,
+                                                *m_router, *m_averager, *m_probes, textSender(), clock());
+}
+
+void Trainer::makeReclaim(const QString& shardDir) {
     // After a restart the stages' current weights are the nodes', not the published checkpoint's.
+    StageCheckpoints* cp = m_checkpoints.get();
+    const int partitions = m_settings.averaging.partitions;
     ReclaimSettings reclaim;
     reclaim.partitions = partitions;
-    reclaim.chunkValues = settings.averaging.chunkValues;
-    reclaim.learningRate = settings.gradients.schedule.peak;
-    reclaim.lookAhead = settings.gradients.lookAhead;
+    reclaim.chunkValues = m_settings.averaging.chunkValues;
+    reclaim.learningRate = m_settings.gradients.schedule.peak;
+    reclaim.lookAhead = m_settings.gradients.lookAhead;
     reclaim.spillDir = QFileInfo(shardDir).dir().filePath(QStringLiteral("reclaim"));
     ReclaimCheckpoint held{
-        [self](int stage) { return self->m_state.step - self->m_checkpoints->step(stage); },
+        [this](int stage) { return m_state.step - m_checkpoints->step(stage); },
         [cp, partitions](int stage) {
             std::vector<qint64> sizes;
             for (int p = 0; p < partitions; ++p)
@@ -197,57 +246,66 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
         [cp, partitions](int stage, int partition, std::span<const float> values) {
             return cp->take(stage, partition, partitions, values);
         }};
-    Database* database = &db;
-    t->m_reclaim = std::make_unique<Reclaim>(
+    Database* database = &m_db;
+    m_reclaim = std::make_unique<Reclaim>(
         reclaim, std::move(held),
         [database](const QString& node) {
             Result<ReputationRecord> r = ReputationStore(*database).get(ReputationStore::nodeSubject(node));
             return r ? r->auditsFailed : 1;
         },
-        sendText, clock);
-    connect(t->m_reclaim.get(), &Reclaim::settled, self, [self](const ReclaimOutcome& outcome) {
+        textSender(), clock());
+    connect(m_reclaim.get(), &Reclaim::settled, this, [this](const ReclaimOutcome& outcome) {
         if (outcome.took)
-            if (Result<int> published = self->m_checkpoints->publish(self->m_state.step, self->now());
-                !published)
+            if (Result<int> published = m_checkpoints->publish(m_state.step, now()); !published)
                 qWarning("trainer: %s", published.message().c_str());
-        self->m_membership->onReclaimed(
-            outcome, [self](const QString& node) { return self->m_sessions.isConnected(node); });
+        m_membership->onReclaimed(outcome,
+                                  [this](const QString& node) { return m_sessions.isConnected(node); });
     });
-    t->m_membership->setReclaim(t->m_reclaim.get());
+}
+
+void Trainer::wireMembership() {
+    m_membership->setReclaim(m_reclaim.get());
     // A moved node's pending audit would be answered with its new stage's weights: an honest node
     // failed the audit of its old stage that way. Its evidence there stays unjudged instead.
-    t->m_membership->setOnMoved([self](const QString& node) {
-        self->m_auditor->nodeGone(node);
-        if (self->m_gradients)
-            self->m_gradients->nodeGone(node);
+    m_membership->setOnMoved([this](const QString& node) {
+        m_auditor->nodeGone(node);
+        if (m_gradients)
+            m_gradients->nodeGone(node);
     });
     // Read before the session sweep marks them offline: nodes a recent previous process had.
-    t->m_membership->rememberOnlineNodes();
-    connect(t->m_averager.get(), &Averager::synced, self, [self](const QString& ghost, int stage, bool ok) {
-        self->m_membership->onSynced(ghost, stage, ok, self->m_sessions.isConnected(ghost));
+    m_membership->rememberOnlineNodes();
+    connect(m_averager.get(), &Averager::synced, this, [this](const QString& ghost, int stage, bool ok) {
+        m_membership->onSynced(ghost, stage, ok, m_sessions.isConnected(ghost));
     });
+}
 
-    t->m_flushTimer.setInterval(settings.flushInterval);
-    connect(&t->m_flushTimer, &QTimer::timeout, self, [self] { self->m_loop->flush(); });
-    t->m_flushTimer.start();
-    t->m_creditTimer.setInterval(settings.creditInterval);
-    connect(&t->m_creditTimer, &QTimer::timeout, self, &Trainer::grantCredits);
-    t->m_creditTimer.start();
-    t->m_tickTimer.setInterval(std::chrono::milliseconds(500));
-    connect(&t->m_tickTimer, &QTimer::timeout, self, [self] {
-        self->m_averager->tick();
-        if (self->m_gradients)
-            self->m_gradients->tick();
-        self->m_auditor->tick();
-        self->m_reclaim->tick();
+void Trainer::makeInbox() {
+    m_inbox = std::make_unique<TrainerInbox>(
+        m_config, TrainerInbox::Parts{m_sessions, *m_membership, *m_probes, *m_router, *m_averager,
+                                      *m_auditor, *m_reclaim, m_gradients.get()});
+}
+
+void Trainer::start() {
+    m_flushTimer.setInterval(m_settings.flushInterval);
+    connect(&m_flushTimer, &QTimer::timeout, this, [this] { m_loop->flush(); });
+    m_flushTimer.start();
+    m_creditTimer.setInterval(m_settings.creditInterval);
+    connect(&m_creditTimer, &QTimer::timeout, this, &Trainer::grantCredits);
+    m_creditTimer.start();
+    m_tickTimer.setInterval(std::chrono::milliseconds(500));
+    connect(&m_tickTimer, &QTimer::timeout, this, [this] {
+        m_averager->tick();
+        if (m_gradients)
+            m_gradients->tick();
+        m_auditor->tick();
+        m_reclaim->tick();
     });
-    t->m_tickTimer.start();
-    t->m_balanceTimer.setInterval(std::chrono::seconds(2));
-    connect(&t->m_balanceTimer, &QTimer::timeout, self, [self] { self->m_membership->rebalance(); });
-    t->m_balanceTimer.start();
-    t->m_router->start();
-    sessions.setListener(self);
-    return t;
+    m_tickTimer.start();
+    m_balanceTimer.setInterval(std::chrono::seconds(2));
+    connect(&m_balanceTimer, &QTimer::timeout, this, [this] { m_membership->rebalance(); });
+    m_balanceTimer.start();
+    m_router->start();
+    m_sessions.setListener(this);
 }
 
 void Trainer::sessionOpened(const QString& nodeId) {
@@ -255,57 +313,14 @@ void Trainer::sessionOpened(const QString& nodeId) {
         m_probes->start(nodeId);
 }
 
-void Trainer::sessionMessage(const QString& nodeId, const protocol::SessionMessage& message) {
-    if (m_stopped)
-        return;
-    if (const auto* ready = std::get_if<protocol::Ready>(&message))
-        return m_membership->onReady(nodeId, *ready);
-    if (const auto* unavailable = std::get_if<protocol::Unavailable>(&message)) {
-        m_auditor->nodeGone(nodeId);
-        if (m_gradients)
-            m_gradients->nodeGone(nodeId);
-        return m_membership->onUnavailable(nodeId, unavailable->reason);
-    }
-    if (const auto* done = std::get_if<protocol::SyncDone>(&message))
-        return m_averager->onSyncDone(nodeId, *done);
-    if (const auto* result = std::get_if<protocol::TaskResult>(&message)) {
-        // Text results are probes'; the data plane's come binary, with their frames.
-        if (!m_probes->onResult(nodeId, *result))
-            m_sessions.sendText(nodeId,
-                                protocol::ErrorNotice{QStringLiteral(
-                                    "a task_result of a data-plane task must come as a binary message")});
-        return;
-    }
-    // step_done: nothing to do; the node's status shows it.
-}
-
-void Trainer::sessionBinary(const QString& nodeId, const QByteArray& bytes) {
-    if (m_stopped)
-        return;
-    Result<protocol::TaskMessage> message = protocol::decodeTaskMessage(bytes);
-    Result<protocol::SessionMessage> header =
-        message ? protocol::parseSessionMessage(message->header, protocol::Direction::ToCoordinator,
-                                                protocol::Transport::Binary)
-                : message.error();
-    if (!header) {
-        qWarning("trainer: node %s sent a malformed binary message: %s", qPrintable(nodeId.left(12)),
-                 header.message().c_str());
-        m_sessions.sendText(nodeId, protocol::ErrorNotice{QStringLiteral("malformed binary message: %1")
-                                                              .arg(QString::fromStdString(header.message()))
-                                                              .left(protocol::kMaxReasonChars)});
-        return;
-    }
-    if (const auto* result = std::get_if<protocol::TaskResult>(&*header))
-        m_router->onResult(nodeId, *result, *message);
-    else if (const auto* share = std::get_if<protocol::AverageShare>(&*header))
-        onShare(nodeId, *share, *message);
-    else if (const auto* gradient = std::get_if<protocol::GradientShare>(&*header))
-        onGradientShare(nodeId, *gradient, *message);
+void Trainer::sessionReceived(const QString& nodeId, const protocol::ToCoordinatorMessage& message,
+                              const protocol::TaskMessage* frames) {
+    if (!m_stopped)
+        m_inbox->receive(nodeId, message, frames);
 }
 
 void Trainer::sessionClosed(const QString& nodeId) {
-    m_shareChunks.nodeGone(nodeId);
-    m_gradientChunks.nodeGone(nodeId);
+    m_inbox->nodeGone(nodeId);
     m_probes->forget(nodeId);
     m_auditor->nodeGone(nodeId);
     if (m_gradients)
@@ -459,11 +474,11 @@ QJsonObject Trainer::status() const {
                          {QStringLiteral("partitions"), m_settings.averaging.partitions},
                          {QStringLiteral("rounds"), m_averager->roundsCompleted()},
                          {QStringLiteral("chunk_values"), m_settings.averaging.chunkValues},
-                         {QStringLiteral("share_chunks"), m_shareChunks.received()}});
+                         {QStringLiteral("share_chunks"), m_inbox->shareChunks()}});
     s.insert(QStringLiteral("training_stages"), stages);
     if (m_gradients) {
         QJsonObject gradients = m_gradients->status();
-        gradients.insert(QStringLiteral("share_chunks"), m_gradientChunks.received());
+        gradients.insert(QStringLiteral("share_chunks"), m_inbox->gradientChunks());
         s.insert(QStringLiteral("gradients"), gradients);
     } else {
         s.insert(QStringLiteral("gradients"), QJsonObject{{QStringLiteral("enabled"), false}});

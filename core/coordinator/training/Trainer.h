@@ -4,8 +4,8 @@
 // sessions — TrainingLoop (microbatches into steps), Router (each microbatch through one node per
 // stage), Membership (who takes part: ready, ghost, routed, gone; rebalancing), Averager (SPARTA
 // rounds and ghost syncs), StageCheckpoints (the stages' weights on disk), CreditGranter (receipts)
-// and NodeProbes (a node's speed). It hands each typed message to the part it is for, runs their
-// timers, and stops them cleanly.
+// and NodeProbes (a node's speed). Its TrainerInbox hands each typed message to the part it is for;
+// it runs their timers, and stops them cleanly.
 
 #include "base/ModelConfig.h"
 #include "base/Result.h"
@@ -18,7 +18,6 @@
 #include "coordinator/training/Membership.h"
 #include "coordinator/training/NodeProbes.h"
 #include "coordinator/training/PreparedRun.h"
-#include "coordinator/training/ShareChunks.h"
 #include "coordinator/training/StageCheckpoints.h"
 #include "coordinator/training/TrainingLoop.h"
 #include "coordinator/trust/Auditor.h"
@@ -30,6 +29,7 @@
 #include <QTimer>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
 namespace tessera {
@@ -43,6 +43,7 @@ namespace tessera::coordinator {
 
 class Database;
 class SessionApi;
+class TrainerInbox;
 
 struct TrainerSettings {
     LoopSettings loop;
@@ -71,8 +72,8 @@ public:
     ~Trainer() override;
 
     void sessionOpened(const QString& nodeId) override;
-    void sessionMessage(const QString& nodeId, const protocol::SessionMessage& message) override;
-    void sessionBinary(const QString& nodeId, const QByteArray& message) override;
+    void sessionReceived(const QString& nodeId, const protocol::ToCoordinatorMessage& message,
+                         const protocol::TaskMessage* frames) override;
     void sessionClosed(const QString& nodeId) override;
 
     // For /v1/status: the loop's numbers, averaging, and each stage's nodes, ghosts and checkpoint.
@@ -87,13 +88,34 @@ public:
     NodeLive live(const QString& node) const { return m_membership->live(node); }
 
 private:
+    using SendText = std::function<bool(const QString& node, const protocol::SessionMessage& message)>;
+    using SendBinary = std::function<bool(const QString& node, const QByteArray& message)>;
+    using Clock = std::function<qint64()>;
+
     Trainer(Database& db, const gpu::ModelConfig& config, TrainerSettings settings, SessionApi& sessions);
+    // create()'s steps, in order: each makes a part and wires it to those made before it.
+    static Status checkSettings(const gpu::ModelConfig& config, const TrainerSettings& settings,
+                                const PreparedRun& prepared);
+    // The training state read back, the data in its order after a restart, the checkpoints taken.
+    Status resume(PreparedRun prepared);
+    // Result checks, probes, audits, credits and reputation.
+    Status makeChecks(const Identity& key);
+    void makeAverager();
+    void makeLoop();
+    Status makeGradients(); // only with gradient averaging on
+    void makeRouter();
+    void makeMembership();
+    void makeReclaim(const QString& shardDir);
+    void wireMembership(); // to the reclaim, the auditor and the averager's syncs
+    void makeInbox();
+    // The timers started, the router issuing, the sessions heard.
+    void start();
+    // What the parts are handed: sending to a node's newest session, and the time.
+    SendText textSender();
+    SendBinary binarySender();
+    Clock clock();
+
     void grantCredits();
-    // An average_share, or a chunk of one (put together first: PartitionChunks), to whoever asked.
-    void onShare(const QString& node, const protocol::AverageShare& share,
-                 const protocol::TaskMessage& message);
-    void onGradientShare(const QString& node, const protocol::GradientShare& share,
-                         const protocol::TaskMessage& message);
     std::optional<QString> checkResult(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
                                        const protocol::HeldFrame& output, std::optional<double> loss);
     void onRefused(const QString& node, int stage, const QString& reason);
@@ -119,8 +141,7 @@ private:
     std::unique_ptr<Router> m_router;
     std::unique_ptr<Reclaim> m_reclaim;
     std::unique_ptr<Membership> m_membership;
-    ShareChunks m_shareChunks;    // average_share chunks (TrainerShares.cpp)
-    ShareChunks m_gradientChunks; // gradient_share chunks
+    std::unique_ptr<TrainerInbox> m_inbox;
     bool m_stopped = false;
     QTimer m_flushTimer;
     QTimer m_creditTimer;

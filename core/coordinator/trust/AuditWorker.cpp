@@ -42,16 +42,29 @@ AuditOutcome AuditWorker::judge(const AuditJob& job) {
     out.requestedAtMs = job.requestedAtMs;
     if (job.evidence.empty() || !m_decoder)
         return out;
+    gpu::StageEngine* e = loadWeights(job, stage, out);
+    if (e == nullptr)
+        return out;
+    for (const Evidence& ev : job.evidence) {
+        if (ev.version != job.version)
+            continue;
+        if (!judgeTask(*e, ev, stage, out))
+            return out;
+    }
+    return out;
+}
+
+gpu::StageEngine* AuditWorker::loadWeights(const AuditJob& job, int stage, AuditOutcome& out) {
     Result<std::vector<float>> values = protocol::partitionValues(job.weights.frame);
     if (!values) {
         out.passed = false;
         out.reason = QStringLiteral("the weights it was asked for did not come as asked");
-        return out;
+        return nullptr;
     }
     const std::vector<float>& weights = *values;
     gpu::StageEngine* e = engine(stage);
     if (e == nullptr)
-        return out; // not audited here: nothing judged
+        return nullptr; // not audited here: nothing judged
     Result<std::int64_t> size = e->partitionSize(-1, m_settings.partitions);
     if (!size || qint64(weights.size()) != *size) {
         out.passed = false;
@@ -59,70 +72,69 @@ AuditOutcome AuditWorker::judge(const AuditJob& job) {
                          .arg(weights.size())
                          .arg(stage)
                          .arg(size ? *size : -1);
-        return out;
+        return nullptr;
     }
     if (!stats::allFinite(weights)) {
         out.passed = false;
         out.reason = QStringLiteral("its weights are not all finite");
-        return out;
+        return nullptr;
     }
     if (Status set = e->setPartition(-1, m_settings.partitions, weights); !set) {
-        qWarning("trust: loading node %s's weights failed: %s", qPrintable(shortId(node)),
+        qWarning("trust: loading node %s's weights failed: %s", qPrintable(shortId(job.node)),
                  set.message().c_str());
-        return out;
+        return nullptr;
     }
-    for (const Evidence& ev : job.evidence) {
-        if (ev.version != job.version)
-            continue;
-        const bool forward = ev.kind == protocol::TaskKind::Forward;
-        Result<Recomputed> ref =
-            recompute(*e, !forward, bytesOf(ev.input), bytesOf(ev.targets), bytesOf(ev.gradientIn));
-        if (!ref) {
-            qWarning("trust: recomputing microbatch %lld of stage %d failed (not held against the node): %s",
-                     qlonglong(ev.microbatch), stage, ref.message().c_str());
-            continue;
-        }
-        // A task counts as judged only where what it returned was compared with the recomputation
-        // (a stage that returns no tensor, like the first one's backward, returns nothing to lie in:
-        // its gradients show only in its averaging share). The kind it was is then covered.
-        bool& judged = forward ? out.judgedForward : out.judgedBackward;
-        if (ref->frame.empty()) {
-            ++out.tasks;
-            judged = true;
-        }
-        if (ev.loss && std::isfinite(ref->loss) &&
-            std::abs(*ev.loss - ref->loss) > m_settings.lossTolerance) {
-            out.passed = false;
-            out.reason = QStringLiteral("microbatch %1: it reported loss %2, its weights give %3")
-                             .arg(ev.microbatch)
-                             .arg(*ev.loss, 0, 'f', 4)
-                             .arg(ref->loss, 0, 'f', 4);
-            return out;
-        }
-        if (ev.output.isNull() || ref->frame.empty())
-            continue;
-        Result<gpu::DecodedFrame> mine =
-            forward ? m_decoder->activation(bytesOf(ev.output)) : m_decoder->gradient(bytesOf(ev.output));
-        Result<gpu::DecodedFrame> theirs =
-            forward ? m_decoder->activation(ref->frame) : m_decoder->gradient(ref->frame);
-        if (!mine || !theirs || mine->values.size() != theirs->values.size())
-            continue; // the result check decoded it when it came; a failure here is ours
-        const double error = stats::relativeError(mine->values, theirs->values);
+    return e;
+}
+
+bool AuditWorker::judgeTask(gpu::StageEngine& e, const Evidence& ev, int stage, AuditOutcome& out) {
+    const bool forward = ev.kind == protocol::TaskKind::Forward;
+    Result<Recomputed> ref =
+        recompute(e, !forward, bytesOf(ev.input), bytesOf(ev.targets), bytesOf(ev.gradientIn));
+    if (!ref) {
+        qWarning("trust: recomputing microbatch %lld of stage %d failed (not held against the node): %s",
+                 qlonglong(ev.microbatch), stage, ref.message().c_str());
+        return true;
+    }
+    // A task counts as judged only where what it returned was compared with the recomputation
+    // (a stage that returns no tensor, like the first one's backward, returns nothing to lie in:
+    // its gradients show only in its averaging share). The kind it was is then covered.
+    bool& judged = forward ? out.judgedForward : out.judgedBackward;
+    if (ref->frame.empty()) {
         ++out.tasks;
         judged = true;
-        out.worstError = std::max(out.worstError, error);
-        if (!(error <= m_settings.tolerance)) {
-            out.passed = false;
-            out.reason = QStringLiteral("microbatch %1: its %2 differs from what its own weights give by %3 "
-                                        "(tolerance %4)")
-                             .arg(ev.microbatch)
-                             .arg(forward ? u"activation" : u"gradient")
-                             .arg(error, 0, 'f', 3)
-                             .arg(m_settings.tolerance, 0, 'f', 3);
-            return out;
-        }
     }
-    return out;
+    if (ev.loss && std::isfinite(ref->loss) && std::abs(*ev.loss - ref->loss) > m_settings.lossTolerance) {
+        out.passed = false;
+        out.reason = QStringLiteral("microbatch %1: it reported loss %2, its weights give %3")
+                         .arg(ev.microbatch)
+                         .arg(*ev.loss, 0, 'f', 4)
+                         .arg(ref->loss, 0, 'f', 4);
+        return false;
+    }
+    if (ev.output.isNull() || ref->frame.empty())
+        return true;
+    Result<gpu::DecodedFrame> mine =
+        forward ? m_decoder->activation(bytesOf(ev.output)) : m_decoder->gradient(bytesOf(ev.output));
+    Result<gpu::DecodedFrame> theirs =
+        forward ? m_decoder->activation(ref->frame) : m_decoder->gradient(ref->frame);
+    if (!mine || !theirs || mine->values.size() != theirs->values.size())
+        return true; // the result check decoded it when it came; a failure here is ours
+    const double error = stats::relativeError(mine->values, theirs->values);
+    ++out.tasks;
+    judged = true;
+    out.worstError = std::max(out.worstError, error);
+    if (!(error <= m_settings.tolerance)) {
+        out.passed = false;
+        out.reason = QStringLiteral("microbatch %1: its %2 differs from what its own weights give by %3 "
+                                    "(tolerance %4)")
+                         .arg(ev.microbatch)
+                         .arg(forward ? u"activation" : u"gradient")
+                         .arg(error, 0, 'f', 3)
+                         .arg(m_settings.tolerance, 0, 'f', 3);
+        return false;
+    }
+    return true;
 }
 
 gpu::StageEngine* AuditWorker::engine(int stage) {

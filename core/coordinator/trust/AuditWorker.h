@@ -46,6 +46,11 @@ public:
     AuditOutcome judge(const AuditJob& job);
 
 private:
+    // The stage's engine with the node's weights loaded; nullptr where the job ends there (the
+    // weights refused, with out saying why, or the stage not audited here).
+    gpu::StageEngine* loadWeights(const AuditJob& job, int stage, AuditOutcome& out);
+    // One kept task recomputed and compared; false when it failed the node (out says why).
+    bool judgeTask(gpu::StageEngine& e, const Evidence& ev, int stage, AuditOutcome& out);
     gpu::StageEngine* engine(int stage);
 
     gpu::ModelConfig m_config;

@@ -21,11 +21,10 @@ double median(std::vector<double>& v) {
     return (lower + upper) / 2;
 }
 
-} // namespace
-
-Combined robustCombine(const std::vector<Share>& shares, std::span<const float> reference,
-                       RobustCombineSettings settings) {
-    Combined out;
+// Step 1: the shares kept — finite, of the first kept share's size, and (with a finite reference)
+// no larger in RMS than the bound; the others are named in out.dropped.
+std::vector<const Share*> keepSane(const std::vector<Share>& shares, std::span<const float> reference,
+                                   const RobustCombineSettings& settings, Combined& out) {
     std::vector<const Share*> finite;
     const bool referenced = !reference.empty() && stats::allFinite(reference);
     const auto rms = [](std::span<const float> v) {
@@ -43,19 +42,29 @@ Combined robustCombine(const std::vector<Share>& shares, std::span<const float> 
         else
             out.dropped << s.node;
     }
-    if (finite.empty())
-        return out;
+    return finite;
+}
+
+// The shares' coordinate-wise median.
+std::vector<float> coordinateMedian(const std::vector<const Share*>& finite) {
     const std::size_t n = finite.size();
     const std::size_t size = finite.front()->values.size();
     std::vector<double> column(n);
-
     std::vector<float> center(size);
     for (std::size_t i = 0; i < size; ++i) {
         for (std::size_t k = 0; k < n; ++k)
             column[k] = finite[k]->values[i];
         center[i] = float(median(column));
     }
+    return center;
+}
 
+// Step 2 (and step 3's naming): each share's scale onto the clip radius (1 where within it); the
+// shares shortened go to out.clipped, the far outliers (3 or more shares) to out.outliers.
+std::vector<double> clipScales(const std::vector<const Share*>& finite, const std::vector<float>& center,
+                               const RobustCombineSettings& settings, Combined& out) {
+    const std::size_t n = finite.size();
+    const std::size_t size = center.size();
     std::vector<double> norms(n);
     for (std::size_t k = 0; k < n; ++k) {
         double s = 0;
@@ -78,23 +87,31 @@ Combined robustCombine(const std::vector<Share>& shares, std::span<const float> 
         if (n >= 3 && norms[k] > settings.outlierFactor * lowerMedian && norms[k] > 1e-12)
             out.outliers << finite[k]->node;
     }
+    return scale;
+}
 
-    out.values.resize(size);
-    if (settings.meanOfClipped) {
-        double total = 0;
-        for (const Share* share : finite)
-            total += std::max(0.0, share->weight);
-        for (std::size_t i = 0; i < size; ++i) {
-            double change = 0;
-            for (std::size_t k = 0; k < n; ++k)
-                change +=
-                    std::max(0.0, finite[k]->weight) * (double(finite[k]->values[i]) - center[i]) * scale[k];
-            out.values[i] = float(center[i] + (total > 0 ? change / total : 0.0));
-        }
-        out.used = int(n);
-        return out;
+// Step 3': the clipped shares' mean, weighted by each share's weight.
+void weightedMeanOfClipped(const std::vector<const Share*>& finite, const std::vector<float>& center,
+                           const std::vector<double>& scale, std::vector<float>& values) {
+    const std::size_t n = finite.size();
+    double total = 0;
+    for (const Share* share : finite)
+        total += std::max(0.0, share->weight);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        double change = 0;
+        for (std::size_t k = 0; k < n; ++k)
+            change +=
+                std::max(0.0, finite[k]->weight) * (double(finite[k]->values[i]) - center[i]) * scale[k];
+        values[i] = float(center[i] + (total > 0 ? change / total : 0.0));
     }
-    for (std::size_t i = 0; i < size; ++i) {
+}
+
+// Step 3: the clipped shares' coordinate-wise median (3 or more shares), else their mean.
+void medianOfClipped(const std::vector<const Share*>& finite, const std::vector<float>& center,
+                     const std::vector<double>& scale, std::vector<float>& values) {
+    const std::size_t n = finite.size();
+    std::vector<double> column(n);
+    for (std::size_t i = 0; i < values.size(); ++i) {
         for (std::size_t k = 0; k < n; ++k)
             column[k] = (double(finite[k]->values[i]) - center[i]) * scale[k];
         double change = 0;
@@ -105,9 +122,26 @@ Combined robustCombine(const std::vector<Share>& shares, std::span<const float> 
                 change += c;
             change /= double(n);
         }
-        out.values[i] = float(center[i] + change);
+        values[i] = float(center[i] + change);
     }
-    out.used = int(n);
+}
+
+} // namespace
+
+Combined robustCombine(const std::vector<Share>& shares, std::span<const float> reference,
+                       RobustCombineSettings settings) {
+    Combined out;
+    const std::vector<const Share*> finite = keepSane(shares, reference, settings, out);
+    if (finite.empty())
+        return out;
+    const std::vector<float> center = coordinateMedian(finite);
+    const std::vector<double> scale = clipScales(finite, center, settings, out);
+    out.values.resize(center.size());
+    if (settings.meanOfClipped)
+        weightedMeanOfClipped(finite, center, scale, out.values);
+    else
+        medianOfClipped(finite, center, scale, out.values);
+    out.used = int(finite.size());
     return out;
 }
 

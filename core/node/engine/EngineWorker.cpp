@@ -41,12 +41,13 @@ QString text(const std::string& s) {
     return QString::fromStdString(s);
 }
 
-// A task that failed: what it was doing, and the engine's reason and error kind.
+// A task that failed: what it was doing, and the engine's reason and error kind. Returns false
+// (not ok), for a handler to return.
 template <typename R>
-EngineResult failed(EngineResult& r, const QString& what, const R& result) {
+bool failed(EngineResult& r, const QString& what, const R& result) {
     r.error = what + QStringLiteral(": ") + text(result.message());
     r.errorKind = result.kind();
-    return r;
+    return false;
 }
 
 } // namespace
@@ -282,192 +283,45 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
         r.error = QStringLiteral("no stage is loaded");
         return r;
     }
-    gpu::StageEngine& engine = *m_engine;
-    const std::int64_t n = engine.parameterCount();
     // StageEngine catches its own exceptions; this is the last line so the thread never dies.
+    // Each handler fills r and says whether the task succeeded; no default: a new kind must have one.
     try {
         switch (task.kind) {
-        case EngineTask::Forward: {
-            auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets), task.step);
-            if (!f) {
-                r.error = QStringLiteral("forward of microbatch %1: %2")
-                              .arg(task.microbatch)
-                              .arg(text(f.message()));
-                return r;
-            }
-            r.output = outputOf(std::move(f->output), m_headroom);
-            r.loss = f->loss;
-            r.tokens = f->tokens;
-            r.flop = gpu::StageEngine::forwardFlop(n, f->tokens);
-            break;
-        }
-        case EngineTask::Backward: {
-            auto b = engine.backward(task.microbatch, bytes(task.gradOutput), bytes(task.input),
-                                     bytes(task.targets));
-            // ErrorKind::MissingGraph: the graph is not held here (it ran elsewhere, or a step
-            // ended it); the sender fixes that by sending the forward's input.
-            if (!b)
-                return failed(r, QStringLiteral("backward of microbatch %1").arg(task.microbatch), b);
-            r.gradInput = outputOf(std::move(b->gradInput), m_headroom);
-            r.loss = b->loss;
-            r.tokens = b->tokens;
-            r.flop = gpu::StageEngine::backwardFlop(n, b->tokens);
-            break;
-        }
-        case EngineTask::Step: {
-            const std::int64_t accumulated = engine.accumulatedMicrobatches();
-            const int over = task.microbatches == EngineTask::kAllAccumulated
-                                 ? int(std::min<std::int64_t>(accumulated, std::numeric_limits<int>::max()))
-                                 : task.microbatches;
-            const Status s = engine.step(over);
-            if (!s) {
-                r.error = QStringLiteral("optimizer step over %1 microbatches: %2")
-                              .arg(over)
-                              .arg(text(s.message()));
-                return r;
-            }
-            r.microbatches =
-                over > 0 ? int(std::min<std::int64_t>(accumulated, std::numeric_limits<int>::max())) : 0;
-            break;
-        }
-        case EngineTask::ForwardBackward: {
-            if (engine.stage() != engine.config().stages - 1) {
-                r.error =
-                    QStringLiteral("forward_backward runs on the last stage only; this is stage %1 of %2")
-                        .arg(engine.stage())
-                        .arg(engine.config().stages);
-                return r;
-            }
-            auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets), task.step);
-            if (!f) {
-                r.error = QStringLiteral("forward of microbatch %1: %2")
-                              .arg(task.microbatch)
-                              .arg(text(f.message()));
-                return r;
-            }
-            // Through the graph the forward kept; the input is there for an engine that keeps none.
-            auto b = engine.backward(task.microbatch, {}, bytes(task.input), bytes(task.targets));
-            if (!b) {
-                engine.drop(task.microbatch);
-                r.error = QStringLiteral("backward of microbatch %1: %2")
-                              .arg(task.microbatch)
-                              .arg(text(b.message()));
-                return r;
-            }
-            r.gradInput = outputOf(std::move(b->gradInput), m_headroom);
-            r.loss = f->loss;
-            r.tokens = f->tokens;
-            r.flop =
-                gpu::StageEngine::forwardFlop(n, f->tokens) + gpu::StageEngine::backwardFlop(n, f->tokens);
-            break;
-        }
-        case EngineTask::Gather: {
-            Result<std::vector<float>> values =
-                engine.gatherPartition(task.partition, task.partitions, task.optimizerWeights);
-            if (!values) {
-                r.error = QStringLiteral("gathering partition %1 of %2: %3")
-                              .arg(task.partition)
-                              .arg(task.partitions)
-                              .arg(text(values.message()));
-                return r;
-            }
-            r.values = std::move(values).value();
-            break;
-        }
-        case EngineTask::ApplyDelta: {
-            const Status s =
-                engine.applyPartitionDelta(task.partition, task.partitions, task.values, task.snapshot);
-            if (!s) {
-                r.error = QStringLiteral("averaging partition %1 of %2: %3")
-                              .arg(task.partition)
-                              .arg(task.partitions)
-                              .arg(text(s.message()));
-                return r;
-            }
-            break;
-        }
-        case EngineTask::ShareGradients: {
-            Result<gpu::GradientShare> share =
-                engine.shareGradients(task.rank, task.round, task.step, task.bits);
-            if (!share)
-                return failed(r, QStringLiteral("sharing the gradients"), share);
-            r.microbatches = share->microbatches;
-            r.hasBasis = share->hasBasis;
-            r.basisRound = share->basisRound;
-            r.firstRound = share->firstRound;
-            r.values = std::move(share->values);
-            break;
-        }
-        case EngineTask::ShareOnBasis: {
-            Result<std::vector<float>> values = engine.shareOnBasis(task.rank, task.values);
-            if (!values)
-                return failed(r, QStringLiteral("sharing the gradients on round %1's basis").arg(task.round),
-                              values);
-            r.values = std::move(values).value();
-            r.basisRound = task.round;
-            break;
-        }
-        case EngineTask::ApplyGradients: {
-            const Status s = engine.applyGradients(task.rank, task.values, task.included, task.round,
-                                                   task.learningRate, task.clipScale, task.lookAhead);
-            if (!s)
-                return failed(
-                    r, QStringLiteral("applying the averaged gradients of round %1").arg(task.round), s);
-            break;
-        }
+        case EngineTask::Forward:
+            r.ok = runForward(task, r);
+            return r;
+        case EngineTask::Backward:
+            r.ok = runBackward(task, r);
+            return r;
+        case EngineTask::Step:
+            r.ok = runStep(task, r);
+            return r;
+        case EngineTask::ForwardBackward:
+            r.ok = runForwardBackward(task, r);
+            return r;
+        case EngineTask::Gather:
+            r.ok = runGather(task, r);
+            return r;
+        case EngineTask::ApplyDelta:
+            r.ok = runApplyDelta(task, r);
+            return r;
+        case EngineTask::ShareGradients:
+            r.ok = runShareGradients(task, r);
+            return r;
+        case EngineTask::ShareOnBasis:
+            r.ok = runShareOnBasis(task, r);
+            return r;
+        case EngineTask::ApplyGradients:
+            r.ok = runApplyGradients(task, r);
+            return r;
         case EngineTask::SetWeights:
-        case EngineTask::SetWeightsRange: { // SPARTA's partitions; a ghost sync's chunk of the weights
-            const bool range = task.kind == EngineTask::SetWeightsRange;
-            const Status s = range ? engine.setWeightsRange(task.offset, task.total, task.values)
-                                   : engine.setPartition(task.partition, task.partitions, task.values);
-            if (!s) {
-                r.error = (range ? QStringLiteral("syncing weights %1 to %2 of %3")
-                                       .arg(task.offset)
-                                       .arg(task.offset + qint64(task.values.size()))
-                                       .arg(task.total)
-                                 : QStringLiteral("setting partition %1 of %2")
-                                       .arg(task.partition)
-                                       .arg(task.partitions)) +
-                          QStringLiteral(": ") + text(s.message());
-                return r;
-            }
-            break;
-        }
-        case EngineTask::Probe: {
-            const bool last = engine.stage() == engine.config().stages - 1;
-            Result<gpu::Bytes> input = engine.syntheticInput(task.batch, task.seq, task.seed);
-            Result<gpu::Bytes> targets = last ? engine.syntheticTargets(task.batch, task.seq, task.seed + 1)
-                                              : Result<gpu::Bytes>(gpu::Bytes{});
-            Result<gpu::Bytes> grad = last ? Result<gpu::Bytes>(gpu::Bytes{})
-                                           : engine.syntheticGradient(task.batch, task.seq, task.seed + 2);
-            for (const Result<gpu::Bytes>* frame : {&input, &targets, &grad})
-                if (!*frame)
-                    return failed(r, QStringLiteral("probe of %1×%2").arg(task.batch).arg(task.seq), *frame);
-            // Isolated: the probe's synthetic gradients never reach the optimizer.
-            gpu::StageForwardResult forward;
-            gpu::StageBackwardResult backward;
-            const Status probed = engine.isolated([&]() -> Status {
-                auto f = engine.forward(kProbeMicrobatch, *input, *targets);
-                if (!f)
-                    return makeError("probe forward: " + f.message());
-                forward = std::move(*f);
-                auto b = engine.backward(kProbeMicrobatch, *grad, *input, *targets);
-                engine.drop(kProbeMicrobatch);
-                if (!b)
-                    return makeError("probe backward: " + b.message());
-                backward = std::move(*b);
-                return {};
-            });
-            if (!probed)
-                return failed(r, QStringLiteral("probe"), probed);
-            r.loss = backward.loss;
-            r.tokens = forward.tokens;
-            r.flop = gpu::StageEngine::forwardFlop(n, forward.tokens) +
-                     gpu::StageEngine::backwardFlop(n, forward.tokens);
-            break;
-        }
-        default:
-            r.error = QStringLiteral("unknown task kind %1").arg(int(task.kind));
+            r.ok = runSetWeights(task, r);
+            return r;
+        case EngineTask::SetWeightsRange:
+            r.ok = runSetWeightsRange(task, r);
+            return r;
+        case EngineTask::Probe:
+            r.ok = runProbe(task, r);
             return r;
         }
     } catch (const std::exception& e) {
@@ -477,8 +331,197 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
         r.values.clear();
         return r;
     }
-    r.ok = true;
+    // A value outside the enum (a task built by casting an integer).
+    r.error = QStringLiteral("unknown task kind %1").arg(int(task.kind));
     return r;
+}
+
+bool EngineWorker::runForward(const EngineTask& task, EngineResult& r) {
+    gpu::StageEngine& engine = *m_engine;
+    auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets), task.step);
+    if (!f) {
+        r.error = QStringLiteral("forward of microbatch %1: %2").arg(task.microbatch).arg(text(f.message()));
+        return false;
+    }
+    r.output = outputOf(std::move(f->output), m_headroom);
+    r.loss = f->loss;
+    r.tokens = f->tokens;
+    r.flop = gpu::StageEngine::forwardFlop(engine.parameterCount(), f->tokens);
+    return true;
+}
+
+bool EngineWorker::runBackward(const EngineTask& task, EngineResult& r) {
+    gpu::StageEngine& engine = *m_engine;
+    auto b = engine.backward(task.microbatch, bytes(task.gradOutput), bytes(task.input), bytes(task.targets));
+    // ErrorKind::MissingGraph: the graph is not held here (it ran elsewhere, or a step
+    // ended it); the sender fixes that by sending the forward's input.
+    if (!b)
+        return failed(r, QStringLiteral("backward of microbatch %1").arg(task.microbatch), b);
+    r.gradInput = outputOf(std::move(b->gradInput), m_headroom);
+    r.loss = b->loss;
+    r.tokens = b->tokens;
+    r.flop = gpu::StageEngine::backwardFlop(engine.parameterCount(), b->tokens);
+    return true;
+}
+
+bool EngineWorker::runStep(const EngineTask& task, EngineResult& r) {
+    gpu::StageEngine& engine = *m_engine;
+    const std::int64_t accumulated = engine.accumulatedMicrobatches();
+    const int over = task.microbatches == EngineTask::kAllAccumulated
+                         ? int(std::min<std::int64_t>(accumulated, std::numeric_limits<int>::max()))
+                         : task.microbatches;
+    const Status s = engine.step(over);
+    if (!s) {
+        r.error = QStringLiteral("optimizer step over %1 microbatches: %2").arg(over).arg(text(s.message()));
+        return false;
+    }
+    r.microbatches = over > 0 ? int(std::min<std::int64_t>(accumulated, std::numeric_limits<int>::max())) : 0;
+    return true;
+}
+
+bool EngineWorker::runForwardBackward(const EngineTask& task, EngineResult& r) {
+    gpu::StageEngine& engine = *m_engine;
+    if (engine.stage() != engine.config().stages - 1) {
+        r.error = QStringLiteral("forward_backward runs on the last stage only; this is stage %1 of %2")
+                      .arg(engine.stage())
+                      .arg(engine.config().stages);
+        return false;
+    }
+    auto f = engine.forward(task.microbatch, bytes(task.input), bytes(task.targets), task.step);
+    if (!f) {
+        r.error = QStringLiteral("forward of microbatch %1: %2").arg(task.microbatch).arg(text(f.message()));
+        return false;
+    }
+    // Through the graph the forward kept; the input is there for an engine that keeps none.
+    auto b = engine.backward(task.microbatch, {}, bytes(task.input), bytes(task.targets));
+    if (!b) {
+        engine.drop(task.microbatch);
+        r.error = QStringLiteral("backward of microbatch %1: %2").arg(task.microbatch).arg(text(b.message()));
+        return false;
+    }
+    r.gradInput = outputOf(std::move(b->gradInput), m_headroom);
+    r.loss = f->loss;
+    r.tokens = f->tokens;
+    const std::int64_t n = engine.parameterCount();
+    r.flop = gpu::StageEngine::forwardFlop(n, f->tokens) + gpu::StageEngine::backwardFlop(n, f->tokens);
+    return true;
+}
+
+bool EngineWorker::runGather(const EngineTask& task, EngineResult& r) {
+    Result<std::vector<float>> values =
+        m_engine->gatherPartition(task.partition, task.partitions, task.optimizerWeights);
+    if (!values) {
+        r.error = QStringLiteral("gathering partition %1 of %2: %3")
+                      .arg(task.partition)
+                      .arg(task.partitions)
+                      .arg(text(values.message()));
+        return false;
+    }
+    r.values = std::move(values).value();
+    return true;
+}
+
+bool EngineWorker::runApplyDelta(const EngineTask& task, EngineResult& r) {
+    const Status s =
+        m_engine->applyPartitionDelta(task.partition, task.partitions, task.values, task.snapshot);
+    if (!s) {
+        r.error = QStringLiteral("averaging partition %1 of %2: %3")
+                      .arg(task.partition)
+                      .arg(task.partitions)
+                      .arg(text(s.message()));
+        return false;
+    }
+    return true;
+}
+
+bool EngineWorker::runShareGradients(const EngineTask& task, EngineResult& r) {
+    Result<gpu::GradientShare> share = m_engine->shareGradients(task.rank, task.round, task.step, task.bits);
+    if (!share)
+        return failed(r, QStringLiteral("sharing the gradients"), share);
+    r.microbatches = share->microbatches;
+    r.hasBasis = share->hasBasis;
+    r.basisRound = share->basisRound;
+    r.firstRound = share->firstRound;
+    r.values = std::move(share->values);
+    return true;
+}
+
+bool EngineWorker::runShareOnBasis(const EngineTask& task, EngineResult& r) {
+    Result<std::vector<float>> values = m_engine->shareOnBasis(task.rank, task.values);
+    if (!values)
+        return failed(r, QStringLiteral("sharing the gradients on round %1's basis").arg(task.round), values);
+    r.values = std::move(values).value();
+    r.basisRound = task.round;
+    return true;
+}
+
+bool EngineWorker::runApplyGradients(const EngineTask& task, EngineResult& r) {
+    const Status s = m_engine->applyGradients(task.rank, task.values, task.included, task.round,
+                                              task.learningRate, task.clipScale, task.lookAhead);
+    if (!s)
+        return failed(r, QStringLiteral("applying the averaged gradients of round %1").arg(task.round), s);
+    return true;
+}
+
+// SPARTA's partitions.
+bool EngineWorker::runSetWeights(const EngineTask& task, EngineResult& r) {
+    const Status s = m_engine->setPartition(task.partition, task.partitions, task.values);
+    if (!s) {
+        r.error = QStringLiteral("setting partition %1 of %2").arg(task.partition).arg(task.partitions) +
+                  QStringLiteral(": ") + text(s.message());
+        return false;
+    }
+    return true;
+}
+
+// A ghost sync's chunk of the weights.
+bool EngineWorker::runSetWeightsRange(const EngineTask& task, EngineResult& r) {
+    const Status s = m_engine->setWeightsRange(task.offset, task.total, task.values);
+    if (!s) {
+        r.error = QStringLiteral("syncing weights %1 to %2 of %3")
+                      .arg(task.offset)
+                      .arg(task.offset + qint64(task.values.size()))
+                      .arg(task.total) +
+                  QStringLiteral(": ") + text(s.message());
+        return false;
+    }
+    return true;
+}
+
+bool EngineWorker::runProbe(const EngineTask& task, EngineResult& r) {
+    gpu::StageEngine& engine = *m_engine;
+    const bool last = engine.stage() == engine.config().stages - 1;
+    Result<gpu::Bytes> input = engine.syntheticInput(task.batch, task.seq, task.seed);
+    Result<gpu::Bytes> targets = last ? engine.syntheticTargets(task.batch, task.seq, task.seed + 1)
+                                      : Result<gpu::Bytes>(gpu::Bytes{});
+    Result<gpu::Bytes> grad = last ? Result<gpu::Bytes>(gpu::Bytes{})
+                                   : engine.syntheticGradient(task.batch, task.seq, task.seed + 2);
+    for (const Result<gpu::Bytes>* frame : {&input, &targets, &grad})
+        if (!*frame)
+            return failed(r, QStringLiteral("probe of %1×%2").arg(task.batch).arg(task.seq), *frame);
+    // Isolated: the probe's synthetic gradients never reach the optimizer.
+    gpu::StageForwardResult forward;
+    gpu::StageBackwardResult backward;
+    const Status probed = engine.isolated([&]() -> Status {
+        auto f = engine.forward(kProbeMicrobatch, *input, *targets);
+        if (!f)
+            return makeError("probe forward: " + f.message());
+        forward = std::move(*f);
+        auto b = engine.backward(kProbeMicrobatch, *grad, *input, *targets);
+        engine.drop(kProbeMicrobatch);
+        if (!b)
+            return makeError("probe backward: " + b.message());
+        backward = std::move(*b);
+        return {};
+    });
+    if (!probed)
+        return failed(r, QStringLiteral("probe"), probed);
+    r.loss = backward.loss;
+    r.tokens = forward.tokens;
+    const std::int64_t n = engine.parameterCount();
+    r.flop =
+        gpu::StageEngine::forwardFlop(n, forward.tokens) + gpu::StageEngine::backwardFlop(n, forward.tokens);
+    return true;
 }
 
 void EngineWorker::emitStats() {

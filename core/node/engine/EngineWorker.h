@@ -86,7 +86,22 @@ private:
     // Starts the next task now, arms the rest timer, or does nothing (paused, empty, stopped).
     void schedule();
     void runNext();
+    // Runs one task: the result's ids, then its kind's handler below (any exception caught).
     EngineResult execute(const EngineTask& task);
+    // One handler per EngineTask::Kind: each fills r and returns whether the task succeeded (else
+    // r.error and r.errorKind say why). They run with a stage loaded.
+    bool runForward(const EngineTask& task, EngineResult& r);
+    bool runBackward(const EngineTask& task, EngineResult& r);
+    bool runStep(const EngineTask& task, EngineResult& r);
+    bool runForwardBackward(const EngineTask& task, EngineResult& r);
+    bool runGather(const EngineTask& task, EngineResult& r);
+    bool runApplyDelta(const EngineTask& task, EngineResult& r);
+    bool runShareGradients(const EngineTask& task, EngineResult& r);
+    bool runShareOnBasis(const EngineTask& task, EngineResult& r);
+    bool runApplyGradients(const EngineTask& task, EngineResult& r);
+    bool runSetWeights(const EngineTask& task, EngineResult& r);
+    bool runSetWeightsRange(const EngineTask& task, EngineResult& r);
+    bool runProbe(const EngineTask& task, EngineResult& r);
     void misbehave(const EngineTask& task, EngineResult& result) const;
     void emitStats();
     // Emits on the replies' thread: `emit` is a functor that emits one signal.

@@ -118,12 +118,17 @@ void NodeSession::onText(const QString& text) {
         qWarning("node: refusing a message from the coordinator: %s", m.message().c_str());
         return;
     }
-    if (std::holds_alternative<protocol::HeartbeatAck>(*m)) {
+    // Parsed as sent to the node: it is always one of the node's messages.
+    std::optional<protocol::ToNodeMessage> received =
+        protocol::receivedAs<protocol::ToNodeMessage>(std::move(*m));
+    if (!received)
+        return;
+    if (std::holds_alternative<protocol::HeartbeatAck>(*received)) {
         m_lastAckMs = MonotonicClock::nowMs();
         m_sinceAck.start();
         return;
     }
-    Q_EMIT message(*m);
+    Q_EMIT message(*received);
 }
 
 void NodeSession::onDisconnected() {

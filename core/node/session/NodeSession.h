@@ -8,6 +8,7 @@
 // expired) is final: `invalidated` tells the node to admit again.
 
 #include "common/Backoff.h"
+#include "node/session/SessionSender.h"
 #include "protocol/SessionMessages.h"
 
 #include <QElapsedTimer>
@@ -22,7 +23,7 @@
 
 namespace tessera::node {
 
-class NodeSession final : public QObject {
+class NodeSession final : public QObject, public SessionSender {
     Q_OBJECT
 
 public:
@@ -36,10 +37,10 @@ public:
     void open(const QString& token);
     void close();
     bool isOpen() const { return m_socket.state() == QAbstractSocket::ConnectedState && m_open; }
-    void send(const protocol::SessionMessage& message);
+    void send(const protocol::SessionMessage& message) override;
     // A binary message (a TaskMessage: a task's result, an averaging share); dropped when closed.
     // Written to the socket before it returns: `message` may be a view of a buffer about to go.
-    void sendBinary(const QByteArray& message);
+    void sendBinary(const QByteArray& message) override;
     qint64 lastAckMs() const { return m_lastAckMs; } // MonotonicClock::nowMs() of the last heartbeat ack
     // For the node's status: {open, lost_s (seconds since an open session dropped; 0 when open)}.
     QJsonObject status() const;
@@ -51,8 +52,8 @@ Q_SIGNALS:
     // The coordinator no longer accepts the token: admit again.
     void invalidated(const QString& reason);
     // A text message, typed and checked (one the coordinator may send; heartbeat acks stay here).
-    void message(const tessera::protocol::SessionMessage& message);
-    // A binary message as received (up to kTaskMessageMaxBytes); the receiver decodes it.
+    void message(const tessera::protocol::ToNodeMessage& message);
+    // A binary message as received (up to kTaskMessageMaxBytes); the receiver (NodeInbox) decodes it.
     void binaryMessage(const QByteArray& message);
 
 private:

@@ -3,7 +3,6 @@
 #include "node/session/TaskRunner.h"
 
 #include "base/BlockQuant.h"
-
 #include "node/engine/EngineWorker.h"
 #include "protocol/TaskMessage.h"
 
@@ -42,14 +41,13 @@ EngineTask::Kind engineKindOf(TaskKind kind) {
 
 } // namespace
 
-TaskRunner::TaskRunner(EngineWorker* worker, gpu::ModelConfig config, int stage, SendBinary sendBinary,
-                       SendText sendText, QObject* parent)
+TaskRunner::TaskRunner(EngineWorker* worker, gpu::ModelConfig config, int stage, SessionSender& session,
+                       QObject* parent)
     : QObject(parent)
     , m_worker(worker)
     , m_config(std::move(config))
     , m_stage(stage)
-    , m_sendBinary(std::move(sendBinary))
-    , m_sendText(std::move(sendText))
+    , m_session(session)
     , m_resultChunks(m_config.stageParameterCount(stage))
     , m_gradientChunks(m_config.stageParameterCount(stage))
     , m_lastLoss(std::numeric_limits<double>::quiet_NaN()) {
@@ -62,44 +60,32 @@ TaskRunner::~TaskRunner() = default;
 
 // --- messages in -------------------------------------------------------------------------------
 
-bool TaskRunner::handleText(const SessionMessage& message) {
-    if (const auto* step = std::get_if<Step>(&message)) {
-        EngineTask task;
-        // With a basis: gradient averaging (the share now, the step when the result comes).
-        task.kind = step->basis >= 0 ? EngineTask::ShareGradients : EngineTask::Step;
-        task.microbatches = EngineTask::kAllAccumulated;
-        task.round = step->basis;
-        task.rank = step->rank;
-        task.bits = step->bits;
-        task.step = step->step;
-        if (step->basis >= 0)
-            m_gradientRank = step->rank;
-        Pending p;
-        p.message = MessageType::Step;
-        p.step = step->step;
-        p.round = step->basis;
-        p.bits = step->bits;
-        p.chunk = m_gradientChunk = step->chunk;
-        submit(std::move(task), p);
-        return true;
-    }
-    if (const auto* average = std::get_if<Average>(&message)) {
-        startGather(average->round, average->partition, average->partitions, MessageType::Average,
-                    average->chunk);
-        return true;
-    }
-    if (const auto* request = std::get_if<SyncRequest>(&message)) {
-        startGather(request->round, -1, request->partitions, MessageType::SyncRequest, request->chunk);
-        return true;
-    }
-    if (const auto* task = std::get_if<Task>(&message); task && task->kind != TaskKind::Probe) {
-        // Probes stay the caller's; any other task needs its frames, which text cannot carry.
-        refuseTask(task->taskId, task->kind, task->microbatch,
-                   QStringLiteral("a %1 task must come as a binary message with its frames")
-                       .arg(taskKindName(task->kind)));
-        return true;
-    }
-    return false;
+void TaskRunner::receive(const Step& step) {
+    EngineTask task;
+    // With a basis: gradient averaging (the share now, the step when the result comes).
+    task.kind = step.basis >= 0 ? EngineTask::ShareGradients : EngineTask::Step;
+    task.microbatches = EngineTask::kAllAccumulated;
+    task.round = step.basis;
+    task.rank = step.rank;
+    task.bits = step.bits;
+    task.step = step.step;
+    if (step.basis >= 0)
+        m_gradientRank = step.rank;
+    Pending p;
+    p.message = MessageType::Step;
+    p.step = step.step;
+    p.round = step.basis;
+    p.bits = step.bits;
+    p.chunk = m_gradientChunk = step.chunk;
+    submit(std::move(task), p);
+}
+
+void TaskRunner::receive(const Average& average) {
+    startGather(average.round, average.partition, average.partitions, MessageType::Average, average.chunk);
+}
+
+void TaskRunner::receive(const SyncRequest& request) {
+    startGather(request.round, -1, request.partitions, MessageType::SyncRequest, request.chunk);
 }
 
 void TaskRunner::startGather(qint64 round, int partition, int partitions, MessageType message, qint64 chunk) {
@@ -118,55 +104,34 @@ void TaskRunner::startGather(qint64 round, int partition, int partitions, Messag
     submit(std::move(task), p);
 }
 
-void TaskRunner::handleBinary(const QByteArray& bytes) {
-    QJsonObject readable;
-    Result<TaskMessage> message = decodeTaskMessage(bytes, {}, &readable);
-    Result<SessionMessage> header =
-        message ? parseSessionMessage(message->header, Direction::ToNode, Transport::Binary)
-                : message.error();
-    if (!header) {
-        qWarning("node: refusing a binary message of %lld bytes: %s", qlonglong(bytes.size()),
-                 header.message().c_str());
-        // A task whose id reads is answered by it, so the coordinator retries it at once.
-        if (const std::optional<qint64> taskId = readableTaskId(readable)) {
-            const Result<SessionMessage> task =
-                parseSessionMessage(readable, Direction::ToNode, Transport::Binary);
-            const Task* t = task ? std::get_if<Task>(&*task) : nullptr;
-            return refuseTask(*taskId, t ? t->kind : TaskKind::Forward, t ? t->microbatch : -1,
-                              QString::fromStdString(header.message()));
-        }
+template <class M>
+void TaskRunner::onceWhole(PartitionAssembly& chunks, const M& header, qint64 round, int part,
+                           const TaskMessage& message,
+                           void (TaskRunner::*handle)(const M&, const TaskMessage&)) {
+    if (header.total <= 0)
+        return (this->*handle)(header, message);
+    Result<std::optional<TaskMessage>> whole = chunks.add(message, round, part, header.offset, header.total);
+    if (!whole) {
         ++m_refused;
-        return;
+        qWarning("node: %s of round %lld: %s", qPrintable(messageTypeName(typeOf(header))), qlonglong(round),
+                 whole.message().c_str());
+    } else if (*whole) {
+        M all = header;
+        all.offset = all.total = 0;
+        (this->*handle)(all, **whole);
     }
-    if (const auto* task = std::get_if<Task>(&*header))
-        return onTask(*task, *message);
-    // A result or basis may come in chunks (protocol/PartitionChunks): it is read once whole.
-    const auto onceWhole = [&]<class M>(PartitionAssembly& chunks, const M& h, qint64 round, int part,
-                                        void (TaskRunner::*handle)(const M&, const TaskMessage&)) {
-        if (h.total <= 0)
-            return (this->*handle)(h, *message);
-        Result<std::optional<TaskMessage>> whole = chunks.add(*message, round, part, h.offset, h.total);
-        if (!whole) {
-            ++m_refused;
-            qWarning("node: %s of round %lld: %s", qPrintable(messageTypeName(typeOf(*header))),
-                     qlonglong(round), whole.message().c_str());
-        } else if (*whole) {
-            M all = h;
-            all.offset = all.total = 0;
-            (this->*handle)(all, **whole);
-        }
-    };
-    if (const auto* result = std::get_if<AverageResult>(&*header))
-        return onceWhole(m_resultChunks, *result, result->round, result->partition,
-                         &TaskRunner::onAverageResult);
-    if (const auto* sync = std::get_if<Sync>(&*header))
-        return onSync(*sync, *message);
-    if (const auto* gradient = std::get_if<GradientResult>(&*header))
-        return onceWhole(m_gradientChunks, *gradient, gradient->step, 0, &TaskRunner::onGradientResult);
-    if (const auto* basis = std::get_if<GradientBasis>(&*header))
-        return onceWhole(m_gradientChunks, *basis, basis->step, 1, &TaskRunner::onGradientBasis);
-    ++m_refused;
-    qWarning("node: ignoring a binary %s message", qPrintable(messageTypeName(typeOf(*header))));
+}
+
+void TaskRunner::receive(const AverageResult& result, const TaskMessage& message) {
+    onceWhole(m_resultChunks, result, result.round, result.partition, message, &TaskRunner::onAverageResult);
+}
+
+void TaskRunner::receive(const GradientResult& result, const TaskMessage& message) {
+    onceWhole(m_gradientChunks, result, result.step, 0, message, &TaskRunner::onGradientResult);
+}
+
+void TaskRunner::receive(const GradientBasis& basis, const TaskMessage& message) {
+    onceWhole(m_gradientChunks, basis, basis.step, 1, message, &TaskRunner::onGradientBasis);
 }
 
 void TaskRunner::abandon() {
@@ -179,7 +144,7 @@ void TaskRunner::abandon() {
     m_snapshots.clear();
 }
 
-void TaskRunner::onTask(const Task& header, const TaskMessage& message) {
+void TaskRunner::receive(const Task& header, const TaskMessage& message) {
     const TaskFrame* input = message.frame(TaskFrameType::ForwardInput);
     const TaskFrame* targets = message.frame(TaskFrameType::Targets);
     const TaskFrame* gradient = message.frame(TaskFrameType::BackwardInput);
@@ -249,7 +214,7 @@ void TaskRunner::onAverageResult(const AverageResult& header, const TaskMessage&
     submit(std::move(task), p);
 }
 
-void TaskRunner::onSync(const Sync& header, const TaskMessage& message) {
+void TaskRunner::receive(const Sync& header, const TaskMessage& message) {
     Result<std::vector<float>> values = partitionValues(message);
     const QString refused =
         !values ? QString::fromStdString(values.message())
@@ -258,7 +223,7 @@ void TaskRunner::onSync(const Sync& header, const TaskMessage& message) {
         ++m_refused;
         qWarning("node: refusing a chunk of the sync of round %lld: %s", qlonglong(header.round),
                  qPrintable(refused));
-        return m_sendText(
+        return m_session.send(
             SyncDone{header.round, false, refused.left(kMaxReasonChars), m_sync.receivedOf(header.round)});
     }
     Pending p;
@@ -276,6 +241,67 @@ void TaskRunner::onSync(const Sync& header, const TaskMessage& message) {
     submit(std::move(task), p);
 }
 
+// The gradient exchange (coordinator/training/GradientAverager): the result every replica applies,
+// and a low rank's second share on the basis the coordinator answered.
+
+void TaskRunner::onGradientResult(const GradientResult& header, const TaskMessage& message) {
+    const TaskFrame* frame = message.frame(TaskFrameType::Partition);
+    Result<std::vector<float>> values = !frame ? Result<std::vector<float>>(makeError("no Partition frame"))
+                                        : header.bits == 32
+                                            ? partitionValues(*frame)
+                                            : gradientValues(*frame, header.bits, header.values);
+    if (!values) {
+        ++m_refused;
+        qWarning("node: refusing the gradient result of step %lld: %s", qlonglong(header.step),
+                 values.message().c_str());
+        m_session.send(
+            StepDone{header.step, false, 0, QString::fromStdString(values.message()).left(kMaxReasonChars)});
+        return;
+    }
+    EngineTask task;
+    task.kind = EngineTask::ApplyGradients;
+    task.rank = m_gradientRank;
+    task.values = std::move(values).value();
+    task.round = header.round;
+    task.included = header.included;
+    task.learningRate = header.learningRate;
+    task.clipScale = header.clipScale;
+    task.lookAhead = header.lookAhead;
+    Pending p;
+    p.message = MessageType::GradientResult;
+    p.step = header.step;
+    p.round = header.round;
+    submit(std::move(task), p);
+}
+
+void TaskRunner::onGradientBasis(const GradientBasis& header, const TaskMessage& message) {
+    Result<std::vector<float>> values = partitionValues(message);
+    if (!values || m_firstShare.step != header.step) {
+        ++m_refused;
+        const QString reason =
+            values
+                ? QStringLiteral("no first share of step %1 was sent").arg(header.step)
+                : QStringLiteral("its basis does not read: %1").arg(QString::fromStdString(values.message()));
+        qWarning("node: refusing the gradient basis of step %lld: %s", qlonglong(header.step),
+                 qPrintable(reason));
+        GradientShare refused{header.step, 0, header.round, false, reason.left(kMaxReasonChars), 32, false,
+                              0,           0};
+        return m_session.sendBinary(TaskMessageBuilder(toJson(refused)).take());
+    }
+    EngineTask task;
+    task.kind = EngineTask::ShareOnBasis;
+    task.rank = m_gradientRank;
+    task.round = header.round;
+    task.step = header.step;
+    task.values = std::move(values).value();
+    Pending p;
+    p.message = MessageType::GradientBasis;
+    p.step = header.step;
+    p.round = header.round;
+    p.chunk = m_gradientChunk;
+    submit(std::move(task), p);
+}
+
 void TaskRunner::refuseTask(qint64 taskId, TaskKind kind, qint64 microbatch, const QString& error) {
     ++m_refused;
     ++m_failed;
@@ -287,7 +313,7 @@ void TaskRunner::refuseTask(qint64 taskId, TaskKind kind, qint64 microbatch, con
     answer.ok = false;
     answer.error = error.left(kMaxReasonChars);
     answer.errorKind = ErrorKind::InvalidInput;
-    m_sendBinary(encode(answer));
+    m_session.sendBinary(encode(answer));
 }
 
 void TaskRunner::submit(EngineTask task, Pending pending) {
@@ -326,8 +352,8 @@ void TaskRunner::onTaskFinished(const EngineResult& result) {
         } else {
             qWarning("node: step %lld: %s", qlonglong(p.step), qPrintable(result.error));
         }
-        return m_sendText(StepDone{p.step, result.ok, result.ok ? result.microbatches : 0,
-                                   result.error.left(kMaxReasonChars)});
+        return m_session.send(StepDone{p.step, result.ok, result.ok ? result.microbatches : 0,
+                                       result.error.left(kMaxReasonChars)});
     case MessageType::GradientResult:
         if (result.ok) {
             m_step = p.step;
@@ -335,7 +361,7 @@ void TaskRunner::onTaskFinished(const EngineResult& result) {
         } else {
             qWarning("node: step %lld (averaged gradients): %s", qlonglong(p.step), qPrintable(result.error));
         }
-        return m_sendText(StepDone{p.step, result.ok, 0, result.error.left(kMaxReasonChars)});
+        return m_session.send(StepDone{p.step, result.ok, 0, result.error.left(kMaxReasonChars)});
     case MessageType::AverageResult:
         if (result.ok)
             ++m_averagingRounds;
@@ -350,8 +376,8 @@ void TaskRunner::onTaskFinished(const EngineResult& result) {
         } else if (!result.ok) {
             qWarning("node: sync of round %lld: %s", qlonglong(p.round), qPrintable(result.error));
         }
-        return m_sendText(SyncDone{p.round, result.ok, result.error.left(kMaxReasonChars),
-                                   complete ? p.total : m_sync.receivedOf(p.round)});
+        return m_session.send(SyncDone{p.round, result.ok, result.error.left(kMaxReasonChars),
+                                       complete ? p.total : m_sync.receivedOf(p.round)});
     }
     default:
         return;
@@ -372,7 +398,7 @@ void TaskRunner::finishTask(const Pending& p, const EngineResult& r) {
         if (r.errorKind != ErrorKind::MissingGraph) // the coordinator sends the input again: routine
             qWarning("node: task %lld (%s of microbatch %lld): %s", qlonglong(p.taskId),
                      qPrintable(taskKindName(p.kind)), qlonglong(p.microbatch), qPrintable(r.error));
-        return m_sendBinary(encode(answer));
+        return m_session.sendBinary(encode(answer));
     }
     answer.tokens = r.tokens;
     if (std::isfinite(r.loss)) {
@@ -393,14 +419,14 @@ void TaskRunner::finishTask(const Pending& p, const EngineResult& r) {
     const bool forward = r.kind == EngineTask::Forward;
     const EngineOutput& out = forward ? r.output : r.gradInput;
     if (out.isEmpty()) // the last stage's forward, stage 0's backward
-        return m_sendBinary(encode(answer));
+        return m_session.sendBinary(encode(answer));
     const TaskFrameType type = forward ? TaskFrameType::ForwardOutput : TaskFrameType::BackwardOutput;
     // The envelope goes in the headroom the engine left in front of the frame: sent from where it lies.
     gpu::Bytes& buffer = *out.bytes;
     if (const std::optional<qsizetype> start = wrapInPlace(buffer, qsizetype(out.at), toJson(answer), type))
-        return m_sendBinary(QByteArray::fromRawData(reinterpret_cast<const char*>(buffer.data()) + *start,
-                                                    qsizetype(buffer.size()) - *start));
-    m_sendBinary(TaskMessageBuilder(toJson(answer), out.view().size()).add(type, out.view()).take());
+        return m_session.sendBinary(QByteArray::fromRawData(
+            reinterpret_cast<const char*>(buffer.data()) + *start, qsizetype(buffer.size()) - *start));
+    m_session.sendBinary(TaskMessageBuilder(toJson(answer), out.view().size()).add(type, out.view()).take());
 }
 
 void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
@@ -408,7 +434,7 @@ void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
     if (!r.ok) {
         qWarning("node: %s of round %lld: %s", qPrintable(messageTypeName(p.message)), qlonglong(p.round),
                  qPrintable(r.error));
-        return m_sendBinary(encode(share));
+        return m_session.sendBinary(encode(share));
     }
     if (p.message == MessageType::Average) {
         m_snapshots[p.round] = Snapshot{p.partition, p.partitions, r.values};
@@ -421,7 +447,36 @@ void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
 void TaskRunner::sendShare(const AverageShare& share, const std::vector<float>& values, qint64 chunk) {
     // More than the coordinator's chunk (8b: a partition ~230 MB, a whole stage 4.4 GB) goes in chunks.
     for (const QByteArray& message : partitionMessages(share, std::span(values), chunk))
-        m_sendBinary(message);
+        m_session.sendBinary(message);
+}
+
+// The share a step request (or a basis) asks for.
+void TaskRunner::finishShare(const Pending& p, const EngineResult& r) {
+    const bool second = p.message == MessageType::GradientBasis;
+    // A second share weighs what the first did (the engine divided by the same).
+    const int microbatches =
+        second ? (m_firstShare.step == p.step ? m_firstShare.microbatches : 0) : r.microbatches;
+    GradientShare share{
+        p.step, microbatches, r.basisRound, r.ok && !r.values.empty(), {}, p.bits, r.firstRound && !second, 0,
+        0};
+    if (share.firstRound)
+        m_firstShare = {p.step, r.microbatches};
+    if (!r.ok)
+        share.error = r.error.left(kMaxReasonChars);
+    else if (!r.hasBasis)
+        share.error = QStringLiteral("it holds the basis of round %1, not %2: it takes the next round")
+                          .arg(r.basisRound)
+                          .arg(p.round);
+    else if (r.values.empty())
+        share.error = QStringLiteral("no microbatch since the last exchange");
+    if (!r.ok)
+        qWarning("node: step %lld: %s", qlonglong(p.step), qPrintable(r.error));
+    if (!share.ok)
+        return m_session.sendBinary(TaskMessageBuilder(toJson(share)).take());
+    // In fewer bits the engine rounded the values as they are encoded here (bit for bit). More than the
+    // coordinator's chunk goes in chunks (an 8b middle stage's share at rank 16: ~26 MB).
+    for (const QByteArray& message : partitionMessages(share, gradientPayload(r.values, p.bits), p.chunk))
+        m_session.sendBinary(message);
 }
 
 QJsonObject TaskRunner::status() const {

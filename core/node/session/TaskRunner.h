@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// TaskRunner: the node's side of the swarm data plane — the session's task, step, averaging and
-// sync messages into EngineWorker tasks, and their results back into messages.
+// TaskRunner: the node's side of the swarm data plane — the session's task, step, averaging, sync
+// and gradient exchange messages (typed and decoded by NodeInbox) into EngineWorker tasks, and their
+// results back into messages.
 //
 // The contract is docs/ARCHITECTURE.md, "Session messages". Each message becomes at most one engine
 // task; its answer is sent when that task finishes (the worker runs them in order, so a step follows
@@ -9,6 +10,10 @@
 // is readable is answered with an error, anything else with nothing. Answers: task_result and
 // average_share are binary (ok:false with an error, its kind and no frame when they failed; a
 // backward that needs its input says error_kind "missing_graph"); step_done and sync_done are text.
+//
+// The gradient exchange (coordinator/training/GradientAverager): a step request with a basis asks
+// for a share, a low rank's second share is built on the basis the coordinator answers with, and
+// the result is what every replica applies.
 //
 // One copy per hop: a task's frames reach the engine as views into the message they came in, and a
 // result's frame is sent from where the engine wrote it (the envelope is written in front of it).
@@ -23,6 +28,7 @@
 
 #include "base/ModelConfig.h"
 #include "node/engine/EngineTask.h"
+#include "node/session/SessionSender.h"
 #include "node/session/SyncProgress.h"
 #include "protocol/PartitionChunks.h"
 #include "protocol/SessionMessages.h"
@@ -32,7 +38,6 @@
 #include <QJsonObject>
 #include <QObject>
 
-#include <functional>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -49,24 +54,32 @@ class TaskRunner final : public QObject {
     Q_OBJECT
 
 public:
-    // Both send at once (before they return): a binary message may be a view of an engine buffer.
-    using SendBinary = std::function<void(const QByteArray&)>;
-    using SendText = std::function<void(const protocol::SessionMessage&)>;
-
     // Rounds whose result never came are forgotten beyond this many.
     static constexpr int kMaxSnapshots = 8;
 
     // Submits to `worker` and listens to its taskFinished (results of tasks it did not submit,
-    // such as probes, are not its business). `config` and `stage` describe the loaded stage.
-    TaskRunner(EngineWorker* worker, gpu::ModelConfig config, int stage, SendBinary sendBinary,
-               SendText sendText, QObject* parent = nullptr);
+    // such as probes, are not its business). `config` and `stage` describe the loaded stage; the
+    // answers go to `session`, which must outlive the runner.
+    TaskRunner(EngineWorker* worker, gpu::ModelConfig config, int stage, SessionSender& session,
+               QObject* parent = nullptr);
     ~TaskRunner() override;
 
-    // A text message: true when it is the data plane's (step, average, sync_request, a task that
-    // is not a probe) and was taken; false leaves it to the caller.
-    bool handleText(const protocol::SessionMessage& message);
-    // A binary message (task, average_result, sync). Never throws, never crashes on bad bytes.
-    void handleBinary(const QByteArray& message);
+    // The data plane's text messages.
+    void receive(const protocol::Step& step);
+    void receive(const protocol::Average& average);
+    void receive(const protocol::SyncRequest& request);
+    // The data plane's binary messages, with the message their frames are in. A task's frames reach
+    // the engine as views into `message`; a result or basis in chunks is taken once whole.
+    void receive(const protocol::Task& task, const protocol::TaskMessage& message);
+    void receive(const protocol::AverageResult& result, const protocol::TaskMessage& message);
+    void receive(const protocol::Sync& sync, const protocol::TaskMessage& message);
+    void receive(const protocol::GradientResult& result, const protocol::TaskMessage& message);
+    void receive(const protocol::GradientBasis& basis, const protocol::TaskMessage& message);
+    // A task this runner will not run (malformed, or text where frames are needed): answered at once
+    // with ok:false, error_kind "invalid_input", so the coordinator retries it at once.
+    void refuseTask(qint64 taskId, protocol::TaskKind kind, qint64 microbatch, const QString& error);
+    // A message that did not read, not even a task id: counted under "refused", answered with nothing.
+    void refuseUnreadable() { ++m_refused; }
     // The node leaves this stage: nothing more is submitted, answered or averaged. The worker
     // drops what is queued (probes aside); a task already running ends unanswered. The
     // coordinator stopped routing this stage here before it asked, and re-routes what it sent.
@@ -102,15 +115,18 @@ private:
     };
 
     void submit(EngineTask task, Pending pending);
-    void onTask(const protocol::Task& header, const protocol::TaskMessage& message);
+    // A result or basis may come in chunks (protocol/PartitionChunks): `handle` reads it once whole.
+    template <class M>
+    void onceWhole(protocol::PartitionAssembly& chunks, const M& header, qint64 round, int part,
+                   const protocol::TaskMessage& message,
+                   void (TaskRunner::*handle)(const M&, const protocol::TaskMessage&));
+    // The whole messages.
     void onAverageResult(const protocol::AverageResult& header, const protocol::TaskMessage& message);
-    void onSync(const protocol::Sync& header, const protocol::TaskMessage& message);
     void onGradientResult(const protocol::GradientResult& header, const protocol::TaskMessage& message);
     void onGradientBasis(const protocol::GradientBasis& header, const protocol::TaskMessage& message);
     void finishShare(const Pending& p, const EngineResult& r);
     void startGather(qint64 round, int partition, int partitions, protocol::MessageType message,
                      qint64 chunk);
-    void refuseTask(qint64 taskId, protocol::TaskKind kind, qint64 microbatch, const QString& error);
     void onTaskFinished(const EngineResult& result);
     void finishTask(const Pending& p, const EngineResult& r);
     void finishGather(const Pending& p, const EngineResult& r);
@@ -119,8 +135,7 @@ private:
     EngineWorker* m_worker;
     gpu::ModelConfig m_config;
     int m_stage;
-    SendBinary m_sendBinary;
-    SendText m_sendText;
+    SessionSender& m_session;
     std::unordered_map<qint64, Pending> m_pending;
     qint64 m_nextEngineId = 1;
     std::map<qint64, Snapshot> m_snapshots;       // by round

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // NodeSupervisor: a real tessera-node supervised against a real coordinator (tiny model, one
 // stage, TLS): it is started and followed to Working, paused softly (it stops computing and stays
-// up) and hard (the process leaves), resumed each time without a new admission, restarted after a
+// up) and hard (the process leaves), resumed each time without a new admission (and at the compute
+// limit the user chose while it was away), restarted after a
 // SIGKILL, refused for a coordinator key it was told to expect, and stopped. The display name and
 // team the user chose reach the coordinator's leaderboard; cleared, the node is anonymous again.
 #include "CoordinatorHttp.h"
@@ -84,10 +85,16 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(supervisor.nodePid(), 0, 15'000);
         QTest::qWait(500);
         QCOMPARE(supervisor.state(), State::HardPaused); // no restart by itself
+        // The user moves the slider back to 70% while the node is away: the node comes back at 70%,
+        // not at the 30% it was last told (it once kept that in its own settings file, which won
+        // over --gpu-limit 70 because 70 is the default; the dashboard showed 70% all along).
+        supervisor.setGpuLimit(70);
         supervisor.resume();
         QTRY_COMPARE_WITH_TIMEOUT(supervisor.state(), State::Running, 60'000);
         QTRY_COMPARE_WITH_TIMEOUT(nodeState(supervisor), u"Working"_s, 60'000);
         QVERIFY(supervisor.nodePid() != firstPid);
+        QTest::qWait(1'000); // the limit would have been corrected by now, if it were going to be
+        QCOMPARE(supervisor.nodeStatus().value(u"compute_limit").toDouble(), 0.7);
 
         // A crash: restarted with back-off (the first delay is at most a second).
         QSignalSpy failed(&supervisor, &NodeSupervisor::nodeFailed);

@@ -13,6 +13,8 @@
 #include "engine/StageEngine.h"
 #include "node/engine/EngineThread.h"
 #include "node/engine/EngineWorker.h"
+#include "node/session/NodeInbox.h"
+#include "node/session/SessionSender.h"
 #include "node/session/TaskRunner.h"
 #include "protocol/SessionMessages.h"
 #include "protocol/TaskMessage.h"
@@ -59,11 +61,13 @@ std::vector<float> checkpointWeights(qint64 total, float scale) {
     return all;
 }
 
-// A coordinator's Averager and a node's TaskRunner, each message handed straight to the other.
-struct Link {
+// A coordinator's Averager and a node's TaskRunner (through the node's inbox), each message handed
+// straight to the other.
+struct Link : node::SessionSender {
     node::EngineThread thread;
     QObject context;
     std::unique_ptr<node::TaskRunner> runner;
+    node::NodeInbox inbox;
     std::unique_ptr<coordinator::Averager> averager;
     float scale = 1; // of the checkpoint's weights
     qint64 total = 0;
@@ -73,7 +77,17 @@ struct Link {
     qint64 largestMessage = 0;
     qint64 firstOffsetArrived = -1;
     std::vector<std::pair<QString, bool>> synced;
-    std::vector<QByteArray> gathered; // the node's answers to sync_request
+    std::vector<QByteArray> gathered;                   // the node's answers to sync_request
+    std::vector<protocol::SyncDone>* answers = nullptr; // set: sync_done recorded, not handed over
+
+    void sendBinary(const QByteArray& m) override { gathered.push_back(QByteArray(m.constData(), m.size())); }
+    void send(const protocol::SessionMessage& m) override {
+        const auto* done = std::get_if<protocol::SyncDone>(&m);
+        if (done && answers)
+            answers->push_back(*done);
+        else if (done && connected)
+            averager->onSyncDone(u"ghost"_qs, *done);
+    }
 
     bool load() {
         std::optional<QString> loaded;
@@ -86,13 +100,8 @@ struct Link {
         thread.worker()->load(options);
         if (!QTest::qWaitFor([&] { return loaded.has_value(); }, 60'000) || !loaded->isEmpty())
             return false;
-        runner = std::make_unique<node::TaskRunner>(
-            thread.worker(), tinyTwoStages(), 0,
-            [this](const QByteArray& m) { gathered.push_back(QByteArray(m.constData(), m.size())); },
-            [this](const protocol::SessionMessage& m) {
-                if (const auto* done = std::get_if<protocol::SyncDone>(&m); done && connected)
-                    averager->onSyncDone(u"ghost"_qs, *done);
-            });
+        runner = std::make_unique<node::TaskRunner>(thread.worker(), tinyTwoStages(), 0, *this);
+        inbox.setRunner(runner.get());
         coordinator::AveragingSettings settings;
         settings.chunkValues = kChunk;
         averager = std::make_unique<coordinator::Averager>(
@@ -114,7 +123,7 @@ struct Link {
                 if (firstOffsetArrived < 0)
                     firstOffsetArrived = std::get<protocol::Sync>(*header).offset;
                 ++chunksArrived;
-                runner->handleBinary(bytes);
+                inbox.receiveBinary(bytes);
                 return true;
             });
         averager->setWeights([this](int, qint64 offset, qint64 count) {
@@ -131,7 +140,7 @@ struct Link {
     // The node's weights as the engine gathers them for a sync_request (SPARTA's order).
     std::vector<float> gatheredWeights() {
         const std::size_t before = gathered.size();
-        runner->handleText(protocol::SyncRequest{999, 20, 0});
+        inbox.receive(protocol::SyncRequest{999, 20, 0});
         if (!QTest::qWaitFor([&] { return gathered.size() > before; }, 60'000))
             qFatal("no answer to the sync request");
         Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(gathered.back());
@@ -275,24 +284,20 @@ private Q_SLOTS:
         link.total = stageZeroWeights();
         const std::vector<float> before = link.gatheredWeights();
         std::vector<protocol::SyncDone> answers;
-        link.runner = std::make_unique<node::TaskRunner>(
-            link.thread.worker(), tinyTwoStages(), 0,
-            [&](const QByteArray& m) { link.gathered.push_back(QByteArray(m.constData(), m.size())); },
-            [&](const protocol::SessionMessage& m) {
-                if (const auto* done = std::get_if<protocol::SyncDone>(&m))
-                    answers.push_back(*done);
-            });
+        link.answers = &answers;
+        link.runner = std::make_unique<node::TaskRunner>(link.thread.worker(), tinyTwoStages(), 0, link);
+        link.inbox.setRunner(link.runner.get());
         // A new round that does not start at 0: the node holds none of it.
         QTest::ignoreMessage(QtWarningMsg, QRegularExpression(u"refusing a chunk.*round 7"_qs));
-        link.runner->handleBinary(syncChunk(7, kChunk, link.total));
+        link.inbox.receiveBinary(syncChunk(7, kChunk, link.total));
         QCOMPARE(answers.size(), std::size_t(1));
         QCOMPARE(answers.back().ok, false);
         QCOMPARE(answers.back().received, qint64(0));
         // A chunk beyond the stage: refused by the node; another stage's size: by the engine.
         QTest::ignoreMessage(QtWarningMsg, QRegularExpression(u"refusing a chunk.*not within"_qs));
-        link.runner->handleBinary(syncChunk(8, link.total - 1, link.total));
+        link.inbox.receiveBinary(syncChunk(8, link.total - 1, link.total));
         QTest::ignoreMessage(QtWarningMsg, QRegularExpression(u"sync of round 9.*this stage has"_qs));
-        link.runner->handleBinary(syncChunk(9, 0, link.total + 1));
+        link.inbox.receiveBinary(syncChunk(9, 0, link.total + 1));
         QVERIFY(QTest::qWaitFor([&] { return answers.size() == 3; }, 30'000));
         QCOMPARE(answers.back().ok, false);
         QVERIFY(link.gatheredWeights() == before); // nothing was written

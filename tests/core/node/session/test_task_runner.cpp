@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// TaskRunner: the data plane's messages drive the real tiny model in two stages (CPU) — a
-// microbatch goes forward through both stages and back, a step applies what accumulated, an
-// averaging round moves the weights by the delta rule, a ghost syncs, and damaged messages are
-// refused without touching the engine.
+// TaskRunner: the data plane's messages, through the node's inbox (NodeInbox), drive the real tiny
+// model in two stages (CPU) — a microbatch goes forward through both stages and back, a step applies
+// what accumulated, an averaging round moves the weights by the delta rule, a ghost syncs, damaged
+// messages are refused without touching the engine, and probes and credits go to their parts.
 #include "base/TokenFrame.h"
 #include "engine/StageEngine.h"
 #include "node/engine/EngineThread.h"
 #include "node/engine/EngineWorker.h"
+#include "node/session/NodeInbox.h"
+#include "node/session/SessionSender.h"
 #include "node/session/TaskRunner.h"
 #include "protocol/PartitionChunks.h"
 #include "protocol/SessionMessages.h"
@@ -15,6 +17,7 @@
 #include "TinyFrames.h"
 #include <QJsonObject>
 #include <QRegularExpression>
+#include <QSignalSpy>
 
 #include <QTest>
 
@@ -60,15 +63,21 @@ struct Sent {
     const QJsonObject& header() const { return message.header; }
 };
 
-// One stage: an engine thread with the stage loaded, and a TaskRunner whose sends are recorded.
-// The runner lives on the test's thread, so what it sends is appended here without locking.
-struct Replica {
+// One stage: an engine thread with the stage loaded, a TaskRunner whose sends are recorded, and the
+// inbox that hands it the messages as the node's does. The runner lives on the test's thread, so what
+// it sends is appended here without locking.
+struct Replica : SessionSender {
     EngineThread thread;
     QObject context;
     std::optional<QString> loaded;
     std::vector<QByteArray> binary;
     std::vector<QJsonObject> text;
     std::unique_ptr<TaskRunner> runner;
+    NodeInbox inbox;
+
+    // A binary message may be a view of the engine's buffer, valid during the call: kept as a copy.
+    void sendBinary(const QByteArray& m) override { binary.push_back(QByteArray(m.constData(), m.size())); }
+    void send(const protocol::SessionMessage& m) override { text.push_back(protocol::toJson(m)); }
 
     bool load(int stage) {
         QObject::connect(thread.worker(), &EngineWorker::loaded, &context,
@@ -81,18 +90,15 @@ struct Replica {
         thread.worker()->load(options);
         if (!QTest::qWaitFor([&] { return loaded.has_value(); }, 60'000) || !loaded->isEmpty())
             return false;
-        // A binary message may be a view of the engine's buffer, valid during the call: kept as a copy.
-        runner = std::make_unique<TaskRunner>(
-            thread.worker(), tinyTwoStages(), stage,
-            [this](const QByteArray& m) { binary.push_back(QByteArray(m.constData(), m.size())); },
-            [this](const protocol::SessionMessage& m) { text.push_back(protocol::toJson(m)); });
+        runner = std::make_unique<TaskRunner>(thread.worker(), tinyTwoStages(), stage, *this);
+        inbox.setRunner(runner.get());
         return true;
     }
 
-    // Hands a binary message to the runner and waits for the next binary answer.
+    // Hands a binary message to the inbox and waits for the next binary answer.
     Sent ask(const QByteArray& bytes) {
         const std::size_t before = binary.size();
-        runner->handleBinary(bytes);
+        inbox.receiveBinary(bytes);
         return nextBinary(before);
     }
     Sent nextBinary(std::size_t before) {
@@ -103,10 +109,9 @@ struct Replica {
             qFatal("the runner sent an undecodable message: %s", decoded.message().c_str());
         return Sent{std::move(decoded).value()};
     }
-    QJsonObject askText(const protocol::SessionMessage& m) {
+    QJsonObject askText(const protocol::ToNodeMessage& m) {
         const std::size_t before = text.size();
-        if (!runner->handleText(m))
-            qFatal("handleText did not take %s", qPrintable(protocol::messageTypeName(protocol::typeOf(m))));
+        inbox.receive(m);
         if (!QTest::qWaitFor([&] { return text.size() > before; }, 60'000))
             qFatal("no text answer");
         return text.at(before);
@@ -117,7 +122,7 @@ struct Replica {
     }
     Sent average(qint64 round, int partition) {
         const std::size_t before = binary.size();
-        runner->handleText(protocol::Average{round, partition, 20, 0, 0});
+        inbox.receive(protocol::Average{round, partition, 20, 0, 0});
         return nextBinary(before);
     }
 };
@@ -241,7 +246,7 @@ private Q_SLOTS:
         const qint64 size = qint64(whole.size());
         QVERIFY(size > 2'000);
         const std::size_t before = n0.binary.size();
-        n0.runner->handleText(protocol::Average{21, 2, 20, 0, 1'000});
+        n0.inbox.receive(protocol::Average{21, 2, 20, 0, 1'000});
         const std::size_t count = std::size_t((size + 999) / 1'000);
         QVERIFY(QTest::qWaitFor([&] { return n0.binary.size() >= before + count; }, 60'000));
         std::vector<float> joined;
@@ -260,11 +265,11 @@ private Q_SLOTS:
         const std::vector<QByteArray> chunks =
             protocol::partitionMessages(protocol::AverageResult{21, 2, 2, 0, 0}, std::span(average), 700);
         const qint64 refused = n0.runner->status().value(u"refused").toInteger();
-        n0.runner->handleBinary(chunks[0]);
-        n0.runner->handleBinary(chunks[2]); // skips chunk 1: refused, the partial result dropped
+        n0.inbox.receiveBinary(chunks[0]);
+        n0.inbox.receiveBinary(chunks[2]); // skips chunk 1: refused, the partial result dropped
         QCOMPARE(n0.runner->status().value(u"refused").toInteger(), refused + 1);
         for (const QByteArray& chunk : chunks)
-            n0.runner->handleBinary(chunk);
+            n0.inbox.receiveBinary(chunk);
         QTRY_COMPARE_WITH_TIMEOUT(n0.runner->averagingRounds(), qint64(1), 30'000);
         const std::vector<float> after = values(n0.average(22, 2));
         for (std::size_t i = 0; i < after.size(); ++i)
@@ -286,7 +291,7 @@ private Q_SLOTS:
         std::vector<float> average = snapshot;
         for (float& v : average)
             v += 0.5f;
-        n0.runner->handleBinary(partitionMessage(protocol::AverageResult{7, 2, 3, 0, 0}, average));
+        n0.inbox.receiveBinary(partitionMessage(protocol::AverageResult{7, 2, 3, 0, 0}, average));
         QTRY_COMPARE_WITH_TIMEOUT(n0.runner->averagingRounds(), qint64(1), 30'000);
         QCOMPARE(n0.runner->snapshotsHeld(), qint64(0));
         const std::vector<float> after = values(n0.average(8, 2));
@@ -297,7 +302,7 @@ private Q_SLOTS:
         // A result for a round it kept no snapshot of is ignored: nothing moves, nothing is sent.
         const std::size_t sent = n0.binary.size();
         const std::vector<float> stray(after.size(), 100.f);
-        n0.runner->handleBinary(partitionMessage(protocol::AverageResult{99, 2, 1, 0, 0}, stray));
+        n0.inbox.receiveBinary(partitionMessage(protocol::AverageResult{99, 2, 1, 0, 0}, stray));
         QTest::qWait(200);
         QCOMPARE(n0.runner->averagingRounds(), qint64(1));
         QCOMPARE(n0.binary.size(), sent);
@@ -308,7 +313,7 @@ private Q_SLOTS:
         Replica n0;
         QVERIFY(n0.load(0));
         const std::size_t before = n0.binary.size();
-        QVERIFY(n0.runner->handleText(protocol::SyncRequest{4, 20, 0}));
+        n0.inbox.receive(protocol::SyncRequest{4, 20, 0});
         const Sent all = n0.nextBinary(before);
         QCOMPARE(all.message.header.value(u"partition").toInt(), -1);
         const qint64 total = qint64(values(all).size());
@@ -319,14 +324,14 @@ private Q_SLOTS:
         for (qint64 i = 0; i < total; ++i)
             weights[std::size_t(i)] = -float(i) / float(1 << 20);
         const std::size_t texts = n0.text.size();
-        n0.runner->handleBinary(partitionMessage(protocol::Sync{4, 0, total}, weights));
+        n0.inbox.receiveBinary(partitionMessage(protocol::Sync{4, 0, total}, weights));
         QTRY_VERIFY_WITH_TIMEOUT(n0.text.size() > texts, 30'000);
         QCOMPARE(n0.text.back().value(u"type").toString(), u"sync_done");
         QCOMPARE(n0.text.back().value(u"round").toInteger(), qint64(4));
         QCOMPARE(n0.text.back().value(u"ok").toBool(), true);
         QCOMPARE(n0.text.back().value(u"received").toInteger(), total);
         const std::size_t again = n0.binary.size();
-        n0.runner->handleText(protocol::SyncRequest{5, 20, 0});
+        n0.inbox.receive(protocol::SyncRequest{5, 20, 0});
         std::vector<float> held = values(n0.nextBinary(again));
         std::sort(held.begin(), held.end());
         std::sort(weights.begin(), weights.end());
@@ -338,9 +343,9 @@ private Q_SLOTS:
         QVERIFY(n0.load(0));
         // Garbage: logged, answered with nothing.
         QTest::ignoreMessage(QtWarningMsg, pattern("refusing a binary message .*magic"));
-        n0.runner->handleBinary(QByteArrayLiteral("garbage, not a task message"));
+        n0.inbox.receiveBinary(QByteArrayLiteral("garbage, not a task message"));
         QTest::ignoreMessage(QtWarningMsg, pattern("refusing a binary message .*shorter"));
-        n0.runner->handleBinary(QByteArray());
+        n0.inbox.receiveBinary(QByteArray());
 
         // A task whose frame's payload was damaged: the id is readable, so it gets an error.
         QByteArray broken =
@@ -372,24 +377,49 @@ private Q_SLOTS:
         QCOMPARE(n0.runner->status().value(u"refused").toInteger(), qint64(5));
     }
 
-    void probesAndOtherTextStayWithTheCaller() {
+    void probesAndCreditsGoToTheirPartsNotTheRunner() {
         Replica n0;
         QVERIFY(n0.load(0));
+        QSignalSpy probes(&n0.inbox, &NodeInbox::probeAsked);
+        QSignalSpy credits(&n0.inbox, &NodeInbox::creditsWaiting);
         protocol::Task probe;
         probe.kind = protocol::TaskKind::Probe;
-        QVERIFY(!n0.runner->handleText(probe));
-        QVERIFY(!n0.runner->handleText(protocol::Credits{}));
+        n0.inbox.receive(probe);
+        n0.inbox.receive(protocol::Credits{});
+        QCOMPARE(probes.size(), 1);
+        QCOMPARE(credits.size(), 1);
+        QCOMPARE(n0.runner->status().value(u"in_flight").toInteger(), qint64(0));
         // A forward as text cannot carry its frames: refused at once (binary, like every result).
         QTest::ignoreMessage(QtWarningMsg, pattern("refusing task 7"));
         protocol::Task forward;
         forward.taskId = 7;
         forward.microbatch = 1;
-        QVERIFY(n0.runner->handleText(forward));
+        n0.inbox.receive(forward);
         QCOMPARE(n0.binary.size(), std::size_t(1));
         QVERIFY(n0.text.empty());
         const Result<protocol::TaskMessage> refused = protocol::decodeTaskMessage(n0.binary.front());
         QVERIFY(refused);
         QCOMPARE(refused->header.value(u"ok").toBool(true), false);
+    }
+
+    void betweenStagesOnlyProbesRun() {
+        Replica n0;
+        QVERIFY(n0.load(0));
+        QSignalSpy probes(&n0.inbox, &NodeInbox::probeAsked);
+        n0.runner.reset(); // a reassign: the old stage's runner is gone, the new one not made yet
+        n0.inbox.receiveBinary(
+            message(taskHeader("forward", 301, 1), {{TaskFrameType::ForwardInput, tokenFrame(0)}}));
+        QTest::ignoreMessage(QtInfoMsg, pattern("ignoring a forward task: this node is switching stage"));
+        protocol::Task forward;
+        forward.taskId = 302;
+        n0.inbox.receive(forward);
+        n0.inbox.receive(protocol::Step{1});
+        protocol::Task probe;
+        probe.kind = protocol::TaskKind::Probe;
+        n0.inbox.receive(probe);
+        QCOMPARE(probes.size(), 1);
+        QVERIFY(n0.binary.empty());
+        QVERIFY(n0.text.empty());
     }
 };
 
