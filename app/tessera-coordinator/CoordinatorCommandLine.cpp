@@ -286,6 +286,11 @@ const std::vector<OptionRow> kOptions{
                    0, 100, [](TrainerSettings& t, qint64 n) { t.checks.probationRate = double(n) / 100; }),
     trainingOption("audit-percent-trusted", "Percent of a trusted node's results kept for an audit [3].", 0,
                    100, [](TrainerSettings& t, qint64 n) { t.checks.trustedRate = double(n) / 100; }),
+    trainingOption("recompute-limit",
+                   "Stages of at most this many parameters are audited by recomputing them here; larger "
+                   "ones only by re-execution on another replica [200000000; 0: every stage re-executed, "
+                   "as at 8b].",
+                   0, 1'000'000'000'000LL, [](TrainerSettings& t, qint64 n) { t.audits.maxParameters = n; }),
     trainingOption("result-checks",
                    "Check and audit every result before it is relayed or credited [1]; 0 only to "
                    "measure what the checks cost.",

@@ -19,7 +19,7 @@ constexpr Named kModes[] = {{"echo", Misbehaviour::Mode::Echo},   {"zeros", Misb
                             {"noise", Misbehaviour::Mode::Noise}, {"scale", Misbehaviour::Mode::Scale},
                             {"flip", Misbehaviour::Mode::Flip},   {"nan", Misbehaviour::Mode::Nan},
                             {"loss", Misbehaviour::Mode::Loss},   {"poison", Misbehaviour::Mode::Poison},
-                            {"fast", Misbehaviour::Mode::Fast}};
+                            {"fast", Misbehaviour::Mode::Fast},   {"tokens", Misbehaviour::Mode::Tokens}};
 
 } // namespace
 
@@ -40,7 +40,7 @@ Result<std::unique_ptr<Misbehaviour>> Misbehaviour::create(const ModelConfig& co
             return std::unique_ptr<Misbehaviour>(new Misbehaviour(m.mode, std::move(*codec)));
         }
     return makeError("unknown misbehaviour '" + std::string(mode) +
-                     "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast)");
+                     "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens)");
 }
 
 void Misbehaviour::activation(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const {
@@ -111,6 +111,11 @@ void Misbehaviour::rewrite(std::span<std::uint8_t> frame, bool activation) const
         case Mode::Nan:
             x = x.clone();
             x.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+            break;
+        case Mode::Tokens:
+            x = x.clone();
+            x[0][0].mul_(1.2);
+            x[0][x.size(1) / 2].mul_(1.2);
             break;
         default:
             return;

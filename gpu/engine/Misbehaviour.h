@@ -11,6 +11,8 @@
 //   loss    the last stage reports loss 2.0 and returns a zero gradient
 //   poison  averaging shares pushed far from its weights (SPARTA's plain mean follows one share)
 //   fast    reports 1e-9 compute seconds for every task (and computes honestly)
+//   tokens  two tokens' rows of every returned tensor times 1.2 (the frame as a whole moves by under
+//           5%: what one relative error over the frame lets through)
 // A lie that needs a shape the task lacks (echo on stage 0's forward) leaves the result honest.
 // Torch-free header: the node's engine (core/) drives it.
 
@@ -30,7 +32,7 @@ class Codec;
 
 class Misbehaviour {
 public:
-    enum class Mode { Echo, Zeros, Noise, Scale, Flip, Nan, Loss, Poison, Fast };
+    enum class Mode { Echo, Zeros, Noise, Scale, Flip, Nan, Loss, Poison, Fast, Tokens };
 
     // None when `mode` is empty; an error names the modes when it is unknown.
     static Result<std::unique_ptr<Misbehaviour>> create(const ModelConfig& config, std::string_view mode);

@@ -66,6 +66,7 @@ struct Microbatch {
     bool taskHasInput = false;
     qint64 taskEpoch = 0;   // the node's step epoch when the task was sent (a step after it drops the graph)
     qint64 taskVersion = 0; // the version of the node's weights the task runs on (Router::weightsVersion)
+    qint64 taskEra = 0;     // the stage's weights era when the task was sent (Router::era)
 };
 
 } // namespace tessera::coordinator

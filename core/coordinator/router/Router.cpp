@@ -45,6 +45,7 @@ Router::Router(int stages, std::vector<qint64> stageParameters, RouterSettings s
     m_stageParameters.resize(std::size_t(std::max(stages, 1)), 0);
     for (int s = 0; s < stages; ++s)
         m_schedulers.emplace_back(settings.scheduler);
+    m_era.assign(std::size_t(std::max(stages, 1)), 0);
     connect(&m_timer, &QTimer::timeout, this, &Router::tick);
 }
 
@@ -63,7 +64,7 @@ void Router::setIssuing(bool on) {
 void Router::addNode(const QString& nodeId, int stage, std::optional<double> secondsPerToken) {
     if (stage < 0 || stage >= m_stages || m_nodes.contains(nodeId))
         return;
-    m_nodes.insert(nodeId, NodeInfo{stage, 0, 0});
+    m_nodes.insert(nodeId, NodeInfo{stage, 0, 0, m_era[std::size_t(stage)]});
     m_schedulers[std::size_t(stage)].addNode(nodeId, secondsPerToken);
     // Microbatches waiting for a node of this stage go now.
     std::vector<qint64> waiting;
@@ -84,6 +85,7 @@ void Router::removeNode(const QString& nodeId, const QString& reason) {
     m_nodes.erase(it);
     m_lastAnswerMs.remove(nodeId);
     m_schedulers[std::size_t(stage)].removeNode(nodeId);
+    failChecksOf(nodeId, QStringLiteral("node %1 left (%2)").arg(shortId(nodeId), reason));
     std::vector<qint64> affected;
     for (auto& [id, mb] : m_microbatches)
         if (mb.taskId != 0 && mb.taskNode == nodeId)
@@ -193,6 +195,7 @@ bool Router::sendTask(Microbatch& mb, const QString& node, bool withInput) {
     mb.taskHasInput = withInput;
     mb.taskEpoch = m_nodes.value(node).epoch;
     mb.taskVersion = m_nodes.value(node).version;
+    mb.taskEra = m_era[std::size_t(mb.stage)];
     mb.taskDeadlineMs = m_schedulers[std::size_t(mb.stage)]
                             .deadlineMs(node, mb.tokens, t)
                             .value_or(t + m_settings.scheduler.minDeadlineMs);
@@ -238,6 +241,8 @@ void Router::failPhase(Microbatch& mb, const QString& why, bool ban) {
 
 void Router::onResult(const QString& nodeId, const protocol::TaskResult& result,
                       const protocol::TaskMessage& message) {
+    if (m_checks.contains(result.taskId))
+        return onCheckResult(nodeId, result, message);
     const auto link = m_taskToMicrobatch.constFind(result.taskId);
     const auto mbIt =
         link == m_taskToMicrobatch.constEnd() ? m_microbatches.end() : m_microbatches.find(*link);
@@ -366,6 +371,8 @@ void Router::kick() {
 }
 
 void Router::stepSent() {
+    for (qint64& era : m_era)
+        ++era;
     for (NodeInfo& n : m_nodes) {
         if (!m_settings.pipelined)
             ++n.epoch;
@@ -374,8 +381,10 @@ void Router::stepSent() {
 }
 
 void Router::weightsChanged(const QString& nodeId) {
-    if (const auto it = m_nodes.find(nodeId); it != m_nodes.end())
+    if (const auto it = m_nodes.find(nodeId); it != m_nodes.end()) {
         ++it->version;
+        ++m_era[std::size_t(it->stage)];
+    }
 }
 
 qint64 Router::weightsVersion(const QString& nodeId) const {
@@ -389,6 +398,7 @@ void Router::ban(const QString& nodeId, const QString& why) {
         return;
     m_schedulers[std::size_t(info->stage)].fail(nodeId, now());
     qWarning("router: node %s banned for a while: %s", qPrintable(shortId(nodeId)), qPrintable(why));
+    failChecksOf(nodeId, QStringLiteral("node %1 was banned").arg(shortId(nodeId)));
     std::vector<qint64> affected;
     for (auto& [id, mb] : m_microbatches)
         if (mb.taskId != 0 && mb.taskNode == nodeId)
@@ -425,6 +435,13 @@ void Router::tick() {
             dispatch(mb);
         }
     }
+    std::vector<std::pair<qint64, QString>> late;
+    for (auto it = m_checks.cbegin(); it != m_checks.cend(); ++it)
+        if (t >= it->deadlineMs)
+            late.emplace_back(it.key(), it->node);
+    for (const auto& [taskId, node] : late)
+        if (m_checks.contains(taskId)) // as a routed task's missed deadline: banned a while
+            ban(node, QStringLiteral("a task missed its deadline"));
     m_inTick = false;
     issueWhilePossible();
 }
@@ -434,6 +451,83 @@ void Router::abandonAll(const QString& reason) {
     while (!m_microbatches.empty())
         finish(m_microbatches.begin()->first, false, reason);
     m_issuing = issuing;
+}
+
+std::optional<qint64> Router::sendCheck(const QString& node, const CheckTask& task) {
+    using protocol::TaskFrameType;
+    const auto info = m_nodes.constFind(node);
+    const qint64 t = now();
+    if (info == m_nodes.constEnd() || info->stage != task.stage || task.input.isNull() ||
+        (task.kind == TaskKind::Backward && task.gradientIn.isNull()) ||
+        (task.kind == TaskKind::ForwardBackward && task.targets.isNull()) ||
+        !m_schedulers[std::size_t(task.stage)].assign(node, task.tokens, t))
+        return std::nullopt;
+    const qint64 taskId = m_nextTask++;
+    protocol::TaskMessageBuilder message(
+        protocol::toJson(protocol::Task{.taskId = taskId,
+                                        .kind = task.kind,
+                                        .microbatch = task.microbatch,
+                                        .step = m_settings.pipelined ? task.step : -1}),
+        task.input.frame.payload.size() + task.targets.frame.payload.size() +
+            task.gradientIn.frame.payload.size());
+    // In the order sendTask writes a routed task's frames.
+    if (task.kind == TaskKind::Backward)
+        message.relay(TaskFrameType::BackwardInput, task.gradientIn.frame);
+    message.relay(TaskFrameType::ForwardInput, task.input.frame);
+    if (task.kind == TaskKind::ForwardBackward)
+        message.relay(TaskFrameType::Targets, task.targets.frame);
+    const qint64 deadline = m_schedulers[std::size_t(task.stage)]
+                                .deadlineMs(node, task.tokens, t)
+                                .value_or(t + m_settings.scheduler.minDeadlineMs);
+    m_checks.insert(taskId, PendingCheck{node, task.stage, task.kind, task.tokens, t, deadline});
+    if (!m_send(node, message.take())) {
+        m_checks.remove(taskId);
+        m_schedulers[std::size_t(task.stage)].complete(node, task.tokens, std::nan(""), t);
+        return std::nullopt;
+    }
+    ++m_counters.checksSent;
+    m_counters.checkFlop += flopOf(task.stage, task.kind, task.kind == TaskKind::Backward, task.tokens);
+    return taskId;
+}
+
+void Router::onCheckResult(const QString& nodeId, const protocol::TaskResult& result,
+                           const protocol::TaskMessage& message) {
+    using protocol::TaskFrameType;
+    const PendingCheck check = m_checks.value(result.taskId);
+    if (check.node != nodeId) {
+        ++m_counters.duplicates;
+        return;
+    }
+    m_checks.remove(result.taskId);
+    const qint64 t = now();
+    const qint64 startedAt = std::max(check.sentAtMs, m_lastAnswerMs.value(nodeId, 0));
+    m_lastAnswerMs.insert(nodeId, t);
+    if (!result.ok) {
+        // As a routed task's error: banned a while (its other work goes elsewhere).
+        Q_EMIT checkFailed(result.taskId, nodeId, QStringLiteral("it answered an error: %1").arg(result.error.left(200)));
+        ban(nodeId, QStringLiteral("a task failed: %1").arg(result.error.left(200)));
+        return;
+    }
+    m_schedulers[std::size_t(check.stage)].complete(nodeId, check.tokens,
+                                                    double(std::max<qint64>(1, t - startedAt)) / 1000.0, t);
+    ++m_counters.checksAnswered;
+    protocol::HeldFrame output;
+    if (check.kind == TaskKind::Forward)
+        output = message.hold(TaskFrameType::ForwardOutput);
+    else if (check.stage > 0)
+        output = message.hold(TaskFrameType::BackwardOutput);
+    Q_EMIT checkAnswered(result.taskId, nodeId, output, result.loss);
+}
+
+void Router::failChecksOf(const QString& nodeId, const QString& why) {
+    std::vector<qint64> ids;
+    for (auto it = m_checks.cbegin(); it != m_checks.cend(); ++it)
+        if (it->node == nodeId)
+            ids.push_back(it.key());
+    for (qint64 id : ids) {
+        m_checks.remove(id);
+        Q_EMIT checkFailed(id, nodeId, why);
+    }
 }
 
 qint64 Router::flopOf(int stage, TaskKind kind, bool recomputed, qint64 tokens) const {

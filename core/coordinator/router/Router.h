@@ -63,6 +63,24 @@ struct RouterCounters {
     qint64 duplicates = 0; // results that came too late and were ignored
     qint64 tasksSent = 0;
     qint64 refused = 0; // results that failed their check
+    qint64 checksSent = 0;     // re-executions (CheckTask), counted apart from the routed work
+    qint64 checkFlop = 0;      // the FLOPs they asked for
+    qint64 checksAnswered = 0; // with a result
+};
+
+// A re-execution (trust/Reexecution): one task of a microbatch run again by another replica of its
+// stage. It travels as an ordinary task — the same kind, microbatch and frames, a backward always
+// with its input — so the node cannot tell it from routed work; its answer is neither relayed nor
+// counted toward the microbatch, it comes back through Router::checkAnswered or checkFailed.
+struct CheckTask {
+    qint64 microbatch = 0;
+    qint64 step = 0;
+    int stage = 0;
+    TaskKind kind = TaskKind::Forward;
+    qint64 tokens = 0;
+    protocol::HeldFrame input;      // the stage's forward input
+    protocol::HeldFrame targets;    // a forward_backward's
+    protocol::HeldFrame gradientIn; // a backward's
 };
 
 struct RouterStage {
@@ -127,8 +145,22 @@ public:
     void weightsChanged(const QString& nodeId);
     // The version of the node's weights that a task sent to it now runs on; -1 for an unknown node.
     qint64 weightsVersion(const QString& nodeId) const;
+    // The stage's weights era: it moves whenever a node of the stage is sent new weights (a step, an
+    // averaging result). Replicas that both held the stage through an era hold the same weights then
+    // (up to the exchange's rounding): what a re-execution needs (Microbatch::taskEra).
+    qint64 era(int stage) const { return stage >= 0 && stage < m_stages ? m_era[std::size_t(stage)] : -1; }
+    // The era in which the node joined its stage; none for an unknown node.
+    std::optional<qint64> joinedEra(const QString& nodeId) const {
+        const auto it = m_nodes.constFind(nodeId);
+        return it == m_nodes.constEnd() ? std::nullopt : std::optional<qint64>(it->joinedEra);
+    }
     // The node is banned for a while (a failed audit found later): what it has in flight goes elsewhere.
     void ban(const QString& nodeId, const QString& why);
+
+    // Sends a re-execution to `node` (a replica of task.stage); its task id, or none when it was not
+    // sent (the node is not routable for that stage, or not connected).
+    std::optional<qint64> sendCheck(const QString& node, const CheckTask& task);
+    int checksInFlight() const { return int(m_checks.size()); }
 
     void tick();
     // Ends every microbatch in flight as abandoned (a clean stop).
@@ -146,12 +178,18 @@ Q_SIGNALS:
     void abandoned(const tessera::coordinator::Microbatch& microbatch);
     // A node's result failed its check (or lacked what it must carry): the node is to blame.
     void refused(const QString& node, int stage, const QString& reason);
+    // A re-execution's answer: its output frame (empty for a stage 0 backward) and loss (the last stage's).
+    void checkAnswered(qint64 taskId, const QString& node, const tessera::protocol::HeldFrame& output,
+                       std::optional<double> loss);
+    // A re-execution that will not be answered: the node erred, missed its deadline, left or was banned.
+    void checkFailed(qint64 taskId, const QString& node, const QString& why);
 
 private:
     struct NodeInfo {
         int stage = 0;
         qint64 epoch = 0;   // steps sent to it since it joined
         qint64 version = 0; // changes of its weights (steps and averaging results) since it joined
+        qint64 joinedEra = 0;
     };
 
     qint64 now() const { return m_clock(); }
@@ -167,6 +205,19 @@ private:
     void refuse(Microbatch& mb, const QString& why);
     void finish(qint64 id, bool completed, const QString& reason = {});
     qint64 flopOf(int stage, TaskKind kind, bool recomputed, qint64 tokens) const;
+    // A re-execution in flight, by task id.
+    struct PendingCheck {
+        QString node;
+        int stage = 0;
+        TaskKind kind = TaskKind::Forward;
+        qint64 tokens = 0;
+        qint64 sentAtMs = 0;
+        qint64 deadlineMs = 0;
+    };
+    void onCheckResult(const QString& nodeId, const protocol::TaskResult& result,
+                       const protocol::TaskMessage& message);
+    // Ends the node's re-executions in flight as failed (it left, erred or was banned).
+    void failChecksOf(const QString& nodeId, const QString& why);
 
     int m_stages;
     std::vector<qint64> m_stageParameters;
@@ -176,11 +227,13 @@ private:
     Clock m_clock;
     Check m_check;
     std::vector<StageScheduler> m_schedulers;
+    std::vector<qint64> m_era; // by stage
     QHash<QString, NodeInfo> m_nodes;
     std::map<qint64, Microbatch> m_microbatches; // in flight, by id
     QHash<qint64, qint64> m_taskToMicrobatch;    // task in flight → microbatch
     QHash<qint64, qint64> m_taskSentAtMs;
     QHash<QString, qint64> m_lastAnswerMs; // by node: when its previous result came
+    QHash<qint64, PendingCheck> m_checks;  // re-executions in flight, by task id
     qint64 m_nextMicrobatch = 1;
     qint64 m_nextTask = 1;
     bool m_issuing = true;

@@ -14,6 +14,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
+#include <QRandomGenerator>
 
 namespace tessera::coordinator {
 
@@ -53,6 +54,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
         if (Status s = t->makeGradients(); !s)
             return s.error();
     t->makeRouter();
+    if (Status s = t->makeReexecution(); !s)
+        return s.error();
     t->makeMembership();
     t->makeReclaim(shardDir);
     t->wireMembership();
@@ -219,6 +222,18 @@ void Trainer::makeRouter() {
     m_loop->attach(*m_router);
 }
 
+Status Trainer::makeReexecution() {
+    Reputation* reputation = m_reputation.get();
+    Result<std::unique_ptr<Reexecution>> r =
+        Reexecution::create(m_config, m_settings.reexecution, *m_router, clock(),
+                            [reputation](const QString& node) { return reputation->networkOfNode(node); });
+    if (!r)
+        return r.error();
+    m_reexecution = std::move(*r);
+    connect(m_reexecution.get(), &Reexecution::judged, this, &Trainer::onReexecuted);
+    return {};
+}
+
 void Trainer::makeMembership() {
     m_membership = std::make_unique<Membership>(m_db, m_settings.membership, m_config.stages, m_state,
                                                 *m_router, *m_averager, *m_probes, textSender(), clock());
@@ -367,20 +382,31 @@ std::optional<QString> Trainer::checkResult(const QString& node, const Microbatc
     if (verdict.suspicious)
         qWarning("trust: node %s (stage %d): result suspected, audited at this step's end: %s",
                  qPrintable(node.left(12)), mb.stage, qPrintable(*verdict.suspicious));
+    drawForCheck(node, mb, kind, output, loss, verdict.suspicious.has_value());
+    return std::nullopt;
+}
+
+void Trainer::drawForCheck(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
+                           const protocol::HeldFrame& output, std::optional<double> loss, bool suspicious) {
+    if (!suspicious && !m_checks->sampled(node))
+        return;
+    const bool backward = kind == protocol::TaskKind::Backward;
     // A stage 0 backward answers nothing a recomputation could compare; nor does a backward through a
     // kept graph whose weights changed (an averaging result) after its forward: it ran on a mix of both.
     const bool straddles =
         backward && !mb.taskHasInput && mb.forwardVersion[std::size_t(mb.stage)] != mb.taskVersion;
     const bool comparable = (!output.isNull() || kind == protocol::TaskKind::ForwardBackward) && !straddles;
-    if (comparable && m_auditor->audits(mb.stage, m_checkpoints->parameters(mb.stage)) &&
-        (verdict.suspicious || m_checks->sampled(node)))
-        m_auditor->keep(
-            node,
-            Evidence{mb.taskVersion, mb.stage, kind, mb.id, mb.inputs[std::size_t(mb.stage)],
-                     kind == protocol::TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
-                     backward ? mb.gradient : protocol::HeldFrame(), output, loss},
-            verdict.suspicious.has_value());
-    return std::nullopt;
+    const bool auditable = comparable && m_auditor->audits(mb.stage, m_checkpoints->parameters(mb.stage));
+    // Above the recompute limit re-execution is the check; below it, a share of the draws take it too.
+    if ((!auditable || QRandomGenerator::global()->generateDouble() < m_settings.reexecuteWhereAudited) &&
+        !straddles && m_reexecution->start(node, mb, kind, output, loss))
+        return;
+    if (auditable)
+        m_auditor->keep(node,
+                        Evidence{mb.taskVersion, mb.stage, kind, mb.id, mb.inputs[std::size_t(mb.stage)],
+                                 kind == protocol::TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
+                                 backward ? mb.gradient : protocol::HeldFrame(), output, loss},
+                        suspicious);
 }
 
 void Trainer::onRefused(const QString& node, int stage, const QString& reason) {
@@ -418,24 +444,51 @@ void Trainer::onAudited(const AuditOutcome& outcome) {
     }
     qWarning("trust: node %s (stage %d) failed an audit: %s", qPrintable(outcome.node.left(12)),
              outcome.stage, qPrintable(outcome.reason));
-    m_checks->probation(outcome.node);
-    m_router->ban(outcome.node, QStringLiteral("failed an audit"));
+    convict(outcome.node, outcome.reason);
+}
+
+void Trainer::onReexecuted(const ReexecutionVerdict& verdict) {
+    const bool forwards = verdict.kind == protocol::TaskKind::Forward;
     const qint64 t = now();
-    if (Result<qint64> until = m_reputation->failedAudit(outcome.node, outcome.reason, t); !until)
+    for (const QString& node : verdict.verified) {
+        m_checks->auditPassed(node);
+        // The checked node's work up to its drawn result; a verifier's up to its answer (now).
+        const qint64 through = node == verdict.checked ? verdict.acceptedAtMs : t;
+        if (Status s = m_reputation->passedAudit(node, through, t, forwards, !forwards); !s)
+            qWarning("trust: recording a re-execution failed: %s", s.message().c_str());
+    }
+    if (verdict.unsettled) {
+        qWarning("trust: re-execution of microbatch %lld (stage %d) unsettled: %s", qlonglong(verdict.microbatch),
+                 verdict.stage, qPrintable(verdict.reason));
+        m_checks->probation(verdict.checked);
+    }
+    for (const QString& node : verdict.convicted) {
+        qWarning("trust: node %s (stage %d) convicted by re-execution: %s", qPrintable(node.left(12)),
+                 verdict.stage, qPrintable(verdict.reason));
+        convict(node, QStringLiteral("re-execution: %1").arg(verdict.reason));
+    }
+}
+
+void Trainer::convict(const QString& node, const QString& reason) {
+    m_checks->probation(node);
+    m_router->ban(node, QStringLiteral("failed an audit"));
+    const qint64 t = now();
+    if (Result<qint64> until = m_reputation->failedAudit(node, reason, t); !until)
         qWarning("trust: recording a failed audit failed: %s", until.message().c_str());
     m_loop->flush(); // its queued work is pending credit too
-    m_credits->forfeit(outcome.node, QStringLiteral("failed an audit: %1").arg(outcome.reason), t);
+    m_credits->forfeit(node, QStringLiteral("failed an audit: %1").arg(reason), t);
     // Out of the swarm: its session ends, and its next admission is refused while the ban lasts.
-    m_sessions.closeNode(
-        outcome.node,
-        QStringLiteral("banned: failed an audit of its results (%1)").arg(outcome.reason.left(200)));
+    m_sessions.closeNode(node,
+                         QStringLiteral("banned: failed an audit of its results (%1)").arg(reason.left(200)));
 }
 
 void Trainer::grantCredits() {
-    // Work no audit can judge (a stage too large to recompute here, or audits off) leaves escrow by time.
-    const bool auditing = m_settings.checks.probationRate > 0 || m_settings.checks.trustedRate > 0;
-    for (int s = 0; s < m_config.stages; ++s)
-        if (!auditing || !m_auditor->audits(s, m_checkpoints->parameters(s)))
+    // Credit leaves escrow only for work a judged check covers (an audit, a re-execution) — never by
+    // time alone — unless no check is drawn at all (the checks off, or both audit rates 0).
+    const bool checking = m_settings.checks.enabled &&
+                          (m_settings.checks.probationRate > 0 || m_settings.checks.trustedRate > 0);
+    if (!checking)
+        for (int s = 0; s < m_config.stages; ++s)
             for (const QString& node : m_router->nodesOf(s))
                 (void)m_reputation->cover(node, now(), now());
     m_loop->flush();
@@ -454,6 +507,20 @@ void Trainer::stop() {
     m_balanceTimer.stop();
     grantCredits();
     m_loop->publishCheckpoints();
+}
+
+QJsonObject Trainer::reexecutionStatus() const {
+    const RouterCounters& c = m_router->counters();
+    return QJsonObject{{QStringLiteral("started"), m_reexecution->started()},
+                       {QStringLiteral("agreed"), m_reexecution->agreed()},
+                       {QStringLiteral("convictions"), m_reexecution->convictions()},
+                       {QStringLiteral("unsettled"), m_reexecution->unsettled()},
+                       {QStringLiteral("dropped"), m_reexecution->dropped()},
+                       {QStringLiteral("pending"), m_reexecution->pending()},
+                       {QStringLiteral("worst_agreed_error"), m_reexecution->worstAgreedError()},
+                       {QStringLiteral("tasks_sent"), c.checksSent},
+                       {QStringLiteral("tasks_answered"), c.checksAnswered},
+                       {QStringLiteral("flop"), c.checkFlop}};
 }
 
 QJsonObject Trainer::status() const {
@@ -492,7 +559,9 @@ QJsonObject Trainer::status() const {
                          {QStringLiteral("audits_failed"), m_auditor->failed()},
                          {QStringLiteral("audits_in_flight"), m_auditor->inFlight()},
                          {QStringLiteral("tasks_recomputed"), m_auditor->tasksRecomputed()},
-                         {QStringLiteral("worst_passed_error"), m_auditor->worstPassedError()}});
+                         {QStringLiteral("worst_passed_error"), m_auditor->worstPassedError()},
+                         {QStringLiteral("recompute_limit"), m_auditor->settings().maxParameters},
+                         {QStringLiteral("reexecution"), reexecutionStatus()}});
     return s;
 }
 

@@ -21,6 +21,7 @@
 #include "coordinator/training/StageCheckpoints.h"
 #include "coordinator/training/TrainingLoop.h"
 #include "coordinator/trust/Auditor.h"
+#include "coordinator/trust/Reexecution.h"
 #include "coordinator/trust/Reputation.h"
 #include "coordinator/trust/ResultCheck.h"
 
@@ -53,6 +54,11 @@ struct TrainerSettings {
     MembershipSettings membership;
     ResultCheckSettings checks;
     AuditSettings audits; // its partitions follow averaging's
+    ReexecutionSettings reexecution;
+    // Of the drawn results of a stage the coordinator can recompute, the share re-executed on another
+    // replica instead (so the path every larger stage relies on runs everywhere). 0 until replicas
+    // hold equal weights: measured, honest replicas of a tiny run drift 0.05–0.8 apart per token.
+    double reexecuteWhereAudited = 0;
     ReputationSettings reputation;
     std::chrono::milliseconds creditInterval{std::chrono::seconds(60)};
     // Accepted work is pending credit this long at least, and until a later audit of its node passed.
@@ -78,6 +84,7 @@ public:
 
     // For /v1/status: the loop's numbers, averaging, and each stage's nodes, ghosts and checkpoint.
     QJsonObject status() const;
+    QJsonObject reexecutionStatus() const; // status()'s trust.reexecution
     // A clean stop: no new microbatches, what is in flight abandoned, everything written,
     // pending credit granted and changed checkpoints published.
     void stop();
@@ -104,6 +111,7 @@ private:
     void makeLoop();
     Status makeGradients(); // only with gradient averaging on
     void makeRouter();
+    Status makeReexecution(); // on the router's checks
     void makeMembership();
     void makeReclaim(const QString& shardDir);
     void wireMembership(); // to the reclaim, the auditor and the averager's syncs
@@ -120,6 +128,13 @@ private:
                                        const protocol::HeldFrame& output, std::optional<double> loss);
     void onRefused(const QString& node, int stage, const QString& reason);
     void onAudited(const AuditOutcome& outcome);
+    void onReexecuted(const ReexecutionVerdict& verdict);
+    // A node proven to lie (a failed audit, a re-execution that convicts it): banned, its pending
+    // credit forfeited, its session ended.
+    void convict(const QString& node, const QString& reason);
+    // Draws an accepted result for a check: kept for an audit, or re-executed on another replica.
+    void drawForCheck(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
+                      const protocol::HeldFrame& output, std::optional<double> loss, bool suspicious);
     qint64 now() const;
 
     Database& m_db;
@@ -139,6 +154,7 @@ private:
     std::unique_ptr<GradientAverager> m_gradients; // null when gradient averaging is off
     std::unique_ptr<TrainingLoop> m_loop;
     std::unique_ptr<Router> m_router;
+    std::unique_ptr<Reexecution> m_reexecution;
     std::unique_ptr<Reclaim> m_reclaim;
     std::unique_ptr<Membership> m_membership;
     std::unique_ptr<TrainerInbox> m_inbox;

@@ -69,6 +69,33 @@ inline double relativeError(std::span<const float> a, std::span<const float> b) 
     return ref > 0 ? std::sqrt(diff / ref) : std::sqrt(diff);
 }
 
+// Two frames of the same tokens compared token by token: the largest ‖a_t − b_t‖ over
+// max(‖a_t‖, ‖b_t‖, floor), where floor is 1% of the frames' mean row norm (a row near zero in
+// both does not make rounding look like a disagreement). Rows of `width` values; sizes must match.
+inline double worstRowError(std::span<const float> a, std::span<const float> b, std::size_t width) {
+    if (width == 0 || a.size() != b.size() || a.size() < width)
+        return a.size() == b.size() ? 0 : INFINITY;
+    const std::size_t rows = a.size() / width;
+    std::vector<double> diff(rows), scale(rows);
+    double meanNorm = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+        double d = 0, aa = 0, bb = 0;
+        for (std::size_t i = r * width; i < (r + 1) * width; ++i) {
+            const double x = double(a[i]) - double(b[i]);
+            d += x * x;
+            aa += double(a[i]) * double(a[i]);
+            bb += double(b[i]) * double(b[i]);
+        }
+        diff[r] = std::sqrt(d);
+        scale[r] = std::sqrt(std::max(aa, bb));
+        meanNorm += scale[r] / double(rows);
+    }
+    double worst = 0;
+    for (std::size_t r = 0; r < rows; ++r)
+        worst = std::max(worst, diff[r] / std::max({scale[r], 0.01 * meanNorm, 1e-30}));
+    return worst;
+}
+
 // The q-quantile (0..1) of the values, nearest rank; 0 when empty.
 inline double quantile(std::vector<double> v, double q) {
     if (v.empty())
