@@ -256,8 +256,10 @@ const std::vector<OptionRow> kOptions{
                    100'000, [](TrainerSettings& t, qint64 n) { t.loop.microbatchesPerStep = int(n); }),
     trainingOption("window", "Microbatches in flight at once [8].", 1, 100'000,
                    [](TrainerSettings& t, qint64 n) { t.router.window = int(n); }),
-    trainingOption("averaging-interval", "Steps between two SPARTA averaging rounds [20].", 1, 1'000'000,
-                   [](TrainerSettings& t, qint64 n) { t.averaging.interval = int(n); }),
+    trainingOption("averaging-interval",
+                   "Steps between two SPARTA averaging rounds [20 without gradient averaging; none with it: "
+                   "replicas take the same step on the same state].",
+                   1, 1'000'000, [](TrainerSettings& t, qint64 n) { t.averaging.interval = int(n); }),
     trainingOption("averaging-partitions", "The weights are averaged 1/N at a time [20, i.e. 5%].", 1, 1000,
                    [](TrainerSettings& t, qint64 n) { t.averaging.partitions = int(n); }),
     trainingOption("partition-chunk-values",

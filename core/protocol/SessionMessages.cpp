@@ -118,7 +118,7 @@ TESSERA_SCHEMA(SyncRequest, "sync_request", ToNode, Text, need("round", &SyncReq
                need("partitions", &SyncRequest::partitions, 1, kMaxPartitions),
                maybe("chunk", &SyncRequest::chunk));
 TESSERA_SCHEMA(Sync, "sync", ToNode, Binary, need("round", &Sync::round), need("offset", &Sync::offset),
-               need("total", &Sync::total, 1));
+               need("total", &Sync::total, 1), maybe("optimizer_steps", &Sync::optimizerSteps, -1));
 TESSERA_SCHEMA(Reassign, "reassign", ToNode, Text, need("stage", &Reassign::stage, 0, kMaxStage),
                text("reason", &Reassign::reason));
 template <>

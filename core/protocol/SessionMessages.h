@@ -171,11 +171,14 @@ struct SyncRequest {
     qint64 chunk = 0; // as Average's
 };
 // A chunk of a ghost sync: the stage's weights [offset, offset + values) in parameter order, of
-// `total`. Each chunk is answered with a sync_done; the sync ends when `total` were taken.
+// `total`. Each chunk is answered with a sync_done; the sync ends when `total` were taken. A total of
+// three times the stage's weights carries AdamW's state after them (the first moments, then the
+// second), with the optimizer's step count in optimizer_steps (-1: the weights alone).
 struct Sync {
     qint64 round = 0;
     qint64 offset = 0;
     qint64 total = 0;
+    qint64 optimizerSteps = -1;
 };
 struct Reassign {
     int stage = 0;

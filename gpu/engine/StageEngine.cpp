@@ -451,26 +451,39 @@ Status StageEngine::State::setWeightsRange(std::int64_t offset, std::int64_t tot
                                            std::span<const float> values) {
     const std::int64_t count = model->parameterCount();
     const auto size = static_cast<std::int64_t>(values.size());
-    if (total != count)
-        return makeError("the sync is of " + str(total) + " weights; this stage has " + str(count));
-    if (offset < 0 || size == 0 || offset > count - size)
-        return makeError("values " + str(offset) + "+" + str(size) + " are not within the stage's " +
-                         str(count) + " weights");
+    // The weights alone, or with AdamW's moments after them (weights, first, second: 3 × count).
+    const bool withMoments = total == 3 * count && optimizer->momentsSync();
+    if (total != count && !withMoments)
+        return makeError("the sync is of " + str(total) + " values; this stage has " + str(count) +
+                         " weights" + (optimizer->momentsSync() ? " (" + str(3 * count) + " with its moments)" : ""));
+    if (offset < 0 || size == 0 || offset > total - size)
+        return makeError("values " + str(offset) + "+" + str(size) + " are not within the sync's " + str(total));
     if (auto finite = checkFinite(values, "the weights"); !finite)
         return finite;
     torch::NoGradGuard noGrad;
-    std::int64_t start = 0; // of the current parameter, in parameter order
-    for (const torch::Tensor& alias : aliases) {
-        const std::int64_t from = std::max(offset, start),
-                           to = std::min(offset + size, start + alias.numel());
-        if (from < to)
-            alias.view({-1})
-                .narrow(0, from - start, to - from)
-                .copy_(onDevice(values.subspan(static_cast<std::size_t>(from - offset),
-                                               static_cast<std::size_t>(to - from))));
-        start += alias.numel();
+    // The part of [offset, offset + size) that falls in region r ([r·count, (r + 1)·count)).
+    const auto region = [&](int r) -> std::pair<std::int64_t, std::span<const float>> {
+        const std::int64_t from = std::max(offset, r * count), to = std::min(offset + size, (r + 1) * count);
+        if (from >= to)
+            return {0, {}};
+        return {from - r * count, values.subspan(std::size_t(from - offset), std::size_t(to - from))};
+    };
+    if (const auto [at, part] = region(0); !part.empty()) {
+        std::int64_t start = 0; // of the current parameter, in parameter order
+        const auto n = static_cast<std::int64_t>(part.size());
+        for (const torch::Tensor& alias : aliases) {
+            const std::int64_t from = std::max(at, start), to = std::min(at + n, start + alias.numel());
+            if (from < to)
+                alias.view({-1})
+                    .narrow(0, from - start, to - from)
+                    .copy_(onDevice(part.subspan(std::size_t(from - at), std::size_t(to - from))));
+            start += alias.numel();
+        }
+        weightsReplaced();
     }
-    weightsReplaced();
+    for (int r = 1; withMoments && r <= 2; ++r)
+        if (const auto [at, part] = region(r); !part.empty())
+            (void)optimizer->setMomentsRange(r == 1, at, part);
     return {};
 }
 
@@ -834,6 +847,10 @@ Status StageEngine::setWeightsRange(std::int64_t offset, std::int64_t total, std
 
 std::int64_t StageEngine::steps() const {
     return m_state->optimizer->steps();
+}
+
+void StageEngine::setOptimizerSteps(std::int64_t steps) {
+    m_state->optimizer->setSteps(steps);
 }
 
 std::int64_t StageEngine::parameterCount() const {

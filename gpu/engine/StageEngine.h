@@ -179,7 +179,12 @@ public:
     // (each parameter flattened, one after the other, as the shard lays them out) replace the
     // weights there; `total` is the stage's parameter count as the sender knows it (refused when it
     // is not this stage's). The look-ahead is dropped (the weights are the optimizer's).
+    // total = parameterCount(): weights alone; 3 × parameterCount() (with 32-bit moments): the weights,
+    // then AdamW's first and second moments, in the same order (the coordinator's checkpoint, so
+    // that a ghost holds the state its replicas hold).
     Status setWeightsRange(std::int64_t offset, std::int64_t total, std::span<const float> values);
+    // AdamW's step count, as the sync's checkpoint has it (its bias correction).
+    void setOptimizerSteps(std::int64_t steps);
 
     std::int64_t steps() const;
     std::int64_t parameterCount() const;

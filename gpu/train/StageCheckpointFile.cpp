@@ -354,6 +354,48 @@ Result<std::vector<float>> StageCheckpointFile::readRange(std::int64_t offset, s
     return out;
 }
 
+bool StageCheckpointFile::stateSync() const {
+    return m_state->optimizer.momentBits == 32;
+}
+
+Result<std::vector<float>> StageCheckpointFile::readStateRange(std::int64_t offset, std::int64_t count) const {
+    const State& st = *m_state;
+    if (st.optimizer.momentBits != 32)
+        return makeError("the checkpoint's moments are coded in 8 bits: a sync carries the weights alone",
+                         ErrorKind::InvalidInput);
+    if (offset < 0 || count < 0 || offset > 3 * st.total - count)
+        return makeError("values " + str(offset) + "+" + str(count) + " are not within the stage's state of " +
+                             str(3 * st.total),
+                         ErrorKind::InvalidInput);
+    std::vector<float> out(static_cast<std::size_t>(count), 0.0f);
+    for (int r = 0; r < 3; ++r) {
+        const std::int64_t from = std::max(offset, r * st.total), to = std::min(offset + count, (r + 1) * st.total);
+        if (from >= to)
+            continue;
+        if (r == 0) {
+            Result<std::vector<float>> w = readRange(from, to - from);
+            if (!w)
+                return w.error();
+            std::copy(w->begin(), w->end(), out.begin() + (from - offset));
+            continue;
+        }
+        const ScratchFile& file = r == 1 ? st.first : st.second;
+        if (!file.isOpen())
+            continue; // no step yet: the moments are zeros
+        std::int64_t start = r * st.total; // of the current parameter, in state order
+        for (const Parameter& p : st.parameters) {
+            const std::int64_t a = std::max(from, start), b = std::min(to, start + p.numel);
+            if (a < b)
+                if (Status read = file.read(std::uint64_t(p.offset + (a - start)) * sizeof(float),
+                                            out.data() + (a - offset), std::size_t(b - a) * sizeof(float));
+                    !read)
+                    return read.error();
+            start += p.numel;
+        }
+    }
+    return out;
+}
+
 Status StageCheckpointFile::setPartition(int partition, int partitions, std::span<const float> values) {
     Result<std::int64_t> size = partitionSize(partition, partitions);
     if (!size)

@@ -60,6 +60,10 @@ public:
     // Weights [offset, offset + count) in parameter order (each parameter flattened, one after the
     // other): a ghost sync's chunk, read from disk without the rest.
     Result<std::vector<float>> readRange(std::int64_t offset, std::int64_t count) const;
+    // The same over the stage's whole state: the weights, then AdamW's first and second moments
+    // (3 × parameterCount() values; zeros before the first step). 32-bit moments only.
+    Result<std::vector<float>> readStateRange(std::int64_t offset, std::int64_t count) const;
+    bool stateSync() const; // its moments are 32-bit (readStateRange works)
     // A step's averaged gradient (a GradientRoundCombiner's result for this rank) applied as every
     // replica applies it: scaled by clipScale, one AdamW step at learningRate.
     Status applyGradients(int rank, std::span<const float> result, double learningRate, double clipScale);

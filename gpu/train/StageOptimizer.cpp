@@ -165,4 +165,28 @@ void adamwUpdate(const torch::Tensor& p, const torch::Tensor& g, const torch::Te
     p.addcdiv_(first, denominator, -s.learningRate / s.correction1);
 }
 
+bool StageOptimizer::setMomentsRange(bool first, std::int64_t offset, std::span<const float> values) {
+    if (!momentsSync())
+        return false;
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor>& moments = first ? m_first : m_second;
+    const auto size = static_cast<std::int64_t>(values.size());
+    std::int64_t start = 0; // of the current parameter, in parameter order
+    for (std::size_t i = 0; i < m_parameters.size(); ++i) {
+        const torch::Tensor& p = m_parameters[i];
+        const std::int64_t from = std::max(offset, start), to = std::min(offset + size, start + p.numel());
+        if (from < to) {
+            if (!m_first[i].defined()) {
+                m_first[i] = torch::zeros_like(p);
+                m_second[i] = torch::zeros_like(p);
+            }
+            const torch::Tensor part =
+                torch::from_blob(const_cast<float*>(values.data() + (from - offset)), {to - from}, torch::kFloat);
+            moments[i].view({-1}).narrow(0, from - start, to - from).copy_(part);
+        }
+        start += p.numel();
+    }
+    return true;
+}
+
 } // namespace tessera::gpu

@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace tessera::gpu {
@@ -53,6 +54,16 @@ public:
     // varianceMoves false: the second moment stays as it is this step (a compressed round's
     // gradient: only dense rounds move it, so AdamW stays linear in what error feedback releases).
     bool stepAgreed(double learningRate, double clipScale, bool varianceMoves = true);
+    // A ghost sync (the coordinator's checkpoint, AdamW's state with the weights): values [offset,
+    // offset + n) of the first or second moments, every parameter flattened in order. 32-bit moments
+    // only (false with 8-bit ones: the sync then carries the weights alone).
+    bool setMomentsRange(bool first, std::int64_t offset, std::span<const float> values);
+    bool momentsSync() const { return m_options.momentBits == 32; }
+    // The steps taken, as the checkpoint counts them (its every step moves both moments).
+    void setSteps(std::int64_t steps) {
+        m_steps = steps;
+        m_varianceSteps = steps;
+    }
     double lastGradientNorm() const { return m_lastNorm; }
     std::int64_t steps() const { return m_steps; }
     double currentLearningRate() const;

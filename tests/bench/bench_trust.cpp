@@ -28,7 +28,7 @@ namespace {
 constexpr int kNodes = 6;
 constexpr int kTrustStages = 3;
 
-QStringList trustArguments(int maxSteps, bool checks = true, bool audits = true) {
+QStringList trustArguments(int maxSteps, bool checks = true, bool audits = true, bool reexecutionOnly = false) {
     QStringList a{QStringLiteral("--model"),
                   QStringLiteral("tiny"),
                   QStringLiteral("--stages"),
@@ -52,6 +52,8 @@ QStringList trustArguments(int maxSteps, bool checks = true, bool audits = true)
     if (!checks || !audits)
         a << QStringLiteral("--audit-percent-new") << QStringLiteral("0")
           << QStringLiteral("--audit-percent-trusted") << QStringLiteral("0");
+    if (reexecutionOnly) // 8b's path: nothing recomputed on the coordinator, every draw re-executed
+        a << QStringLiteral("--recompute-limit") << QStringLiteral("0");
     return a;
 }
 
@@ -167,7 +169,9 @@ struct Run {
     double lateTokensPerSecond = 0; // over the second half of the steps (most nodes past probation)
     double coordinatorCpuShare = 0; // the coordinator's CPU seconds / wall seconds, from step 2
     qint64 strikes = 0, auditsFailed = 0, refused = 0, suspected = 0, checked = 0, audits = 0;
-    QJsonObject statistics; // trust.statistics of /v1/status at the end
+    QJsonObject statistics;  // trust.statistics of /v1/status at the end
+    QJsonObject reexecution; // trust.reexecution of /v1/status at the end
+    qint64 creditedFlop = 0; // the routed work's FLOPs
 };
 
 qint64 stepOf(const QJsonObject& status) {
@@ -177,9 +181,10 @@ qint64 stepOf(const QJsonObject& status) {
 // A run to `steps` with an optional liar; loss = mean of the last 10 steps. Throughput counts
 // steps (each is kMicrobatches × kBatch × kSeq tokens), so a run with a microbatch abandoned
 // counts the same tokens as one without. The liar is node 1: the middle stage.
-Run train(const QString& dir, int steps, const QString& liarMode, bool checks, bool audits = true) {
+Run train(const QString& dir, int steps, const QString& liarMode, bool checks, bool audits = true,
+          bool reexecutionOnly = false) {
     Run r;
-    LocalSwarm swarm(dir, trustArguments(steps, checks, audits));
+    LocalSwarm swarm(dir, trustArguments(steps, checks, audits, reexecutionOnly));
     if (!startCoordinator(swarm))
         return r;
     QProcessEnvironment lie;
@@ -223,6 +228,8 @@ Run train(const QString& dir, int steps, const QString& liarMode, bool checks, b
     r.checked = trust.value(u"results_checked").toInteger();
     r.audits = trust.value(u"audits").toInteger();
     r.statistics = trust.value(u"statistics").toObject();
+    r.reexecution = trust.value(u"reexecution").toObject();
+    r.creditedFlop = s.value(u"credits_granted_flop").toInteger();
     r.strikes = sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation"));
     r.auditsFailed = sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(audits_failed), 0) FROM reputation"));
     swarm.stop();
@@ -274,6 +281,7 @@ int main(int argc, char** argv) {
         QString liar;
         bool checks;
         bool audits;
+        bool reexecutionOnly = false; // --recompute-limit 0
     };
     const auto runRows = [&](const char* part, const std::vector<Row>& rows) {
         std::printf("%-24s %6s %8s %8s %6s %7s %7s %7s %6s %7s %6s\n", "run", "loss", "tok/s", "late",
@@ -283,11 +291,22 @@ int main(int argc, char** argv) {
                 train(QStringLiteral("%1/train-%2-%3")
                           .arg(root, QLatin1String(part))
                           .arg(QString::fromLatin1(row.name).replace(u' ', u'-').replace(u',', u'-')),
-                      steps, row.liar, row.checks, row.audits);
+                      steps, row.liar, row.checks, row.audits, row.reexecutionOnly);
             std::printf("%-24s %6.3f %8.0f %8.0f %5.0f%% %7lld %7lld %7lld %6lld %7lld %6lld\n", row.name,
                         r.loss, r.tokensPerSecond, r.lateTokensPerSecond, 100 * r.coordinatorCpuShare,
                         qlonglong(r.checked), qlonglong(r.refused), qlonglong(r.suspected),
                         qlonglong(r.audits), qlonglong(r.strikes), qlonglong(r.auditsFailed));
+            if (r.reexecution.value(u"started").toInteger() > 0)
+                std::printf("  re-executions: %lld started, %lld agreed (worst per-token error %.3g), %lld unsettled, "
+                            "%lld convictions; their compute %.1f%% of the routed work's\n",
+                            qlonglong(r.reexecution.value(u"started").toInteger()),
+                            qlonglong(r.reexecution.value(u"agreed").toInteger()),
+                            r.reexecution.value(u"worst_agreed_error").toDouble(),
+                            qlonglong(r.reexecution.value(u"unsettled").toInteger()),
+                            qlonglong(r.reexecution.value(u"convictions").toInteger()),
+                            r.creditedFlop > 0 ? 100.0 * double(r.reexecution.value(u"flop").toInteger()) /
+                                                     double(r.creditedFlop)
+                                               : 0.0);
             const QJsonObject metrics = r.statistics.value(u"metrics").toObject();
             if (row.liar.isEmpty() && row.checks && !metrics.isEmpty()) {
                 QString line =
@@ -320,7 +339,9 @@ int main(int argc, char** argv) {
                     "half; coord: the coordinator's CPU share)\n",
                     steps);
         runRows("3", {Row{"checks on", {}, true, true}, Row{"checks on, no audits", {}, true, false},
-                      Row{"checks off", {}, false, false}});
+                      Row{"checks off", {}, false, false},
+                      Row{"checks on, recompute limit 0", {}, true, true, true},
+                      Row{"checks off, again", {}, false, false}});
     }
     return 0;
 }

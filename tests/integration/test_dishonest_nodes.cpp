@@ -61,11 +61,11 @@ double recentLoss(const QJsonObject& status) {
 // A coordinator and its nodes in one temporary directory; the liar's environment set per node.
 class Swarm final {
 public:
-    explicit Swarm(const QStringList& extra = {}) {
+    explicit Swarm(const QStringList& extra = {}, int stages = kStages) {
         m_coordinator = std::make_unique<CoordinatorProcess>(
             QStringList{QStringLiteral("--data-dir"), dir(u"c"), QStringLiteral("--listen"),
                         QStringLiteral("127.0.0.1:0"), QStringLiteral("--model"), QStringLiteral("tiny"),
-                        QStringLiteral("--stages"), QString::number(kStages), QStringLiteral("--batch"),
+                        QStringLiteral("--stages"), QString::number(stages), QStringLiteral("--batch"),
                         QStringLiteral("4"), QStringLiteral("--seq"), QStringLiteral("32"),
                         QStringLiteral("--microbatches-per-step"), QStringLiteral("4"),
                         QStringLiteral("--credit-interval-ms"), QStringLiteral("1000"),
@@ -156,6 +156,8 @@ class TestDishonestNodes final : public QObject {
 private Q_SLOTS:
     void aLiarIsCaughtBannedAndUnpaid_data();
     void aLiarIsCaughtBannedAndUnpaid();
+    void aLiarIsConvictedByReexecution_data();
+    void aLiarIsConvictedByReexecution();
     void aNewKeyIsCaughtAgainAndTheNetworkBanned();
     void aFakeFastTimingWinsNothing();
 
@@ -276,6 +278,60 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
                        .arg(recentLoss(swarm.get(QStringLiteral("/v1/status"))))
                        .arg(kLearningLoss)),
         300'000);
+}
+
+void TestDishonestNodes::aLiarIsConvictedByReexecution_data() {
+    QTest::addColumn<QString>("mode"); // each lies in what either stage returns (activations, gradients)
+    QTest::newRow("two tokens edited") << QStringLiteral("tokens");
+    QTest::newRow("scaled") << QStringLiteral("scale");
+    QTest::newRow("noise") << QStringLiteral("noise");
+}
+
+// The 8b path on the tiny model: --recompute-limit 0, so the coordinator recomputes nothing and the
+// only check of the work is its re-execution on another replica. Two stages, at most three nodes
+// each: five honest nodes fill one stage and put two on the other, where the liar then joins (the
+// referee a disagreement needs is there from its first task).
+void TestDishonestNodes::aLiarIsConvictedByReexecution() {
+    QFETCH(QString, mode);
+    Swarm swarm({QStringLiteral("--recompute-limit"), QStringLiteral("0"), QStringLiteral("--max-nodes-per-stage"),
+                 QStringLiteral("3")},
+                2);
+    QVERIFY(swarm.start());
+    int perStage[2] = {0, 0};
+    for (int i = 0; i < 5; ++i) {
+        const int stage = swarm.addNode();
+        QVERIFY2(stage == 0 || stage == 1, qPrintable(QStringLiteral("node %1 loaded stage %2").arg(i).arg(stage)));
+        ++perStage[stage];
+    }
+    const int stage = perStage[0] < perStage[1] ? 0 : 1;
+    QCOMPARE(perStage[stage], 2);
+    QCOMPARE(swarm.addNode(mode), stage);
+    const int liar = 5;
+    const QString liarId = swarm.nodeId(liar);
+    const QString subject = QStringLiteral("node:") + liarId;
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        swarm.count(QStringLiteral("SELECT COALESCE(SUM(audits_failed), 0) FROM reputation WHERE subject = ?"),
+                    {subject}) > 0,
+        qPrintable(QStringLiteral("the %1 liar was not convicted: %2").arg(mode, QString::fromUtf8(swarm.log().right(3000)))),
+        kCaughtWithinMs);
+    const QByteArray log = swarm.log();
+    QByteArray trustLines; // what the coordinator judged, for a failure's message
+    for (const QByteArray& line : log.split('\n'))
+        if (line.startsWith("trust:") || line.startsWith("gradients:"))
+            trustLines += line.left(200) + '\n';
+    QVERIFY2(log.contains("convicted by re-execution"), trustLines.right(3000).constData());
+    // Nothing was recomputed on the coordinator: every judgement was a replica's re-execution.
+    const QJsonObject trust = swarm.get(QStringLiteral("/v1/status")).value(u"trust").toObject();
+    QCOMPARE(trust.value(u"recompute_limit").toInteger(-1), qint64(0));
+    QCOMPARE(trust.value(u"audits").toInteger(-1), qint64(0));
+    QVERIFY(trust.value(u"reexecution").toObject().value(u"convictions").toInteger() >= 1);
+    // Replicas that take the same steps on the same state agree to the bit: no honest answers differed.
+    QCOMPARE(trust.value(u"reexecution").toObject().value(u"worst_agreed_error").toDouble(-1), 0.0);
+    QCOMPARE(swarm.node(liar).waitExit(60'000), 3); // banned
+    QVERIFY(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {liarId}) >= 1);
+    checkHonestUnharmed(swarm, liar);
+    QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}),
+             qint64(0));
 }
 
 void TestDishonestNodes::aNewKeyIsCaughtAgainAndTheNetworkBanned() {

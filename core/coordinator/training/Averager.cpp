@@ -148,8 +148,8 @@ void Averager::nodeGone(const QString& node) {
 void Averager::startSync(const QString& ghost, int stage, qint64 heldRound, qint64 heldReceived) {
     Sync sync;
     const auto cut = m_cut.constFind(ghost);
-    if (cut != m_cut.constEnd() && cut->stage == stage && cut->id == heldRound && heldReceived > 0 &&
-        heldReceived <= cut->sent && heldReceived < cut->total) {
+    if (cut != m_cut.constEnd() && cut->stage == stage && cut->id == heldRound && !cut->stale &&
+        heldReceived > 0 && heldReceived <= cut->sent && heldReceived < cut->total) {
         sync = *cut; // resumed where the ghost's weights stop
         sync.sent = sync.acked = heldReceived;
         ++m_syncsResumed;
@@ -158,7 +158,7 @@ void Averager::startSync(const QString& ghost, int stage, qint64 heldRound, qint
     } else {
         sync.id = m_nextRound++;
         sync.stage = stage;
-        sync.total = m_partitionSize(stage, -1);
+        sync.total = m_syncShape ? m_syncShape(stage).total : m_partitionSize(stage, -1);
     }
     m_cut.remove(ghost);
     sync.deadlineMs = m_clock() + m_settings.syncDeadlineMs;
@@ -178,8 +178,12 @@ void Averager::sendChunks(const QString& ghost) {
     while (sync.sent < sync.total && sync.sent - sync.acked < chunk * std::max(1, m_settings.syncWindow)) {
         const qint64 count = std::min(chunk, sync.total - sync.sent);
         const std::vector<float> values = m_weights(sync.stage, sync.sent, count);
+        // AdamW's steps as the checkpoint holds them when this chunk is read (an update sent after it
+        // counts on the ghost as on the checkpoint).
+        const qint64 steps = m_syncShape ? m_syncShape(sync.stage).optimizerSteps : -1;
         if (qint64(values.size()) != count ||
-            !m_sendBinary(ghost, partitionMessage(protocol::Sync{sync.id, sync.sent, sync.total}, values))) {
+            !m_sendBinary(ghost,
+                          partitionMessage(protocol::Sync{sync.id, sync.sent, sync.total, steps}, values))) {
             qWarning("averager: could not send weights %lld+%lld of stage %d to %s", qlonglong(sync.sent),
                      qlonglong(count), sync.stage, qPrintable(shortId(ghost)));
             return endSync(ghost, false);
@@ -212,6 +216,20 @@ void Averager::onSyncDone(const QString& ghost, const protocol::SyncDone& done) 
 
 bool Averager::syncing(const QString& ghost) const {
     return m_syncs.contains(ghost);
+}
+
+QStringList Averager::syncingOf(int stage) const {
+    QStringList out;
+    for (auto it = m_syncs.cbegin(); it != m_syncs.cend(); ++it)
+        if (it->stage == stage && it->sent > 0)
+            out << it.key();
+    return out;
+}
+
+void Averager::stepApplied(int stage) {
+    for (Sync& cut : m_cut)
+        if (cut.stage == stage)
+            cut.stale = true;
 }
 
 void Averager::endSync(const QString& ghost, bool ok) {

@@ -37,7 +37,11 @@
 namespace tessera::coordinator {
 
 struct AveragingSettings {
-    int interval = 20;   // steps between two rounds (DESIGN: 20)
+    // Steps between two rounds (DESIGN: 20). 0: the run's default — 20 without gradient averaging; none
+    // with it, where every replica and the checkpoint take the same AdamW step on the same state, so a
+    // round would average equal values (and a round in flight across a step or a ghost's sync made
+    // them unequal: measured, docs/ARCHITECTURE.md "Replicas that agree"). -1: no rounds.
+    int interval = 0;
     int partitions = 20; // the weights are averaged 1/partitions at a time (DESIGN: 5%)
     qint64 deadlineMs = 30'000;
     qint64 syncDeadlineMs = 60'000; // for each chunk's answer
@@ -61,6 +65,13 @@ public:
     // The checkpoint's weights [offset, offset + count) of a stage in parameter order (a sync's
     // chunk); empty when they cannot be read.
     using Weights = std::function<std::vector<float>(int stage, qint64 offset, qint64 count)>;
+    // What a sync of the stage carries when it starts: how many values `weights` reads for it (the
+    // weights, or with AdamW's moments three times as many), and AdamW's steps then (-1: none).
+    struct SyncShape {
+        qint64 total = 0;
+        qint64 optimizerSteps = -1;
+    };
+    using SyncShapeOf = std::function<SyncShape(int stage)>;
     // Whether a node's share counts (false while it is on probation).
     using Trusted = std::function<bool(const QString& node)>;
 
@@ -70,11 +81,15 @@ public:
     const AveragingSettings& settings() const { return m_settings; }
     void setReference(Reference reference) { m_reference = std::move(reference); }
     void setWeights(Weights weights) { m_weights = std::move(weights); }
+    // Without it a sync carries the weights alone (m_partitionSize(stage, -1) of them).
+    void setSyncShape(SyncShapeOf shape) { m_syncShape = std::move(shape); }
     void setTrusted(Trusted trusted) { m_trusted = std::move(trusted); }
     void setClock(Clock clock) { m_clock = std::move(clock); }
-    bool isAveragingStep(qint64 step) const { return step > 0 && step % m_settings.interval == 0; }
+    bool isAveragingStep(qint64 step) const {
+        return m_settings.interval > 0 && step > 0 && step % m_settings.interval == 0;
+    }
     int partitionForStep(qint64 step) const {
-        return int((step / m_settings.interval) % m_settings.partitions);
+        return m_settings.interval > 0 ? int((step / m_settings.interval) % m_settings.partitions) : 0;
     }
 
     // Asks every replica of `stage` for the step's partition.
@@ -93,6 +108,12 @@ public:
     // The ghost's answer to a chunk: how far its weights took the sync.
     void onSyncDone(const QString& ghost, const protocol::SyncDone& done);
     bool syncing(const QString& ghost) const;
+    // The ghosts being synced on the stage now: they are sent every step's update as it happens (a
+    // chunk read before it, then the update, applies as the checkpoint did).
+    QStringList syncingOf(int stage) const;
+    // The stage's weights took a step's update: a sync cut short before it cannot resume (what the
+    // ghost took misses the update) and starts again.
+    void stepApplied(int stage);
     void tick(); // deadlines
 
     qint64 roundsCompleted() const { return m_roundsCompleted; }
@@ -125,6 +146,7 @@ private:
         qint64 total = 0; // the stage's weights
         qint64 sent = 0;  // weights sent, from the start
         qint64 acked = 0; // weights the ghost said it took
+        bool stale = false; // cut short, and the weights took an update since
     };
 
     void closeRound(int stage);
@@ -141,6 +163,7 @@ private:
     Clock m_clock;
     QHash<int, Round> m_rounds; // open round per stage
     Weights m_weights;
+    SyncShapeOf m_syncShape;
     QHash<QString, Sync> m_syncs; // by ghost
     QHash<QString, Sync> m_cut;   // by ghost: a sync cut short, to resume
     qint64 m_nextRound = 1;

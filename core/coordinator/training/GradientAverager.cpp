@@ -355,7 +355,12 @@ void GradientAverager::close() {
             continue;
         // The combiner rounded the result as this encodes it: every replica decodes what it applies.
         const QByteArray payload = protocol::gradientPayload(results[s], m_combiners[s]->bits());
-        for (const QString& node : round.stages[s].asked) {
+        QStringList recipients = round.stages[s].asked;
+        if (m_observers)
+            for (const QString& node : m_observers(int(s)))
+                if (!recipients.contains(node))
+                    recipients << node;
+        for (const QString& node : recipients) {
             const protocol::GradientResult header{round.step,
                                                   m_combiners[s]->round(),
                                                   counted[s].contains(node),

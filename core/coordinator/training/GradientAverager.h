@@ -81,6 +81,10 @@ public:
 
     const GradientSettings& settings() const { return m_settings; }
     void setTrusted(Trusted trusted) { m_trusted = std::move(trusted); }
+    // Nodes of a stage that share nothing but take every step's result as its replicas do (the
+    // ghosts being synced: Averager::syncingOf), sent with included false.
+    using Observers = std::function<QStringList(int stage)>;
+    void setObservers(Observers observers) { m_observers = std::move(observers); }
 
     // Step `step`'s microbatches are in: asks every replica of every stage for its share. `work`:
     // the backward tasks the coordinator accepted from each node this step — a share weighs the
@@ -146,6 +150,7 @@ private:
     SendBinary m_sendBinary;
     Clock m_clock;
     Trusted m_trusted;
+    Observers m_observers;
     std::optional<Round> m_round;
     qint64 m_rounds = 0;
     qint64 m_lastStep = 0;

@@ -96,6 +96,20 @@ Result<std::vector<float>> StageCheckpoints::weights(int stage, qint64 offset, q
     return m_stages[std::size_t(stage)]->file->readRange(offset, count);
 }
 
+Result<std::vector<float>> StageCheckpoints::state(int stage, qint64 offset, qint64 count) const {
+    if (stage < 0 || stage >= stages())
+        return makeError("no stage " + std::to_string(stage));
+    return m_stages[std::size_t(stage)]->file->readStateRange(offset, count);
+}
+
+qint64 StageCheckpoints::optimizerSteps(int stage) const {
+    return stage >= 0 && stage < stages() ? m_stages[std::size_t(stage)]->file->steps() : 0;
+}
+
+bool StageCheckpoints::stateSync() const {
+    return !m_stages.empty() && m_stages.front()->file->stateSync();
+}
+
 Status StageCheckpoints::take(int stage, int partition, int partitions, std::span<const float> values) {
     if (stage < 0 || stage >= stages())
         return makeError("no stage " + std::to_string(stage));

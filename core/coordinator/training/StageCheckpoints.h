@@ -54,6 +54,12 @@ public:
     Result<std::vector<float>> values(int stage, int partition, int partitions) const;
     // Weights [offset, offset + count) of a stage in parameter order (a ghost sync's chunk).
     Result<std::vector<float>> weights(int stage, qint64 offset, qint64 count) const;
+    // The stage's state [offset, offset + count): its weights, then AdamW's first and second moments
+    // (3 × parameters(stage) values), and the AdamW steps they hold: what a ghost sync sends, so the
+    // ghost holds what the replicas hold. Needs 32-bit moments (stateSync).
+    Result<std::vector<float>> state(int stage, qint64 offset, qint64 count) const;
+    qint64 optimizerSteps(int stage) const;
+    bool stateSync() const;
     // The partition's values replace the checkpoint's (partition -1: all of them).
     Status take(int stage, int partition, int partitions, std::span<const float> values);
     bool changed(int stage) const; // since the last publish

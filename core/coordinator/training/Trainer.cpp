@@ -43,6 +43,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
                                                  PreparedRun prepared) {
     if (Status s = checkSettings(config, settings, prepared); !s)
         return s.error();
+    if (settings.averaging.interval == 0) // the default: SPARTA where replicas are not kept equal
+        settings.averaging.interval = settings.gradients.enabled ? -1 : 20;
     std::unique_ptr<Trainer> t(new Trainer(db, config, settings, sessions));
     if (Status s = t->resume(std::move(prepared)); !s)
         return s.error();
@@ -70,9 +72,9 @@ Status Trainer::checkSettings(const gpu::ModelConfig& config, const TrainerSetti
     if (loop.batch < 1 || loop.seq < 1 || loop.seq > config.maxSeqLen || loop.microbatchesPerStep < 1)
         return makeError("training: batch and microbatches per step must be ≥ 1 and seq within 1.." +
                          std::to_string(config.maxSeqLen));
-    if (settings.averaging.interval < 1 || settings.averaging.partitions < 1 ||
+    if (settings.averaging.interval < -1 || settings.averaging.partitions < 1 ||
         settings.averaging.partitions > protocol::kMaxPartitions)
-        return makeError("training: the averaging interval must be ≥ 1 and the partitions within 1..1000");
+        return makeError("training: the averaging interval must be ≥ -1 and the partitions within 1..1000");
     if (!prepared.data || !prepared.checkpoints)
         return makeError("training: the run's checkpoints and data are not prepared");
     return {};
@@ -142,10 +144,19 @@ void Trainer::makeAverager() {
         Result<std::vector<float>> v = cp->values(stage, partition, partitions);
         return v ? std::move(*v) : std::vector<float>();
     });
-    m_averager->setWeights([cp](int stage, qint64 offset, qint64 count) {
-        Result<std::vector<float>> v = cp->weights(stage, offset, count);
+    // With gradient averaging every replica takes the same AdamW step: a ghost gets AdamW's state
+    // with the weights (and the steps' updates while it syncs), so it holds what they hold.
+    const bool state = m_settings.gradients.enabled && cp->stateSync();
+    // Replicas of a stage then hold equal weights: what a re-execution compares.
+    m_replicasAgree = state && m_settings.averaging.interval < 0;
+    m_averager->setWeights([cp, state](int stage, qint64 offset, qint64 count) {
+        Result<std::vector<float>> v = state ? cp->state(stage, offset, count) : cp->weights(stage, offset, count);
         return v ? std::move(*v) : std::vector<float>();
     });
+    if (state)
+        m_averager->setSyncShape([cp](int stage) {
+            return Averager::SyncShape{3 * cp->parameters(stage), cp->optimizerSteps(stage)};
+        });
     m_averager->setTrusted([resultChecks](const QString& node) { return resultChecks->trusted(node); });
     connect(m_averager.get(), &Averager::shareRefused, this, &Trainer::onRefused);
     connect(m_averager.get(), &Averager::averaged, this,
@@ -181,7 +192,9 @@ Status Trainer::makeGradients() {
                 if (Status s = m_checkpoints->applyGradients(stage, rank, result, lr, clip); !s)
                     qWarning("trainer: the checkpoint of stage %d did not take step's gradients: %s", stage,
                              s.message().c_str());
+                m_averager->stepApplied(stage);
             });
+
     // Queued: a round can close inside the router's completion of the step's last microbatch.
     TrainingLoop* loopForGradients = m_loop.get();
     connect(
@@ -204,6 +217,18 @@ void Trainer::makeRouter() {
     });
     connect(m_router.get(), &Router::refused, this, &Trainer::onRefused);
     Router* router = m_router.get();
+    if (m_gradients) {
+        // Every node of a stage takes every step's update from its sync's first chunk on: the ghosts
+        // being synced, and nodes routed after the step asked its replicas for shares.
+        Averager* averager = m_averager.get();
+        m_gradients->setObservers([averager, router](int stage) {
+            QStringList out = averager->syncingOf(stage);
+            for (const QString& node : router->nodesOf(stage))
+                if (!out.contains(node))
+                    out << node;
+            return out;
+        });
+    }
     connect(m_averager.get(), &Averager::weightsSent, this,
             [router](const QString& node) { router->weightsChanged(node); });
     if (m_gradients)
@@ -398,8 +423,10 @@ void Trainer::drawForCheck(const QString& node, const Microbatch& mb, protocol::
     const bool comparable = (!output.isNull() || kind == protocol::TaskKind::ForwardBackward) && !straddles;
     const bool auditable = comparable && m_auditor->audits(mb.stage, m_checkpoints->parameters(mb.stage));
     // Above the recompute limit re-execution is the check; below it, a share of the draws take it too.
-    if ((!auditable || QRandomGenerator::global()->generateDouble() < m_settings.reexecuteWhereAudited) &&
-        !straddles && m_reexecution->start(node, mb, kind, output, loss))
+    // Only where replicas hold equal weights: otherwise an honest replica's answer differs too.
+    if (m_replicasAgree && !straddles &&
+        (!auditable || QRandomGenerator::global()->generateDouble() < m_settings.reexecuteWhereAudited) &&
+        m_reexecution->start(node, mb, kind, output, loss))
         return;
     if (auditable)
         m_auditor->keep(node,
@@ -457,6 +484,9 @@ void Trainer::onReexecuted(const ReexecutionVerdict& verdict) {
         if (Status s = m_reputation->passedAudit(node, through, t, forwards, !forwards); !s)
             qWarning("trust: recording a re-execution failed: %s", s.message().c_str());
     }
+    if (getenv("TESSERA_DEBUG_REEXEC"))
+        qInfo("DEBUG reexec mb %lld stage %d kind %d %s err %g", qlonglong(verdict.microbatch), verdict.stage,
+              int(verdict.kind), qPrintable(verdict.verified.join(u',')), verdict.worstError);
     if (verdict.unsettled) {
         qWarning("trust: re-execution of microbatch %lld (stage %d) unsettled: %s", qlonglong(verdict.microbatch),
                  verdict.stage, qPrintable(verdict.reason));

@@ -56,9 +56,10 @@ struct TrainerSettings {
     AuditSettings audits; // its partitions follow averaging's
     ReexecutionSettings reexecution;
     // Of the drawn results of a stage the coordinator can recompute, the share re-executed on another
-    // replica instead (so the path every larger stage relies on runs everywhere). 0 until replicas
-    // hold equal weights: measured, honest replicas of a tiny run drift 0.05–0.8 apart per token.
-    double reexecuteWhereAudited = 0;
+    // replica instead (so the path every larger stage relies on runs everywhere). Re-execution runs
+    // only where replicas hold equal weights (gradient averaging, a ghost sync of AdamW's state, no
+    // SPARTA rounds): elsewhere honest replicas differ too (measured 0.05–0.8 per token on tiny).
+    double reexecuteWhereAudited = 0.25;
     ReputationSettings reputation;
     std::chrono::milliseconds creditInterval{std::chrono::seconds(60)};
     // Accepted work is pending credit this long at least, and until a later audit of its node passed.
@@ -158,6 +159,7 @@ private:
     std::unique_ptr<Reclaim> m_reclaim;
     std::unique_ptr<Membership> m_membership;
     std::unique_ptr<TrainerInbox> m_inbox;
+    bool m_replicasAgree = false; // see reexecuteWhereAudited
     bool m_stopped = false;
     QTimer m_flushTimer;
     QTimer m_creditTimer;

@@ -66,6 +66,7 @@ struct EngineTask {
     std::vector<float> snapshot; // ApplyDelta: what this node sent for the round
     std::int64_t offset = 0;     // SetWeightsRange: where values go, of `total` weights
     std::int64_t total = 0;
+    std::int64_t optimizerSteps = -1; // SetWeightsRange: AdamW's step count the sync carries (-1: none)
     // ShareGradients: the basis round and rank; ApplyGradients: the result's round (values: the result).
     std::int64_t round = 0;
     int rank = 0;

@@ -485,6 +485,8 @@ bool EngineWorker::runSetWeightsRange(const EngineTask& task, EngineResult& r) {
                   QStringLiteral(": ") + text(s.message());
         return false;
     }
+    if (task.optimizerSteps >= 0)
+        m_engine->setOptimizerSteps(task.optimizerSteps);
     return true;
 }
 

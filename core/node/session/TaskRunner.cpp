@@ -237,6 +237,7 @@ void TaskRunner::receive(const Sync& header, const TaskMessage& message) {
     task.kind = EngineTask::SetWeightsRange;
     task.offset = header.offset;
     task.total = header.total;
+    task.optimizerSteps = header.optimizerSteps;
     task.values = std::move(values).value();
     submit(std::move(task), p);
 }
