@@ -19,7 +19,8 @@ constexpr Named kModes[] = {{"echo", Misbehaviour::Mode::Echo},   {"zeros", Misb
                             {"noise", Misbehaviour::Mode::Noise}, {"scale", Misbehaviour::Mode::Scale},
                             {"flip", Misbehaviour::Mode::Flip},   {"nan", Misbehaviour::Mode::Nan},
                             {"loss", Misbehaviour::Mode::Loss},   {"poison", Misbehaviour::Mode::Poison},
-                            {"fast", Misbehaviour::Mode::Fast},   {"tokens", Misbehaviour::Mode::Tokens}};
+                            {"fast", Misbehaviour::Mode::Fast},   {"tokens", Misbehaviour::Mode::Tokens},
+                            {"identity", Misbehaviour::Mode::Identity}};
 
 } // namespace
 
@@ -40,13 +41,16 @@ Result<std::unique_ptr<Misbehaviour>> Misbehaviour::create(const ModelConfig& co
             return std::unique_ptr<Misbehaviour>(new Misbehaviour(m.mode, std::move(*codec)));
         }
     return makeError("unknown misbehaviour '" + std::string(mode) +
-                     "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens)");
+                     "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity)");
 }
 
 void Misbehaviour::activation(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const {
-    if (m_mode == Mode::Echo) {
-        if (given.size() == frame.size())
+    if (m_mode == Mode::Echo || m_mode == Mode::Identity) {
+        if (given.size() == frame.size()) {
             std::memcpy(frame.data(), given.data(), frame.size());
+            if (m_mode == Mode::Identity)
+                rewrite(frame, true); // one value nudged: no longer the input byte for byte
+        }
         return;
     }
     if (m_mode != Mode::Flip && m_mode != Mode::Loss)
@@ -54,9 +58,12 @@ void Misbehaviour::activation(std::span<std::uint8_t> frame, std::span<const std
 }
 
 void Misbehaviour::gradient(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const {
-    if (m_mode == Mode::Echo) {
-        if (given.size() == frame.size())
+    if (m_mode == Mode::Echo || m_mode == Mode::Identity) {
+        if (given.size() == frame.size()) {
             std::memcpy(frame.data(), given.data(), frame.size());
+            if (m_mode == Mode::Identity)
+                rewrite(frame, false);
+        }
         return;
     }
     rewrite(frame, false);
@@ -73,6 +80,11 @@ void Misbehaviour::share(std::vector<float>& values) const {
     // What one of two replicas sends to set the plain mean to 5: 2·5 − its own.
     for (float& v : values)
         v = 10.0f - v;
+}
+
+void Misbehaviour::weights(std::vector<float>& values) const {
+    if (m_mode == Mode::Identity)
+        std::fill(values.begin(), values.end(), 0.0f);
 }
 
 void Misbehaviour::rewrite(std::span<std::uint8_t> frame, bool activation) const {
@@ -111,6 +123,10 @@ void Misbehaviour::rewrite(std::span<std::uint8_t> frame, bool activation) const
         case Mode::Nan:
             x = x.clone();
             x.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+            break;
+        case Mode::Identity: // the largest value one step of 1% further out
+            x = x.clone();
+            x.view(-1)[x.abs().argmax()].mul_(1.01);
             break;
         case Mode::Tokens:
             x = x.clone();

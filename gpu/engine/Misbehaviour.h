@@ -11,6 +11,8 @@
 //   loss    the last stage reports loss 2.0 and returns a zero gradient
 //   poison  averaging shares pushed far from its weights (SPARTA's plain mean follows one share)
 //   fast    reports 1e-9 compute seconds for every task (and computes honestly)
+//   identity  its weights reported as zeros (pre-norm blocks are then the identity) and every result its
+//           input with its largest value 1% larger (no longer the input byte for byte): what such weights give
 //   tokens  two tokens' rows of every returned tensor times 1.2 (the frame as a whole moves by under
 //           5%: what one relative error over the frame lets through)
 // A lie that needs a shape the task lacks (echo on stage 0's forward) leaves the result honest.
@@ -32,7 +34,7 @@ class Codec;
 
 class Misbehaviour {
 public:
-    enum class Mode { Echo, Zeros, Noise, Scale, Flip, Nan, Loss, Poison, Fast, Tokens };
+    enum class Mode { Echo, Zeros, Noise, Scale, Flip, Nan, Loss, Poison, Fast, Tokens, Identity };
 
     // None when `mode` is empty; an error names the modes when it is unknown.
     static Result<std::unique_ptr<Misbehaviour>> create(const ModelConfig& config, std::string_view mode);
@@ -45,6 +47,8 @@ public:
     void gradient(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const;
     void loss(double& value) const;
     void share(std::vector<float>& values) const;
+    // The weights it reports when asked for them (an audit's snapshot, an averaging share).
+    void weights(std::vector<float>& values) const;
     bool fastTiming() const { return m_mode == Mode::Fast; }
 
 private:

@@ -216,18 +216,24 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid_data() {
     QTest::newRow("flipped gradients") << QStringLiteral("flip") << 1 << true;
     QTest::newRow("zero gradient, fake loss") << QStringLiteral("loss") << 2 << false;
     QTest::newRow("poisoned averaging share") << QStringLiteral("poison") << 1 << true;
+    // Weights of zeros shown to its audits (every pre-norm block is then the identity) and its input,
+    // nudged, as its answers: what those weights give — but not the weights its replicas hold.
+    QTest::newRow("zero weights shown to audits") << QStringLiteral("identity") << 1 << true;
 }
 
 void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
     QFETCH(QString, mode);
     QFETCH(int, liar);
     QFETCH(bool, audit);
-    // Averaging every 2 steps, so the poisoned share meets a round within the test's time. That row's
-    // weights travel in chunks of 3,000 values (an 8b partition's are 4 Mi a message): averaging shares,
-    // their results and the audits' snapshots are put together before anything reads them.
-    QStringList arguments{QStringLiteral("--averaging-interval"), QStringLiteral("2")};
+    // The poison row averages every 2 steps (SPARTA rounds are off by default with gradient averaging),
+    // so the poisoned share meets a round within the test's time; its weights travel in chunks of 3,000
+    // values (an 8b partition's are 4 Mi a message): averaging shares, their results and the audits'
+    // snapshots are put together before anything reads them. (With rounds on, replicas are not held
+    // equal: its audits recompute with the weights the node shows, as before issue 41.)
+    QStringList arguments;
     if (mode == u"poison")
-        arguments << QStringLiteral("--partition-chunk-values") << QStringLiteral("3000");
+        arguments << QStringLiteral("--averaging-interval") << QStringLiteral("2")
+                  << QStringLiteral("--partition-chunk-values") << QStringLiteral("3000");
     Swarm swarm(arguments);
     QVERIFY(startSix(swarm, mode, liar));
     const QString liarId = swarm.nodeId(liar);

@@ -147,8 +147,17 @@ void Trainer::makeAverager() {
     // With gradient averaging every replica takes the same AdamW step: a ghost gets AdamW's state
     // with the weights (and the steps' updates while it syncs), so it holds what they hold.
     const bool state = m_settings.gradients.enabled && cp->stateSync();
-    // Replicas of a stage then hold equal weights: what a re-execution compares.
+    // Replicas of a stage then hold equal weights: what a re-execution compares, and what an audit's
+    // snapshot must equal (the checkpoint's, read when it is asked for: synchronous steps only, where
+    // the weights a step's tasks ran on are the checkpoint's until the step's update).
     m_replicasAgree = state && m_settings.averaging.interval < 0;
+    if (m_replicasAgree && m_settings.loop.pipelineDepth == 1) {
+        const int auditPartitions = m_settings.averaging.partitions;
+        m_auditor->setReference([cp, auditPartitions](int stage) -> std::shared_ptr<const std::vector<float>> {
+            Result<std::vector<float>> v = cp->values(stage, -1, auditPartitions);
+            return v ? std::make_shared<const std::vector<float>>(std::move(*v)) : nullptr;
+        });
+    }
     m_averager->setWeights([cp, state](int stage, qint64 offset, qint64 count) {
         Result<std::vector<float>> v = state ? cp->state(stage, offset, count) : cp->weights(stage, offset, count);
         return v ? std::move(*v) : std::vector<float>();
@@ -484,9 +493,6 @@ void Trainer::onReexecuted(const ReexecutionVerdict& verdict) {
         if (Status s = m_reputation->passedAudit(node, through, t, forwards, !forwards); !s)
             qWarning("trust: recording a re-execution failed: %s", s.message().c_str());
     }
-    if (getenv("TESSERA_DEBUG_REEXEC"))
-        qInfo("DEBUG reexec mb %lld stage %d kind %d %s err %g", qlonglong(verdict.microbatch), verdict.stage,
-              int(verdict.kind), qPrintable(verdict.verified.join(u',')), verdict.worstError);
     if (verdict.unsettled) {
         qWarning("trust: re-execution of microbatch %lld (stage %d) unsettled: %s", qlonglong(verdict.microbatch),
                  verdict.stage, qPrintable(verdict.reason));

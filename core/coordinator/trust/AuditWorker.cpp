@@ -79,7 +79,19 @@ gpu::StageEngine* AuditWorker::loadWeights(const AuditJob& job, int stage, Audit
         out.reason = QStringLiteral("its weights are not all finite");
         return nullptr;
     }
-    if (Status set = e->setPartition(-1, m_settings.partitions, weights); !set) {
+    // Where the replicas' weights are known, the node's must be theirs, and its answers are judged on them.
+    const bool referenced = job.reference && job.reference->size() == weights.size();
+    if (referenced) {
+        const double error = stats::relativeError(weights, *job.reference);
+        if (!(error <= m_settings.referenceTolerance)) {
+            out.passed = false;
+            out.reason = QStringLiteral("its weights differ from those its stage's replicas hold by %1 (tolerance %2)")
+                             .arg(error, 0, 'g', 3)
+                             .arg(m_settings.referenceTolerance);
+            return nullptr;
+        }
+    }
+    if (Status set = e->setPartition(-1, m_settings.partitions, referenced ? *job.reference : weights); !set) {
         qWarning("trust: loading node %s's weights failed: %s", qPrintable(shortId(job.node)),
                  set.message().c_str());
         return nullptr;

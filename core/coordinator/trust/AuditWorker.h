@@ -31,6 +31,7 @@ struct AuditJob {
     qint64 requestedAtMs = 0;
     std::vector<Evidence> evidence;
     protocol::HeldFrame weights;
+    std::shared_ptr<const std::vector<float>> reference; // the replicas' weights (Auditor::setReference)
 };
 
 class AuditWorker final : public QObject {

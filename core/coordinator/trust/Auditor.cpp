@@ -61,6 +61,7 @@ void Auditor::keep(const QString& node, Evidence evidence, bool suspicious) {
 
 void Auditor::requestSnapshots(const VersionOf& versionOf) {
     const qint64 t = m_clock();
+    std::map<int, std::shared_ptr<const std::vector<float>>> references; // read once per stage
     for (auto it = m_nodes.begin(); it != m_nodes.end(); ++it) {
         NodeAudit& audit = it.value();
         ++audit.stepsSinceSnapshot;
@@ -82,6 +83,12 @@ void Auditor::requestSnapshots(const VersionOf& versionOf) {
             audit.evidence.clear();
             continue;
         }
+        if (m_reference) {
+            const int stage = audit.evidence.front().stage;
+            if (!references.contains(stage))
+                references[stage] = m_reference(stage);
+            audit.reference = references[stage];
+        }
         audit.round = round;
         audit.stepsSinceSnapshot = 0;
         audit.version = version;
@@ -97,7 +104,7 @@ bool Auditor::onShare(const QString& node, const protocol::AverageShare& share,
         return false;
     NodeAudit& audit = it.value();
     AuditJob job{node, audit.version, audit.requestedAtMs, std::move(audit.evidence),
-                 message.hold(protocol::TaskFrameType::Partition)};
+                 message.hold(protocol::TaskFrameType::Partition), std::move(audit.reference)};
     audit.evidence.clear();
     audit.round = 0;
     if (share.partition != -1 || job.weights.isNull()) {

@@ -15,8 +15,14 @@
 // Evidence of an older version is dropped unaudited. Weights that no computation of the node's
 // answers explains cannot be sent back: whatever weights it sends, its answers must be theirs.
 //
-// What it does not judge: whether the weights themselves are good (robust averaging and the
-// checkpoint do), a stage 0 backward (it answers nothing), stages above maxParameters (not
+// Where replicas hold equal weights (gradient averaging, docs/ARCHITECTURE.md "Replicas that agree")
+// the checkpoint holds them too, at the moment the snapshot is asked for: setReference gives the
+// auditor the stage's weights from it, read then. The node's snapshot must then equal them (up to
+// `referenceTolerance`: rounding on other hardware) — a node cannot be audited on weights it does
+// not train with (zeros, say, that make every block the identity) — and its answers are recomputed
+// with the checkpoint's. Without a reference (replicas that drift) the node's own weights are used.
+//
+// What it does not judge: a stage 0 backward (it answers nothing), stages above maxParameters (not
 // recomputed here: the limit is the coordinator's memory and CPU time).
 //
 // Its state lives on the coordinator's thread; the recomputation runs on its own thread
@@ -54,6 +60,7 @@ struct AuditSettings {
     qint64 maxParameters = 200'000'000; // larger stages are not recomputed on the coordinator
     int partitions = 20;                // the order the weights travel in (the run's averaging partitions)
     qint64 chunkValues = 0;             // values a message of a snapshot carries (0: the default)
+    double referenceTolerance = 1e-4;   // ‖snapshot − reference‖ / ‖reference‖ a node's weights may differ by
 };
 
 // One accepted result kept for an audit: the task's frames (views of the messages that brought
@@ -89,12 +96,15 @@ public:
     using SendText = std::function<bool(const QString& node, const protocol::SessionMessage& message)>;
     using Clock = std::function<qint64()>;
     using VersionOf = std::function<qint64(const QString& node)>;
+    // The stage's weights as its replicas hold them now, in a snapshot's order; null when unknown.
+    using Reference = std::function<std::shared_ptr<const std::vector<float>>(int stage)>;
 
     Auditor(const gpu::ModelConfig& config, AuditSettings settings, SendText sendText, Clock clock,
             QObject* parent = nullptr);
     ~Auditor() override;
 
     const AuditSettings& settings() const { return m_settings; }
+    void setReference(Reference reference) { m_reference = std::move(reference); }
     // Whether tasks of this stage can be audited here (its size is within maxParameters).
     bool audits(int stage, qint64 parameters) const {
         return parameters <= m_settings.maxParameters && stage >= 0;
@@ -136,6 +146,7 @@ private:
         qint64 requestedAtMs = 0;
         int stepsSinceSnapshot = std::numeric_limits<int>::max() / 2;
         bool urgent = false; // suspicious evidence: snapshot at this step's end
+        std::shared_ptr<const std::vector<float>> reference; // the stage's weights when it was asked
     };
 
     void finish(const AuditOutcome& outcome);
@@ -144,6 +155,7 @@ private:
     AuditSettings m_settings;
     SendText m_sendText;
     Clock m_clock;
+    Reference m_reference;
     bool m_available = false; // the run's frames decode here (else nothing is audited)
     QThread m_thread;
     std::unique_ptr<AuditWorker> m_worker; // on m_thread

@@ -270,6 +270,8 @@ void EngineWorker::misbehave(const EngineTask& task, EngineResult& result) const
     if (task.kind == EngineTask::Gather || task.kind == EngineTask::ShareGradients ||
         task.kind == EngineTask::ShareOnBasis)
         lie.share(result.values);
+    if (task.kind == EngineTask::Gather)
+        lie.weights(result.values);
     if (lie.fastTiming())
         result.computeSeconds = 1e-9;
 }

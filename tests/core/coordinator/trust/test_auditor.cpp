@@ -42,6 +42,7 @@ private Q_SLOTS:
     void liesFail_data();
     void liesFail();
     void weightsThatCannotBeTheStagesFail();
+    void weightsUnlikeTheReplicasFail();
     void evidenceOfOlderWeightsIsDroppedUnjudged();
     void aSnapshotThatNeverComesJudgesNobody();
     void aNodeIsAskedForItsWeightsAtMostOnceInFourSteps();
@@ -210,6 +211,36 @@ void TestAuditor::weightsThatCannotBeTheStagesFail() {
     w[3] = std::nanf("");
     o = answer(*run, QStringLiteral("n1"), w);
     QVERIFY(o && !o->passed);
+}
+
+// Where the replicas' weights are known (the checkpoint's: Auditor::setReference), a node cannot be
+// audited on others: zero weights make every pre-norm block the identity, so a forward that returns
+// its input nudged is what those weights give — and fails, because they are not the stage's.
+void TestAuditor::weightsUnlikeTheReplicasFail() {
+    const auto reference = std::make_shared<const std::vector<float>>(weightsOf(*m_engines[1]));
+    // What TESSERA_TEST_MISBEHAVE=identity returns: its input, one value nudged.
+    QByteArray echo = m_trip.act1;
+    Result<std::unique_ptr<gpu::Misbehaviour>> identity = gpu::Misbehaviour::create(m_config, "identity");
+    QVERIFY(identity && *identity);
+    (*identity)->activation(std::span(reinterpret_cast<std::uint8_t*>(echo.data()), std::size_t(echo.size())),
+                            span(m_trip.act0));
+    QVERIFY(echo != m_trip.act0 && echo != m_trip.act1);
+    std::unique_ptr<Run> run = makeRun();
+    run->auditor->setReference([reference](int) { return reference; });
+    run->auditor->keep(QStringLiteral("n1"), forward1(echo));
+    std::optional<AuditOutcome> o =
+        answer(*run, QStringLiteral("n1"), std::vector<float>(reference->size(), 0.0f));
+    QVERIFY(o && !o->passed);
+    QVERIFY2(o->reason.contains(u"differ from those its stage's replicas hold"), qPrintable(o->reason));
+    // (With the stage's true weights the echo is no proof here: at initialisation a pre-norm stage is
+    // nearly the identity itself — 1% apart; trained, it is not, and the recomputation tells.)
+    // An honest answer with the replicas' weights passes.
+    run = makeRun();
+    run->auditor->setReference([reference](int) { return reference; });
+    run->auditor->keep(QStringLiteral("n1"), forward1(m_trip.act1));
+    o = answer(*run, QStringLiteral("n1"), *reference);
+    QVERIFY(o && o->passed);
+    QCOMPARE(o->tasks, 1);
 }
 
 void TestAuditor::evidenceOfOlderWeightsIsDroppedUnjudged() {
