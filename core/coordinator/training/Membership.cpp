@@ -87,7 +87,7 @@ void Membership::onReady(const QString& node, const protocol::Ready& ready) {
     if (m_reclaim && m_reclaim->onReady(node, ready.stage))
         return; // held until the stage's current weights are taken back
     const QStringList replicas = m_router.nodesOf(ready.stage);
-    if (m_settings.ghostSync && !replicas.isEmpty()) {
+    if (m_settings.ghostSync && (!replicas.isEmpty() || (m_syncAlone && m_syncAlone(ready.stage)))) {
         // Ghost: take the weights of a live replica first.
         m_ghosts.insert(node, ready.stage);
         qInfo("trainer: node %s joins stage %d; syncing it from the checkpoint", qPrintable(shortId(node)),
@@ -123,11 +123,32 @@ void Membership::onClosed(const QString& node, bool stopping) {
 void Membership::onSynced(const QString& ghost, int stage, bool ok, bool connected) {
     if (!m_ghosts.remove(ghost))
         return;
+    // Where replicas are held equal a node routed with part of the state would differ from them: its
+    // sync starts again (twice), and only a node that fails it a third time is routed as it is.
+    if (!ok && connected && m_syncAlone && m_syncRetries.value(ghost) < 2) {
+        m_syncRetries[ghost] += 1;
+        qWarning("trainer: the sync of node %s failed; starting it again", qPrintable(shortId(ghost)));
+        m_ghosts.insert(ghost, stage);
+        m_averager.startSync(ghost, stage);
+        return;
+    }
+    m_syncRetries.remove(ghost);
     if (!ok)
         qWarning("trainer: node %s starts from the checkpoint (no replica could sync it)",
                  qPrintable(shortId(ghost)));
     if (connected)
         route(ghost, stage);
+}
+
+void Membership::resync(const QString& node, const QString& why) {
+    const std::optional<int> stage = m_router.stageOf(node);
+    if (!m_syncAlone || !stage || m_ghosts.contains(node))
+        return;
+    qWarning("trainer: node %s could not apply a step (%s): syncing it again", qPrintable(shortId(node)),
+             qPrintable(why.left(200)));
+    m_router.removeNode(node, QStringLiteral("its weights missed a step"));
+    m_ghosts.insert(node, *stage);
+    m_averager.startSync(node, *stage);
 }
 
 void Membership::route(const QString& node, int stage) {

@@ -46,6 +46,12 @@ public:
     void rememberOnlineNodes();
     // After a restart, nodes ready on a stage are held while its weights are taken back (Reclaim).
     void setReclaim(Reclaim* reclaim) { m_reclaim = reclaim; }
+    // A routed node's weights missed an update (it could not apply a step): where replicas are held
+    // equal it is a ghost again and takes the checkpoint's state; elsewhere nothing changes.
+    void resync(const QString& node, const QString& why);
+    // Whether a node joining the stage must sync even with no replica there (the checkpoint took
+    // steps since the shard a joiner downloads: where replicas are held equal, it must hold them too).
+    void setSyncAlone(std::function<bool(int stage)> syncAlone) { m_syncAlone = std::move(syncAlone); }
     // Called when rebalance() moves a node: what it was asked for on its old stage (an audit's
     // weights, a gradient share) can no longer be answered with that stage's weights.
     void setOnMoved(std::function<void(const QString& node)> onMoved) { m_onMoved = std::move(onMoved); }
@@ -80,6 +86,8 @@ private:
     Clock m_clock;
     std::function<void(const QString& node)> m_onMoved;
     QHash<QString, int> m_ghosts; // syncing, by node → stage
+    std::function<bool(int stage)> m_syncAlone;
+    QHash<QString, int> m_syncRetries; // by ghost: syncs started again after a failure
     struct Move {
         int stage = 0;
         qint64 sinceMs = 0;

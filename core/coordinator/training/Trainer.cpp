@@ -43,8 +43,6 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
                                                  PreparedRun prepared) {
     if (Status s = checkSettings(config, settings, prepared); !s)
         return s.error();
-    if (settings.averaging.interval == 0) // the default: SPARTA where replicas are not kept equal
-        settings.averaging.interval = settings.gradients.enabled ? -1 : 20;
     std::unique_ptr<Trainer> t(new Trainer(db, config, settings, sessions));
     if (Status s = t->resume(std::move(prepared)); !s)
         return s.error();
@@ -131,6 +129,10 @@ Status Trainer::makeChecks(const Identity& key) {
 }
 
 void Trainer::makeAverager() {
+    // The default: SPARTA where replicas are not held equal — without gradient averaging, and after a
+    // restart (the checkpoint's moments start afresh there while the replicas keep theirs).
+    if (m_settings.averaging.interval == 0)
+        m_settings.averaging.interval = m_settings.gradients.enabled && m_state.step == 0 ? -1 : 20;
     StageCheckpoints* cp = m_checkpoints.get();
     ResultCheck* resultChecks = m_checks.get();
     const int partitions = m_settings.averaging.partitions;
@@ -150,7 +152,7 @@ void Trainer::makeAverager() {
     // Replicas of a stage then hold equal weights: what a re-execution compares, and what an audit's
     // snapshot must equal (the checkpoint's, read when it is asked for: synchronous steps only, where
     // the weights a step's tasks ran on are the checkpoint's until the step's update).
-    m_replicasAgree = state && m_settings.averaging.interval < 0;
+    m_replicasAgree = state && m_settings.averaging.interval < 0 && m_state.step == 0;
     if (m_replicasAgree && m_settings.loop.pipelineDepth == 1) {
         const int auditPartitions = m_settings.averaging.partitions;
         m_auditor->setReference([cp, auditPartitions](int stage) -> std::shared_ptr<const std::vector<float>> {
@@ -314,6 +316,12 @@ void Trainer::makeReclaim(const QString& shardDir) {
 
 void Trainer::wireMembership() {
     m_membership->setReclaim(m_reclaim.get());
+    if (m_replicasAgree) {
+        // A node joining a stage nobody holds (the first, or one moved to a starved stage) takes the
+        // checkpoint's state too once it has taken a step: the published shard it downloaded is older.
+        StageCheckpoints* cp = m_checkpoints.get();
+        m_membership->setSyncAlone([cp](int stage) { return cp->optimizerSteps(stage) > 0 || cp->changed(stage); });
+    }
     // A moved node's pending audit would be answered with its new stage's weights: an honest node
     // failed the audit of its old stage that way. Its evidence there stays unjudged instead.
     m_membership->setOnMoved([this](const QString& node) {

@@ -57,7 +57,11 @@ struct TrainerInbox::Delivery {
                 node, protocol::ErrorNotice{QStringLiteral(
                           "a task_result of a data-plane task must come as a binary message")});
     }
-    void operator()(const protocol::StepDone&) const {} // nothing to do; the node's status shows it
+    // A step the node could not apply leaves its weights unlike its replicas': it syncs again.
+    void operator()(const protocol::StepDone& done) const {
+        if (!done.ok)
+            inbox.m_parts.membership.resync(node, done.error);
+    }
     // Shares are binary only: the schema refuses one sent as text.
     void operator()(const protocol::AverageShare& share) const {
         if (frames != nullptr)
