@@ -289,7 +289,6 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
 void TestDishonestNodes::aLiarIsConvictedByReexecution_data() {
     QTest::addColumn<QString>("mode"); // each lies in what either stage returns (activations, gradients)
     QTest::newRow("two tokens edited") << QStringLiteral("tokens");
-    QTest::newRow("scaled") << QStringLiteral("scale");
     QTest::newRow("noise") << QStringLiteral("noise");
 }
 
