@@ -504,7 +504,8 @@ void Trainer::onReexecuted(const ReexecutionVerdict& verdict) {
     if (verdict.unsettled) {
         qWarning("trust: re-execution of microbatch %lld (stage %d) unsettled: %s", qlonglong(verdict.microbatch),
                  verdict.stage, qPrintable(verdict.reason));
-        m_checks->probation(verdict.checked);
+        for (const QString& node : verdict.disputed)
+            m_checks->probation(node);
     }
     for (const QString& node : verdict.convicted) {
         qWarning("trust: node %s (stage %d) convicted by re-execution: %s", qPrintable(node.left(12)),

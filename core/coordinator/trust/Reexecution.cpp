@@ -18,10 +18,9 @@ QString shortId(const QString& node) {
 
 } // namespace
 
-Reexecution::Reexecution(const gpu::ModelConfig& config, ReexecutionSettings settings, Router& router,
-                         Clock clock, NetworkOf networkOf, std::unique_ptr<gpu::FrameDecoder> decoder)
-    : m_config(config)
-    , m_settings(settings)
+Reexecution::Reexecution(ReexecutionSettings settings, Router& router, Clock clock, NetworkOf networkOf,
+                         std::unique_ptr<gpu::FrameDecoder> decoder)
+    : m_settings(settings)
     , m_router(router)
     , m_clock(std::move(clock))
     , m_networkOf(std::move(networkOf))
@@ -39,7 +38,7 @@ Result<std::unique_ptr<Reexecution>> Reexecution::create(const gpu::ModelConfig&
     Result<std::unique_ptr<gpu::FrameDecoder>> decoder = gpu::FrameDecoder::create(config);
     if (!decoder)
         return makeError("re-execution: " + decoder.message());
-    return std::unique_ptr<Reexecution>(new Reexecution(config, settings, router, std::move(clock),
+    return std::unique_ptr<Reexecution>(new Reexecution(settings, router, std::move(clock),
                                                         std::move(networkOf), std::move(*decoder)));
 }
 
@@ -177,6 +176,7 @@ bool Reexecution::decide(Case& c) {
             v.worstError = e;
             return true;
         }
+        v.disputed = {checked.node, c.answers[1].node};
         v.reason = QStringLiteral("answers of %1 and %2 differ (per-token error %3)")
                        .arg(shortId(checked.node), shortId(c.answers[1].node))
                        .arg(e, 0, 'g', 3);

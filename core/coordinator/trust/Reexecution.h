@@ -59,6 +59,7 @@ struct ReexecutionVerdict {
     QStringList verified;   // nodes whose answers stand (each agreed with another)
     QStringList convicted;  // nodes whose answers the referee contradicts
     bool unsettled = false; // two answers disagree and no referee settled it
+    QStringList disputed;   // unsettled: the nodes whose answers disagree (back to probation)
     double worstError = 0;  // the largest per-token error between answers that agreed
     QString reason;         // why the convicted are convicted, or why it is unsettled
 };
@@ -113,8 +114,8 @@ private:
         qint64 era = 0;
     };
 
-    Reexecution(const gpu::ModelConfig& config, ReexecutionSettings settings, Router& router, Clock clock,
-                NetworkOf networkOf, std::unique_ptr<gpu::FrameDecoder> decoder);
+    Reexecution(ReexecutionSettings settings, Router& router, Clock clock, NetworkOf networkOf,
+                std::unique_ptr<gpu::FrameDecoder> decoder);
     // The answer's check rows; none when its frame does not decode (the node's answer is then wrong).
     std::optional<Answer> decode(const QString& node, const Case& c, const protocol::HeldFrame& output,
                                  std::optional<double> loss) const;
@@ -130,7 +131,6 @@ private:
     bool decide(Case& c);
     void close(qint64 caseId, bool decided);
 
-    gpu::ModelConfig m_config;
     ReexecutionSettings m_settings;
     Router& m_router;
     Clock m_clock;
