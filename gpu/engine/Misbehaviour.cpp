@@ -20,7 +20,7 @@ constexpr Named kModes[] = {{"echo", Misbehaviour::Mode::Echo},   {"zeros", Misb
                             {"flip", Misbehaviour::Mode::Flip},   {"nan", Misbehaviour::Mode::Nan},
                             {"loss", Misbehaviour::Mode::Loss},   {"poison", Misbehaviour::Mode::Poison},
                             {"fast", Misbehaviour::Mode::Fast},   {"tokens", Misbehaviour::Mode::Tokens},
-                            {"identity", Misbehaviour::Mode::Identity}};
+                            {"identity", Misbehaviour::Mode::Identity}, {"mute", Misbehaviour::Mode::Mute}};
 
 } // namespace
 
@@ -41,7 +41,7 @@ Result<std::unique_ptr<Misbehaviour>> Misbehaviour::create(const ModelConfig& co
             return std::unique_ptr<Misbehaviour>(new Misbehaviour(m.mode, std::move(*codec)));
         }
     return makeError("unknown misbehaviour '" + std::string(mode) +
-                     "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity)");
+                     "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute)");
 }
 
 void Misbehaviour::activation(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const {

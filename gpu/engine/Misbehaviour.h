@@ -13,6 +13,7 @@
 //   fast    reports 1e-9 compute seconds for every task (and computes honestly)
 //   identity  its weights reported as zeros (pre-norm blocks are then the identity) and every result its
 //           input with its largest value 1% larger (no longer the input byte for byte): what such weights give
+//   mute    computes honestly and never sends the weights an audit asks for (a whole-stage snapshot)
 //   tokens  two tokens' rows of every returned tensor times 1.2 (the frame as a whole moves by under
 //           5%: what one relative error over the frame lets through)
 // A lie that needs a shape the task lacks (echo on stage 0's forward) leaves the result honest.
@@ -34,7 +35,7 @@ class Codec;
 
 class Misbehaviour {
 public:
-    enum class Mode { Echo, Zeros, Noise, Scale, Flip, Nan, Loss, Poison, Fast, Tokens, Identity };
+    enum class Mode { Echo, Zeros, Noise, Scale, Flip, Nan, Loss, Poison, Fast, Tokens, Identity, Mute };
 
     // None when `mode` is empty; an error names the modes when it is unknown.
     static Result<std::unique_ptr<Misbehaviour>> create(const ModelConfig& config, std::string_view mode);
@@ -50,6 +51,8 @@ public:
     // The weights it reports when asked for them (an audit's snapshot, an averaging share).
     void weights(std::vector<float>& values) const;
     bool fastTiming() const { return m_mode == Mode::Fast; }
+    // Whether it keeps silent when asked for all its weights (an audit's snapshot).
+    bool withholdsSnapshots() const { return m_mode == Mode::Mute; }
 
 private:
     Misbehaviour(Mode mode, std::unique_ptr<Codec> codec);

@@ -44,6 +44,9 @@ constexpr int kStages = 3;
 // (150 s until 2026-12-04: a newcomer liar then went uncaught in time in 2 of 3 runs of the whole
 // suite, once while the test ran alone; the cause is not found — see the note.)
 constexpr int kCaughtWithinMs = 300'000;
+// The coordinator's log reaches the test through a pipe: a line can come a moment after the database
+// already shows what it says.
+constexpr int kLogLagMs = 10'000;
 // The loss an honest run passes early (the uniform model's is 5.55): a run with one unchecked noise
 // liar stays near 5.1, honest runs are below 3.5 by 100,000 tokens (bench_trust, BENCHMARKS.md "Trust").
 constexpr double kLearningLoss = 4.0;
@@ -75,6 +78,13 @@ public:
     ~Swarm() {
         m_nodes.clear();
         m_coordinator->stop();
+        if (QTest::currentTestFailed()) { // the coordinator's whole log, kept for whoever reads the failure
+            QFile kept(QDir::temp().filePath(
+                QStringLiteral("tessera-dishonest-%1.log").arg(QString::fromUtf8(QTest::currentDataTag()))
+                    .replace(u' ', u'-')));
+            if (kept.open(QIODevice::WriteOnly | QIODevice::Truncate) && kept.write(log()) >= 0)
+                qWarning("the coordinator's log: %s", qPrintable(kept.fileName()));
+        }
     }
 
     bool start() {
@@ -148,6 +158,15 @@ private:
     QSslConfiguration m_ssl;
 };
 
+// What the coordinator judged (its trust, averaging and gradient lines), for a failure's message.
+QByteArray judgements(const QByteArray& log) {
+    QByteArray lines;
+    for (const QByteArray& line : log.split('\n'))
+        if (line.contains("trust:") || line.contains("averager:") || line.contains("gradients:"))
+            lines += line.left(240) + '\n';
+    return lines;
+}
+
 } // namespace
 
 class TestDishonestNodes final : public QObject {
@@ -191,10 +210,19 @@ void TestDishonestNodes::checkHonestUnharmed(Swarm& swarm, int liar) {
                                  "SELECT COALESCE(SUM(audits_failed), 0) FROM reputation WHERE subject = ?"),
                              {subject}),
                  qint64(0));
-        QCOMPARE(
+        // Why, where it was struck: the reason kept with its strike and what the coordinator said.
+        const qint64 strikes =
             swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation WHERE subject = ?"),
-                        {subject}),
-            qint64(0));
+                        {subject});
+        QByteArray why;
+        if (strikes != 0) {
+            why = "honest node " + QByteArray::number(i) + " struck: " +
+                  swarm.sql(QStringLiteral("SELECT ban_reason FROM reputation WHERE subject = ?"), {subject})
+                      .toString()
+                      .toUtf8() +
+                  "\n" + judgements(swarm.log());
+        }
+        QVERIFY2(strikes == 0, why.left(6000).constData());
         QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {id}),
                  qint64(0));
         QVERIFY2(swarm.node(i).running(), qPrintable(QStringLiteral("honest node %1 stopped").arg(i)));
@@ -219,6 +247,8 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid_data() {
     // Weights of zeros shown to its audits (every pre-norm block is then the identity) and its input,
     // nudged, as its answers: what those weights give — but not the weights its replicas hold.
     QTest::newRow("zero weights shown to audits") << QStringLiteral("identity") << 1 << true;
+    // Honest work, and silence when its weights are asked for: failing, not unjudged.
+    QTest::newRow("unanswered audits") << QStringLiteral("mute") << 1 << true;
 }
 
 void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
@@ -255,8 +285,12 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
                     .toInteger() > 0);
         QVERIFY2(!log.contains("does not continue"), log.right(2000).constData());
     }
+    if (mode == u"mute")
+        QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("did not send the weights of its audit"),
+                                  judgements(swarm.log()).right(3000).constData(), kLogLagMs);
     if (audit) {
-        QVERIFY2(log.contains("failed an audit"), log.right(2000).constData());
+        QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("failed an audit"),
+                                  judgements(swarm.log()).right(3000).constData(), kLogLagMs);
         // Banned: the coordinator ends its session, its re-admission is refused, it stops and says why.
         QCOMPARE(swarm.node(liar).waitExit(60'000), 3); // refused
         QVERIFY2(swarm.node(liar).log().contains("banned"), swarm.node(liar).log().right(1500).constData());
@@ -265,17 +299,21 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
         QVERIFY(refusal.open(QIODevice::ReadOnly));
         QCOMPARE(QJsonDocument::fromJson(refusal.readAll()).object().value(u"kind").toString(), u"banned"_qs);
     } else {
-        QVERIFY2(log.contains("result refused"), log.right(2000).constData());
+        QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("result refused"),
+                                  judgements(swarm.log()).right(3000).constData(), kLogLagMs);
     }
     // What it had pending is forfeited, with the reason kept for it to read.
     QVERIFY(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {liarId}) >=
             1);
-    // Whatever it did, it earned nothing: no receipt, nothing left pending that could be paid.
+    // Whatever it lied in, it earned nothing: no receipt, nothing left pending that could be paid. (The
+    // mute node's work is honest: what a re-execution verified before it fell silent is paid, no more.)
     checkHonestUnharmed(swarm, liar);
-    QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}),
-             qint64(0));
     const QJsonObject credits = swarm.get(QStringLiteral("/v1/nodes/%1/credits").arg(liarId));
-    QCOMPARE(credits.value(u"total_micro_credits").toInteger(-1), qint64(0));
+    if (mode != u"mute") {
+        QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}),
+                 qint64(0));
+        QCOMPARE(credits.value(u"total_micro_credits").toInteger(-1), qint64(0));
+    }
     QVERIFY(!credits.value(u"escrow").toObject().value(u"last_forfeit_reason").toString().isEmpty());
     // And the swarm still learns, below the loss an honest run passes early.
     QTRY_VERIFY2_WITH_TIMEOUT(
@@ -320,11 +358,9 @@ void TestDishonestNodes::aLiarIsConvictedByReexecution() {
         qPrintable(QStringLiteral("the %1 liar was not convicted: %2").arg(mode, QString::fromUtf8(swarm.log().right(3000)))),
         kCaughtWithinMs);
     const QByteArray log = swarm.log();
-    QByteArray trustLines; // what the coordinator judged, for a failure's message
-    for (const QByteArray& line : log.split('\n'))
-        if (line.startsWith("trust:") || line.startsWith("gradients:"))
-            trustLines += line.left(200) + '\n';
-    QVERIFY2(log.contains("convicted by re-execution"), trustLines.right(3000).constData());
+    const QByteArray trustLines = judgements(log);
+    QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("convicted by re-execution"), trustLines.right(3000).constData(),
+                              kLogLagMs);
     // Nothing was recomputed on the coordinator: every judgement was a replica's re-execution.
     const QJsonObject trust = swarm.get(QStringLiteral("/v1/status")).value(u"trust").toObject();
     QCOMPARE(trust.value(u"recompute_limit").toInteger(-1), qint64(0));

@@ -244,11 +244,18 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
     const double median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
     const auto vettedNode = [&](const QString& node) { return !m_trusted || m_trusted(node); };
     QHash<QString, double> norms;
+    QStringList beyond; // struck once the shares are read (a strike can end a session)
     bool anyVetted = false;
     for (auto it = round.shares.cbegin(); it != round.shares.cend(); ++it) {
         double squared = 0;
         for (const float v : it->values)
             squared += double(v) * v;
+        const double rms = it->values.empty() ? 0.0 : std::sqrt(squared / double(it->values.size()));
+        if (m_settings.rank == 0 && m_settings.maxShareRms > 0 && std::isfinite(rms) &&
+            rms > m_settings.maxShareRms) {
+            beyond << it.key(); // counts in nobody's median
+            continue;
+        }
         norms.insert(it.key(), std::sqrt(squared));
         anyVetted = anyVetted || vettedNode(it.key());
     }
@@ -266,6 +273,8 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
     };
     std::vector<Share> vetted, all;
     for (auto it = round.shares.begin(); it != round.shares.end(); ++it) {
+        if (beyond.contains(it.key()))
+            continue;
         const double norm = norms.value(it.key());
         const std::optional<double> others = othersMedian(it.key());
         // A lone share has nothing to be outvoted by: the global clip bounds it.
@@ -288,6 +297,10 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
             vetted.push_back(share);
         all.push_back(std::move(share));
     }
+    for (const QString& node : beyond)
+        Q_EMIT shareRefused(node, stage,
+                            QStringLiteral("its gradient share is far beyond any training (RMS over %1 a weight)")
+                                .arg(m_settings.maxShareRms));
     // Shares of nodes on probation do not count while any vetted replica's does.
     const std::vector<Share>& used = vetted.empty() ? all : vetted;
     if (used.empty())

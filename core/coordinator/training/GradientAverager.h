@@ -60,6 +60,10 @@ struct GradientSettings {
     // 4-byte words one message of a share, basis or result carries; more travel in chunks
     // (protocol/PartitionChunks; the run's --partition-chunk-values).
     qint64 chunkValues = 0;
+    // A dense share's RMS per weight above this is no training's and its sender is struck, from the
+    // first step (no history needed): the global clip (norm 1) would shrink such a share by at least
+    // √(weights); honest shares of the tiny stages run at 1e-4…1e-2. 0: no bound.
+    double maxShareRms = 1.0;
 };
 
 class GradientAverager final : public QObject {

@@ -379,7 +379,10 @@ void Trainer::sessionReceived(const QString& nodeId, const protocol::ToCoordinat
 void Trainer::sessionClosed(const QString& nodeId) {
     m_inbox->nodeGone(nodeId);
     m_probes->forget(nodeId);
-    m_auditor->nodeGone(nodeId);
+    if (m_stopped)
+        m_auditor->nodeGone(nodeId);
+    else
+        m_auditor->nodeLeft(nodeId); // a snapshot it owed is an audit unanswered
     if (m_gradients)
         m_gradients->nodeGone(nodeId);
     m_membership->onClosed(nodeId, m_stopped);
@@ -456,6 +459,10 @@ void Trainer::drawForCheck(const QString& node, const Microbatch& mb, protocol::
 void Trainer::onRefused(const QString& node, int stage, const QString& reason) {
     qWarning("trust: node %s (stage %d): result refused: %s", qPrintable(node.left(12)), stage,
              qPrintable(reason));
+    strike(node, reason);
+}
+
+void Trainer::strike(const QString& node, const QString& reason) {
     m_checks->probation(node);
     // The router banned it for a while; the strike is remembered past `unavailable`, reconnects and
     // restarts, and what it had pending is forfeited (a liar mixing lies with work is not paid).
@@ -473,6 +480,7 @@ void Trainer::onRefused(const QString& node, int stage, const QString& reason) {
                                 .arg(reason.left(120));
         if (Result<qint64> out = m_reputation->struckOut(node, why, t); !out)
             qWarning("trust: recording a node struck out failed: %s", out.message().c_str());
+        m_auditor->nodeGone(node); // a snapshot it owed counts no further
         m_sessions.closeNode(node, why);
     }
 }
@@ -485,6 +493,13 @@ void Trainer::onAudited(const AuditOutcome& outcome) {
             !s)
             qWarning("trust: recording an audit failed: %s", s.message().c_str());
         return;
+    }
+    // Left or paused while it owed its weights (an honest node's process can end mid-audit: a game
+    // started): struck, its pending credit forfeited, its answers judged on the reference all the same.
+    if (outcome.unanswered && outcome.left) {
+        qWarning("trust: node %s (stage %d) left its audit unanswered: %s", qPrintable(outcome.node.left(12)),
+                 outcome.stage, qPrintable(outcome.reason));
+        return strike(outcome.node, outcome.reason);
     }
     qWarning("trust: node %s (stage %d) failed an audit: %s", qPrintable(outcome.node.left(12)),
              outcome.stage, qPrintable(outcome.reason));
@@ -523,6 +538,7 @@ void Trainer::convict(const QString& node, const QString& reason) {
     m_loop->flush(); // its queued work is pending credit too
     m_credits->forfeit(node, QStringLiteral("failed an audit: %1").arg(reason), t);
     // Out of the swarm: its session ends, and its next admission is refused while the ban lasts.
+    m_auditor->nodeGone(node); // a snapshot it owed counts no further
     m_sessions.closeNode(node,
                          QStringLiteral("banned: failed an audit of its results (%1)").arg(reason.left(200)));
 }

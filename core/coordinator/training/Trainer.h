@@ -128,6 +128,8 @@ private:
     std::optional<QString> checkResult(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
                                        const protocol::HeldFrame& output, std::optional<double> loss);
     void onRefused(const QString& node, int stage, const QString& reason);
+    // A strike: probation, a while out of the routing, pending credit forfeited; the third is out.
+    void strike(const QString& node, const QString& reason);
     void onAudited(const AuditOutcome& outcome);
     void onReexecuted(const ReexecutionVerdict& verdict);
     // A node proven to lie (a failed audit, a re-execution that convicts it): banned, its pending

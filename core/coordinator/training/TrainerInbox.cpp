@@ -43,7 +43,7 @@ struct TrainerInbox::Delivery {
     void operator()(const protocol::Heartbeat&) const {} // SessionApi answers it; none comes here
     void operator()(const protocol::Ready& ready) const { inbox.m_parts.membership.onReady(node, ready); }
     void operator()(const protocol::Unavailable& unavailable) const {
-        inbox.m_parts.auditor.nodeGone(node);
+        inbox.m_parts.auditor.nodeLeft(node); // paused: the weights it owes are not coming
         if (inbox.m_parts.gradients)
             inbox.m_parts.gradients->nodeGone(node);
         inbox.m_parts.membership.onUnavailable(node, unavailable.reason);

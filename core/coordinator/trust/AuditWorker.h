@@ -30,7 +30,7 @@ struct AuditJob {
     qint64 version = 0;
     qint64 requestedAtMs = 0;
     std::vector<Evidence> evidence;
-    protocol::HeldFrame weights;
+    protocol::HeldFrame weights; // null: the node did not send them (judged on the reference alone)
     std::shared_ptr<const std::vector<float>> reference; // the replicas' weights (Auditor::setReference)
 };
 

@@ -4,6 +4,7 @@
 
 #include "coordinator/trust/AuditWorker.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -92,7 +93,7 @@ void Auditor::requestSnapshots(const VersionOf& versionOf) {
         audit.round = round;
         audit.stepsSinceSnapshot = 0;
         audit.version = version;
-        audit.deadlineMs = t + m_settings.snapshotDeadlineMs;
+        audit.deadlineMs = t + deadlineMs(audit.evidence.front().stage);
         audit.requestedAtMs = t;
     }
 }
@@ -132,6 +133,8 @@ void Auditor::finish(const AuditOutcome& outcome) {
     ++m_audits;
     if (!outcome.passed)
         ++m_failed;
+    if (outcome.unanswered)
+        ++m_unanswered;
     else
         m_worstPassed = std::max(m_worstPassed, outcome.worstError);
     Q_EMIT audited(outcome);
@@ -141,15 +144,56 @@ void Auditor::nodeGone(const QString& node) {
     m_nodes.remove(node);
 }
 
+void Auditor::nodeLeft(const QString& node) {
+    const auto it = m_nodes.find(node);
+    if (it == m_nodes.end())
+        return;
+    if (it->round != 0)
+        unanswered(node, it.value(), true);
+    m_nodes.erase(it);
+}
+
 void Auditor::tick() {
     const qint64 t = m_clock();
     for (auto it = m_nodes.begin(); it != m_nodes.end(); ++it)
-        if (it->round != 0 && t >= it->deadlineMs) {
-            qWarning("trust: node %s did not send the weights of its audit in time: unjudged",
-                     qPrintable(shortId(it.key())));
-            it->round = 0;
-            it->evidence.clear();
-        }
+        if (it->round != 0 && t >= it->deadlineMs)
+            unanswered(it.key(), it.value(), false);
+}
+
+qint64 Auditor::deadlineMs(int stage) const {
+    const double bytes = 4.0 * double(m_config.stageParameterCount(stage));
+    return m_settings.snapshotDeadlineMs +
+           qint64(1000.0 * bytes / std::max(1.0, m_settings.slowestUplinkBytesPerSecond));
+}
+
+void Auditor::unanswered(const QString& node, NodeAudit& audit, bool left) {
+    const double seconds = double(m_clock() - audit.requestedAtMs) / 1000.0;
+    const int stage = audit.evidence.empty() ? 0 : audit.evidence.front().stage;
+    AuditOutcome silent{node, stage, false, 0, 0,
+                        left ? QStringLiteral("it left or paused %1 s after its weights were asked for, "
+                                              "before sending them")
+                                   .arg(seconds, 0, 'f', 0)
+                             : QStringLiteral("it did not send the weights of its audit within %1 s")
+                                   .arg(seconds, 0, 'f', 0),
+                        audit.requestedAtMs};
+    silent.unanswered = true;
+    silent.left = left;
+    qWarning("trust: node %s: %s", qPrintable(shortId(node)), qPrintable(silent.reason));
+    AuditJob job{node, audit.version, audit.requestedAtMs, std::move(audit.evidence), {},
+                 std::move(audit.reference)};
+    audit.evidence.clear();
+    audit.reference.reset();
+    audit.round = 0;
+    if (!job.reference || job.evidence.empty())
+        return finish(silent);
+    // Its answers are still judged, on the weights its replicas hold: a lie there is what it fails.
+    ++m_inFlight;
+    m_jobs->post([this, job = std::move(job), silent] {
+        m_replies.post([this, outcome = m_worker->judge(job), silent] {
+            --m_inFlight;
+            finish(outcome.passed ? silent : outcome);
+        });
+    });
 }
 
 } // namespace tessera::coordinator

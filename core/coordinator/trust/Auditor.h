@@ -22,6 +22,13 @@
 // not train with (zeros, say, that make every block the identity) — and its answers are recomputed
 // with the checkpoint's. Without a reference (replicas that drift) the node's own weights are used.
 //
+// A snapshot asked for must come: one not sent within its deadline is a failed audit, and a node
+// that leaves or pauses while it owes one is struck (Trainer). Either way its answers are still
+// judged where the reference holds the weights they ran on. (The request itself cannot pass for
+// routine traffic where replicas agree — no SPARTA round asks for weights then — so what it asks
+// must not be dodgeable: the answers it covers were given before it, the weights must be the
+// reference's, and silence costs what failing does.)
+//
 // What it does not judge: a stage 0 backward (it answers nothing), stages above maxParameters (not
 // recomputed here: the limit is the coordinator's memory and CPU time).
 //
@@ -56,7 +63,10 @@ struct AuditSettings {
     // A node's weights are asked for at most once in this many steps (a snapshot costs the node a
     // gather of all its weights before its step, and the coordinator a load and recomputation).
     int stepsBetweenSnapshots = 4;
+    // A snapshot not sent by then is an audit failed: this long, plus the stage's weights (4 bytes each)
+    // at the slowest uplink a volunteer is expected to have (10 Mbit/s: 200 M parameters take 11 min).
     qint64 snapshotDeadlineMs = 60'000;
+    double slowestUplinkBytesPerSecond = 1.25e6;
     qint64 maxParameters = 200'000'000; // larger stages are not recomputed on the coordinator
     int partitions = 20;                // the order the weights travel in (the run's averaging partitions)
     qint64 chunkValues = 0;             // values a message of a snapshot carries (0: the default)
@@ -87,6 +97,11 @@ struct AuditOutcome {
     qint64 requestedAtMs = 0;    // when its weights were asked for: the work it covers was accepted before
     bool judgedForward = false;  // it compared a forward result (covers the node's forwards)
     bool judgedBackward = false; // a backward or forward_backward one's gradient (covers its gradients)
+    // Its weights never came: by the deadline (a failed audit), or it left or paused first (`left`:
+    // a strike). Its answers were judged on the reference where there is one: a lie found there is
+    // an ordinary failed audit instead (passed false, unanswered false).
+    bool unanswered = false;
+    bool left = false;
 };
 
 class Auditor final : public QObject {
@@ -122,12 +137,16 @@ public:
     // A node's average_share; false when it is not a snapshot this auditor asked for.
     bool onShare(const QString& node, const protocol::AverageShare& share,
                  const protocol::TaskMessage& message);
-    // The node left: its evidence and any snapshot it owed are dropped (unjudged).
+    // The node moved to another stage, or the coordinator is stopping: its evidence and any snapshot
+    // it owed are dropped (unjudged).
     void nodeGone(const QString& node);
-    void tick(); // snapshot deadlines
+    // The node left or paused: a snapshot it owed is never coming — an unanswered audit (`left`).
+    void nodeLeft(const QString& node);
+    void tick(); // snapshot deadlines: a snapshot not sent in time is an unanswered audit
 
     qint64 audits() const { return m_audits; }
     qint64 failed() const { return m_failed; }
+    qint64 unanswered() const { return m_unanswered; } // of the failed: the weights never came
     qint64 tasksRecomputed() const { return m_tasks; }
     // Relative errors of the audits that passed (for the status page and the benchmark).
     double worstPassedError() const { return m_worstPassed; }
@@ -150,6 +169,10 @@ private:
     };
 
     void finish(const AuditOutcome& outcome);
+    // The snapshot `audit` asked for will not come: its evidence judged on the reference where there
+    // is one, then an unanswered outcome (or the lie the reference showed).
+    void unanswered(const QString& node, NodeAudit& audit, bool left);
+    qint64 deadlineMs(int stage) const;
 
     gpu::ModelConfig m_config;
     AuditSettings m_settings;
@@ -166,6 +189,7 @@ private:
     qint64 m_nextRound = qint64(1) << 40; // apart from the averager's rounds
     qint64 m_audits = 0;
     qint64 m_failed = 0;
+    qint64 m_unanswered = 0;
     qint64 m_tasks = 0;
     double m_worstPassed = 0;
 };

@@ -104,6 +104,7 @@ struct EngineResult {
     EngineOutput gradInput;    // Backward: gradient frame for the previous stage (empty on stage 0)
     int microbatches = 0;      // Step: accumulated microbatches whose gradients the step applied
     std::vector<float> values; // Gather: the partition's weights (fp32); ShareGradients: the share
+    bool withheld = false;     // Misbehaviour (tests only): nothing of it is sent
     bool hasBasis = true;      // ShareGradients: false when it holds another round's basis
     std::int64_t basisRound = 0;
     bool firstRound = false; // ShareGradients: the values are a low rank's first share

@@ -272,6 +272,8 @@ void EngineWorker::misbehave(const EngineTask& task, EngineResult& result) const
         lie.share(result.values);
     if (task.kind == EngineTask::Gather)
         lie.weights(result.values);
+    if (task.kind == EngineTask::Gather && task.partition == -1 && lie.withholdsSnapshots())
+        result.withheld = true;
     if (lie.fastTiming())
         result.computeSeconds = 1e-9;
 }

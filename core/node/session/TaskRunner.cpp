@@ -431,6 +431,8 @@ void TaskRunner::finishTask(const Pending& p, const EngineResult& r) {
 }
 
 void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
+    if (r.withheld)
+        return;
     AverageShare share{p.round, p.partition, p.partitions, r.ok, r.error.left(kMaxReasonChars), 0, 0};
     if (!r.ok) {
         qWarning("node: %s of round %lld: %s", qPrintable(messageTypeName(p.message)), qlonglong(p.round),

@@ -107,7 +107,8 @@ GradientSettings dense() {
     GradientSettings s;
     s.rank = 0;
     s.bits = 32;    // exact: the tests compare values
-    s.clipNorm = 0; // no clip unless a test wants one
+    s.clipNorm = 0;    // no clip unless a test wants one
+    s.maxShareRms = 0; // values of any size, unless a test wants the bound
     s.schedule.peak = 1e-3;
     s.schedule.warmupSteps = 10;
     return s;
@@ -257,6 +258,26 @@ private Q_SLOTS:
             QCOMPARE(s.header.included, s.node == u"a"_qs);
         }
         QCOMPARE(h.averager->status().value(u"shares_outvoted").toInteger(), 1);
+    }
+
+    // At the first step there is no history of norms and, of two replicas, no majority: a share far
+    // beyond any training's (RMS 9.9 a weight, what `poison` sends) is refused and its sender named,
+    // and the other replica's share is the stage's update.
+    void aShareBeyondAnyTrainingIsRefusedFromTheFirstStep() {
+        GradientSettings settings = dense();
+        settings.maxShareRms = GradientSettings().maxShareRms;
+        Harness h(settings);
+        QVERIFY(h.rounds(1, 1, 0.11f, 9.9f));
+        QCOMPARE(h.refused, QStringList{u"b"_qs});
+        QCOMPARE(int(h.results.size()), 2);
+        for (const Sent& s : h.results) {
+            QCOMPARE(s.values, std::vector<float>(10, 0.11f));
+            QCOMPARE(s.header.included, s.node == u"a"_qs);
+        }
+        // An honest share at the bound's edge is not refused.
+        Harness edge(settings);
+        QVERIFY(edge.rounds(1, 1, 0.11f, 0.9f));
+        QVERIFY(edge.refused.isEmpty());
     }
 
     void normsThatGrowTogetherAreNotOutliers() {

@@ -44,7 +44,8 @@ private Q_SLOTS:
     void weightsThatCannotBeTheStagesFail();
     void weightsUnlikeTheReplicasFail();
     void evidenceOfOlderWeightsIsDroppedUnjudged();
-    void aSnapshotThatNeverComesJudgesNobody();
+    void aSnapshotThatNeverComesFailsTheAudit();
+    void leavingWhileOwingASnapshotIsUnansweredAndLiesStillFail();
     void aNodeIsAskedForItsWeightsAtMostOnceInFourSteps();
     void aSuspiciousResultBringsTheSnapshotForward();
 
@@ -253,19 +254,69 @@ void TestAuditor::evidenceOfOlderWeightsIsDroppedUnjudged() {
     QVERIFY(run->requests.empty());
 }
 
-void TestAuditor::aSnapshotThatNeverComesJudgesNobody() {
+// Silence costs what failing does: a snapshot not sent by its deadline (60 s plus the stage's weights at
+// 10 Mbit/s) is a failed audit. One second before it, nothing is judged yet; a late answer is not taken.
+void TestAuditor::aSnapshotThatNeverComesFailsTheAudit() {
     std::unique_ptr<Run> run = makeRun();
     QSignalSpy audited(run->auditor.get(), &Auditor::audited);
     run->auditor->keep(QStringLiteral("n1"), forward1(m_trip.act1));
     run->auditor->requestSnapshots([](const QString&) { return qint64(0); });
     QCOMPARE(run->requests.size(), std::size_t(1));
-    run->now += run->auditor->settings().snapshotDeadlineMs;
+    const qint64 deadline = run->auditor->settings().snapshotDeadlineMs +
+                            qint64(4.0 * double(m_config.stageParameterCount(1)) /
+                                   run->auditor->settings().slowestUplinkBytesPerSecond * 1000.0);
+    run->now += deadline - 1000;
     run->auditor->tick();
-    // The round is forgotten: a late answer is not taken as a snapshot, and nobody was judged.
+    QCOMPARE(audited.count(), 0); // still in time
+    run->now += 1000;
+    run->auditor->tick();
+    QCOMPARE(audited.count(), 1);
+    const AuditOutcome o = audited.at(0).at(0).value<AuditOutcome>();
+    QVERIFY(!o.passed);
+    QVERIFY(o.unanswered);
+    QVERIFY(!o.left);
+    QVERIFY2(o.reason.contains(u"did not send the weights of its audit"), qPrintable(o.reason));
+    QCOMPARE(run->auditor->failed(), qint64(1));
+    QCOMPARE(run->auditor->unanswered(), qint64(1));
+    // The round is over: a late answer is not taken as a snapshot.
     const qint64 round = run->requests.back().second;
     QVERIFY(!run->auditor->onShare(QStringLiteral("n1"), snapshotShare(round),
                                    snapshot(round, weightsOf(*m_engines[1]))));
+}
+
+// A node that leaves (or pauses) while it owes its weights has not answered: `left` (the Trainer strikes
+// it). Where the replicas' weights are known its answers are judged on them anyway, so a liar does not
+// escape by leaving: its lie is an ordinary failed audit. A node that owed nothing leaves unjudged.
+void TestAuditor::leavingWhileOwingASnapshotIsUnansweredAndLiesStillFail() {
+    std::unique_ptr<Run> run = makeRun();
+    QSignalSpy audited(run->auditor.get(), &Auditor::audited);
+    run->auditor->keep(QStringLiteral("n1"), forward1(m_trip.act1));
+    run->auditor->nodeLeft(QStringLiteral("n1")); // evidence kept, nothing asked yet: owes nothing
     QCOMPARE(audited.count(), 0);
+    run->auditor->keep(QStringLiteral("n1"), forward1(m_trip.act1));
+    run->auditor->requestSnapshots([](const QString&) { return qint64(0); });
+    run->auditor->nodeLeft(QStringLiteral("n1"));
+    QCOMPARE(audited.count(), 1);
+    AuditOutcome o = audited.at(0).at(0).value<AuditOutcome>();
+    QVERIFY(!o.passed && o.unanswered && o.left);
+    QVERIFY2(o.reason.contains(u"left or paused"), qPrintable(o.reason));
+
+    const auto reference = std::make_shared<const std::vector<float>>(weightsOf(*m_engines[1]));
+    for (const bool lying : {false, true}) {
+        run = makeRun();
+        run->auditor->setReference([reference](int) { return reference; });
+        QSignalSpy judged(run->auditor.get(), &Auditor::audited);
+        const QByteArray output = lying ? lie(m_config, "noise", m_trip.act1, true) : m_trip.act1;
+        run->auditor->keep(QStringLiteral("n1"), forward1(output));
+        run->auditor->requestSnapshots([](const QString&) { return qint64(0); });
+        run->auditor->nodeLeft(QStringLiteral("n1"));
+        QVERIFY(judged.count() == 1 || judged.wait(60'000)); // recomputed on the auditor's thread
+        o = judged.at(0).at(0).value<AuditOutcome>();
+        QVERIFY(!o.passed);
+        QCOMPARE(o.unanswered, !lying); // honest: struck for leaving; lying: convicted for the lie
+        QVERIFY2(o.reason.contains(lying ? u"differs from what its own weights give" : u"left or paused"),
+                 qPrintable(o.reason));
+    }
 }
 
 void TestAuditor::aNodeIsAskedForItsWeightsAtMostOnceInFourSteps() {
