@@ -20,7 +20,8 @@ constexpr Named kModes[] = {{"echo", Misbehaviour::Mode::Echo},   {"zeros", Misb
                             {"flip", Misbehaviour::Mode::Flip},   {"nan", Misbehaviour::Mode::Nan},
                             {"loss", Misbehaviour::Mode::Loss},   {"poison", Misbehaviour::Mode::Poison},
                             {"fast", Misbehaviour::Mode::Fast},   {"tokens", Misbehaviour::Mode::Tokens},
-                            {"identity", Misbehaviour::Mode::Identity}, {"mute", Misbehaviour::Mode::Mute}};
+                            {"identity", Misbehaviour::Mode::Identity}, {"mute", Misbehaviour::Mode::Mute},
+                            {"frame", Misbehaviour::Mode::Frame}};
 
 } // namespace
 
@@ -41,7 +42,7 @@ Result<std::unique_ptr<Misbehaviour>> Misbehaviour::create(const ModelConfig& co
             return std::unique_ptr<Misbehaviour>(new Misbehaviour(m.mode, std::move(*codec)));
         }
     return makeError("unknown misbehaviour '" + std::string(mode) +
-                     "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute)");
+                     "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute, frame)");
 }
 
 void Misbehaviour::activation(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const {
@@ -127,6 +128,9 @@ void Misbehaviour::rewrite(std::span<std::uint8_t> frame, bool activation) const
         case Mode::Identity: // the largest value one step of 1% further out
             x = x.clone();
             x.view(-1)[x.abs().argmax()].mul_(1.01);
+            break;
+        case Mode::Frame: // every token's RMS just under the result checks' bound (10⁴)
+            x = x / x.pow(2).mean(-1, true).sqrt().clamp_min(1e-12) * 9999.9;
             break;
         case Mode::Tokens:
             x = x.clone();

@@ -13,6 +13,8 @@
 //   fast    reports 1e-9 compute seconds for every task (and computes honestly)
 //   identity  its weights reported as zeros (pre-norm blocks are then the identity) and every result its
 //           input with its largest value 1% larger (no longer the input byte for byte): what such weights give
+//   frame   every tensor it returns scaled to a token RMS of 9,999.9, just under the result checks'
+//           bound (10⁴): what makes an honest neighbour's answer cross it (a frame-up)
 //   mute    computes honestly and never sends the weights an audit asks for (a whole-stage snapshot)
 //   tokens  two tokens' rows of every returned tensor times 1.2 (the frame as a whole moves by under
 //           5%: what one relative error over the frame lets through)
@@ -35,7 +37,7 @@ class Codec;
 
 class Misbehaviour {
 public:
-    enum class Mode { Echo, Zeros, Noise, Scale, Flip, Nan, Loss, Poison, Fast, Tokens, Identity, Mute };
+    enum class Mode { Echo, Zeros, Noise, Scale, Flip, Nan, Loss, Poison, Fast, Tokens, Identity, Mute, Frame };
 
     // None when `mode` is empty; an error names the modes when it is unknown.
     static Result<std::unique_ptr<Misbehaviour>> create(const ModelConfig& config, std::string_view mode);

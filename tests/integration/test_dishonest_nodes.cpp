@@ -78,7 +78,8 @@ public:
     ~Swarm() {
         m_nodes.clear();
         m_coordinator->stop();
-        if (QTest::currentTestFailed()) { // the coordinator's whole log, kept for whoever reads the failure
+        // The coordinator's whole log, kept for whoever reads a failure (or asks: TESSERA_TEST_KEEP_LOGS).
+        if (QTest::currentTestFailed() || qEnvironmentVariableIsSet("TESSERA_TEST_KEEP_LOGS")) {
             QFile kept(QDir::temp().filePath(
                 QStringLiteral("tessera-dishonest-%1.log").arg(QString::fromUtf8(QTest::currentDataTag()))
                     .replace(u' ', u'-')));
@@ -247,6 +248,9 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid_data() {
     // Weights of zeros shown to its audits (every pre-norm block is then the identity) and its input,
     // nudged, as its answers: what those weights give — but not the weights its replicas hold.
     QTest::newRow("zero weights shown to audits") << QStringLiteral("identity") << 1 << true;
+    // Tensors just under the bound, so the honest neighbour's answers cross it: the framer is struck
+    // (two replicas refused on its output), not the stage it framed.
+    QTest::newRow("framing a neighbour") << QStringLiteral("frame") << 2 << false;
     // Honest work, and silence when its weights are asked for: failing, not unjudged.
     QTest::newRow("unanswered audits") << QStringLiteral("mute") << 1 << true;
 }

@@ -67,6 +67,12 @@ struct Microbatch {
     qint64 taskEpoch = 0;   // the node's step epoch when the task was sent (a step after it drops the graph)
     qint64 taskVersion = 0; // the version of the node's weights the task runs on (Router::weightsVersion)
     qint64 taskEra = 0;     // the stage's weights era when the task was sent (Router::era)
+    // A refusal of this phase's result waiting for another replica's answer to the same input (Router:
+    // "framing"): whose it was, why, and who sent the input.
+    QString refusedNode;
+    QString refusedWhy;
+    QString inputFrom;
+    int inputStage = -1;
 };
 
 } // namespace tessera::coordinator

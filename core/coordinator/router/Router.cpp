@@ -212,6 +212,21 @@ bool Router::sendTask(Microbatch& mb, const QString& node, bool withInput) {
 }
 
 void Router::failPhase(Microbatch& mb, const QString& why, bool ban) {
+    releaseTask(mb, why, ban);
+    if (mb.attempts >= m_settings.maxAttempts) {
+        finish(mb.id, false,
+               QStringLiteral("%1 of stage %2 failed %3 times (last: %4)")
+                   .arg(protocol::taskKindName(kindOf(mb)))
+                   .arg(mb.stage)
+                   .arg(mb.attempts)
+                   .arg(why));
+        return;
+    }
+    ++m_counters.retries;
+    dispatch(mb);
+}
+
+void Router::releaseTask(Microbatch& mb, const QString& why, bool ban) {
     const QString node = mb.taskNode;
     m_taskToMicrobatch.remove(mb.taskId);
     m_taskSentAtMs.remove(mb.taskId);
@@ -226,17 +241,19 @@ void Router::failPhase(Microbatch& mb, const QString& why, bool ban) {
             m_schedulers[std::size_t(info->stage)].complete(node, mb.tokens, std::nan(""), now());
         }
     }
-    if (mb.attempts >= m_settings.maxAttempts) {
-        finish(mb.id, false,
-               QStringLiteral("%1 of stage %2 failed %3 times (last: %4)")
-                   .arg(protocol::taskKindName(kindOf(mb)))
-                   .arg(mb.stage)
-                   .arg(mb.attempts)
-                   .arg(why));
-        return;
+}
+
+std::optional<std::pair<QString, int>> Router::inputSender(const Microbatch& mb) const {
+    if (kindOf(mb) == TaskKind::Backward) { // the gradient the next stage sent back
+        for (auto it = mb.accepted.rbegin(); it != mb.accepted.rend(); ++it)
+            if (it->stage == mb.stage + 1)
+                return std::pair(it->nodeId, it->stage);
+        return std::nullopt;
     }
-    ++m_counters.retries;
-    dispatch(mb);
+    if (mb.stage == 0) // tokens: the coordinator's own
+        return std::nullopt;
+    const QString& from = mb.forwardNode[std::size_t(mb.stage - 1)];
+    return from.isEmpty() ? std::nullopt : std::optional(std::pair(from, mb.stage - 1));
 }
 
 void Router::onResult(const QString& nodeId, const protocol::TaskResult& result,
@@ -299,6 +316,13 @@ void Router::advance(Microbatch& mb, const protocol::TaskResult& result, const p
             return refuse(mb, *why);
     if (kind == TaskKind::ForwardBackward)
         mb.loss = *result.loss;
+    if (!mb.refusedNode.isEmpty()) {
+        // Another replica's answer to the input the first one was refused on passed: the first one's
+        // result was its own failure. Reported once this result has moved on (the report can end a session).
+        const QString first = std::exchange(mb.refusedNode, QString());
+        const QString why = QStringLiteral("%1 (node %2's answer to the same input passed)").arg(mb.refusedWhy, shortId(node));
+        QMetaObject::invokeMethod(this, [this, first, s, why] { Q_EMIT refused(first, s, why); }, Qt::QueuedConnection);
+    }
 
     const qint64 t = now();
     m_schedulers[std::size_t(s)].complete(node, mb.tokens, seconds, t);
@@ -333,6 +357,44 @@ void Router::refuse(Microbatch& mb, const QString& why) {
     const QString node = mb.taskNode;
     const int stage = mb.stage;
     ++m_counters.refused;
+    if (!mb.refusedNode.isEmpty() && mb.refusedNode != node) {
+        // A second replica refused on the same input: the input is what fails, its sender the one to
+        // blame. The microbatch ends here, so the frame strikes no third replica; neither is banned.
+        ++m_counters.framed;
+        const QString sender = mb.inputFrom;
+        const int senderStage = mb.inputStage;
+        const QString reason = QStringLiteral("its output made two replicas of stage %1 (%2, %3) fail their checks: %4")
+                                   .arg(stage)
+                                   .arg(shortId(mb.refusedNode), shortId(node), why);
+        mb.refusedNode.clear();
+        releaseTask(mb, why, false);
+        finish(mb.id, false,
+               QStringLiteral("two replicas of stage %1 refused on the input node %2 sent").arg(stage).arg(shortId(sender)));
+        Q_EMIT refused(sender, senderStage, reason);
+        return;
+    }
+    if (mb.refusedNode == node) // the same node on the same input says nothing new: still waiting
+        return failPhase(mb, QStringLiteral("node %1's result refused again on the same input: %2").arg(shortId(node), why),
+                         true);
+    if (const std::optional<std::pair<QString, int>> from = inputSender(mb)) {
+        // Whose fault it is waits for another replica's answer to the same input (the retry); with no
+        // other replica, it stays unsettled (refusalUnresolved) unless the node is refused on inputs from
+        // two senders: two neighbours framing one node is no frame.
+        QSet<QString>& senders = m_refusedOnInputsFrom[node];
+        senders.insert(from->first);
+        if (senders.size() >= 2) {
+            m_refusedOnInputsFrom.remove(node);
+        } else {
+            mb.refusedNode = node;
+            mb.refusedWhy = why;
+            mb.inputFrom = from->first;
+            mb.inputStage = from->second;
+            return failPhase(mb,
+                             QStringLiteral("node %1's result refused (the same input goes to another replica): %2")
+                                 .arg(shortId(node), why),
+                             true);
+        }
+    }
     failPhase(mb, QStringLiteral("node %1's result refused: %2").arg(shortId(node), why), true);
     Q_EMIT refused(node, stage, why);
 }
@@ -349,6 +411,11 @@ void Router::finish(qint64 id, bool done, const QString& reason) {
     }
     mb.phase = done ? Microbatch::Phase::Completed : Microbatch::Phase::Abandoned;
     mb.abandonReason = reason;
+    if (!mb.refusedNode.isEmpty()) // ended before another replica answered the same input
+        Q_EMIT refusalUnresolved(mb.refusedNode, mb.stage,
+                                 QStringLiteral("%1 (microbatch %2 ended before another replica answered the same input)")
+                                     .arg(mb.refusedWhy)
+                                     .arg(mb.id));
     // Only the bookkeeping leaves with the signal, not the tensors.
     mb.inputs.clear();
     mb.targets = {};

@@ -13,8 +13,14 @@
 //
 // Between a result's arrival and its acceptance stands the check (setCheck: ResultCheck in the
 // Trainer): a refused result is never relayed or credited, its phase goes to another node, and its
-// producer — never the consumer that would have received it — is banned for a while and reported
-// (refused). A node's speed is the coordinator's own measurement (from sending a task, or from the
+// producer — never the consumer that would have received it — is banned for a while. Who is reported
+// (refused) depends on the input (issue 41, "framing"): where the input came from another node and
+// another replica can run the phase, the blame waits for that replica's answer to the same input —
+// accepted, the first node is reported; refused too, the node that sent the input is, the microbatch
+// is dropped (one frame strikes nobody else), and neither replica is; unresolved (the microbatch ends
+// first: no other replica, or the same node again), nobody is (refusalUnresolved) — unless the node
+// has been refused on inputs from two different senders. Where the coordinator made the input
+// (stage 0's forward) the producer is reported at once. A node's speed is the coordinator's own measurement (from sending a task, or from the
 // node's previous answer when it was busy, to its answer), never the compute_seconds it reports.
 //
 // Single-threaded (the coordinator's thread). Sends through a callback, so tests can drive it.
@@ -63,6 +69,7 @@ struct RouterCounters {
     qint64 duplicates = 0; // results that came too late and were ignored
     qint64 tasksSent = 0;
     qint64 refused = 0; // results that failed their check
+    qint64 framed = 0;  // of them, blamed on the node that sent the input (two replicas refused on it)
     qint64 checksSent = 0;     // re-executions (CheckTask), counted apart from the routed work
     qint64 checkFlop = 0;      // the FLOPs they asked for
     qint64 checksAnswered = 0; // with a result
@@ -178,6 +185,9 @@ Q_SIGNALS:
     void abandoned(const tessera::coordinator::Microbatch& microbatch);
     // A node's result failed its check (or lacked what it must carry): the node is to blame.
     void refused(const QString& node, int stage, const QString& reason);
+    // A refused result whose blame could not be settled (the microbatch ended before another replica
+    // answered the same input): nobody is reported; the node is worth a closer look.
+    void refusalUnresolved(const QString& node, int stage, const QString& reason);
     // A re-execution's answer: its output frame (empty for a stage 0 backward) and loss (the last stage's).
     void checkAnswered(qint64 taskId, const QString& node, const tessera::protocol::HeldFrame& output,
                        std::optional<double> loss);
@@ -203,6 +213,12 @@ private:
     void advance(Microbatch& mb, const protocol::TaskResult& result, const protocol::TaskMessage& message,
                  double seconds);
     void refuse(Microbatch& mb, const QString& why);
+    // The phase's task given up: its node's slot released (banned for a while when `ban`).
+    void releaseTask(Microbatch& mb, const QString& why, bool ban);
+    // Nodes refused on inputs other nodes sent, whose blame is not settled yet: by whom the inputs came.
+    QHash<QString, QSet<QString>> m_refusedOnInputsFrom;
+    // The node that sent the current phase's input, and its stage; none for the coordinator's tokens.
+    std::optional<std::pair<QString, int>> inputSender(const Microbatch& mb) const;
     void finish(qint64 id, bool completed, const QString& reason = {});
     qint64 flopOf(int stage, TaskKind kind, bool recomputed, qint64 tokens) const;
     // A re-execution in flight, by task id.

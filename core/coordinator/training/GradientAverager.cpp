@@ -244,7 +244,7 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
     const double median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
     const auto vettedNode = [&](const QString& node) { return !m_trusted || m_trusted(node); };
     QHash<QString, double> norms;
-    QStringList beyond; // struck once the shares are read (a strike can end a session)
+    QStringList beyond; // shares far beyond any training: left out
     bool anyVetted = false;
     for (auto it = round.shares.cbegin(); it != round.shares.cend(); ++it) {
         double squared = 0;
@@ -297,10 +297,13 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
             vetted.push_back(share);
         all.push_back(std::move(share));
     }
-    for (const QString& node : beyond)
-        Q_EMIT shareRefused(node, stage,
-                            QStringLiteral("its gradient share is far beyond any training (RMS over %1 a weight)")
-                                .arg(m_settings.maxShareRms));
+    // Left out, not struck: an honest node's share is that large too when a neighbour sent it gradients
+    // just under the result checks' bound (a frame: its backward was refused, its weights' gradient kept).
+    for (const QString& node : beyond) {
+        ++m_sharesBeyond;
+        qWarning("gradients: node %s's share for stage %d is far beyond any training (RMS over %g a weight): left out",
+                 qPrintable(shortId(node)), stage, m_settings.maxShareRms);
+    }
     // Shares of nodes on probation do not count while any vetted replica's does.
     const std::vector<Share>& used = vetted.empty() ? all : vetted;
     if (used.empty())
@@ -425,6 +428,7 @@ QJsonObject GradientAverager::status() const {
         {QStringLiteral("shares_missed"), m_sharesMissed},
         {QStringLiteral("shares_clipped"), m_sharesClipped},
         {QStringLiteral("shares_outvoted"), m_sharesOutvoted},
+        {QStringLiteral("shares_beyond_training"), m_sharesBeyond},
         {QStringLiteral("look_ahead"), m_settings.lookAhead},
         {QStringLiteral("stages"), bytes},
     };

@@ -60,9 +60,10 @@ struct GradientSettings {
     // 4-byte words one message of a share, basis or result carries; more travel in chunks
     // (protocol/PartitionChunks; the run's --partition-chunk-values).
     qint64 chunkValues = 0;
-    // A dense share's RMS per weight above this is no training's and its sender is struck, from the
-    // first step (no history needed): the global clip (norm 1) would shrink such a share by at least
-    // √(weights); honest shares of the tiny stages run at 1e-4…1e-2. 0: no bound.
+    // A dense share's RMS per weight above this is no training's: left out of the round from the first
+    // step (no history needed) — the global clip (norm 1) would shrink such a share by at least
+    // √(weights); honest shares of the tiny stages run at 1e-4…1e-2. Not struck: a neighbour's frame
+    // (gradients just under the result checks' bound) makes an honest node's share that large. 0: no bound.
     double maxShareRms = 1.0;
 };
 
@@ -162,6 +163,7 @@ private:
     double m_lastClipScale = 1;
     double m_lastLearningRate = 0;
     qint64 m_sharesCounted = 0, m_sharesMissed = 0, m_sharesClipped = 0, m_sharesOutvoted = 0;
+    qint64 m_sharesBeyond = 0; // left out: RMS above maxShareRms
     qint64 m_basesSent = 0;
     // Per stage and phase (2·stage + second): recent counted shares' norms (vetted nodes).
     std::vector<std::vector<double>> m_norms;

@@ -227,6 +227,11 @@ void Trainer::makeRouter() {
         return checkResult(node, mb, kind, output, loss);
     });
     connect(m_router.get(), &Router::refused, this, &Trainer::onRefused);
+    connect(m_router.get(), &Router::refusalUnresolved, this, [this](const QString& node, int stage, const QString& why) {
+        qWarning("trust: node %s (stage %d): result refused, whose fault unsettled: %s", qPrintable(node.left(12)),
+                 stage, qPrintable(why));
+        m_checks->probation(node);
+    });
     Router* router = m_router.get();
     if (m_gradients) {
         // Every node of a stage takes every step's update from its sync's first chunk on: the ghosts
@@ -614,6 +619,7 @@ QJsonObject Trainer::status() const {
     s.insert(QStringLiteral("trust"),
              QJsonObject{{QStringLiteral("results_checked"), m_checks->checked()},
                          {QStringLiteral("results_refused"), m_checks->refused()},
+                         {QStringLiteral("refusals_blamed_on_input"), m_router->counters().framed},
                          {QStringLiteral("results_suspected"), m_checks->suspicious()},
                          {QStringLiteral("statistics"), m_checks->monitor().status()},
                          {QStringLiteral("audits"), m_auditor->audits()},

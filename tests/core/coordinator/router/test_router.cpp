@@ -9,6 +9,7 @@
 
 #include "engine/StageEngine.h"
 
+#include <QSignalSpy>
 #include <QTest>
 
 #include <deque>
@@ -133,6 +134,7 @@ private Q_SLOTS:
     void microbatchTimeoutAbandons();
     void resultWithoutItsFrameIsRefused();
     void abandonAllEndsEverything();
+    void aRefusalIsBlamedOnWhatAnotherReplicaShows();
 };
 
 void TestRouter::microbatchGoesThroughEveryStageAndBack() {
@@ -411,6 +413,73 @@ void TestRouter::abandonAllEndsEverything() {
     QCOMPARE(h.router->inFlight(), 0);
     QCOMPARE(h.abandoned.size(), std::size_t(4));
     QCOMPARE(accountedFor(h), h.router->counters().issued);
+}
+
+// Framing (issue 41): a result refused on an input another node sent is not blamed at once. The same
+// input goes to another replica: refused there too, the input's sender is reported and the microbatch
+// ends (one frame strikes no replica); accepted there, the first node is. With one replica, or on the
+// coordinator's own tokens, the producer is reported at once, as before.
+void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
+    RouterSettings s;
+    s.window = 1;
+    for (const bool framed : {true, false}) {
+        Harness h(2, s);
+        QString first; // the stage 1 node the first forward_backward went to
+        h.router->setCheck([&](const QString& node, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
+                               std::optional<double>) -> std::optional<QString> {
+            if (mb.stage != 1)
+                return std::nullopt;
+            if (first.isEmpty())
+                first = node;
+            if (framed || node == first)
+                return QStringLiteral("token RMS above 10000");
+            return std::nullopt;
+        });
+        QSignalSpy refused(h.router.get(), &Router::refused);
+        h.router->addNode(u"a"_qs, 0);
+        h.router->addNode(u"b1"_qs, 1);
+        h.router->addNode(u"b2"_qs, 1);
+        QVERIFY(h.answer(u"a"_qs));
+        QVERIFY(h.answer(h.sent.front().node)); // refused: the same input goes to the other replica
+        QVERIFY(!first.isEmpty());
+        QCOMPARE(refused.count(), 0);           // nobody blamed yet
+        QCOMPARE(h.sent.front().node, first == u"b1"_qs ? u"b2"_qs : u"b1"_qs);
+        QCOMPARE(h.sent.front().header.value(u"microbatch"_qs).toInteger(), qint64(1));
+        QVERIFY(h.answer(h.sent.front().node));
+        QTRY_COMPARE(refused.count(), 1); // (an acceptance reports once the result has moved on)
+        if (framed) {
+            QCOMPARE(refused.at(0).at(0).toString(), u"a"_qs); // the sender of the input both refused on
+            QCOMPARE(refused.at(0).at(1).toInt(), 0);
+            QVERIFY2(refused.at(0).at(2).toString().contains(u"two replicas of stage 1"),
+                     qPrintable(refused.at(0).at(2).toString()));
+            QCOMPARE(h.router->counters().framed, qint64(1));
+            QCOMPARE(h.abandoned.size(), std::size_t(1)); // not sent to a third replica
+            QCOMPARE(h.abandoned.front().id, qint64(1));
+        } else {
+            QCOMPARE(refused.at(0).at(0).toString(), first); // the other's answer to the same input passed
+            QCOMPARE(refused.at(0).at(1).toInt(), 1);
+            QCOMPARE(h.router->counters().framed, qint64(0));
+            QVERIFY(h.abandoned.empty());
+        }
+    }
+    // One replica: nobody else can show whether the input is at fault. Nobody is reported; when the
+    // microbatch ends the refusal is left unsettled (the Trainer puts the node on probation).
+    Harness h(2, s);
+    h.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
+                          std::optional<double>) -> std::optional<QString> {
+        return mb.stage == 1 ? std::optional<QString>(QStringLiteral("loss outside 0..50")) : std::nullopt;
+    });
+    QSignalSpy refused(h.router.get(), &Router::refused);
+    QSignalSpy unresolved(h.router.get(), &Router::refusalUnresolved);
+    h.router->addNode(u"a"_qs, 0);
+    h.router->addNode(u"b"_qs, 1);
+    QVERIFY(h.answer(u"a"_qs));
+    QVERIFY(h.answer(u"b"_qs));
+    QCOMPARE(refused.count(), 0);
+    h.router->abandonAll(QStringLiteral("the test ends it"));
+    QCOMPARE(unresolved.count(), 1);
+    QCOMPARE(unresolved.at(0).at(0).toString(), u"b"_qs);
+    QCOMPARE(refused.count(), 0);
 }
 
 QTEST_GUILESS_MAIN(TestRouter)
