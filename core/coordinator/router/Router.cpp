@@ -312,8 +312,8 @@ void Router::advance(Microbatch& mb, const protocol::TaskResult& result, const p
     if (kind == TaskKind::ForwardBackward && (!result.loss || !std::isfinite(*result.loss)))
         return refuse(mb, QStringLiteral("last stage's result without a finite loss"));
     if (m_check)
-        if (std::optional<QString> why = m_check(node, mb, kind, output, result.loss))
-            return refuse(mb, *why);
+        if (std::optional<Refusal> refusal = m_check(node, mb, kind, output, result.loss))
+            return refuse(mb, refusal->why, refusal->inputMayCause);
     if (kind == TaskKind::ForwardBackward)
         mb.loss = *result.loss;
     if (!mb.refusedNode.isEmpty()) {
@@ -353,7 +353,7 @@ void Router::advance(Microbatch& mb, const protocol::TaskResult& result, const p
     dispatch(mb);
 }
 
-void Router::refuse(Microbatch& mb, const QString& why) {
+void Router::refuse(Microbatch& mb, const QString& why, bool inputMayCause) {
     const QString node = mb.taskNode;
     const int stage = mb.stage;
     ++m_counters.refused;
@@ -376,7 +376,7 @@ void Router::refuse(Microbatch& mb, const QString& why) {
     if (mb.refusedNode == node) // the same node on the same input says nothing new: still waiting
         return failPhase(mb, QStringLiteral("node %1's result refused again on the same input: %2").arg(shortId(node), why),
                          true);
-    if (const std::optional<std::pair<QString, int>> from = inputSender(mb)) {
+    if (const std::optional<std::pair<QString, int>> from = inputMayCause ? inputSender(mb) : std::nullopt) {
         // Whose fault it is waits for another replica's answer to the same input (the retry); with no
         // other replica, it stays unsettled (refusalUnresolved) unless the node is refused on inputs from
         // two senders: two neighbours framing one node is no frame.

@@ -14,8 +14,8 @@
 // Between a result's arrival and its acceptance stands the check (setCheck: ResultCheck in the
 // Trainer): a refused result is never relayed or credited, its phase goes to another node, and its
 // producer — never the consumer that would have received it — is banned for a while. Who is reported
-// (refused) depends on the input (issue 41, "framing"): where the input came from another node and
-// another replica can run the phase, the blame waits for that replica's answer to the same input —
+// (refused) depends on the input (issue 41, "framing"): where the check failed on a bound an input can
+// push an honest answer over (Refusal::inputMayCause) and the input came from another node, the blame waits for that replica's answer to the same input —
 // accepted, the first node is reported; refused too, the node that sent the input is, the microbatch
 // is dropped (one frame strikes nobody else), and neither replica is; unresolved (the microbatch ends
 // first: no other replica, or the same node again), nobody is (refusalUnresolved) — unless the node
@@ -106,8 +106,12 @@ public:
     using Clock = std::function<qint64()>;
     // A result under check: the reason it is refused, or none. `output` is the frame it returned
     // (empty for a stage 0 backward), `loss` the last stage's.
+    struct Refusal {
+        QString why;
+        bool inputMayCause = false; // a bound an input can push an honest answer over (ResultCheck)
+    };
     using Check =
-        std::function<std::optional<QString>(const QString& node, const Microbatch& mb, TaskKind kind,
+        std::function<std::optional<Refusal>(const QString& node, const Microbatch& mb, TaskKind kind,
                                              const protocol::HeldFrame& output, std::optional<double> loss)>;
 
     // stageParameters[s]: the parameter count N of stage s (for the FLOPs credited).
@@ -212,7 +216,7 @@ private:
     void failPhase(Microbatch& mb, const QString& why, bool ban);
     void advance(Microbatch& mb, const protocol::TaskResult& result, const protocol::TaskMessage& message,
                  double seconds);
-    void refuse(Microbatch& mb, const QString& why);
+    void refuse(Microbatch& mb, const QString& why, bool inputMayCause = false);
     // The phase's task given up: its node's slot released (banned for a while when `ban`).
     void releaseTask(Microbatch& mb, const QString& why, bool ban);
     // Nodes refused on inputs other nodes sent, whose blame is not settled yet: by whom the inputs came.

@@ -405,7 +405,7 @@ std::span<const std::uint8_t> bytesOf(const protocol::HeldFrame& f) {
 
 } // namespace
 
-std::optional<QString> Trainer::checkResult(const QString& node, const Microbatch& mb,
+std::optional<Router::Refusal> Trainer::checkResult(const QString& node, const Microbatch& mb,
                                             protocol::TaskKind kind, const protocol::HeldFrame& output,
                                             std::optional<double> loss) {
     if (!m_settings.checks.enabled)
@@ -428,7 +428,7 @@ std::optional<QString> Trainer::checkResult(const QString& node, const Microbatc
     task.loss = loss;
     const CheckVerdict verdict = m_checks->check(task);
     if (verdict.refused)
-        return verdict.refused;
+        return Router::Refusal{*verdict.refused, verdict.inputMayCause};
     if (verdict.suspicious)
         qWarning("trust: node %s (stage %d): result suspected, audited at this step's end: %s",
                  qPrintable(node.left(12)), mb.stage, qPrintable(*verdict.suspicious));
@@ -624,6 +624,7 @@ QJsonObject Trainer::status() const {
                          {QStringLiteral("statistics"), m_checks->monitor().status()},
                          {QStringLiteral("audits"), m_auditor->audits()},
                          {QStringLiteral("audits_failed"), m_auditor->failed()},
+                         {QStringLiteral("audits_unanswered"), m_auditor->unanswered()},
                          {QStringLiteral("audits_in_flight"), m_auditor->inFlight()},
                          {QStringLiteral("tasks_recomputed"), m_auditor->tasksRecomputed()},
                          {QStringLiteral("worst_passed_error"), m_auditor->worstPassedError()},

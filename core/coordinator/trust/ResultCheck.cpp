@@ -44,6 +44,7 @@ CheckVerdict ResultCheck::check(const TaskEvidence& task) {
     Decoded decoded;
     CheckVerdict verdict;
     verdict.refused = hardChecks(task, &decoded);
+    verdict.inputMayCause = verdict.refused && decoded.bound;
     if (verdict.refused)
         ++m_refused;
     else if (m_settings.monitorSettings.k > 0 && (verdict.suspicious = monitorChecks(task, &decoded)))
@@ -61,9 +62,11 @@ std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task, Decoded
     using protocol::TaskKind;
     const bool last = task.stage == task.stages - 1;
     if (last && task.kind == TaskKind::ForwardBackward) {
-        if (!task.loss || !std::isfinite(*task.loss) || *task.loss < 0 || *task.loss > m_settings.maxLoss)
+        if (!task.loss || !std::isfinite(*task.loss) || *task.loss < 0 || *task.loss > m_settings.maxLoss) {
+            out->bound = task.loss && std::isfinite(*task.loss) && *task.loss > m_settings.maxLoss;
             return QStringLiteral("the last stage's loss is missing, not finite or outside 0..%1")
                 .arg(m_settings.maxLoss);
+        }
     }
     if (task.output.empty())
         return std::nullopt; // a stage 0 backward (or a one-stage run) returns no tensor
@@ -94,10 +97,12 @@ std::optional<QString> ResultCheck::hardChecks(const TaskEvidence& task, Decoded
             .arg(activation ? u"activation" : u"gradient");
     const stats::RowRms rms =
         stats::rowRms(decoded.values, std::size_t(decoded.width), std::size_t(decoded.dimension));
-    if (rms.max > m_settings.maxRms)
+    if (rms.max > m_settings.maxRms) {
+        out->bound = std::isfinite(rms.max);
         return QStringLiteral("a token's RMS is %1 (most allowed: %2)")
             .arg(rms.max, 0, 'g', 3)
             .arg(m_settings.maxRms);
+    }
     if (rms.max == 0)
         return QStringLiteral("the %1 is all zeros").arg(activation ? u"activation" : u"gradient");
     // The task's own input sent back as its output: a middle stage's activation, or a backward's gradient.

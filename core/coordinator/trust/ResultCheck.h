@@ -76,6 +76,10 @@ struct ResultCheckSettings {
 struct CheckVerdict {
     std::optional<QString> refused;
     std::optional<QString> suspicious;
+    // Refused on a bound an input can push an honest answer over (a token's RMS, a loss too large): the
+    // Router then asks another replica before it blames the node (a frame). Not for what no input
+    // explains (an echo, zeros, NaN, a frame that does not decode).
+    bool inputMayCause = false;
 };
 
 // What the coordinator knows of one task and what came back. Views into the microbatch's frames.
@@ -137,6 +141,7 @@ private:
     struct Decoded {
         std::vector<float> values;
         double meanRms = 0;
+        bool bound = false; // refused on a bound an input can push an honest answer over
     };
     std::optional<QString> hardChecks(const TaskEvidence& task, Decoded* decoded);
     std::optional<QString> monitorChecks(const TaskEvidence& task, Decoded* decoded);

@@ -426,13 +426,13 @@ void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
         Harness h(2, s);
         QString first; // the stage 1 node the first forward_backward went to
         h.router->setCheck([&](const QString& node, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
-                               std::optional<double>) -> std::optional<QString> {
+                               std::optional<double>) -> std::optional<Router::Refusal> {
             if (mb.stage != 1)
                 return std::nullopt;
             if (first.isEmpty())
                 first = node;
             if (framed || node == first)
-                return QStringLiteral("token RMS above 10000");
+                return Router::Refusal{QStringLiteral("token RMS above 10000"), true};
             return std::nullopt;
         });
         QSignalSpy refused(h.router.get(), &Router::refused);
@@ -466,8 +466,8 @@ void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
     // microbatch ends the refusal is left unsettled (the Trainer puts the node on probation).
     Harness h(2, s);
     h.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
-                          std::optional<double>) -> std::optional<QString> {
-        return mb.stage == 1 ? std::optional<QString>(QStringLiteral("loss outside 0..50")) : std::nullopt;
+                          std::optional<double>) -> std::optional<Router::Refusal> {
+        return mb.stage == 1 ? std::optional(Router::Refusal{QStringLiteral("loss above 50"), true}) : std::nullopt;
     });
     QSignalSpy refused(h.router.get(), &Router::refused);
     QSignalSpy unresolved(h.router.get(), &Router::refusalUnresolved);
@@ -480,6 +480,22 @@ void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
     QCOMPARE(unresolved.count(), 1);
     QCOMPARE(unresolved.at(0).at(0).toString(), u"b"_qs);
     QCOMPARE(refused.count(), 0);
+    // What no input explains (an echo, zeros, NaN) is the producer's, reported at once.
+    Harness e(2, s);
+    e.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
+                          std::optional<double>) -> std::optional<Router::Refusal> {
+        return mb.stage == 1 ? std::optional(Router::Refusal{QStringLiteral("the task's own input sent back"), false})
+                             : std::nullopt;
+    });
+    QSignalSpy echoed(e.router.get(), &Router::refused);
+    e.router->addNode(u"a"_qs, 0);
+    e.router->addNode(u"b1"_qs, 1);
+    e.router->addNode(u"b2"_qs, 1);
+    QVERIFY(e.answer(u"a"_qs));
+    const QString echoer = e.sent.front().node;
+    QVERIFY(e.answer(echoer));
+    QCOMPARE(echoed.count(), 1);
+    QCOMPARE(echoed.at(0).at(0).toString(), echoer);
 }
 
 QTEST_GUILESS_MAIN(TestRouter)
