@@ -236,26 +236,43 @@ void GradientAverager::sendBasis(int s, StageRound& stage) {
         }
 }
 
+void GradientAverager::leaveOutBeyondTraining(int stage, StageRound& round) {
+    if (m_settings.rank != 0 || m_settings.maxShareRms <= 0)
+        return;
+    for (auto it = round.shares.begin(); it != round.shares.end();) {
+        double squared = 0;
+        for (const float v : it->values)
+            squared += double(v) * v;
+        const double rms = it->values.empty() ? 0.0 : std::sqrt(squared / double(it->values.size()));
+        if (!std::isfinite(rms) || rms <= m_settings.maxShareRms) {
+            ++it;
+            continue;
+        }
+        // Left out, not struck: an honest node's share is that large too when a neighbour sent it
+        // gradients just under the result checks' bound (a frame: its backward was refused, its
+        // weights' gradient kept).
+        ++m_sharesBeyond;
+        qWarning("gradients: node %s's share for stage %d is far beyond any training (RMS %.3g, over %g a weight): "
+                 "left out",
+                 qPrintable(shortId(it.key())), stage, rms, m_settings.maxShareRms);
+        it = round.shares.erase(it);
+    }
+}
+
 std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRound& round,
                                                             QSet<QString>& counted) {
+    leaveOutBeyondTraining(stage, round); // before any median: they count in none
     std::vector<double>& recent = m_norms[2 * std::size_t(stage) + (round.second ? 1 : 0)];
     std::vector<double> sorted = recent;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
     const auto vettedNode = [&](const QString& node) { return !m_trusted || m_trusted(node); };
     QHash<QString, double> norms;
-    QStringList beyond; // shares far beyond any training: left out
     bool anyVetted = false;
     for (auto it = round.shares.cbegin(); it != round.shares.cend(); ++it) {
         double squared = 0;
         for (const float v : it->values)
             squared += double(v) * v;
-        const double rms = it->values.empty() ? 0.0 : std::sqrt(squared / double(it->values.size()));
-        if (m_settings.rank == 0 && m_settings.maxShareRms > 0 && std::isfinite(rms) &&
-            rms > m_settings.maxShareRms) {
-            beyond << it.key(); // counts in nobody's median
-            continue;
-        }
         norms.insert(it.key(), std::sqrt(squared));
         anyVetted = anyVetted || vettedNode(it.key());
     }
@@ -273,8 +290,6 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
     };
     std::vector<Share> vetted, all;
     for (auto it = round.shares.begin(); it != round.shares.end(); ++it) {
-        if (beyond.contains(it.key()))
-            continue;
         const double norm = norms.value(it.key());
         const std::optional<double> others = othersMedian(it.key());
         // A lone share has nothing to be outvoted by: the global clip bounds it.
@@ -296,13 +311,6 @@ std::optional<std::vector<float>> GradientAverager::combine(int stage, StageRoun
         if (vettedNode(share.node))
             vetted.push_back(share);
         all.push_back(std::move(share));
-    }
-    // Left out, not struck: an honest node's share is that large too when a neighbour sent it gradients
-    // just under the result checks' bound (a frame: its backward was refused, its weights' gradient kept).
-    for (const QString& node : beyond) {
-        ++m_sharesBeyond;
-        qWarning("gradients: node %s's share for stage %d is far beyond any training (RMS over %g a weight): left out",
-                 qPrintable(shortId(node)), stage, m_settings.maxShareRms);
     }
     // Shares of nodes on probation do not count while any vetted replica's does.
     const std::vector<Share>& used = vetted.empty() ? all : vetted;

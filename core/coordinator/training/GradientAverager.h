@@ -148,6 +148,8 @@ private:
     // The weighted robust mean of a stage's shares (of the round's phase), and the nodes whose
     // share counted.
     std::optional<std::vector<float>> combine(int stage, StageRound& round, QSet<QString>& counted);
+    // Shares above maxShareRms (dense exchange) taken out of the round: left out, not struck.
+    void leaveOutBeyondTraining(int stage, StageRound& round);
 
     std::vector<std::unique_ptr<gpu::GradientCombiner>> m_combiners;
     GradientSettings m_settings;
