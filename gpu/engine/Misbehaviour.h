@@ -9,7 +9,8 @@
 //   scale   every returned tensor times 3          flip   every returned gradient negated
 //   nan     one value of every returned tensor NaN
 //   loss    the last stage reports loss 2.0 and returns a zero gradient
-//   poison  averaging shares pushed far from its weights (SPARTA's plain mean follows one share)
+//   poison  averaging and gradient shares pushed far from its weights (10 − v: of two replicas the plain
+//           mean would be 5); its own weights stay whole (the node keeps the true snapshot)
 //   fast    reports 1e-9 compute seconds for every task (and computes honestly)
 //   identity  its weights reported as zeros (pre-norm blocks are then the identity) and every result its
 //           input with its largest value 1% larger (no longer the input byte for byte): what such weights give

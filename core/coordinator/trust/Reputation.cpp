@@ -135,6 +135,12 @@ Status Reputation::record(const QString& nodeId, qint64 coveredThroughMs, qint64
             return r.error();
         if (audit)
             ++r->auditsPassed;
+        // Strikes decay with verified work: a judged check covering work accepted after the last strike's
+        // ban ended forgives one; the ban's end moves to that work, so the next needs newer work.
+        if (audit && r->strikes > 0 && coveredThroughMs > r->bannedUntilMs) {
+            --r->strikes;
+            r->bannedUntilMs = coveredThroughMs;
+        }
         if (forwards)
             r->auditedThroughMs = std::max(r->auditedThroughMs, coveredThroughMs);
         if (backwards)

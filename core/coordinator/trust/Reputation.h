@@ -9,7 +9,9 @@
 //   networkBanNodes banned nodes     → the network is banned from admission networkBanMs (keys are
 //   from one network                   free, addresses are not)
 //   a passed audit                  → its work accepted before the audit's evidence was kept is covered
-//                                      (auditedThroughMs): credit for it can leave escrow
+//                                      (auditedThroughMs): credit for it can leave escrow; covering work
+//                                      done after the last strike's ban, it forgives one strike (strikes
+//                                      decay with verified work: three glitches a month apart are no liar)
 // Bans are checked at admission (node and network), when a session opens and when a node says
 // `ready` — so `unavailable` then `ready`, a reconnect, or a restart of the coordinator clears
 // nothing. A new key starts on probation (audited most) with no credit until it passes an audit.

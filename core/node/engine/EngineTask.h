@@ -105,6 +105,9 @@ struct EngineResult {
     int microbatches = 0;      // Step: accumulated microbatches whose gradients the step applied
     std::vector<float> values; // Gather: the partition's weights (fp32); ShareGradients: the share
     bool withheld = false;     // Misbehaviour (tests only): nothing of it is sent
+    // Misbehaviour (tests only): a Gather's values before the lie (what its weights are; kept as SPARTA's
+    // snapshot, so the lie is only in what is sent). Empty when nothing was changed.
+    std::vector<float> honestValues;
     bool hasBasis = true;      // ShareGradients: false when it holds another round's basis
     std::int64_t basisRound = 0;
     bool firstRound = false; // ShareGradients: the values are a low rank's first share

@@ -267,6 +267,8 @@ void EngineWorker::misbehave(const EngineTask& task, EngineResult& result) const
                      task.kind == EngineTask::Backward ? given(task.gradOutput) : given({}));
     if (task.kind == EngineTask::ForwardBackward)
         lie.loss(result.loss);
+    if (task.kind == EngineTask::Gather && lie.mode() == gpu::Misbehaviour::Mode::Poison)
+        result.honestValues = result.values; // a liar keeps its own weights whole: it poisons only what it sends
     if (task.kind == EngineTask::Gather || task.kind == EngineTask::ShareGradients ||
         task.kind == EngineTask::ShareOnBasis)
         lie.share(result.values);

@@ -44,6 +44,8 @@ private Q_SLOTS:
     void threeFailedAuditsBanTheNetwork(); // or struck-out keys
     void aPassedAuditCoversEarlierWork_data() { test::DatabaseBackends::addRows(); }
     void aPassedAuditCoversEarlierWork();
+    void strikesDecayWithVerifiedWork_data() { test::DatabaseBackends::addRows(); }
+    void strikesDecayWithVerifiedWork();
 };
 
 void TestReputation::networksAreSlash24AndSlash48() {
@@ -127,6 +129,38 @@ void TestReputation::aPassedAuditCoversEarlierWork() {
     QVERIFY2(rec, failure(rec));
     QCOMPARE(rec->auditedThroughMs, qint64(1000));
     QCOMPARE(rec->backwardAuditedThroughMs, qint64(700));
+}
+
+// A check passed on work done after a strike's ban forgives that strike, one per check and each on newer
+// work; work from before the ban ended (what the strike judged) forgives nothing.
+void TestReputation::strikesDecayWithVerifiedWork() {
+    std::unique_ptr<Database> db = backends().open(backends().freshUrl());
+    if (!db)
+        return;
+    QVERIFY(admitFrom(*db, QStringLiteral("n1"), {}));
+    ReputationSettings settings;
+    Reputation r(*db, settings);
+    const auto strikes = [&] {
+        return ReputationStore(*db).get(ReputationStore::nodeSubject(QStringLiteral("n1")))->strikes;
+    };
+    QVERIFY(r.strike(QStringLiteral("n1"), QStringLiteral("a token's RMS is 2e+04"), 1000));
+    QVERIFY(r.strike(QStringLiteral("n1"), QStringLiteral("a token's RMS is 3e+04"), 2000));
+    const qint64 banEnd = 2000 + 2 * settings.strikeBanMs;
+    QCOMPARE(strikes(), 2);
+    QVERIFY(r.passedAudit(QStringLiteral("n1"), banEnd - 1, banEnd + 10)); // work from within the ban
+    QCOMPARE(strikes(), 2);
+    QVERIFY(r.passedAudit(QStringLiteral("n1"), banEnd + 100, banEnd + 200));
+    QCOMPARE(strikes(), 1);
+    QVERIFY(r.passedAudit(QStringLiteral("n1"), banEnd + 100, banEnd + 300)); // the same work again
+    QCOMPARE(strikes(), 1);
+    QVERIFY(r.cover(QStringLiteral("n1"), banEnd + 500, banEnd + 600)); // time alone (checks off): nothing
+    QCOMPARE(strikes(), 1);
+    QVERIFY(r.passedAudit(QStringLiteral("n1"), banEnd + 400, banEnd + 700));
+    QCOMPARE(strikes(), 0);
+    // A new strike after forgiven ones bans for the first strike's time again.
+    Result<qint64> next = r.strike(QStringLiteral("n1"), QStringLiteral("loss 60"), banEnd + 800);
+    QVERIFY(next);
+    QCOMPARE(*next, banEnd + 800 + settings.strikeBanMs);
 }
 
 QTEST_GUILESS_MAIN(TestReputation)
