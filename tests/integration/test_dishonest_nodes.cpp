@@ -265,7 +265,7 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
     // the audits' snapshots are put together before anything reads them. (With rounds on, replicas are
     // not held equal: its audits recompute with the weights the node shows, as before issue 41.) Not
     // with gradient averaging as well: there a ghost synced in chunks got weights that give losses
-    // above 50 in 1 of 2 runs even with no liar (docs/ARCHITECTURE.md, "Replicas that agree": open).
+    // above 50 in 3 of 9 runs even with no liar (docs/ARCHITECTURE.md, "Open — a ghost synced in chunks").
     QStringList arguments;
     if (mode == u"poison")
         arguments << QStringLiteral("--gradient-averaging") << QStringLiteral("0")
