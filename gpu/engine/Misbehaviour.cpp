@@ -15,13 +15,14 @@ struct Named {
     std::string_view name;
     Misbehaviour::Mode mode;
 };
-constexpr Named kModes[] = {{"echo", Misbehaviour::Mode::Echo},   {"zeros", Misbehaviour::Mode::Zeros},
-                            {"noise", Misbehaviour::Mode::Noise}, {"scale", Misbehaviour::Mode::Scale},
-                            {"flip", Misbehaviour::Mode::Flip},   {"nan", Misbehaviour::Mode::Nan},
-                            {"loss", Misbehaviour::Mode::Loss},   {"poison", Misbehaviour::Mode::Poison},
-                            {"fast", Misbehaviour::Mode::Fast},   {"tokens", Misbehaviour::Mode::Tokens},
-                            {"identity", Misbehaviour::Mode::Identity}, {"mute", Misbehaviour::Mode::Mute},
-                            {"frame", Misbehaviour::Mode::Frame}};
+constexpr Named kModes[] = {
+    {"echo", Misbehaviour::Mode::Echo},         {"zeros", Misbehaviour::Mode::Zeros},
+    {"noise", Misbehaviour::Mode::Noise},       {"scale", Misbehaviour::Mode::Scale},
+    {"flip", Misbehaviour::Mode::Flip},         {"nan", Misbehaviour::Mode::Nan},
+    {"loss", Misbehaviour::Mode::Loss},         {"poison", Misbehaviour::Mode::Poison},
+    {"fast", Misbehaviour::Mode::Fast},         {"tokens", Misbehaviour::Mode::Tokens},
+    {"identity", Misbehaviour::Mode::Identity}, {"mute", Misbehaviour::Mode::Mute},
+    {"frame", Misbehaviour::Mode::Frame}};
 
 } // namespace
 
@@ -41,8 +42,9 @@ Result<std::unique_ptr<Misbehaviour>> Misbehaviour::create(const ModelConfig& co
                 return codec.error();
             return std::unique_ptr<Misbehaviour>(new Misbehaviour(m.mode, std::move(*codec)));
         }
-    return makeError("unknown misbehaviour '" + std::string(mode) +
-                     "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute, frame)");
+    return makeError(
+        "unknown misbehaviour '" + std::string(mode) +
+        "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute, frame)");
 }
 
 void Misbehaviour::activation(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const {

@@ -13,7 +13,8 @@
 //           mean would be 5); its own weights stay whole (the node keeps the true snapshot)
 //   fast    reports 1e-9 compute seconds for every task (and computes honestly)
 //   identity  its weights reported as zeros (pre-norm blocks are then the identity) and every result its
-//           input with its largest value 1% larger (no longer the input byte for byte): what such weights give
+//           input with its largest value 1% larger (no longer the input byte for byte): what such weights
+//           give
 //   frame   every tensor it returns scaled to a token RMS of 9,999.9, just under the result checks'
 //           bound (10⁴): what makes an honest neighbour's answer cross it (a frame-up)
 //   mute    computes honestly and never sends the weights an audit asks for (a whole-stage snapshot)
@@ -38,7 +39,21 @@ class Codec;
 
 class Misbehaviour {
 public:
-    enum class Mode { Echo, Zeros, Noise, Scale, Flip, Nan, Loss, Poison, Fast, Tokens, Identity, Mute, Frame };
+    enum class Mode {
+        Echo,
+        Zeros,
+        Noise,
+        Scale,
+        Flip,
+        Nan,
+        Loss,
+        Poison,
+        Fast,
+        Tokens,
+        Identity,
+        Mute,
+        Frame
+    };
 
     // None when `mode` is empty; an error names the modes when it is unknown.
     static Result<std::unique_ptr<Misbehaviour>> create(const ModelConfig& config, std::string_view mode);

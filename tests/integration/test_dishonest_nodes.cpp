@@ -80,9 +80,9 @@ public:
         m_coordinator->stop();
         // The coordinator's whole log, kept for whoever reads a failure (or asks: TESSERA_TEST_KEEP_LOGS).
         if (QTest::currentTestFailed() || qEnvironmentVariableIsSet("TESSERA_TEST_KEEP_LOGS")) {
-            QFile kept(QDir::temp().filePath(
-                QStringLiteral("tessera-dishonest-%1.log").arg(QString::fromUtf8(QTest::currentDataTag()))
-                    .replace(u' ', u'-')));
+            QFile kept(QDir::temp().filePath(QStringLiteral("tessera-dishonest-%1.log")
+                                                 .arg(QString::fromUtf8(QTest::currentDataTag()))
+                                                 .replace(u' ', u'-')));
             if (kept.open(QIODevice::WriteOnly | QIODevice::Truncate) && kept.write(log()) >= 0)
                 qWarning("the coordinator's log: %s", qPrintable(kept.fileName()));
         }
@@ -212,9 +212,8 @@ void TestDishonestNodes::checkHonestUnharmed(Swarm& swarm, int liar) {
                              {subject}),
                  qint64(0));
         // Why, where it was struck: the reason kept with its strike and what the coordinator said.
-        const qint64 strikes =
-            swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation WHERE subject = ?"),
-                        {subject});
+        const qint64 strikes = swarm.count(
+            QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation WHERE subject = ?"), {subject});
         QByteArray why;
         if (strikes != 0) {
             why = "honest node " + QByteArray::number(i) + " struck: " +
@@ -317,8 +316,9 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
     checkHonestUnharmed(swarm, liar);
     const QJsonObject credits = swarm.get(QStringLiteral("/v1/nodes/%1/credits").arg(liarId));
     if (mode != u"mute") {
-        QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}),
-                 qint64(0));
+        QCOMPARE(
+            swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}),
+            qint64(0));
         QCOMPARE(credits.value(u"total_micro_credits").toInteger(-1), qint64(0));
     }
     QVERIFY(!credits.value(u"escrow").toObject().value(u"last_forfeit_reason").toString().isEmpty());
@@ -366,8 +366,8 @@ void TestDishonestNodes::aLiarIsConvictedByReexecution() {
         kCaughtWithinMs);
     const QByteArray log = swarm.log();
     const QByteArray trustLines = judgements(log);
-    QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("convicted by re-execution"), trustLines.right(3000).constData(),
-                              kLogLagMs);
+    QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("convicted by re-execution"),
+                              trustLines.right(3000).constData(), kLogLagMs);
     // Nothing was recomputed on the coordinator: every judgement was a replica's re-execution.
     const QJsonObject trust = swarm.get(QStringLiteral("/v1/status")).value(u"trust").toObject();
     QCOMPARE(trust.value(u"recompute_limit").toInteger(-1), qint64(0));

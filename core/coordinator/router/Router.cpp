@@ -84,6 +84,7 @@ void Router::removeNode(const QString& nodeId, const QString& reason) {
     const int stage = it->stage;
     m_nodes.erase(it);
     m_lastAnswerMs.remove(nodeId);
+    m_refusedOnInputsFrom.remove(nodeId);
     m_schedulers[std::size_t(stage)].removeNode(nodeId);
     failChecksOf(nodeId, QStringLiteral("node %1 left (%2)").arg(shortId(nodeId), reason));
     std::vector<qint64> affected;
@@ -320,8 +321,11 @@ void Router::advance(Microbatch& mb, const protocol::TaskResult& result, const p
         // Another replica's answer to the input the first one was refused on passed: the first one's
         // result was its own failure. Reported once this result has moved on (the report can end a session).
         const QString first = std::exchange(mb.refusedNode, QString());
-        const QString why = QStringLiteral("%1 (node %2's answer to the same input passed)").arg(mb.refusedWhy, shortId(node));
-        QMetaObject::invokeMethod(this, [this, first, s, why] { Q_EMIT refused(first, s, why); }, Qt::QueuedConnection);
+        m_refusedOnInputsFrom.remove(first); // settled: its own
+        const QString why = QStringLiteral("%1 (node %2's answer to the same input passed)")
+                                .arg(mb.refusedWhy, shortId(node));
+        QMetaObject::invokeMethod(
+            this, [this, first, s, why] { Q_EMIT refused(first, s, why); }, Qt::QueuedConnection);
     }
 
     const qint64 t = now();
@@ -363,19 +367,26 @@ void Router::refuse(Microbatch& mb, const QString& why, bool inputMayCause) {
         ++m_counters.framed;
         const QString sender = mb.inputFrom;
         const int senderStage = mb.inputStage;
-        const QString reason = QStringLiteral("its output made two replicas of stage %1 (%2, %3) fail their checks: %4")
-                                   .arg(stage)
-                                   .arg(shortId(mb.refusedNode), shortId(node), why);
+        const QString reason =
+            QStringLiteral("its output made two replicas of stage %1 (%2, %3) fail their checks: %4")
+                .arg(stage)
+                .arg(shortId(mb.refusedNode), shortId(node), why);
+        m_refusedOnInputsFrom.remove(mb.refusedNode); // settled: not theirs
+        m_refusedOnInputsFrom.remove(node);
         mb.refusedNode.clear();
         releaseTask(mb, why, false);
         finish(mb.id, false,
-               QStringLiteral("two replicas of stage %1 refused on the input node %2 sent").arg(stage).arg(shortId(sender)));
+               QStringLiteral("two replicas of stage %1 refused on the input node %2 sent")
+                   .arg(stage)
+                   .arg(shortId(sender)));
         Q_EMIT refused(sender, senderStage, reason);
         return;
     }
     if (mb.refusedNode == node) // the same node on the same input says nothing new: still waiting
-        return failPhase(mb, QStringLiteral("node %1's result refused again on the same input: %2").arg(shortId(node), why),
-                         true);
+        return failPhase(
+            mb,
+            QStringLiteral("node %1's result refused again on the same input: %2").arg(shortId(node), why),
+            true);
     if (const std::optional<std::pair<QString, int>> from = inputMayCause ? inputSender(mb) : std::nullopt) {
         // Whose fault it is waits for another replica's answer to the same input (the retry); with no
         // other replica, it stays unsettled (refusalUnresolved) unless the node is refused on inputs from
@@ -389,10 +400,11 @@ void Router::refuse(Microbatch& mb, const QString& why, bool inputMayCause) {
             mb.refusedWhy = why;
             mb.inputFrom = from->first;
             mb.inputStage = from->second;
-            return failPhase(mb,
-                             QStringLiteral("node %1's result refused (the same input goes to another replica): %2")
-                                 .arg(shortId(node), why),
-                             true);
+            return failPhase(
+                mb,
+                QStringLiteral("node %1's result refused (the same input goes to another replica): %2")
+                    .arg(shortId(node), why),
+                true);
         }
     }
     failPhase(mb, QStringLiteral("node %1's result refused: %2").arg(shortId(node), why), true);
@@ -412,10 +424,11 @@ void Router::finish(qint64 id, bool done, const QString& reason) {
     mb.phase = done ? Microbatch::Phase::Completed : Microbatch::Phase::Abandoned;
     mb.abandonReason = reason;
     if (!mb.refusedNode.isEmpty()) // ended before another replica answered the same input
-        Q_EMIT refusalUnresolved(mb.refusedNode, mb.stage,
-                                 QStringLiteral("%1 (microbatch %2 ended before another replica answered the same input)")
-                                     .arg(mb.refusedWhy)
-                                     .arg(mb.id));
+        Q_EMIT refusalUnresolved(
+            mb.refusedNode, mb.stage,
+            QStringLiteral("%1 (microbatch %2 ended before another replica answered the same input)")
+                .arg(mb.refusedWhy)
+                .arg(mb.id));
     // Only the bookkeeping leaves with the signal, not the tensors.
     mb.inputs.clear();
     mb.targets = {};

@@ -14,14 +14,16 @@
 // Between a result's arrival and its acceptance stands the check (setCheck: ResultCheck in the
 // Trainer): a refused result is never relayed or credited, its phase goes to another node, and its
 // producer — never the consumer that would have received it — is banned for a while. Who is reported
-// (refused) depends on the input (issue 41, "framing"): where the check failed on a bound an input can
-// push an honest answer over (Refusal::inputMayCause) and the input came from another node, the blame waits for that replica's answer to the same input —
-// accepted, the first node is reported; refused too, the node that sent the input is, the microbatch
-// is dropped (one frame strikes nobody else), and neither replica is; unresolved (the microbatch ends
-// first: no other replica, or the same node again), nobody is (refusalUnresolved) — unless the node
-// has been refused on inputs from two different senders. Where the coordinator made the input
-// (stage 0's forward) the producer is reported at once. A node's speed is the coordinator's own measurement (from sending a task, or from the
-// node's previous answer when it was busy, to its answer), never the compute_seconds it reports.
+// (refused) depends on the input (issue 41, "framing"). Where the check failed on a bound an input can
+// push an honest answer over (Refusal::inputMayCause) and the input came from another node, the blame
+// waits for another replica's answer to the same input: accepted, the first node is reported; refused
+// too, the node that sent the input is, the microbatch is dropped (one frame strikes nobody else) and
+// neither replica is; unresolved (the microbatch ends first: no other replica, or the same node again),
+// nobody is (refusalUnresolved) — unless the node has been refused on inputs from two different
+// senders. Otherwise (the coordinator's own tokens, an echo, NaN) the producer is reported at once.
+//
+// A node's speed is the coordinator's own measurement (from sending a task, or from the node's
+// previous answer when it was busy, to its answer), never the compute_seconds it reports.
 //
 // Single-threaded (the coordinator's thread). Sends through a callback, so tests can drive it.
 
@@ -32,6 +34,7 @@
 
 #include <QHash>
 #include <QObject>
+#include <QSet>
 #include <QTimer>
 
 #include <chrono>
@@ -219,8 +222,6 @@ private:
     void refuse(Microbatch& mb, const QString& why, bool inputMayCause = false);
     // The phase's task given up: its node's slot released (banned for a while when `ban`).
     void releaseTask(Microbatch& mb, const QString& why, bool ban);
-    // Nodes refused on inputs other nodes sent, whose blame is not settled yet: by whom the inputs came.
-    QHash<QString, QSet<QString>> m_refusedOnInputsFrom;
     // The node that sent the current phase's input, and its stage; none for the coordinator's tokens.
     std::optional<std::pair<QString, int>> inputSender(const Microbatch& mb) const;
     void finish(qint64 id, bool completed, const QString& reason = {});
@@ -249,6 +250,8 @@ private:
     std::vector<StageScheduler> m_schedulers;
     std::vector<qint64> m_era; // by stage
     QHash<QString, NodeInfo> m_nodes;
+    // Nodes refused on inputs other nodes sent, whose blame is not settled yet: by whom the inputs came.
+    QHash<QString, QSet<QString>> m_refusedOnInputsFrom;
     std::map<qint64, Microbatch> m_microbatches; // in flight, by id
     QHash<qint64, qint64> m_taskToMicrobatch;    // task in flight → microbatch
     QHash<qint64, qint64> m_taskSentAtMs;

@@ -252,7 +252,8 @@ void GradientAverager::leaveOutBeyondTraining(int stage, StageRound& round) {
         // gradients just under the result checks' bound (a frame: its backward was refused, its
         // weights' gradient kept).
         ++m_sharesBeyond;
-        qWarning("gradients: node %s's share for stage %d is far beyond any training (RMS %.3g, over %g a weight): "
+        qWarning("gradients: node %s's share for stage %d is far beyond any training (RMS %.3g, over %g a "
+                 "weight): "
                  "left out",
                  qPrintable(shortId(it.key())), stage, rms, m_settings.maxShareRms);
         it = round.shares.erase(it);

@@ -227,11 +227,12 @@ void Trainer::makeRouter() {
         return checkResult(node, mb, kind, output, loss);
     });
     connect(m_router.get(), &Router::refused, this, &Trainer::onRefused);
-    connect(m_router.get(), &Router::refusalUnresolved, this, [this](const QString& node, int stage, const QString& why) {
-        qWarning("trust: node %s (stage %d): result refused, whose fault unsettled: %s", qPrintable(node.left(12)),
-                 stage, qPrintable(why));
-        m_checks->probation(node);
-    });
+    connect(m_router.get(), &Router::refusalUnresolved, this,
+            [this](const QString& node, int stage, const QString& why) {
+                qWarning("trust: node %s (stage %d): result refused, whose fault unsettled: %s",
+                         qPrintable(node.left(12)), stage, qPrintable(why));
+                m_checks->probation(node);
+            });
     Router* router = m_router.get();
     if (m_gradients) {
         // Every node of a stage takes every step's update from its sync's first chunk on: the ghosts
@@ -325,7 +326,8 @@ void Trainer::wireMembership() {
         // A node joining a stage nobody holds (the first, or one moved to a starved stage) takes the
         // checkpoint's state too once it has taken a step: the published shard it downloaded is older.
         StageCheckpoints* cp = m_checkpoints.get();
-        m_membership->setSyncAlone([cp](int stage) { return cp->optimizerSteps(stage) > 0 || cp->changed(stage); });
+        m_membership->setSyncAlone(
+            [cp](int stage) { return cp->optimizerSteps(stage) > 0 || cp->changed(stage); });
     }
     // A moved node's pending audit would be answered with its new stage's weights: an honest node
     // failed the audit of its old stage that way. Its evidence there stays unjudged instead.
@@ -406,8 +408,9 @@ std::span<const std::uint8_t> bytesOf(const protocol::HeldFrame& f) {
 } // namespace
 
 std::optional<Router::Refusal> Trainer::checkResult(const QString& node, const Microbatch& mb,
-                                            protocol::TaskKind kind, const protocol::HeldFrame& output,
-                                            std::optional<double> loss) {
+                                                    protocol::TaskKind kind,
+                                                    const protocol::HeldFrame& output,
+                                                    std::optional<double> loss) {
     if (!m_settings.checks.enabled)
         return std::nullopt;
     const bool backward = kind == protocol::TaskKind::Backward;

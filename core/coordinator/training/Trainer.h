@@ -125,8 +125,9 @@ private:
     Clock clock();
 
     void grantCredits();
-    std::optional<Router::Refusal> checkResult(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
-                                       const protocol::HeldFrame& output, std::optional<double> loss);
+    std::optional<Router::Refusal> checkResult(const QString& node, const Microbatch& mb,
+                                               protocol::TaskKind kind, const protocol::HeldFrame& output,
+                                               std::optional<double> loss);
     void onRefused(const QString& node, int stage, const QString& reason);
     // A strike: probation, a while out of the routing, pending credit forfeited; the third is out.
     void strike(const QString& node, const QString& reason);

@@ -8,6 +8,7 @@
 #include "engine/StageEngine.h"
 
 #include <cmath>
+#include <optional>
 
 namespace tessera::coordinator {
 
@@ -55,58 +56,63 @@ AuditOutcome AuditWorker::judge(const AuditJob& job) {
 }
 
 gpu::StageEngine* AuditWorker::loadWeights(const AuditJob& job, int stage, AuditOutcome& out) {
-    if (job.weights.isNull()) { // unanswered: its answers are judged on the weights its replicas hold
-        gpu::StageEngine* e = job.reference ? engine(stage) : nullptr;
-        if (e == nullptr)
-            return nullptr;
-        if (Status set = e->setPartition(-1, m_settings.partitions, *job.reference); !set) {
-            qWarning("trust: loading stage %d's reference weights failed: %s", stage, set.message().c_str());
-            return nullptr;
-        }
-        return e;
-    }
-    Result<std::vector<float>> values = protocol::partitionValues(job.weights.frame);
-    if (!values) {
-        out.passed = false;
-        out.reason = QStringLiteral("the weights it was asked for did not come as asked");
-        return nullptr;
-    }
-    const std::vector<float>& weights = *values;
     gpu::StageEngine* e = engine(stage);
     if (e == nullptr)
         return nullptr; // not audited here: nothing judged
-    Result<std::int64_t> size = e->partitionSize(-1, m_settings.partitions);
+    // The weights the node showed, when it answered (unanswered: judged on the replicas' alone).
+    std::optional<std::vector<float>> shown;
+    if (!job.weights.isNull()) {
+        Result<std::vector<float>> values = protocol::partitionValues(job.weights.frame);
+        if (!values) {
+            out.passed = false;
+            out.reason = QStringLiteral("the weights it was asked for did not come as asked");
+            return nullptr;
+        }
+        shown = std::move(*values);
+        if (!shownWeightsHold(*e, stage, *shown, job.reference.get(), out))
+            return nullptr;
+    } else if (!job.reference) {
+        return nullptr;
+    }
+    // Where the replicas' weights are known, the answers are judged on them.
+    const std::vector<float>& load =
+        job.reference && (!shown || job.reference->size() == shown->size()) ? *job.reference : *shown;
+    if (Status set = e->setPartition(-1, m_settings.partitions, load); !set) {
+        qWarning("trust: loading the weights of node %s's audit failed: %s", qPrintable(shortId(job.node)),
+                 set.message().c_str());
+        return nullptr;
+    }
+    return e;
+}
+
+bool AuditWorker::shownWeightsHold(gpu::StageEngine& e, int stage, const std::vector<float>& weights,
+                                   const std::vector<float>* reference, AuditOutcome& out) const {
+    Result<std::int64_t> size = e.partitionSize(-1, m_settings.partitions);
     if (!size || qint64(weights.size()) != *size) {
         out.passed = false;
         out.reason = QStringLiteral("its weights have %1 values; stage %2 has %3")
                          .arg(weights.size())
                          .arg(stage)
                          .arg(size ? *size : -1);
-        return nullptr;
+        return false;
     }
     if (!stats::allFinite(weights)) {
         out.passed = false;
         out.reason = QStringLiteral("its weights are not all finite");
-        return nullptr;
+        return false;
     }
-    // Where the replicas' weights are known, the node's must be theirs, and its answers are judged on them.
-    const bool referenced = job.reference && job.reference->size() == weights.size();
-    if (referenced) {
-        const double error = stats::relativeError(weights, *job.reference);
+    // Where the replicas' weights are known, the node's must be theirs.
+    if (reference && reference->size() == weights.size()) {
+        const double error = stats::relativeError(weights, *reference);
         if (!(error <= m_settings.referenceTolerance)) {
             out.passed = false;
             out.reason = QStringLiteral("its weights differ from those its stage's replicas hold by %1 (tolerance %2)")
                              .arg(error, 0, 'g', 3)
                              .arg(m_settings.referenceTolerance);
-            return nullptr;
+            return false;
         }
     }
-    if (Status set = e->setPartition(-1, m_settings.partitions, referenced ? *job.reference : weights); !set) {
-        qWarning("trust: loading node %s's weights failed: %s", qPrintable(shortId(job.node)),
-                 set.message().c_str());
-        return nullptr;
-    }
-    return e;
+    return true;
 }
 
 bool AuditWorker::judgeTask(gpu::StageEngine& e, const Evidence& ev, int stage, AuditOutcome& out) {

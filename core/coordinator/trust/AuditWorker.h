@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <vector>
 
 namespace tessera::gpu {
 class FrameDecoder;
@@ -47,9 +48,14 @@ public:
     AuditOutcome judge(const AuditJob& job);
 
 private:
-    // The stage's engine with the node's weights loaded; nullptr where the job ends there (the
-    // weights refused, with out saying why, or the stage not audited here).
+    // The stage's engine with the weights the answers are judged on loaded (the replicas' where known,
+    // else the node's); nullptr where the job ends there (the weights refused, with out saying why, or
+    // the stage not audited here, or an unanswered job with no reference).
     gpu::StageEngine* loadWeights(const AuditJob& job, int stage, AuditOutcome& out);
+    // Whether the weights a node showed can be the stage's (size, finite) and, where the replicas'
+    // are known, are theirs; out says why not.
+    bool shownWeightsHold(gpu::StageEngine& e, int stage, const std::vector<float>& weights,
+                          const std::vector<float>* reference, AuditOutcome& out) const;
     // One kept task recomputed and compared; false when it failed the node (out says why).
     bool judgeTask(gpu::StageEngine& e, const Evidence& ev, int stage, AuditOutcome& out);
     gpu::StageEngine* engine(int stage);

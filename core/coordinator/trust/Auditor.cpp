@@ -169,18 +169,22 @@ qint64 Auditor::deadlineMs(int stage) const {
 void Auditor::unanswered(const QString& node, NodeAudit& audit, bool left) {
     const double seconds = double(m_clock() - audit.requestedAtMs) / 1000.0;
     const int stage = audit.evidence.empty() ? 0 : audit.evidence.front().stage;
-    AuditOutcome silent{node, stage, false, 0, 0,
-                        left ? QStringLiteral("it left or paused %1 s after its weights were asked for, "
-                                              "before sending them")
-                                   .arg(seconds, 0, 'f', 0)
-                             : QStringLiteral("it did not send the weights of its audit within %1 s")
-                                   .arg(seconds, 0, 'f', 0),
-                        audit.requestedAtMs};
+    AuditOutcome silent{
+        node,
+        stage,
+        false,
+        0,
+        0,
+        left ? QStringLiteral("it left or paused %1 s after its weights were asked for, "
+                              "before sending them")
+                   .arg(seconds, 0, 'f', 0)
+             : QStringLiteral("it did not send the weights of its audit within %1 s").arg(seconds, 0, 'f', 0),
+        audit.requestedAtMs};
     silent.unanswered = true;
     silent.left = left;
     qWarning("trust: node %s: %s", qPrintable(shortId(node)), qPrintable(silent.reason));
-    AuditJob job{node, audit.version, audit.requestedAtMs, std::move(audit.evidence), {},
-                 std::move(audit.reference)};
+    AuditJob job{
+        node, audit.version, audit.requestedAtMs, std::move(audit.evidence), {}, std::move(audit.reference)};
     audit.evidence.clear();
     audit.reference.reset();
     audit.round = 0;

@@ -38,8 +38,8 @@ Result<std::unique_ptr<Reexecution>> Reexecution::create(const gpu::ModelConfig&
     Result<std::unique_ptr<gpu::FrameDecoder>> decoder = gpu::FrameDecoder::create(config);
     if (!decoder)
         return makeError("re-execution: " + decoder.message());
-    return std::unique_ptr<Reexecution>(new Reexecution(settings, router, std::move(clock),
-                                                        std::move(networkOf), std::move(*decoder)));
+    return std::unique_ptr<Reexecution>(
+        new Reexecution(settings, router, std::move(clock), std::move(networkOf), std::move(*decoder)));
 }
 
 bool Reexecution::checkable(const Microbatch& mb, TaskKind kind) const {

@@ -267,13 +267,16 @@ void EngineWorker::misbehave(const EngineTask& task, EngineResult& result) const
                      task.kind == EngineTask::Backward ? given(task.gradOutput) : given({}));
     if (task.kind == EngineTask::ForwardBackward)
         lie.loss(result.loss);
-    if (task.kind == EngineTask::Gather && lie.mode() == gpu::Misbehaviour::Mode::Poison)
-        result.honestValues = result.values; // a liar keeps its own weights whole: it poisons only what it sends
+    // A liar keeps its own weights whole: it lies only in what it sends (SPARTA's snapshot stays true).
+    if (task.kind == EngineTask::Gather)
+        result.honestValues = result.values;
     if (task.kind == EngineTask::Gather || task.kind == EngineTask::ShareGradients ||
         task.kind == EngineTask::ShareOnBasis)
         lie.share(result.values);
     if (task.kind == EngineTask::Gather)
         lie.weights(result.values);
+    if (result.honestValues == result.values)
+        result.honestValues.clear(); // nothing was changed
     if (task.kind == EngineTask::Gather && task.partition == -1 && lie.withholdsSnapshots())
         result.withheld = true;
     if (lie.fastTiming())

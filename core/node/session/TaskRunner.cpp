@@ -440,7 +440,8 @@ void TaskRunner::finishGather(const Pending& p, const EngineResult& r) {
         return m_session.sendBinary(encode(share));
     }
     if (p.message == MessageType::Average) {
-        m_snapshots[p.round] = Snapshot{p.partition, p.partitions, r.honestValues.empty() ? r.values : r.honestValues};
+        m_snapshots[p.round] =
+            Snapshot{p.partition, p.partitions, r.honestValues.empty() ? r.values : r.honestValues};
         while (m_snapshots.size() > std::size_t(kMaxSnapshots))
             m_snapshots.erase(m_snapshots.begin()); // the oldest round: its result is not coming
     }

@@ -425,7 +425,8 @@ void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
     for (const bool framed : {true, false}) {
         Harness h(2, s);
         QString first; // the stage 1 node the first forward_backward went to
-        h.router->setCheck([&](const QString& node, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
+        h.router->setCheck([&](const QString& node, const Microbatch& mb, TaskKind,
+                               const protocol::HeldFrame&,
                                std::optional<double>) -> std::optional<Router::Refusal> {
             if (mb.stage != 1)
                 return std::nullopt;
@@ -442,7 +443,7 @@ void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
         QVERIFY(h.answer(u"a"_qs));
         QVERIFY(h.answer(h.sent.front().node)); // refused: the same input goes to the other replica
         QVERIFY(!first.isEmpty());
-        QCOMPARE(refused.count(), 0);           // nobody blamed yet
+        QCOMPARE(refused.count(), 0); // nobody blamed yet
         QCOMPARE(h.sent.front().node, first == u"b1"_qs ? u"b2"_qs : u"b1"_qs);
         QCOMPARE(h.sent.front().header.value(u"microbatch"_qs).toInteger(), qint64(1));
         QVERIFY(h.answer(h.sent.front().node));
@@ -467,7 +468,8 @@ void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
     Harness h(2, s);
     h.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
                           std::optional<double>) -> std::optional<Router::Refusal> {
-        return mb.stage == 1 ? std::optional(Router::Refusal{QStringLiteral("loss above 50"), true}) : std::nullopt;
+        return mb.stage == 1 ? std::optional(Router::Refusal{QStringLiteral("loss above 50"), true})
+                             : std::nullopt;
     });
     QSignalSpy refused(h.router.get(), &Router::refused);
     QSignalSpy unresolved(h.router.get(), &Router::refusalUnresolved);
@@ -484,8 +486,9 @@ void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
     Harness e(2, s);
     e.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
                           std::optional<double>) -> std::optional<Router::Refusal> {
-        return mb.stage == 1 ? std::optional(Router::Refusal{QStringLiteral("the task's own input sent back"), false})
-                             : std::nullopt;
+        return mb.stage == 1
+                   ? std::optional(Router::Refusal{QStringLiteral("the task's own input sent back"), false})
+                   : std::nullopt;
     });
     QSignalSpy echoed(e.router.get(), &Router::refused);
     e.router->addNode(u"a"_qs, 0);

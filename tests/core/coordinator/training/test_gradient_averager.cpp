@@ -107,7 +107,7 @@ GradientSettings dense() {
     GradientSettings s;
     s.rank = 0;
     s.bits = 32;    // exact: the tests compare values
-    s.clipNorm = 0;    // no clip unless a test wants one
+    s.clipNorm = 0; // no clip unless a test wants one
     s.maxShareRms = 0; // values of any size, unless a test wants the bound
     s.schedule.peak = 1e-3;
     s.schedule.warmupSteps = 10;
