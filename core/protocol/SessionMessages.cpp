@@ -81,7 +81,7 @@ TESSERA_SCHEMA(TaskResult, "task_result", ToCoordinator, Either, need("task_id",
                text("error", &TaskResult::error), maybe("error_kind", &TaskResult::errorKind));
 TESSERA_SCHEMA(StepDone, "step_done", ToCoordinator, Text, need("step", &StepDone::step),
                need("ok", &StepDone::ok), maybe("microbatches", &StepDone::microbatches, 0, 1e9),
-               text("error", &StepDone::error));
+               text("error", &StepDone::error), text("fingerprint", &StepDone::fingerprint));
 TESSERA_SCHEMA(AverageShare, "average_share", ToCoordinator, Binary, need("round", &AverageShare::round),
                need("partition", &AverageShare::partition, -1, kMaxPartitions - 1),
                maybe("partitions", &AverageShare::partitions, 0, kMaxPartitions),
@@ -133,7 +133,8 @@ TESSERA_SCHEMA(GradientResult, "gradient_result", ToNode, Binary, need("step", &
                need("clip_scale", &GradientResult::clipScale, 1e-12, 1),
                maybe("look_ahead", &GradientResult::lookAhead, 0, 4),
                maybe("bits", &GradientResult::bits, 4, 32), maybe("values", &GradientResult::values),
-               maybe("offset", &GradientResult::offset), maybe("total", &GradientResult::total));
+               maybe("offset", &GradientResult::offset), maybe("total", &GradientResult::total),
+               maybe("fingerprint_seed", &GradientResult::fingerprintSeed));
 TESSERA_SCHEMA(GradientBasis, "gradient_basis", ToNode, Binary, need("step", &GradientBasis::step),
                need("round", &GradientBasis::round, 0), maybe("offset", &GradientBasis::offset),
                maybe("total", &GradientBasis::total));

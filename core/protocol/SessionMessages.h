@@ -93,6 +93,9 @@ struct StepDone {
     bool ok = false;
     int microbatches = 0;
     QString error;
+    // The weights' fingerprint after the step, when its gradient_result asked for one
+    // (base/WeightFingerprint's text: "count p0 p1 p2 p3 norm²").
+    QString fingerprint;
 };
 struct AverageShare {
     qint64 round = 0;
@@ -172,8 +175,9 @@ struct SyncRequest {
 };
 // A chunk of a ghost sync: the stage's weights [offset, offset + values) in parameter order, of
 // `total`. Each chunk is answered with a sync_done; the sync ends when `total` were taken. A total of
-// three times the stage's weights carries AdamW's state after them (the first moments, then the
-// second), with the optimizer's step count in optimizer_steps (-1: the weights alone).
+// three times the stage's weights carries AdamW's state: the first moments, the second, then the
+// weights (moments first: updates land between chunks, see gpu::StateRegion), with the optimizer's
+// step count in optimizer_steps (-1: the weights alone).
 struct Sync {
     qint64 round = 0;
     qint64 offset = 0;
@@ -197,6 +201,9 @@ struct GradientResult {
     qint64 values = 0;       // how many (needed below 32 bits: the bytes do not say)
     qint64 offset = 0;       // a chunk of its payload, as a share's
     qint64 total = 0;
+    // Not 0: answer the weights' fingerprint under this seed, once the update is applied, in the
+    // step_done (drawn for this step: nobody can work it out before holding the updated weights).
+    qint64 fingerprintSeed = 0;
 };
 
 // The basis P̂ of a low-rank exchange's step (fp32, a Partition frame): the node answers with its

@@ -22,7 +22,7 @@ constexpr Named kModes[] = {
     {"loss", Misbehaviour::Mode::Loss},         {"poison", Misbehaviour::Mode::Poison},
     {"fast", Misbehaviour::Mode::Fast},         {"tokens", Misbehaviour::Mode::Tokens},
     {"identity", Misbehaviour::Mode::Identity}, {"mute", Misbehaviour::Mode::Mute},
-    {"frame", Misbehaviour::Mode::Frame}};
+    {"stale", Misbehaviour::Mode::Stale},       {"frame", Misbehaviour::Mode::Frame}};
 
 } // namespace
 
@@ -44,7 +44,7 @@ Result<std::unique_ptr<Misbehaviour>> Misbehaviour::create(const ModelConfig& co
         }
     return makeError(
         "unknown misbehaviour '" + std::string(mode) +
-        "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute, frame)");
+        "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute, frame, stale)");
 }
 
 void Misbehaviour::activation(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const {

@@ -20,6 +20,9 @@
 //   mute    computes honestly and never sends the weights an audit asks for (a whole-stage snapshot)
 //   tokens  two tokens' rows of every returned tensor times 1.2 (the frame as a whole moves by under
 //           5%: what one relative error over the frame lets through)
+//   stale   never applies the averaged updates (answers every step as applied) and computes honestly
+//           with the weights it keeps: a node that saves the work of stepping, or one that keeps
+//           weights of its own
 // A lie that needs a shape the task lacks (echo on stage 0's forward) leaves the result honest.
 // Torch-free header: the node's engine (core/) drives it.
 
@@ -52,7 +55,8 @@ public:
         Tokens,
         Identity,
         Mute,
-        Frame
+        Frame,
+        Stale
     };
 
     // None when `mode` is empty; an error names the modes when it is unknown.
@@ -71,6 +75,8 @@ public:
     bool fastTiming() const { return m_mode == Mode::Fast; }
     // Whether it keeps silent when asked for all its weights (an audit's snapshot).
     bool withholdsSnapshots() const { return m_mode == Mode::Mute; }
+    // Whether it leaves its weights as they are when told to apply a step's update (and says it did).
+    bool skipsUpdates() const { return m_mode == Mode::Stale; }
 
 private:
     Misbehaviour(Mode mode, std::unique_ptr<Codec> codec);

@@ -451,8 +451,8 @@ Status StageEngine::State::setWeightsRange(std::int64_t offset, std::int64_t tot
                                            std::span<const float> values) {
     const std::int64_t count = model->parameterCount();
     const auto size = static_cast<std::int64_t>(values.size());
-    // The weights alone, or with AdamW's moments after them (weights, first, second: 3 × count).
-    const bool withMoments = total == 3 * count && optimizer->momentsSync();
+    // The weights alone, or AdamW's state (first moment, second, weights: 3 × count, StateRegion).
+    const bool withMoments = total == kStateRegions * count && optimizer->momentsSync();
     if (total != count && !withMoments)
         return makeError("the sync is of " + str(total) + " values; this stage has " + str(count) +
                          " weights" + (optimizer->momentsSync() ? " (" + str(3 * count) + " with its moments)" : ""));
@@ -468,22 +468,30 @@ Status StageEngine::State::setWeightsRange(std::int64_t offset, std::int64_t tot
             return {0, {}};
         return {from - r * count, values.subspan(std::size_t(from - offset), std::size_t(to - from))};
     };
-    if (const auto [at, part] = region(0); !part.empty()) {
+    for (int r = 0; withMoments && r < kStateRegions; ++r)
+        if (const auto [at, part] = region(r); !part.empty() && StateRegion(r) != StateRegion::Weights)
+            (void)optimizer->setMomentsRange(StateRegion(r) == StateRegion::FirstMoment, at, part);
+    const int weightsRegion = withMoments ? int(StateRegion::Weights) : 0;
+    if (const auto [at, part] = region(weightsRegion); !part.empty()) {
         std::int64_t start = 0; // of the current parameter, in parameter order
         const auto n = static_cast<std::int64_t>(part.size());
-        for (const torch::Tensor& alias : aliases) {
-            const std::int64_t from = std::max(at, start), to = std::min(at + n, start + alias.numel());
-            if (from < to)
-                alias.view({-1})
-                    .narrow(0, from - start, to - from)
-                    .copy_(onDevice(part.subspan(std::size_t(from - at), std::size_t(to - from))));
-            start += alias.numel();
+        for (std::size_t i = 0; i < aliases.size(); ++i) {
+            const std::int64_t numel = aliases[i].numel();
+            const std::int64_t from = std::max(at, start), to = std::min(at + n, start + numel);
+            if (from < to) {
+                const torch::Tensor taken =
+                    onDevice(part.subspan(std::size_t(from - at), std::size_t(to - from)));
+                // The optimizer's weights where the running ones are ahead of them, and the running
+                // ones (not ahead here until the next update): weights synced earlier keep theirs.
+                for (const torch::Tensor& target :
+                     {aliases[i], optimizerWeights.empty() ? torch::Tensor() : optimizerWeights[i]})
+                    if (target.defined())
+                        target.view({-1}).narrow(0, from - start, to - from).copy_(taken);
+            }
+            start += numel;
         }
-        weightsReplaced();
+        model->weightsChanged();
     }
-    for (int r = 1; withMoments && r <= 2; ++r)
-        if (const auto [at, part] = region(r); !part.empty())
-            (void)optimizer->setMomentsRange(r == 1, at, part);
     return {};
 }
 
@@ -851,6 +859,20 @@ std::int64_t StageEngine::steps() const {
 
 void StageEngine::setOptimizerSteps(std::int64_t steps) {
     m_state->optimizer->setSteps(steps);
+}
+
+Result<WeightFingerprint> StageEngine::fingerprint(std::uint64_t seed) const {
+    const State& st = *m_state;
+    return guarded("fingerprinting the weights", [&]() -> Result<WeightFingerprint> {
+        torch::NoGradGuard noGrad;
+        WeightFingerprint f(seed);
+        // The optimizer's weights (the checkpoint's), in parameter order, one parameter at a time.
+        for (const torch::Tensor& w : st.optimizerWeights.empty() ? st.aliases : st.optimizerWeights) {
+            const torch::Tensor values = w.detach().to(torch::kCPU, torch::kFloat).contiguous().view({-1});
+            f.add(std::span<const float>(values.data_ptr<float>(), std::size_t(values.numel())));
+        }
+        return f;
+    });
 }
 
 std::int64_t StageEngine::parameterCount() const {

@@ -32,6 +32,7 @@
 #include "base/Result.h"
 #include "base/ShardManifest.h"
 #include "base/TokenFrame.h"
+#include "base/WeightFingerprint.h"
 #include "train/OptimizerOptions.h"
 
 #include <cstdint>
@@ -178,13 +179,18 @@ public:
     // A ghost sync's chunk: values [offset, offset + size) of the stage's weights in parameter order
     // (each parameter flattened, one after the other, as the shard lays them out) replace the
     // weights there; `total` is the stage's parameter count as the sender knows it (refused when it
-    // is not this stage's). The look-ahead is dropped (the weights are the optimizer's).
-    // total = parameterCount(): weights alone; 3 × parameterCount() (with 32-bit moments): the weights,
-    // then AdamW's first and second moments, in the same order (the coordinator's checkpoint, so
-    // that a ghost holds the state its replicas hold).
+    // is not this stage's). The values are the optimizer's: where the weights run ahead of it (the
+    // look-ahead), the range stops running ahead until the next update.
+    // total = parameterCount(): weights alone; 3 × parameterCount() (with 32-bit moments): AdamW's
+    // first and second moments, then the weights, in the same order (StateRegion: updates applied
+    // between chunks then land as on the coordinator's checkpoint, so that a ghost holds the state
+    // its replicas hold).
     Status setWeightsRange(std::int64_t offset, std::int64_t total, std::span<const float> values);
     // AdamW's step count, as the sync's checkpoint has it (its bias correction).
     void setOptimizerSteps(std::int64_t steps);
+    // The fingerprint of the optimizer's weights (the coordinator's checkpoint's, without the
+    // look-ahead) under `seed`: what a node answers after a step (base/WeightFingerprint).
+    Result<WeightFingerprint> fingerprint(std::uint64_t seed) const;
 
     std::int64_t steps() const;
     std::int64_t parameterCount() const;

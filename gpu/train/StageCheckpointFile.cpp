@@ -368,18 +368,18 @@ Result<std::vector<float>> StageCheckpointFile::readStateRange(std::int64_t offs
                              str(3 * st.total),
                          ErrorKind::InvalidInput);
     std::vector<float> out(static_cast<std::size_t>(count), 0.0f);
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < kStateRegions; ++r) {
         const std::int64_t from = std::max(offset, r * st.total), to = std::min(offset + count, (r + 1) * st.total);
         if (from >= to)
             continue;
-        if (r == 0) {
-            Result<std::vector<float>> w = readRange(from, to - from);
+        if (StateRegion(r) == StateRegion::Weights) {
+            Result<std::vector<float>> w = readRange(from - r * st.total, to - from);
             if (!w)
                 return w.error();
             std::copy(w->begin(), w->end(), out.begin() + (from - offset));
             continue;
         }
-        const ScratchFile& file = r == 1 ? st.first : st.second;
+        const ScratchFile& file = StateRegion(r) == StateRegion::FirstMoment ? st.first : st.second;
         if (!file.isOpen())
             continue; // no step yet: the moments are zeros
         std::int64_t start = r * st.total; // of the current parameter, in state order
@@ -411,7 +411,7 @@ Status StageCheckpointFile::setPartition(int partition, int partitions, std::spa
 }
 
 Status StageCheckpointFile::applyGradients(int rank, std::span<const float> result, double learningRate,
-                                           double clipScale) {
+                                           double clipScale, WeightFingerprint* fingerprint) {
     State& st = *m_state;
     if (rank < 0 || rank > 1024)
         return makeError("gradient exchange: rank must be within 0..1024, got " + str(rank),
@@ -469,6 +469,8 @@ Status StageCheckpointFile::applyGradients(int rank, std::span<const float> resu
                 adamwUpdate(w, g, *m, *v, step);
                 if (Status s = st.writeWeights(p, begin, count, w.data_ptr<float>()); !s)
                     return s;
+                if (fingerprint) // in parameter order, as the replicas take theirs
+                    fingerprint->add(std::span<const float>(w.data_ptr<float>(), std::size_t(count)));
                 if (Status s = st.writeMoment(st.first, true, p, begin, *m); !s)
                     return s;
                 if (Status s = st.writeMoment(st.second, false, p, begin, *v); !s)

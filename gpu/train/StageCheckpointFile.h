@@ -21,6 +21,7 @@
 #include "base/ModelConfig.h"
 #include "base/Result.h"
 #include "base/ShardManifest.h"
+#include "base/WeightFingerprint.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -60,13 +61,16 @@ public:
     // Weights [offset, offset + count) in parameter order (each parameter flattened, one after the
     // other): a ghost sync's chunk, read from disk without the rest.
     Result<std::vector<float>> readRange(std::int64_t offset, std::int64_t count) const;
-    // The same over the stage's whole state: the weights, then AdamW's first and second moments
-    // (3 × parameterCount() values; zeros before the first step). 32-bit moments only.
+    // The same over the stage's whole state: AdamW's first and second moments, then the weights
+    // (3 × parameterCount() values, StateRegion's order; moments zeros before the first step).
+    // 32-bit moments only.
     Result<std::vector<float>> readStateRange(std::int64_t offset, std::int64_t count) const;
     bool stateSync() const; // its moments are 32-bit (readStateRange works)
     // A step's averaged gradient (a GradientRoundCombiner's result for this rank) applied as every
-    // replica applies it: scaled by clipScale, one AdamW step at learningRate.
-    Status applyGradients(int rank, std::span<const float> result, double learningRate, double clipScale);
+    // replica applies it: scaled by clipScale, one AdamW step at learningRate. fingerprint (fresh, of
+    // a seed): the updated weights added to it in the same pass (what the replicas must answer).
+    Status applyGradients(int rank, std::span<const float> result, double learningRate, double clipScale,
+                          WeightFingerprint* fingerprint = nullptr);
 
     // Writes the current weights as a shard of `version` at `step` (atomically, streamed) and returns
     // its manifest (unsigned, file name = file's).

@@ -38,6 +38,17 @@ struct AdamwStep {
 void adamwUpdate(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& first,
                  const torch::Tensor& second, const AdamwStep& step);
 
+// A state sync (a ghost taking the coordinator's checkpoint: 3 × the parameters) lays AdamW's
+// state out moments first — the first moment, the second, then the weights, each in parameter order
+// — because steps land between its chunks (every node of the stage takes every update from the
+// sync's first chunk on). A step moves a moment by the gradient alone, but a weight by its moments:
+// a weight that arrived before its moments took an update on moments the ghost never had (zeros:
+// m/√v thousands of times the step) and kept it, so the ghost answered with a loss above 50 (issue
+// 41). Moments first, every value is the checkpoint's from its chunk on; what has not arrived yet
+// is overwritten.
+enum class StateRegion { FirstMoment = 0, SecondMoment = 1, Weights = 2 };
+inline constexpr int kStateRegions = 3;
+
 class StageOptimizer {
 public:
     StageOptimizer(std::vector<torch::Tensor> parameters, const OptimizerOptions& options = {});

@@ -62,10 +62,17 @@ int SwarmNode::stop(int ms) {
                      r.err.constData());
     }
     if (!QTest::qWaitFor([this] { return !running(); }, ms)) {
+        qWarning("tessera-node --data-dir %s did not stop within %d ms; its log ends:\n%s",
+                 qPrintable(m_dataDir), ms, logTail(4000).constData());
         kill();
         return -2;
     }
-    return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
+    const int code = m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
+    if (code != 0) // what the caller's failure cannot show: how the node ended
+        qWarning("tessera-node --data-dir %s %s; its log ends:\n%s", qPrintable(m_dataDir),
+                 code == -1 ? "crashed" : qPrintable(QStringLiteral("exited with %1").arg(code)),
+                 logTail(4000).constData());
+    return code;
 }
 
 QByteArray SwarmNode::logTail(qsizetype bytes) const {

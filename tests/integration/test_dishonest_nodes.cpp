@@ -252,6 +252,9 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid_data() {
     QTest::newRow("framing a neighbour") << QStringLiteral("frame") << 2 << false;
     // Honest work, and silence when its weights are asked for: failing, not unjudged.
     QTest::newRow("unanswered audits") << QStringLiteral("mute") << 1 << true;
+    // Says it applied every step's update and keeps its weights: its fingerprint after the first step
+    // differs from the checkpoint's (struck, synced again), and again after the next ones.
+    QTest::newRow("weights never updated") << QStringLiteral("stale") << 1 << false;
 }
 
 void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
@@ -304,6 +307,9 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
         QFile refusal(swarm.dir(QStringLiteral("n%1/refusal.json").arg(liar)));
         QVERIFY(refusal.open(QIODevice::ReadOnly));
         QCOMPARE(QJsonDocument::fromJson(refusal.readAll()).object().value(u"kind").toString(), u"banned"_qs);
+    } else if (mode == u"stale") {
+        QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("differ from its replicas'"),
+                                  judgements(swarm.log()).right(3000).constData(), kLogLagMs);
     } else {
         QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("result refused"),
                                   judgements(swarm.log()).right(3000).constData(), kLogLagMs);

@@ -6,6 +6,7 @@
 #include "engine/GradientCombiner.h"
 
 #include <QJsonArray>
+#include <QRandomGenerator>
 
 #include <algorithm>
 #include <cmath>
@@ -385,7 +386,14 @@ void GradientAverager::close() {
             for (const QString& node : m_observers(int(s)))
                 if (!recipients.contains(node))
                     recipients << node;
+        // Drawn now, after the step: the fingerprint of weights nobody could hold before this result.
+        const qint64 seed =
+            m_fingerprinted ? qint64(QRandomGenerator::system()->generate64() % kMaxSeed) + 1 : 0;
+        QStringList fingerprinted;
         for (const QString& node : recipients) {
+            const bool asked = seed != 0 && m_fingerprinted(node, int(s));
+            if (asked)
+                fingerprinted << node;
             const protocol::GradientResult header{round.step,
                                                   m_combiners[s]->round(),
                                                   counted[s].contains(node),
@@ -396,11 +404,14 @@ void GradientAverager::close() {
                                                   m_combiners[s]->bits(),
                                                   qint64(results[s].size()),
                                                   0,
-                                                  0};
+                                                  0,
+                                                  asked ? seed : 0};
             if (sendInOrder(node, protocol::partitionMessages(header, payload, m_settings.chunkValues)))
                 Q_EMIT weightsSent(node);
         }
-        Q_EMIT applied(int(s), results[s], m_combiners[s]->round(), m_lastLearningRate, m_lastClipScale);
+        Q_EMIT applied(Applied{int(s), round.step, m_combiners[s]->round(), m_lastLearningRate,
+                               m_lastClipScale, quint64(seed), fingerprinted},
+                       results[s]);
     }
     ++m_rounds;
     Q_EMIT closed(round.step);

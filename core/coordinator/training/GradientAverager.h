@@ -90,6 +90,20 @@ public:
     // ghosts being synced: Averager::syncingOf), sent with included false.
     using Observers = std::function<QStringList(int stage)>;
     void setObservers(Observers observers) { m_observers = std::move(observers); }
+    // Set: every step's result asks these nodes for their weights' fingerprint after it, under a
+    // seed drawn for the stage and step (replicas that agree; not a ghost being synced).
+    using Fingerprinted = std::function<bool(const QString& node, int stage)>;
+    void setFingerprinted(Fingerprinted fingerprinted) { m_fingerprinted = std::move(fingerprinted); }
+    // A stage's result as it went out.
+    struct Applied {
+        int stage = 0;
+        qint64 step = 0;
+        qint64 round = 0;
+        double learningRate = 0;
+        double clipScale = 1;
+        quint64 fingerprintSeed = 0; // 0: none asked
+        QStringList fingerprinted;   // the nodes asked for one
+    };
 
     // Step `step`'s microbatches are in: asks every replica of every stage for its share. `work`:
     // the backward tasks the coordinator accepted from each node this step — a share weighs the
@@ -112,8 +126,7 @@ Q_SIGNALS:
     // Results went out for `step` (or the round had nothing to send): the next step may start.
     void closed(qint64 step);
     // The stage's result, for the checkpoint to apply as the replicas do.
-    void applied(int stage, const std::vector<float>& result, qint64 round, double learningRate,
-                 double clipScale);
+    void applied(const GradientAverager::Applied& applied, const std::vector<float>& result);
     void weightsSent(const QString& node);
     void shareRefused(const QString& node, int stage, const QString& reason);
 
@@ -158,6 +171,8 @@ private:
     Clock m_clock;
     Trusted m_trusted;
     Observers m_observers;
+    Fingerprinted m_fingerprinted;
+    static constexpr quint64 kMaxSeed = (quint64(1) << 53) - 1; // exact in JSON
     std::optional<Round> m_round;
     qint64 m_rounds = 0;
     qint64 m_lastStep = 0;

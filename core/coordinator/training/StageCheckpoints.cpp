@@ -127,11 +127,12 @@ std::vector<std::vector<std::int64_t>> StageCheckpoints::parameterShapes(int sta
 }
 
 Status StageCheckpoints::applyGradients(int stage, int rank, std::span<const float> result,
-                                        double learningRate, double clipScale) {
+                                        double learningRate, double clipScale,
+                                        gpu::WeightFingerprint* fingerprint) {
     if (stage < 0 || stage >= stages())
         return makeError("no stage " + std::to_string(stage));
     Stage& s = *m_stages[std::size_t(stage)];
-    if (Status applied = s.file->applyGradients(rank, result, learningRate, clipScale); !applied)
+    if (Status applied = s.file->applyGradients(rank, result, learningRate, clipScale, fingerprint); !applied)
         return applied;
     s.changed = true;
     return {};

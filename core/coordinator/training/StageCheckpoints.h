@@ -24,6 +24,7 @@ class Identity;
 }
 namespace tessera::gpu {
 class StageCheckpointFile;
+class WeightFingerprint;
 }
 
 namespace tessera::coordinator {
@@ -54,8 +55,8 @@ public:
     Result<std::vector<float>> values(int stage, int partition, int partitions) const;
     // Weights [offset, offset + count) of a stage in parameter order (a ghost sync's chunk).
     Result<std::vector<float>> weights(int stage, qint64 offset, qint64 count) const;
-    // The stage's state [offset, offset + count): its weights, then AdamW's first and second moments
-    // (3 × parameters(stage) values), and the AdamW steps they hold: what a ghost sync sends, so the
+    // The stage's state [offset, offset + count): AdamW's first and second moments, then its weights
+    // (3 × parameters(stage) values, gpu::StateRegion's order): what a ghost sync sends, so the
     // ghost holds what the replicas hold. Needs 32-bit moments (stateSync).
     Result<std::vector<float>> state(int stage, qint64 offset, qint64 count) const;
     qint64 optimizerSteps(int stage) const;
@@ -66,9 +67,10 @@ public:
     // The stage's parameter shapes, in the gradient exchange's order.
     std::vector<std::vector<std::int64_t>> parameterShapes(int stage) const;
     // A step's averaged gradient applied as every replica applies it (the same AdamW step): the
-    // checkpoint holds what the replicas hold, for joiners and for a restart.
+    // checkpoint holds what the replicas hold, for joiners and for a restart. fingerprint: the
+    // updated weights added to it, in the same pass (WeightCheck's reference).
     Status applyGradients(int stage, int rank, std::span<const float> result, double learningRate,
-                          double clipScale);
+                          double clipScale, gpu::WeightFingerprint* fingerprint = nullptr);
 
     // Publishes a new version of every changed stage at `step`: returns how many. Old files
     // beyond the newest `keep` versions of a stage are deleted (their rows stay, for history).

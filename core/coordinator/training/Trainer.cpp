@@ -198,12 +198,30 @@ Status Trainer::makeGradients() {
     m_gradients->setTrusted([resultChecks](const QString& node) { return resultChecks->trusted(node); });
     connect(m_gradients.get(), &GradientAverager::shareRefused, this, &Trainer::onRefused);
     const int rank = m_gradients->settings().rank; // after a fallback, not the option's
+    m_weightCheck = std::make_unique<WeightCheck>(clock());
     connect(m_gradients.get(), &GradientAverager::applied, this,
-            [this, rank](int stage, const std::vector<float>& result, qint64, double lr, double clip) {
-                if (Status s = m_checkpoints->applyGradients(stage, rank, result, lr, clip); !s)
-                    qWarning("trainer: the checkpoint of stage %d did not take step's gradients: %s", stage,
+            [this, rank](const GradientAverager::Applied& a, const std::vector<float>& result) {
+                // The checkpoint's fingerprint, in the pass that applies the update: what the nodes asked
+                // must answer.
+                gpu::WeightFingerprint reference(a.fingerprintSeed);
+                const bool asked = a.fingerprintSeed != 0 && !a.fingerprinted.isEmpty();
+                const Status s = m_checkpoints->applyGradients(a.stage, rank, result, a.learningRate,
+                                                               a.clipScale, asked ? &reference : nullptr);
+                if (!s)
+                    qWarning("trainer: the checkpoint of stage %d did not take step's gradients: %s", a.stage,
                              s.message().c_str());
-                m_averager->stepApplied(stage);
+                else if (asked) // a minute, and 10 s per 10⁹ weights to fingerprint
+                    m_weightCheck->expect(a.stage, a.step, reference, a.fingerprinted,
+                                          60'000 + m_checkpoints->parameters(a.stage) / 100'000);
+                m_averager->stepApplied(a.stage);
+            });
+    // Weights unlike the checkpoint's: struck (a liar must not diverge for free) and synced again
+    // (an honest node's weights come back right).
+    connect(m_weightCheck.get(), &WeightCheck::weightsDiverged, this,
+            [this](const QString& node, int, const QString& why) {
+                strike(node, why);
+                if (m_sessions.isConnected(node))
+                    m_membership->resync(node, why);
             });
 
     // Queued: a round can close inside the router's completion of the step's last microbatch.
@@ -236,8 +254,12 @@ void Trainer::makeRouter() {
     Router* router = m_router.get();
     if (m_gradients) {
         // Every node of a stage takes every step's update from its sync's first chunk on: the ghosts
-        // being synced, and nodes routed after the step asked its replicas for shares.
+        // being synced, and nodes routed after the step asked its replicas for shares. Where replicas
+        // agree, every one that holds the whole state shows it does after each step (WeightCheck).
         Averager* averager = m_averager.get();
+        if (m_replicasAgree)
+            m_gradients->setFingerprinted(
+                [averager](const QString& node, int) { return !averager->syncing(node); });
         m_gradients->setObservers([averager, router](int stage) {
             QStringList out = averager->syncingOf(stage);
             for (const QString& node : router->nodesOf(stage))
@@ -346,7 +368,7 @@ void Trainer::wireMembership() {
 void Trainer::makeInbox() {
     m_inbox = std::make_unique<TrainerInbox>(
         m_config, TrainerInbox::Parts{m_sessions, *m_membership, *m_probes, *m_router, *m_averager,
-                                      *m_auditor, *m_reclaim, m_gradients.get()});
+                                      *m_auditor, *m_reclaim, m_gradients.get(), m_weightCheck.get()});
 }
 
 void Trainer::start() {
@@ -363,6 +385,8 @@ void Trainer::start() {
             m_gradients->tick();
         m_auditor->tick();
         m_reclaim->tick();
+        if (m_weightCheck)
+            m_weightCheck->tick();
     });
     m_tickTimer.start();
     m_balanceTimer.setInterval(std::chrono::seconds(2));
@@ -392,6 +416,8 @@ void Trainer::sessionClosed(const QString& nodeId) {
         m_auditor->nodeLeft(nodeId); // a snapshot it owed is an audit unanswered
     if (m_gradients)
         m_gradients->nodeGone(nodeId);
+    if (m_weightCheck)
+        m_weightCheck->nodeGone(nodeId);
     m_membership->onClosed(nodeId, m_stopped);
 }
 
@@ -619,20 +645,22 @@ QJsonObject Trainer::status() const {
     } else {
         s.insert(QStringLiteral("gradients"), QJsonObject{{QStringLiteral("enabled"), false}});
     }
-    s.insert(QStringLiteral("trust"),
-             QJsonObject{{QStringLiteral("results_checked"), m_checks->checked()},
-                         {QStringLiteral("results_refused"), m_checks->refused()},
-                         {QStringLiteral("refusals_blamed_on_input"), m_router->counters().framed},
-                         {QStringLiteral("results_suspected"), m_checks->suspicious()},
-                         {QStringLiteral("statistics"), m_checks->monitor().status()},
-                         {QStringLiteral("audits"), m_auditor->audits()},
-                         {QStringLiteral("audits_failed"), m_auditor->failed()},
-                         {QStringLiteral("audits_unanswered"), m_auditor->unanswered()},
-                         {QStringLiteral("audits_in_flight"), m_auditor->inFlight()},
-                         {QStringLiteral("tasks_recomputed"), m_auditor->tasksRecomputed()},
-                         {QStringLiteral("worst_passed_error"), m_auditor->worstPassedError()},
-                         {QStringLiteral("recompute_limit"), m_auditor->settings().maxParameters},
-                         {QStringLiteral("reexecution"), reexecutionStatus()}});
+    s.insert(
+        QStringLiteral("trust"),
+        QJsonObject{{QStringLiteral("results_checked"), m_checks->checked()},
+                    {QStringLiteral("results_refused"), m_checks->refused()},
+                    {QStringLiteral("refusals_blamed_on_input"), m_router->counters().framed},
+                    {QStringLiteral("results_suspected"), m_checks->suspicious()},
+                    {QStringLiteral("statistics"), m_checks->monitor().status()},
+                    {QStringLiteral("audits"), m_auditor->audits()},
+                    {QStringLiteral("audits_failed"), m_auditor->failed()},
+                    {QStringLiteral("audits_unanswered"), m_auditor->unanswered()},
+                    {QStringLiteral("audits_in_flight"), m_auditor->inFlight()},
+                    {QStringLiteral("tasks_recomputed"), m_auditor->tasksRecomputed()},
+                    {QStringLiteral("worst_passed_error"), m_auditor->worstPassedError()},
+                    {QStringLiteral("recompute_limit"), m_auditor->settings().maxParameters},
+                    {QStringLiteral("reexecution"), reexecutionStatus()},
+                    {QStringLiteral("weights"), m_weightCheck ? m_weightCheck->status() : QJsonObject()}});
     return s;
 }
 

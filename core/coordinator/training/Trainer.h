@@ -24,6 +24,7 @@
 #include "coordinator/trust/Reexecution.h"
 #include "coordinator/trust/Reputation.h"
 #include "coordinator/trust/ResultCheck.h"
+#include "coordinator/trust/WeightCheck.h"
 
 #include <QJsonObject>
 #include <QObject>
@@ -156,6 +157,7 @@ private:
     std::unique_ptr<CreditGranter> m_credits;
     std::unique_ptr<Averager> m_averager;
     std::unique_ptr<GradientAverager> m_gradients; // null when gradient averaging is off
+    std::unique_ptr<WeightCheck> m_weightCheck;    // null when gradient averaging is off
     std::unique_ptr<TrainingLoop> m_loop;
     std::unique_ptr<Router> m_router;
     std::unique_ptr<Reexecution> m_reexecution;

@@ -11,6 +11,7 @@
 #include "coordinator/training/NodeProbes.h"
 #include "coordinator/training/Reclaim.h"
 #include "coordinator/trust/Auditor.h"
+#include "coordinator/trust/WeightCheck.h"
 #include "protocol/TaskMessage.h"
 
 #include <variant>
@@ -57,8 +58,11 @@ struct TrainerInbox::Delivery {
                 node, protocol::ErrorNotice{QStringLiteral(
                           "a task_result of a data-plane task must come as a binary message")});
     }
-    // A step the node could not apply leaves its weights unlike its replicas': it syncs again.
+    // The weights it shows after the step are judged; a step the node could not apply leaves its
+    // weights unlike its replicas': it syncs again.
     void operator()(const protocol::StepDone& done) const {
+        if (inbox.m_parts.weights)
+            inbox.m_parts.weights->onStepDone(node, done);
         if (!done.ok)
             inbox.m_parts.membership.resync(node, done.error);
     }

@@ -38,6 +38,7 @@ class NodeProbes;
 class Reclaim;
 class Router;
 class SessionApi;
+class WeightCheck;
 
 class TrainerInbox final {
 public:
@@ -51,6 +52,7 @@ public:
         Auditor& auditor;
         Reclaim& reclaim;
         GradientAverager* gradients; // null when gradient averaging is off
+        WeightCheck* weights;        // null when gradient averaging is off
     };
 
     TrainerInbox(const gpu::ModelConfig& config, Parts parts);

@@ -76,6 +76,7 @@ struct EngineTask {
     double clipScale = 1;
     double lookAhead = 0;
     bool optimizerWeights = false; // Gather: without the look-ahead
+    std::uint64_t fingerprintSeed = 0; // ApplyGradients: fingerprint the weights after it (0: no)
 };
 
 // A frame the engine wrote, behind the headroom it left for the node's envelope (see
@@ -111,6 +112,7 @@ struct EngineResult {
     bool hasBasis = true;      // ShareGradients: false when it holds another round's basis
     std::int64_t basisRound = 0;
     bool firstRound = false; // ShareGradients: the values are a low rank's first share
+    QString fingerprint;     // ApplyGradients with a seed: the weights' (WeightFingerprint::toText)
     double loss = std::numeric_limits<double>::quiet_NaN(); // last stage's forward/backward only
     qint64 tokens = 0;
     qint64 flop = 0; // what the coordinator credits for this task (0 when it failed)

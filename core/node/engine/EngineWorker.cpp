@@ -465,10 +465,20 @@ bool EngineWorker::runShareOnBasis(const EngineTask& task, EngineResult& r) {
 }
 
 bool EngineWorker::runApplyGradients(const EngineTask& task, EngineResult& r) {
-    const Status s = m_engine->applyGradients(task.rank, task.values, task.included, task.round,
-                                              task.learningRate, task.clipScale, task.lookAhead);
-    if (!s)
-        return failed(r, QStringLiteral("applying the averaged gradients of round %1").arg(task.round), s);
+    // A stale liar (tests only) says it applied the update and keeps its weights as they were.
+    if (!m_misbehaviour || !m_misbehaviour->skipsUpdates()) {
+        const Status s = m_engine->applyGradients(task.rank, task.values, task.included, task.round,
+                                                  task.learningRate, task.clipScale, task.lookAhead);
+        if (!s)
+            return failed(r, QStringLiteral("applying the averaged gradients of round %1").arg(task.round),
+                          s);
+    }
+    if (task.fingerprintSeed != 0) {
+        Result<gpu::WeightFingerprint> f = m_engine->fingerprint(task.fingerprintSeed);
+        if (!f)
+            return failed(r, QStringLiteral("fingerprinting the weights after round %1").arg(task.round), f);
+        r.fingerprint = QString::fromStdString(f->toText());
+    }
     return true;
 }
 

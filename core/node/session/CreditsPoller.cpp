@@ -44,8 +44,8 @@ void CreditsPoller::poll() {
     m_client.get(QStringLiteral("/v1/nodes/%1/credits?after=%2").arg(m_nodeId).arg(after),
                  [this](const HttpReply& reply) {
                      m_inFlight = false;
-                     LocalLedger* ledger = m_ledger();
-                     if (!ledger)
+                     LocalLedger* current = m_ledger(); // the ledger may have gone while the reply came
+                     if (!current)
                          return;
                      if (!reply.ok()) {
                          qWarning("node: credits: %s", qPrintable(reply.describe()));
@@ -73,7 +73,7 @@ void CreditsPoller::poll() {
                      }
                      if (receipts->empty())
                          return;
-                     Result<IngestResult> stored = ledger->ingest(*receipts);
+                     Result<IngestResult> stored = current->ingest(*receipts);
                      if (!stored) {
                          qWarning("node: ledger: %s", stored.message().c_str());
                          return;

@@ -255,8 +255,8 @@ void TaskRunner::onGradientResult(const GradientResult& header, const TaskMessag
         ++m_refused;
         qWarning("node: refusing the gradient result of step %lld: %s", qlonglong(header.step),
                  values.message().c_str());
-        m_session.send(
-            StepDone{header.step, false, 0, QString::fromStdString(values.message()).left(kMaxReasonChars)});
+        m_session.send(StepDone{
+            header.step, false, 0, QString::fromStdString(values.message()).left(kMaxReasonChars), {}});
         return;
     }
     EngineTask task;
@@ -268,6 +268,7 @@ void TaskRunner::onGradientResult(const GradientResult& header, const TaskMessag
     task.learningRate = header.learningRate;
     task.clipScale = header.clipScale;
     task.lookAhead = header.lookAhead;
+    task.fingerprintSeed = std::uint64_t(header.fingerprintSeed);
     Pending p;
     p.message = MessageType::GradientResult;
     p.step = header.step;
@@ -353,8 +354,8 @@ void TaskRunner::onTaskFinished(const EngineResult& result) {
         } else {
             qWarning("node: step %lld: %s", qlonglong(p.step), qPrintable(result.error));
         }
-        return m_session.send(StepDone{p.step, result.ok, result.ok ? result.microbatches : 0,
-                                       result.error.left(kMaxReasonChars)});
+        return m_session.send(StepDone{
+            p.step, result.ok, result.ok ? result.microbatches : 0, result.error.left(kMaxReasonChars), {}});
     case MessageType::GradientResult:
         if (result.ok) {
             m_step = p.step;
@@ -362,7 +363,8 @@ void TaskRunner::onTaskFinished(const EngineResult& result) {
         } else {
             qWarning("node: step %lld (averaged gradients): %s", qlonglong(p.step), qPrintable(result.error));
         }
-        return m_session.send(StepDone{p.step, result.ok, 0, result.error.left(kMaxReasonChars)});
+        return m_session.send(
+            StepDone{p.step, result.ok, 0, result.error.left(kMaxReasonChars), result.fingerprint});
     case MessageType::AverageResult:
         if (result.ok)
             ++m_averagingRounds;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The coordinator's checkpoint on disk against an engine holding the same stage: the same SPARTA
 // partitions, the same weights after every averaged step (dense and low rank, 32- and 8-bit moments,
-// a clipped step), bit for bit, though it works a few hundred values at a time; what it saves loads
-// into an engine unchanged; a tampered, foreign or missing shard is refused at open.
+// a clipped step), bit for bit, though it works a few hundred values at a time, and the fingerprint it
+// takes of them in the same pass is the engine's; a ghost synced from it
+// in chunks, with steps landing between them, ends on it to the bit; what it saves loads into an
+// engine unchanged; a tampered, foreign or missing shard is refused at open.
 #include "../engine/StageEngineTestSupport.h"
 #include "shard/InitialShards.h"
 #include "train/GradientExchange.h"
@@ -63,10 +65,16 @@ void followsAnEngine(const ModelConfig& config, int rank) {
             const std::vector<float> result(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());
             const double clip = step == 2 ? 0.7 : 1.0;
             CHECK_MSG(e->applyGradients(rank, result, true, step, 1e-3, clip).ok(), "engine step " << step);
-            const tessera::Status applied = c->applyGradients(rank, result, 1e-3, clip);
+            WeightFingerprint reference(std::uint64_t(7919 * step + stage));
+            const tessera::Status applied = c->applyGradients(rank, result, 1e-3, clip, &reference);
             CHECK_MSG(applied.ok(), applied.message());
             CHECK_MSG(sameBits(all(*c), all(*e)), "stage " << stage << " rank " << rank << " moments "
                                                            << config.momentBits << " step " << step);
+            // The fingerprint the checkpoint takes in its pass is the one the engine shows, to the bit.
+            auto shown = e->fingerprint(reference.seed());
+            CHECK_MSG(shown.ok(), shown.message());
+            CHECK(shown->count() == c->parameterCount() && shown->projections() == reference.projections() &&
+                  shown->squaredNorm() == reference.squaredNorm() && shown->agrees(reference));
         }
         CHECK(c->steps() == 3);
         CHECK(!sameBits(all(*c), before)); // the steps moved the weights
@@ -92,7 +100,73 @@ void followsAnEngine(const ModelConfig& config, int rank) {
     }
 }
 
+std::vector<float> optimizers(StageEngine& e) {
+    auto v = e.gatherPartition(-1, kPartitions, true);
+    CHECK_MSG(v.ok(), v.message());
+    return *v;
+}
+
+// A ghost takes the checkpoint's state (moments and weights) in chunks while the stage goes on
+// stepping: the update of every step reaches it between two chunks, as it reaches every node of the
+// stage from the sync's first chunk on (coordinator/training/GradientAverager's observers), and each
+// chunk is read from the checkpoint when it is sent. lookAhead: the ghost's weights run ahead of its
+// optimizer's by that much of each update (the asynchronous pipeline's), the checkpoint's never.
+void syncWithStepsBetweenChunks(double lookAhead) {
+    TempDir dir;
+    const ModelConfig config = twoStages();
+    const int stage = 1;
+    auto source = engine(config, stage, false);
+    const fs::path file = dir.path / "stage.safetensors";
+    auto manifest = source->saveShard(file, 1, 0);
+    CHECK_MSG(manifest.ok(), manifest.message());
+    auto c = openCheckpoint(config, stage, file, *manifest, dir.path / "work");
+    const GradientLayout layout(source->parameterShapes(), 0);
+    std::int64_t step = 0;
+    const auto nextGradient = [&] {
+        torch::manual_seed(std::uint64_t(1000 + ++step));
+        // Some values far smaller than the others: AdamW's m/√v is large there on moments that are not
+        // the checkpoint's.
+        const torch::Tensor r = torch::randn({layout.resultSize()}) * 0.01 *
+                                torch::pow(10.0, -3.0 * torch::rand({layout.resultSize()}));
+        return std::vector<float>(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());
+    };
+    for (int i = 0; i < 3; ++i) // moments far from zero before the ghost comes
+        CHECK(c->applyGradients(0, nextGradient(), 1e-3, 1.0).ok());
+
+    auto ghost = engine(config, stage, false); // its own weights, no moments, no steps
+    const std::int64_t total = 3 * c->parameterCount(), chunk = c->parameterCount() / 7 + 13;
+    const auto stepBoth = [&] {
+        const std::vector<float> g = nextGradient();
+        CHECK(c->applyGradients(0, g, 1e-3, 1.0).ok());
+        const tessera::Status applied = ghost->applyGradients(0, g, false, step, 1e-3, 1.0, lookAhead);
+        CHECK_MSG(applied.ok(), applied.message());
+    };
+    std::int64_t chunks = 0;
+    for (std::int64_t at = 0; at < total; at += chunk, ++chunks) {
+        auto values = c->readStateRange(at, std::min(chunk, total - at));
+        CHECK_MSG(values.ok(), values.message());
+        const tessera::Status taken = ghost->setWeightsRange(at, total, *values);
+        CHECK_MSG(taken.ok(), taken.message());
+        ghost->setOptimizerSteps(c->steps());
+        if (chunks % 3 == 1) // within the first moment's chunks, the second's and the weights'
+            stepBoth();
+    }
+    CHECK(chunks > 18);
+    CHECK_MSG(sameBits(all(*c), optimizers(*ghost)), "look-ahead " << lookAhead);
+    // Its moments and step count are the checkpoint's too: the next step keeps them equal.
+    stepBoth();
+    CHECK_MSG(sameBits(all(*c), optimizers(*ghost)), "look-ahead " << lookAhead << ", the step after");
+}
+
 } // namespace
+
+TESSERA_TEST(aStateSyncWithStepsBetweenItsChunksEndsOnTheCheckpoint) {
+    syncWithStepsBetweenChunks(0);
+}
+
+TESSERA_TEST(aStateSyncEndsOnTheCheckpointWhereTheWeightsRunAhead) {
+    syncWithStepsBetweenChunks(1.0);
+}
 
 TESSERA_TEST(denseStepsEqualAnEnginesToTheBit) {
     followsAnEngine(twoStages(), 0);
