@@ -15,8 +15,8 @@ void WeightFingerprint::add(std::span<const float> values) {
         // One mix a value: its low kProjections bits are the signs of its entries in the vectors.
         const std::uint64_t signs = splitMix64(m_seed ^ (std::uint64_t(m_count) * 0xd1342543de82ef95ull));
         const double v = value;
-        for (int j = 0; j < kProjections; ++j)
-            m_projections[std::size_t(j)] += (signs >> j) & 1u ? v : -v;
+        for (int j = 0; j < kProjections; ++j) // ±v without a branch (the signs are random: unpredictable)
+            m_projections[std::size_t(j)] += v * double(int((signs >> j) & 1u) * 2 - 1);
         m_squares += v * v;
         ++m_count;
     }

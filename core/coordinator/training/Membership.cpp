@@ -144,7 +144,7 @@ void Membership::resync(const QString& node, const QString& why) {
     const std::optional<int> stage = m_router.stageOf(node);
     if (!m_syncAlone || !stage || m_ghosts.contains(node))
         return;
-    qWarning("trainer: node %s could not apply a step (%s): syncing it again", qPrintable(shortId(node)),
+    qWarning("trainer: node %s holds weights unlike its replicas' (%s): syncing it again", qPrintable(shortId(node)),
              qPrintable(why.left(200)));
     m_router.removeNode(node, QStringLiteral("its weights missed a step"));
     m_ghosts.insert(node, *stage);

@@ -46,7 +46,8 @@ public:
     void rememberOnlineNodes();
     // After a restart, nodes ready on a stage are held while its weights are taken back (Reclaim).
     void setReclaim(Reclaim* reclaim) { m_reclaim = reclaim; }
-    // A routed node's weights missed an update (it could not apply a step): where replicas are held
+    // A routed node's weights are not its replicas' (it could not apply a step, or its fingerprint
+    // differed: WeightCheck): where replicas are held
     // equal it is a ghost again and takes the checkpoint's state; elsewhere nothing changes.
     void resync(const QString& node, const QString& why);
     // Whether a node joining the stage must sync even with no replica there (the checkpoint took

@@ -504,12 +504,12 @@ void Trainer::strike(const QString& node, const QString& reason) {
     if (Result<qint64> until = m_reputation->strike(node, reason, t); !until)
         qWarning("trust: recording a strike failed: %s", until.message().c_str());
     m_loop->flush();
-    m_credits->forfeit(node, QStringLiteral("a result was refused: %1").arg(reason), t);
+    m_credits->forfeit(node, QStringLiteral("struck: %1").arg(reason), t);
     // A third strike is no accident: out of the swarm like a failed audit (alone on a stage, a node
     // whose results are refused would otherwise stall it between its short bans).
     Result<ReputationRecord> standing = ReputationStore(m_db).get(ReputationStore::nodeSubject(node));
     if (standing && standing->strikes >= kStrikesOut) {
-        const QString why = QStringLiteral("banned: %1 results refused (last: %2)")
+        const QString why = QStringLiteral("banned: %1 strikes (last: %2)")
                                 .arg(standing->strikes)
                                 .arg(reason.left(120));
         if (Result<qint64> out = m_reputation->struckOut(node, why, t); !out)
