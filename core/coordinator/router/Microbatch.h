@@ -64,6 +64,10 @@ struct Microbatch {
     QString taskNode;
     qint64 taskDeadlineMs = 0;
     bool taskHasInput = false;
+    // The node that answered this phase's backward with missing_graph (it held the forward's graph, by
+    // its own word): its answer with the input is paid as a backward alone — the forward it ran again
+    // was paid once already, and a node keeping its graph could say otherwise for 6NT instead of 4NT.
+    QString claimedMissingGraph;
     qint64 taskEpoch = 0;   // the node's step epoch when the task was sent (a step after it drops the graph)
     qint64 taskVersion = 0; // the version of the node's weights the task runs on (Router::weightsVersion)
     qint64 taskEra = 0;     // the stage's weights era when the task was sent (Router::era)

@@ -283,6 +283,7 @@ void Router::onResult(const QString& nodeId, const protocol::TaskResult& result,
             m_taskToMicrobatch.remove(result.taskId);
             m_taskSentAtMs.remove(result.taskId);
             --mb.attempts;
+            mb.claimedMissingGraph = nodeId;
             sendTask(mb, nodeId, true);
             return;
         }
@@ -333,8 +334,12 @@ void Router::advance(Microbatch& mb, const protocol::TaskResult& result, const p
     m_taskToMicrobatch.remove(mb.taskId);
     m_taskSentAtMs.remove(mb.taskId);
     const bool recomputed = kind == TaskKind::Backward && mb.taskHasInput;
+    // The forward run again is paid only where the coordinator sent the input of its own accord (the
+    // graph's holder gone, or a step dropped it), not where the node said it lost its graph.
+    const bool paidRecompute = recomputed && node != mb.claimedMissingGraph;
+    mb.claimedMissingGraph.clear();
     mb.accepted.push_back(
-        AcceptedTask{node, s, kind, recomputed, mb.tokens, flopOf(s, kind, recomputed, mb.tokens)});
+        AcceptedTask{node, s, kind, recomputed, mb.tokens, flopOf(s, kind, paidRecompute, mb.tokens)});
     mb.taskId = 0;
     mb.taskNode.clear();
     mb.attempts = 0;

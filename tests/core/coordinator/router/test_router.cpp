@@ -254,6 +254,10 @@ void TestRouter::stepMakesTheBackwardCarryItsInput() {
     QVERIFY(h.answer(u"b"_qs));
     QCOMPARE(h.sent.front().node, QString(u"a"_qs));
     QCOMPARE(h.sent.front().frames.size(), 2);
+    // The coordinator's own step dropped the graph: the forward run again is paid (6NT).
+    QVERIFY(h.answer(u"a"_qs));
+    QCOMPARE(h.completed.size(), std::size_t(1));
+    QCOMPARE(h.completed.front().accepted.back().flop, qint64(6 * 1000 * 8));
 }
 
 void TestRouter::stepSentBeforeTheForwardRanCountsToo() {
@@ -285,6 +289,12 @@ void TestRouter::needsInputIsResentToTheSameNodeWithoutBan() {
     QVERIFY(h.answer(u"a"_qs));
     QCOMPARE(h.completed.size(), std::size_t(1));
     QCOMPARE(h.router->counters().retries, qint64(0));
+    // Paid as a backward alone (4NT): its forward was paid, and a node that kept its graph could claim
+    // it lost it to be paid 6NT for 4NT of work. (Where the coordinator sends the input of its own
+    // accord, the recompute is paid: backwardGoesElsewhereWithItsInputWhenTheForwardNodeLeft, below.)
+    const AcceptedTask& last = h.completed.front().accepted.back();
+    QVERIFY(last.recomputed);
+    QCOMPARE(last.flop, qint64(4 * 1000 * 8));
 }
 
 // The words of the old recompute path, without the kind, are a failure like any other: nothing
