@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "coordinator/trust/WeightCheck.h"
 
+#include <QSet>
+
 #include <algorithm>
 
 namespace tessera::coordinator {
@@ -52,6 +54,9 @@ void WeightCheck::onStepDone(const QString& node, const protocol::StepDone& done
 }
 
 void WeightCheck::judge(const QString& node, const Expected& expected, const QString& why) {
+    // The fingerprints it owes of later steps were asked of the same weights, before it is synced
+    // again: one divergence, one judgement.
+    m_expected.remove(node);
     ++m_diverged;
     qWarning("trust: node %s (stage %d): %s", qPrintable(node.left(12)), expected.stage, qPrintable(why));
     Q_EMIT weightsDiverged(node, expected.stage, why);
@@ -75,7 +80,11 @@ void WeightCheck::tick() {
             }
         it = list.isEmpty() ? m_expected.erase(it) : std::next(it);
     }
+    QSet<QString> judged;
     for (const auto& [node, expected] : late) {
+        if (judged.contains(node))
+            continue;
+        judged.insert(node);
         ++m_unanswered;
         judge(node, expected,
               QStringLiteral("it did not answer the fingerprint of its weights after step %1")

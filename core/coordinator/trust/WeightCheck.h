@@ -17,6 +17,8 @@
 //             (the node that cannot show its weights is treated as one whose weights differ)
 //   not ok    the node said it could not apply the update: no judgement (it is synced again as it says)
 //   gone      the session ended: forgotten (a node back is synced anew)
+// Once judged, what the node owes of later steps is forgotten: those were asked of the same weights,
+// before the sync that follows (one divergence, one strike).
 //
 // Single-threaded (the coordinator's thread); a few numbers per node and step.
 

@@ -4,7 +4,8 @@
 // stage's count (diverged, named, with why); an answer without a fingerprint, one that does not read,
 // a fingerprint under another seed (the answer of an earlier step replayed), and silence past the
 // deadline (diverged); a step the node says it could not apply (not judged: it is synced again); a
-// node gone (forgotten); a step_done of a step nobody asked about (ignored).
+// node gone (forgotten); a step_done of a step nobody asked about (ignored); one divergence shown in
+// two steps' answers, or two steps unanswered (one judgement).
 #include "coordinator/trust/WeightCheck.h"
 
 #include <QSignalSpy>
@@ -109,6 +110,24 @@ private Q_SLOTS:
         check.onStepDone(u"quiet"_qs, done(9, reference));
         QCOMPARE(diverged.count(), 3);
         QCOMPARE(check.agreed(), qint64(0));
+    }
+
+    void oneDivergenceIsJudgedOnce() {
+        // Steps 5 and 6 were both asked of the node before its step 5 answer came: the answer of step 6
+        // shows the same wrong weights (it is being synced again), and is not a second strike.
+        WeightCheck check([this] { return m_now; });
+        QSignalSpy diverged(&check, &WeightCheck::weightsDiverged);
+        const std::vector<float> honest = weights(0.04f), wrong = weights(0.05f);
+        check.expect(0, 5, fingerprint(5, honest), {u"n"_qs, u"quiet"_qs}, 60'000);
+        check.expect(0, 6, fingerprint(6, honest), {u"n"_qs, u"quiet"_qs}, 60'000);
+        check.onStepDone(u"n"_qs, done(5, fingerprint(5, wrong)));
+        check.onStepDone(u"n"_qs, done(6, fingerprint(6, wrong)));
+        QCOMPARE(diverged.count(), 1);
+        m_now += 61'000;
+        check.tick(); // two steps unanswered: one judgement
+        QCOMPARE(diverged.count(), 2);
+        QCOMPARE(diverged.last().at(0).toString(), u"quiet"_qs);
+        QCOMPARE(check.status().value(u"pending").toInteger(), qint64(0));
     }
 };
 
