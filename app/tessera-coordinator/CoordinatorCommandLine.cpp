@@ -293,6 +293,10 @@ const std::vector<OptionRow> kOptions{
                    "ones only by re-execution on another replica [200000000; 0: every stage re-executed, "
                    "as at 8b].",
                    0, 1'000'000'000'000LL, [](TrainerSettings& t, qint64 n) { t.audits.maxParameters = n; }),
+    trainingOption("share-check-percent",
+                   "Percent of steps whose gradient shares are checked against their senders' work on "
+                   "another replica of the stage (dense exchange, replicas that agree) [25; 0: never].",
+                   0, 100, [](TrainerSettings& t, qint64 n) { t.shareCheck.percent = double(n); }),
     trainingOption("result-checks",
                    "Check and audit every result before it is relayed or credited [1]; 0 only to "
                    "measure what the checks cost.",

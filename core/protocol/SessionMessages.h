@@ -144,6 +144,11 @@ struct Task {
     int batch = 0;
     int seq = 0;
     qint64 seed = 0;
+    // Not 0 (a backward with its input, or a forward_backward): run it on the weights held now without
+    // adding to what is accumulated, and answer the count sketch (base/CountSketch, this seed, its
+    // default buckets) of the weights' gradient it gives, as the result's Partition frame — a share
+    // check (the coordinator's trust/ShareCheck) asks it of another replica once a node's share came.
+    qint64 sketchSeed = 0;
 };
 struct Step {
     qint64 step = 0;

@@ -22,7 +22,8 @@ constexpr Named kModes[] = {
     {"loss", Misbehaviour::Mode::Loss},         {"poison", Misbehaviour::Mode::Poison},
     {"fast", Misbehaviour::Mode::Fast},         {"tokens", Misbehaviour::Mode::Tokens},
     {"identity", Misbehaviour::Mode::Identity}, {"mute", Misbehaviour::Mode::Mute},
-    {"stale", Misbehaviour::Mode::Stale},       {"frame", Misbehaviour::Mode::Frame}};
+    {"stale", Misbehaviour::Mode::Stale},       {"frame", Misbehaviour::Mode::Frame},
+    {"reverse", Misbehaviour::Mode::Reverse}};
 
 } // namespace
 
@@ -44,7 +45,7 @@ Result<std::unique_ptr<Misbehaviour>> Misbehaviour::create(const ModelConfig& co
         }
     return makeError(
         "unknown misbehaviour '" + std::string(mode) +
-        "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute, frame, stale)");
+        "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute, frame, stale, reverse)");
 }
 
 void Misbehaviour::activation(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const {
@@ -75,6 +76,13 @@ void Misbehaviour::gradient(std::span<std::uint8_t> frame, std::span<const std::
 void Misbehaviour::loss(double& value) const {
     if (m_mode == Mode::Loss)
         value = 2.0;
+}
+
+void Misbehaviour::gradientShare(std::vector<float>& values) const {
+    if (m_mode != Mode::Reverse)
+        return share(values);
+    for (float& v : values) // of two replicas, the mean is then −4× the honest gradient
+        v *= -9.0f;
 }
 
 void Misbehaviour::share(std::vector<float>& values) const {

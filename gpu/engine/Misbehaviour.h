@@ -23,6 +23,8 @@
 //   stale   never applies the averaged updates (answers every step as applied) and computes honestly
 //           with the weights it keeps: a node that saves the work of stepping, or one that keeps
 //           weights of its own
+//   reverse computes honestly and sends −9 × its honest gradient share (an 8- or 32-bit dense one; its
+//           RMS stays within every bound on a share's size): with two replicas it sets the mean
 // A lie that needs a shape the task lacks (echo on stage 0's forward) leaves the result honest.
 // Torch-free header: the node's engine (core/) drives it.
 
@@ -56,7 +58,8 @@ public:
         Identity,
         Mute,
         Frame,
-        Stale
+        Stale,
+        Reverse
     };
 
     // None when `mode` is empty; an error names the modes when it is unknown.
@@ -69,7 +72,8 @@ public:
     void activation(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const;
     void gradient(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const;
     void loss(double& value) const;
-    void share(std::vector<float>& values) const;
+    void share(std::vector<float>& values) const; // an averaging share or snapshot
+    void gradientShare(std::vector<float>& values) const;
     // The weights it reports when asked for them (an audit's snapshot, an averaging share).
     void weights(std::vector<float>& values) const;
     bool fastTiming() const { return m_mode == Mode::Fast; }

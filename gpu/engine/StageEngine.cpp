@@ -5,6 +5,7 @@
 #include "engine/StageEngine.h"
 
 #include "base/BlockQuant.h"
+#include "base/CountSketch.h"
 
 #include "engine/WeightVersions.h"
 
@@ -686,6 +687,35 @@ Status StageEngine::isolated(const std::function<Status()>& body) {
     } catch (const std::exception& e) {
         return makeError(std::string("isolated run: ") + e.what());
     }
+}
+
+Result<std::vector<float>> StageEngine::gradientSketch(std::span<const std::uint8_t> gradOutput,
+                                                       std::span<const std::uint8_t> input,
+                                                       std::span<const std::uint8_t> targets, std::uint64_t seed) {
+    State& st = *m_state;
+    if (input.empty())
+        return makeError("a gradient sketch needs the task's forward input", ErrorKind::InvalidInput);
+    std::vector<float> buckets;
+    const Status ran = isolated([&]() -> Status {
+        st.model->zeroGrad(); // this microbatch's gradient alone (isolated puts the accumulated back)
+        // An id no microbatch has: nothing kept is used or dropped, the forward is recomputed.
+        const auto back = backward(std::numeric_limits<std::int64_t>::min(), gradOutput, input, targets);
+        if (!back)
+            return back.error();
+        torch::NoGradGuard noGrad;
+        CountSketch sketch(seed);
+        for (const auto& [name, p] : st.model->namedParameters()) { // the exchange's order
+            const torch::Tensor g = p.grad().defined()
+                                        ? p.grad().detach().to(torch::kCPU, torch::kFloat).contiguous().view({-1})
+                                        : torch::zeros({p.numel()}, torch::kFloat);
+            sketch.add(std::span<const float>(g.data_ptr<float>(), std::size_t(g.numel())));
+        }
+        buckets = sketch.bucketsAsFloats();
+        return {};
+    });
+    if (!ran)
+        return makeError("a gradient sketch: " + ran.message(), ran.kind());
+    return buckets;
 }
 
 Status StageEngine::step(int microbatches) {

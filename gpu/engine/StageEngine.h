@@ -134,6 +134,14 @@ public:
     // of it reaches the optimizer. Kept graphs of other microbatches are untouched.
     Status isolated(const std::function<Status()>& body);
 
+    // The count sketch (base/CountSketch: this seed, its default buckets) of the weights' gradient one
+    // microbatch gives on the weights held now — its backward recomputed from `input` (a last stage's
+    // with its targets), nothing added to what is accumulated and nothing kept dropped: what a replica
+    // answers when the coordinator checks another's gradient share against its work (trust/ShareCheck).
+    Result<std::vector<float>> gradientSketch(std::span<const std::uint8_t> gradOutput,
+                                              std::span<const std::uint8_t> input,
+                                              std::span<const std::uint8_t> targets, std::uint64_t seed);
+
     // AdamW over what was accumulated since the last step, averaged over `microbatches`. With 0,
     // or when nothing was accumulated, the weights do not move (and what was accumulated is
     // discarded). Either way the step ends every kept graph (they hold the old weights).

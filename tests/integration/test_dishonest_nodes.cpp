@@ -178,6 +178,8 @@ private Q_SLOTS:
     void aLiarIsCaughtBannedAndUnpaid();
     void aLiarIsConvictedByReexecution_data();
     void aLiarIsConvictedByReexecution();
+    void aReversedGradientShareIsLeftOut_data();
+    void aReversedGradientShareIsLeftOut();
     void aNewKeyIsCaughtAgainAndTheNetworkBanned();
     void aFakeFastTimingWinsNothing();
 
@@ -386,6 +388,69 @@ void TestDishonestNodes::aLiarIsConvictedByReexecution() {
     checkHonestUnharmed(swarm, liar);
     QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}),
              qint64(0));
+}
+
+void TestDishonestNodes::aReversedGradientShareIsLeftOut_data() {
+    QTest::addColumn<int>("replicas"); // of the liar's stage
+    QTest::newRow("two replicas") << 2;
+    QTest::newRow("three replicas") << 3;
+}
+
+// Honest work and a gradient share of −9× the honest one (within every bound on a share's size: with
+// two replicas it would set the stage's update), on the 8b path (--recompute-limit 0: nothing is
+// recomputed on the coordinator). Its share is checked against the gradient another replica computes
+// for one of its microbatches: left out of the step's mean. With a third replica to referee, it is
+// struck (its pending credit forfeited) and out at the third strike; with two, a lying verifier could
+// not be told from a lying sender, so nobody is struck — the share is left out, and the update holds
+// the share that passed its check.
+void TestDishonestNodes::aReversedGradientShareIsLeftOut() {
+    QFETCH(int, replicas);
+    Swarm swarm({QStringLiteral("--recompute-limit"), QStringLiteral("0"), QStringLiteral("--max-nodes-per-stage"),
+                 QString::number(replicas)},
+                2);
+    QVERIFY(swarm.start());
+    // Honest nodes fill one stage and leave the other one replica short; the liar joins it.
+    int perStage[2] = {0, 0};
+    for (int i = 0; i < 2 * replicas - 1; ++i) {
+        const int stage = swarm.addNode();
+        QVERIFY2(stage == 0 || stage == 1, qPrintable(QStringLiteral("node %1 loaded stage %2").arg(i).arg(stage)));
+        ++perStage[stage];
+    }
+    const int stage = perStage[0] < perStage[1] ? 0 : 1;
+    QCOMPARE(swarm.addNode(QStringLiteral("reverse")), stage);
+    const int liar = swarm.nodes() - 1;
+    const QString liarId = swarm.nodeId(liar);
+    const QString subject = QStringLiteral("node:") + liarId;
+    const auto sharesLeftOut = [&] {
+        return swarm.get(QStringLiteral("/v1/status")).value(u"gradients").toObject().value(u"shares_failed_check").toInteger();
+    };
+    QTRY_VERIFY2_WITH_TIMEOUT(sharesLeftOut() >= 2,
+                              judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
+    QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("failed its check: left out of the round"),
+                              judgements(swarm.log()).right(3000).constData(), kLogLagMs);
+    // Only its shares were left out, never an honest one's.
+    for (const QByteArray& line : swarm.log().split('\n'))
+        if (line.contains("failed its check"))
+            QVERIFY2(line.contains(liarId.left(12).toUtf8()), line.constData());
+    const QJsonObject shares = swarm.get(QStringLiteral("/v1/status")).value(u"trust").toObject().value(u"shares").toObject();
+    if (replicas >= 3) {
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation WHERE subject = ?"),
+                        {subject}) > 0,
+            judgements(swarm.log()).right(3000).constData(), kLogLagMs);
+        QVERIFY(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {liarId}) >= 1);
+        QVERIFY(shares.value(u"struck").toInteger() >= 1);
+    } else {
+        QVERIFY(shares.value(u"unsettled").toInteger() >= 1);
+    }
+    checkHonestUnharmed(swarm, liar);
+    // The swarm learns on the shares that hold their work.
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        recentLoss(swarm.get(QStringLiteral("/v1/status"))) < kLearningLoss,
+        qPrintable(QStringLiteral("the loss of the last 10 steps is %1 (honest runs pass %2)")
+                       .arg(recentLoss(swarm.get(QStringLiteral("/v1/status"))))
+                       .arg(kLearningLoss)),
+        300'000);
 }
 
 void TestDishonestNodes::aNewKeyIsCaughtAgainAndTheNetworkBanned() {

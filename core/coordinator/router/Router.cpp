@@ -552,7 +552,8 @@ std::optional<qint64> Router::sendCheck(const QString& node, const CheckTask& ta
         protocol::toJson(protocol::Task{.taskId = taskId,
                                         .kind = task.kind,
                                         .microbatch = task.microbatch,
-                                        .step = m_settings.pipelined ? task.step : -1}),
+                                        .step = m_settings.pipelined ? task.step : -1,
+                                        .sketchSeed = task.sketchSeed}),
         task.input.frame.payload.size() + task.targets.frame.payload.size() +
             task.gradientIn.frame.payload.size());
     // In the order sendTask writes a routed task's frames.
@@ -564,7 +565,7 @@ std::optional<qint64> Router::sendCheck(const QString& node, const CheckTask& ta
     const qint64 deadline = m_schedulers[std::size_t(task.stage)]
                                 .deadlineMs(node, task.tokens, t)
                                 .value_or(t + m_settings.scheduler.minDeadlineMs);
-    m_checks.insert(taskId, PendingCheck{node, task.stage, task.kind, task.tokens, t, deadline});
+    m_checks.insert(taskId, PendingCheck{node, task.stage, task.kind, task.tokens, t, deadline, task.sketchSeed != 0});
     if (!m_send(node, message.take())) {
         m_checks.remove(taskId);
         m_schedulers[std::size_t(task.stage)].complete(node, task.tokens, std::nan(""), t);
@@ -597,7 +598,9 @@ void Router::onCheckResult(const QString& nodeId, const protocol::TaskResult& re
                                                     double(std::max<qint64>(1, t - startedAt)) / 1000.0, t);
     ++m_counters.checksAnswered;
     protocol::HeldFrame output;
-    if (check.kind == TaskKind::Forward)
+    if (check.sketch)
+        output = message.hold(TaskFrameType::Partition);
+    else if (check.kind == TaskKind::Forward)
         output = message.hold(TaskFrameType::ForwardOutput);
     else if (check.stage > 0)
         output = message.hold(TaskFrameType::BackwardOutput);

@@ -91,6 +91,9 @@ struct CheckTask {
     protocol::HeldFrame input;      // the stage's forward input
     protocol::HeldFrame targets;    // a forward_backward's
     protocol::HeldFrame gradientIn; // a backward's
+    // Not 0: a share check's (trust/ShareCheck) — the node answers the count sketch of the weights'
+    // gradient this microbatch gives (a Partition frame, the answer's `output`), not the task's output.
+    qint64 sketchSeed = 0;
 };
 
 struct RouterStage {
@@ -234,6 +237,7 @@ private:
         qint64 tokens = 0;
         qint64 sentAtMs = 0;
         qint64 deadlineMs = 0;
+        bool sketch = false;
     };
     void onCheckResult(const QString& nodeId, const protocol::TaskResult& result,
                        const protocol::TaskMessage& message);

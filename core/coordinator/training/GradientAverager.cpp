@@ -175,6 +175,7 @@ bool GradientAverager::onShare(const QString& node, const protocol::GradientShar
 }
 
 void GradientAverager::nodeGone(const QString& node) {
+    m_heldBack.remove(node);
     if (!m_round)
         return;
     for (StageRound& stage : m_round->stages) {
@@ -199,6 +200,11 @@ void GradientAverager::tick() {
         }
         stage.waiting.clear();
     }
+    if (!m_round->judging.isEmpty() && now >= m_round->judgingDeadlineMs) {
+        qWarning("gradients: step %lld's share checks did not end within %lld s: its shares count unchecked",
+                 qlonglong(m_round->step), qlonglong(m_settings.deadlineMs / 1000));
+        m_round->judging.clear();
+    }
     maybeClose();
 }
 
@@ -211,7 +217,37 @@ void GradientAverager::maybeClose() {
     for (const StageRound& stage : m_round->stages)
         if (!stage.waiting.isEmpty() || !stage.second)
             return;
+    if (gateShares())
+        return;
     close();
+}
+
+bool GradientAverager::gateShares() {
+    if (m_shareGate && !m_round->gated && m_settings.rank == 0) {
+        m_round->gated = true;
+        m_round->judgingDeadlineMs = m_clock() + m_settings.deadlineMs;
+        for (std::size_t s = 0; s < m_round->stages.size(); ++s) {
+            std::vector<ShareView> views;
+            for (auto it = m_round->stages[s].shares.cbegin(); it != m_round->stages[s].shares.cend(); ++it)
+                views.push_back(ShareView{it.key(), &it->values, it->microbatches, m_heldBack.value(it.key())});
+            if (!views.empty() && m_shareGate(m_round->step, int(s), views))
+                m_round->judging.insert(int(s));
+        }
+    }
+    return !m_round->judging.isEmpty();
+}
+
+void GradientAverager::sharesJudged(qint64 step, int stage, const QStringList& dropped) {
+    if (!m_round || m_round->step != step || !m_round->judging.contains(stage))
+        return;
+    for (const QString& node : dropped)
+        if (m_round->stages[std::size_t(stage)].shares.remove(node) > 0) {
+            ++m_sharesFailedCheck;
+            qWarning("gradients: node %s's share for stage %d, step %lld failed its check: left out of the round",
+                     qPrintable(shortId(node)), stage, qlonglong(step));
+        }
+    m_round->judging.remove(stage);
+    maybeClose();
 }
 
 void GradientAverager::sendBasis(int s, StageRound& stage) {
@@ -349,6 +385,12 @@ void GradientAverager::close() {
         // A stage still in its first phase (the next step began first) makes no result.
         std::optional<std::vector<float>> mean =
             round.stages[s].second ? combine(int(s), round.stages[s], counted[s]) : std::nullopt;
+        // A replica not counted keeps all of its gradient for its next share (error feedback).
+        for (const QString& node : std::as_const(round.stages[s].asked))
+            if (counted[s].contains(node))
+                m_heldBack.remove(node);
+            else
+                ++m_heldBack[node];
         if (!mean) {
             // Its replicas all hold another round's basis (they joined since): everyone starts over
             // from the seeded one at the next step rather than sit out for ever.
@@ -449,6 +491,7 @@ QJsonObject GradientAverager::status() const {
         {QStringLiteral("shares_clipped"), m_sharesClipped},
         {QStringLiteral("shares_outvoted"), m_sharesOutvoted},
         {QStringLiteral("shares_beyond_training"), m_sharesBeyond},
+        {QStringLiteral("shares_failed_check"), m_sharesFailedCheck},
         {QStringLiteral("look_ahead"), m_settings.lookAhead},
         {QStringLiteral("stages"), bytes},
     };

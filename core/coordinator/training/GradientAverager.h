@@ -94,6 +94,19 @@ public:
     // seed drawn for the stage and step (replicas that agree; not a ghost being synced).
     using Fingerprinted = std::function<bool(const QString& node, int stage)>;
     void setFingerprinted(Fingerprinted fingerprinted) { m_fingerprinted = std::move(fingerprinted); }
+    // Set: once every stage's (dense) shares of a step are in, each stage's go through the gate; a stage
+    // for which it answers true waits for sharesJudged (or the deadline) before the step's results go
+    // out — trust/ShareCheck checks shares against their senders' work there.
+    struct ShareView {
+        QString node;
+        const std::vector<float>* values = nullptr;
+        int microbatches = 0;
+        int heldBack = 0; // steps in a row its share was not counted (its memory carries them)
+    };
+    using ShareGate = std::function<bool(qint64 step, int stage, const std::vector<ShareView>& shares)>;
+    void setShareGate(ShareGate gate) { m_shareGate = std::move(gate); }
+    // The gate's verdict on a stage's shares of `step`: these are left out of its mean.
+    void sharesJudged(qint64 step, int stage, const QStringList& dropped);
     // A stage's result as it went out.
     struct Applied {
         int stage = 0;
@@ -150,11 +163,16 @@ private:
         qint64 step = 0;
         std::vector<StageRound> stages;
         QHash<QString, int> work;
+        bool gated = false;    // the shares went through the gate
+        QSet<int> judging;     // stages whose shares the gate is checking
+        qint64 judgingDeadlineMs = 0;
     };
 
     GradientAverager(std::vector<std::unique_ptr<gpu::GradientCombiner>> combiners, GradientSettings settings,
                      SendText sendText, SendBinary sendBinary, Clock clock);
     void maybeClose();
+    // Every stage's shares are in: true while the gate checks some of them.
+    bool gateShares();
     void close();
     // A stage whose first shares are all in: its basis goes to the replicas whose share counted.
     void sendBasis(int stage, StageRound& round);
@@ -172,6 +190,7 @@ private:
     Trusted m_trusted;
     Observers m_observers;
     Fingerprinted m_fingerprinted;
+    ShareGate m_shareGate;
     static constexpr quint64 kMaxSeed = (quint64(1) << 53) - 1; // exact in JSON
     std::optional<Round> m_round;
     qint64 m_rounds = 0;
@@ -181,9 +200,11 @@ private:
     double m_lastLearningRate = 0;
     qint64 m_sharesCounted = 0, m_sharesMissed = 0, m_sharesClipped = 0, m_sharesOutvoted = 0;
     qint64 m_sharesBeyond = 0; // left out: RMS above maxShareRms
+    qint64 m_sharesFailedCheck = 0; // left out by the gate (trust/ShareCheck)
     qint64 m_basesSent = 0;
     // Per stage and phase (2·stage + second): recent counted shares' norms (vetted nodes).
     std::vector<std::vector<double>> m_norms;
+    QHash<QString, int> m_heldBack; // see ShareView
 };
 
 } // namespace tessera::coordinator

@@ -56,6 +56,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     t->makeRouter();
     if (Status s = t->makeReexecution(); !s)
         return s.error();
+    t->makeShareCheck();
     t->makeMembership();
     t->makeReclaim(shardDir);
     t->wireMembership();
@@ -298,6 +299,64 @@ Status Trainer::makeReexecution() {
     return {};
 }
 
+void Trainer::makeShareCheck() {
+    if (!m_gradients || !m_replicasAgree || !m_settings.checks.enabled || m_settings.shareCheck.percent <= 0)
+        return;
+    Reputation* reputation = m_reputation.get();
+    m_shareCheck = std::make_unique<ShareCheck>(
+        m_settings.shareCheck, *m_router,
+        [reputation](const QString& node) { return reputation->networkOfNode(node); },
+        [] { return QRandomGenerator::global()->generateDouble(); },
+        // From the system's source, exact in JSON, never 0: drawn once the share came.
+        [] { return QRandomGenerator::system()->generate64() % ((quint64(1) << 53) - 1) + 1; });
+    ShareCheck* check = m_shareCheck.get();
+    m_gradients->setShareGate(
+        [check](qint64 step, int stage, const std::vector<GradientAverager::ShareView>& shares) {
+            std::vector<ShareView> views;
+            for (const GradientAverager::ShareView& share : shares)
+                views.push_back(ShareView{share.node, share.values, share.microbatches, share.heldBack});
+            return check->begin(step, stage, views);
+        });
+    GradientAverager* gradients = m_gradients.get();
+    connect(check, &ShareCheck::judged, this, [gradients](qint64 step, int stage, const QStringList& dropped) {
+        gradients->sharesJudged(step, stage, dropped);
+    });
+    connect(check, &ShareCheck::verdict, this, &Trainer::onShareChecked);
+}
+
+void Trainer::onShareChecked(const ShareVerdict& v) {
+    if (v.struck) {
+        qWarning("trust: node %s (stage %d) struck at step %lld: %s", qPrintable(v.node.left(12)), v.stage,
+                 qlonglong(v.step), qPrintable(v.reason));
+        return strike(v.node, QStringLiteral("gradient share: %1").arg(v.reason));
+    }
+    if (v.unsettled) {
+        qWarning("trust: node %s's gradient share (stage %d, step %lld) %s: %s", qPrintable(v.node.left(12)),
+                 v.stage, qlonglong(v.step), v.passed ? "stands" : "left out", qPrintable(v.reason));
+        for (const QString& node : v.disputed)
+            m_checks->probation(node);
+        return;
+    }
+    if (!v.verifiers.isEmpty())
+        qInfo("trust: node %s's gradient share (stage %d, step %lld) holds its work: alignment %.3g, norm %.3gx "
+              "the microbatch's gradient (sketched by %s)",
+              qPrintable(v.node.left(12)), v.stage, qlonglong(v.step), v.alignment, v.normRatio,
+              qPrintable(v.verifiers.front().left(12)));
+}
+
+QJsonObject Trainer::shareCheckStatus() const {
+    if (!m_shareCheck)
+        return {};
+    return QJsonObject{{QStringLiteral("percent"), m_shareCheck->settings().percent},
+                       {QStringLiteral("checked"), m_shareCheck->checked()},
+                       {QStringLiteral("passed"), m_shareCheck->passed()},
+                       {QStringLiteral("struck"), m_shareCheck->struck()},
+                       {QStringLiteral("unsettled"), m_shareCheck->unsettled()},
+                       {QStringLiteral("unchecked"), m_shareCheck->unchecked()},
+                       {QStringLiteral("lowest_passed_alignment"), m_shareCheck->lowestPassedAlignment()},
+                       {QStringLiteral("highest_passed_norm_ratio"), m_shareCheck->highestPassedNormRatio()}};
+}
+
 void Trainer::makeMembership() {
     m_membership = std::make_unique<Membership>(m_db, m_settings.membership, m_config.stages, m_state,
                                                 *m_router, *m_averager, *m_probes, textSender(), clock());
@@ -461,6 +520,8 @@ std::optional<Router::Refusal> Trainer::checkResult(const QString& node, const M
     if (verdict.suspicious)
         qWarning("trust: node %s (stage %d): result suspected, audited at this step's end: %s",
                  qPrintable(node.left(12)), mb.stage, qPrintable(*verdict.suspicious));
+    if (m_shareCheck)
+        m_shareCheck->offer(node, mb, kind);
     drawForCheck(node, mb, kind, output, loss, verdict.suspicious.has_value());
     return std::nullopt;
 }
@@ -660,7 +721,8 @@ QJsonObject Trainer::status() const {
                     {QStringLiteral("worst_passed_error"), m_auditor->worstPassedError()},
                     {QStringLiteral("recompute_limit"), m_auditor->settings().maxParameters},
                     {QStringLiteral("reexecution"), reexecutionStatus()},
-                    {QStringLiteral("weights"), m_weightCheck ? m_weightCheck->status() : QJsonObject()}});
+                    {QStringLiteral("weights"), m_weightCheck ? m_weightCheck->status() : QJsonObject()},
+                    {QStringLiteral("shares"), shareCheckStatus()}});
     return s;
 }
 

@@ -24,6 +24,7 @@
 #include "coordinator/trust/Reexecution.h"
 #include "coordinator/trust/Reputation.h"
 #include "coordinator/trust/ResultCheck.h"
+#include "coordinator/trust/ShareCheck.h"
 #include "coordinator/trust/WeightCheck.h"
 
 #include <QJsonObject>
@@ -61,6 +62,9 @@ struct TrainerSettings {
     // only where replicas hold equal weights (gradient averaging, a ghost sync of AdamW's state, no
     // SPARTA rounds): elsewhere honest replicas differ too (measured 0.05–0.8 per token on tiny).
     double reexecuteWhereAudited = 0.25;
+    // Gradient shares checked against their senders' work (trust/ShareCheck), where replicas agree and
+    // the exchange is dense; percent 0: not checked.
+    ShareCheckSettings shareCheck;
     ReputationSettings reputation;
     std::chrono::milliseconds creditInterval{std::chrono::seconds(60)};
     // Accepted work is pending credit this long at least, and until a later audit of its node passed.
@@ -87,6 +91,7 @@ public:
     // For /v1/status: the loop's numbers, averaging, and each stage's nodes, ghosts and checkpoint.
     QJsonObject status() const;
     QJsonObject reexecutionStatus() const; // status()'s trust.reexecution
+    QJsonObject shareCheckStatus() const;  // status()'s trust.shares
     // A clean stop: no new microbatches, what is in flight abandoned, everything written,
     // pending credit granted and changed checkpoints published.
     void stop();
@@ -114,6 +119,7 @@ private:
     Status makeGradients(); // only with gradient averaging on
     void makeRouter();
     Status makeReexecution(); // on the router's checks
+    void makeShareCheck();    // on the router's checks, in the gradient averager's way
     void makeMembership();
     void makeReclaim(const QString& shardDir);
     void wireMembership(); // to the reclaim, the auditor and the averager's syncs
@@ -134,6 +140,7 @@ private:
     void strike(const QString& node, const QString& reason);
     void onAudited(const AuditOutcome& outcome);
     void onReexecuted(const ReexecutionVerdict& verdict);
+    void onShareChecked(const ShareVerdict& verdict);
     // A node proven to lie (a failed audit, a re-execution that convicts it): banned, its pending
     // credit forfeited, its session ended.
     void convict(const QString& node, const QString& reason);
@@ -161,6 +168,7 @@ private:
     std::unique_ptr<TrainingLoop> m_loop;
     std::unique_ptr<Router> m_router;
     std::unique_ptr<Reexecution> m_reexecution;
+    std::unique_ptr<ShareCheck> m_shareCheck; // null where shares are not checked
     std::unique_ptr<Reclaim> m_reclaim;
     std::unique_ptr<Membership> m_membership;
     std::unique_ptr<TrainerInbox> m_inbox;

@@ -38,6 +38,9 @@ struct EngineTask {
         ShareGradients,
         ShareOnBasis,
         ApplyGradients,
+        // A share check's: input, gradOutput (targets on the last stage) → the count sketch of the
+        // weights' gradient that microbatch gives (values), nothing accumulated (seed: the sketch's).
+        GradientSketch,
     };
 
     // Step over everything accumulated since the last step, however many microbatches that is.
@@ -58,7 +61,7 @@ struct EngineTask {
     int microbatches = 0;   // Step (kAllAccumulated: however many accumulated)
     int batch = 0;          // Probe
     int seq = 0;            // Probe
-    std::uint64_t seed = 0; // Probe
+    std::uint64_t seed = 0; // Probe; GradientSketch: the sketch's seed
     // Gather, ApplyDelta, SetWeights: partition (-1: all) of the SPARTA split into `partitions`.
     int partition = -1;
     int partitions = 0;
@@ -104,7 +107,8 @@ struct EngineResult {
     EngineOutput output;       // Forward: activation frame for the next stage (empty on the last)
     EngineOutput gradInput;    // Backward: gradient frame for the previous stage (empty on stage 0)
     int microbatches = 0;      // Step: accumulated microbatches whose gradients the step applied
-    std::vector<float> values; // Gather: the partition's weights (fp32); ShareGradients: the share
+    // Gather: the partition's weights (fp32); ShareGradients: the share; GradientSketch: the sketch
+    std::vector<float> values;
     bool withheld = false;     // Misbehaviour (tests only): nothing of it is sent
     // Misbehaviour (tests only): a Gather's values before the lie (what its weights are; kept as SPARTA's
     // snapshot, so the lie is only in what is sent). Empty when nothing was changed.

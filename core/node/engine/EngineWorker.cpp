@@ -270,9 +270,10 @@ void EngineWorker::misbehave(const EngineTask& task, EngineResult& result) const
     // A liar keeps its own weights whole: it lies only in what it sends (SPARTA's snapshot stays true).
     if (task.kind == EngineTask::Gather)
         result.honestValues = result.values;
-    if (task.kind == EngineTask::Gather || task.kind == EngineTask::ShareGradients ||
-        task.kind == EngineTask::ShareOnBasis)
+    if (task.kind == EngineTask::Gather)
         lie.share(result.values);
+    if (task.kind == EngineTask::ShareGradients || task.kind == EngineTask::ShareOnBasis)
+        lie.gradientShare(result.values);
     if (task.kind == EngineTask::Gather)
         lie.weights(result.values);
     if (result.honestValues == result.values)
@@ -332,6 +333,9 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
         case EngineTask::Probe:
             r.ok = runProbe(task, r);
             return r;
+        case EngineTask::GradientSketch:
+            r.ok = runGradientSketch(task, r);
+            return r;
         }
     } catch (const std::exception& e) {
         r.error = QStringLiteral("engine: %1").arg(QString::fromLocal8Bit(e.what()));
@@ -370,6 +374,15 @@ bool EngineWorker::runBackward(const EngineTask& task, EngineResult& r) {
     r.loss = b->loss;
     r.tokens = b->tokens;
     r.flop = gpu::StageEngine::backwardFlop(engine.parameterCount(), b->tokens);
+    return true;
+}
+
+bool EngineWorker::runGradientSketch(const EngineTask& task, EngineResult& r) {
+    gpu::StageEngine& engine = *m_engine;
+    auto sketch = engine.gradientSketch(bytes(task.gradOutput), bytes(task.input), bytes(task.targets), task.seed);
+    if (!sketch)
+        return failed(r, QStringLiteral("gradient sketch of microbatch %1").arg(task.microbatch), sketch);
+    r.values = std::move(*sketch);
     return true;
 }
 

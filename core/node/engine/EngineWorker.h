@@ -92,6 +92,7 @@ private:
     // r.error and r.errorKind say why). They run with a stage loaded.
     bool runForward(const EngineTask& task, EngineResult& r);
     bool runBackward(const EngineTask& task, EngineResult& r);
+    bool runGradientSketch(const EngineTask& task, EngineResult& r);
     bool runStep(const EngineTask& task, EngineResult& r);
     bool runForwardBackward(const EngineTask& task, EngineResult& r);
     bool runGather(const EngineTask& task, EngineResult& r);

@@ -165,13 +165,18 @@ void TaskRunner::receive(const Task& header, const TaskMessage& message) {
     case TaskKind::Probe:
         return refuse(QStringLiteral("a probe comes as a text message"));
     }
+    // A share check's: this microbatch's weight gradient, sketched, on a replica whose own share is in.
+    const bool sketch = header.sketchSeed != 0;
+    if (sketch && (!input || (header.kind == TaskKind::Backward ? !gradient : header.kind != TaskKind::ForwardBackward)))
+        return refuse(QStringLiteral("a gradient sketch needs a backward with its input, or a forward_backward"));
     Pending p;
     p.message = MessageType::Task;
     p.kind = header.kind;
     p.taskId = header.taskId;
     p.microbatch = header.microbatch;
     EngineTask task;
-    task.kind = engineKindOf(header.kind);
+    task.kind = sketch ? EngineTask::GradientSketch : engineKindOf(header.kind);
+    task.seed = std::uint64_t(header.sketchSeed);
     task.microbatch = header.microbatch;
     task.step = header.step;
     task.message = message.bytes; // keeps the views below valid: the payloads are not copied
@@ -403,6 +408,9 @@ void TaskRunner::finishTask(const Pending& p, const EngineResult& r) {
                      qPrintable(taskKindName(p.kind)), qlonglong(p.microbatch), qPrintable(r.error));
         return m_session.sendBinary(encode(answer));
     }
+    if (r.kind == EngineTask::GradientSketch) // no output and no loss: the sketch, as fp32 values
+        return m_session.sendBinary(
+            TaskMessageBuilder(toJson(answer)).add(TaskFrameType::Partition, gradientPayload(r.values, 32)).take());
     answer.tokens = r.tokens;
     if (std::isfinite(r.loss)) {
         answer.loss = r.loss;

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "coordinator/trust/ShareCheck.h"
+
+#include "protocol/TaskMessage.h"
+
+#include <QSet>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera::coordinator {
+
+using protocol::TaskKind;
+
+namespace {
+
+QString shortId(const QString& node) {
+    return node.left(12);
+}
+
+} // namespace
+
+ShareCheck::ShareCheck(ShareCheckSettings settings, Router& router, NetworkOf networkOf, Draw draw, Seed seed,
+                       QObject* parent)
+    : QObject(parent)
+    , m_settings(settings)
+    , m_router(router)
+    , m_networkOf(std::move(networkOf))
+    , m_draw(std::move(draw))
+    , m_seed(std::move(seed)) {
+    qRegisterMetaType<tessera::coordinator::ShareVerdict>();
+    connect(&m_router, &Router::checkAnswered, this,
+            [this](qint64 taskId, const QString& node, const protocol::HeldFrame& output, std::optional<double>) {
+                onAnswered(taskId, node, output);
+            });
+    connect(&m_router, &Router::checkFailed, this, &ShareCheck::onFailed);
+}
+
+ShareCheck::~ShareCheck() = default;
+
+void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind) {
+    if (kind != TaskKind::Backward && kind != TaskKind::ForwardBackward)
+        return;
+    // A backward through a kept graph whose weights changed after its forward ran on a mix of both.
+    if (kind == TaskKind::Backward && !mb.taskHasInput &&
+        mb.forwardVersion[std::size_t(mb.stage)] != mb.taskVersion)
+        return;
+    Kept& kept = m_kept[node];
+    if (kept.seen == 0 || kept.task.step != mb.step || kept.era != mb.taskEra)
+        kept = Kept{};
+    ++kept.seen;
+    // Reservoir sampling: each of the step's microbatches is the one kept with the same chance.
+    if (kept.seen > 1 && m_draw() * kept.seen >= 1.0)
+        return;
+    kept.task = CheckTask{mb.id,
+                          mb.step,
+                          mb.stage,
+                          kind,
+                          mb.tokens,
+                          mb.inputs[std::size_t(mb.stage)],
+                          kind == TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
+                          kind == TaskKind::Backward ? mb.gradient : protocol::HeldFrame()};
+    kept.era = mb.taskEra;
+}
+
+bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& shares) {
+    const bool drawn = m_draw() * 100.0 < m_settings.percent;
+    const qint64 era = m_router.era(stage);
+    const std::pair<qint64, int> key{step, stage};
+    for (const ShareView& view : shares) {
+        const Kept kept = m_kept.take(view.node);
+        if (!drawn || !view.values || view.microbatches <= 0)
+            continue;
+        // Its microbatch must have run on the weights the stage holds now (no update since).
+        if (kept.seen == 0 || kept.era != era || kept.task.stage != stage) {
+            ++m_unchecked;
+            continue;
+        }
+        Case c;
+        c.step = step;
+        c.stage = stage;
+        c.node = view.node;
+        c.task = kept.task;
+        c.task.sketchSeed = qint64(m_seed());
+        c.era = era;
+        c.microbatches = view.microbatches;
+        c.heldBack = view.heldBack;
+        c.share = gpu::CountSketch(quint64(c.task.sketchSeed), m_settings.buckets);
+        c.share.add(*view.values);
+        c.tried << view.node;
+        const qint64 id = m_nextCase++;
+        Case& placed = m_cases.emplace(id, std::move(c)).first->second;
+        if (!sendNext(id, placed)) {
+            m_cases.erase(id);
+            ++m_unchecked;
+            continue;
+        }
+        ++m_open[key];
+    }
+    return m_open.count(key) > 0;
+}
+
+bool ShareCheck::sendNext(qint64 caseId, Case& c) {
+    if (c.sends >= m_settings.maxVerifiers || m_router.era(c.stage) != c.era)
+        return false;
+    // Replicas that held the stage's weights when the microbatch ran; another network first.
+    QStringList candidates;
+    for (const QString& node : m_router.nodesOf(c.stage))
+        if (!c.tried.contains(node) && m_router.joinedEra(node).value_or(c.era) < c.era)
+            candidates << node;
+    QSet<QString> networks;
+    for (const QString& node : std::as_const(c.tried))
+        networks.insert(m_networkOf(node));
+    std::stable_partition(candidates.begin(), candidates.end(),
+                          [&](const QString& node) { return !networks.contains(m_networkOf(node)); });
+    for (const QString& node : std::as_const(candidates)) {
+        c.tried << node;
+        if (const std::optional<qint64> task = m_router.sendCheck(node, c.task)) {
+            ++c.sends;
+            m_taskToCase.insert(*task, caseId);
+            return true;
+        }
+    }
+    return false;
+}
+
+void ShareCheck::onAnswered(qint64 taskId, const QString& node, const protocol::HeldFrame& output) {
+    const auto found = m_taskToCase.constFind(taskId);
+    if (found == m_taskToCase.constEnd())
+        return; // not a sketch of ours
+    const qint64 caseId = found.value();
+    m_taskToCase.erase(found);
+    Case& c = m_cases.at(caseId);
+    Result<std::vector<float>> values = output.isNull() ? Result<std::vector<float>>(makeError("no sketch"))
+                                                        : protocol::partitionValues(output.frame);
+    gpu::CountSketch sketch(quint64(c.task.sketchSeed), m_settings.buckets);
+    const double squared = values && sketch.assign(*values) ? sketch.squaredNorm() : 0.0;
+    if (!(squared > 0) || !std::isfinite(squared)) // no gradient is all zeros: an answer unlike any
+        return verifierFailed(caseId, node, QStringLiteral("its sketch is not one of a gradient"));
+    Case::Answer a;
+    a.node = node;
+    a.alignment = double(c.microbatches) * sketch.dot(c.share) / squared;
+    a.normRatio = std::sqrt(c.share.squaredNorm() / squared);
+    a.passed = std::isfinite(a.alignment) && a.alignment >= m_settings.minAlignment &&
+               a.normRatio <= m_settings.maxNormRatio * (1 + c.heldBack);
+    c.answers.push_back(a);
+    ShareVerdict v;
+    if (decide(caseId, c, v))
+        close(caseId, v);
+}
+
+void ShareCheck::onFailed(qint64 taskId, const QString& node, const QString& why) {
+    const auto found = m_taskToCase.constFind(taskId);
+    if (found == m_taskToCase.constEnd())
+        return;
+    const qint64 caseId = found.value();
+    m_taskToCase.erase(found);
+    verifierFailed(caseId, node, why);
+}
+
+void ShareCheck::verifierFailed(qint64 caseId, const QString& node, const QString& why) {
+    qInfo("trust: replica %s did not sketch the gradient a share check asked of it: %s", qPrintable(shortId(node)),
+          qPrintable(why));
+    Case& c = m_cases.at(caseId);
+    if (sendNext(caseId, c))
+        return;
+    ShareVerdict v;
+    if (c.answers.empty()) { // nobody could check it: it stands unchecked
+        ++m_unchecked;
+        v.passed = true;
+        v.reason = QStringLiteral("no replica answered its check");
+    } else if (!decide(caseId, c, v)) {
+        return;
+    }
+    close(caseId, v);
+}
+
+bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
+    const Case::Answer& first = c.answers.front();
+    v.alignment = first.alignment;
+    v.normRatio = first.normRatio;
+    const auto numbers = [](const Case::Answer& a) {
+        return QStringLiteral("alignment %1, norm %2× the microbatch's gradient")
+            .arg(a.alignment, 0, 'g', 3)
+            .arg(a.normRatio, 0, 'g', 3);
+    };
+    if (c.answers.size() == 1 && first.passed) {
+        v.passed = true;
+        return true;
+    }
+    if (c.answers.size() == 1) {
+        if (c.sends < m_settings.maxVerifiers && sendNext(caseId, c)) // a referee
+            return false;
+        v.unsettled = true;
+        v.disputed = QStringList{c.node, first.node};
+        v.reason = QStringLiteral("its share does not hold its microbatch %1's gradient as replica %2 computes "
+                                  "it (%3) and no third replica can referee")
+                       .arg(c.task.microbatch)
+                       .arg(shortId(first.node), numbers(first));
+        return true;
+    }
+    const Case::Answer& referee = c.answers[1];
+    if (referee.passed) {
+        v.passed = true;
+        v.unsettled = true;
+        v.disputed = QStringList{first.node, referee.node};
+        v.reason = QStringLiteral("replica %1's check failed it (%2), the referee %3's passed it (%4)")
+                       .arg(shortId(first.node), numbers(first), shortId(referee.node), numbers(referee));
+        return true;
+    }
+    v.struck = true;
+    v.reason = QStringLiteral("its gradient share does not hold its own microbatch %1's gradient (%2; the "
+                              "referee: %3)")
+                   .arg(c.task.microbatch)
+                   .arg(numbers(first), numbers(referee));
+    return true;
+}
+
+void ShareCheck::close(qint64 caseId, const ShareVerdict& decided) {
+    const auto it = m_cases.find(caseId);
+    if (it == m_cases.end())
+        return;
+    Case c = std::move(it->second);
+    m_cases.erase(it);
+    ShareVerdict v = decided;
+    v.step = c.step;
+    v.stage = c.stage;
+    v.node = c.node;
+    for (const Case::Answer& a : c.answers)
+        v.verifiers << a.node;
+    if (!c.answers.empty())
+        ++m_checked;
+    if (v.struck)
+        ++m_struck;
+    if (v.unsettled)
+        ++m_unsettled;
+    if (v.passed && !c.answers.empty()) {
+        ++m_passed;
+        for (const Case::Answer& a : c.answers)
+            if (a.passed) {
+                m_lowestAlignment = m_passed == 1 ? a.alignment : std::min(m_lowestAlignment, a.alignment);
+                m_highestRatio = std::max(m_highestRatio, a.normRatio);
+            }
+    }
+    const std::pair<qint64, int> key{c.step, c.stage};
+    if (!v.passed)
+        m_dropped[key] << c.node;
+    Q_EMIT verdict(v);
+    if (--m_open[key] > 0)
+        return;
+    const QStringList dropped = m_dropped[key];
+    m_open.erase(key);
+    m_dropped.erase(key);
+    Q_EMIT judged(c.step, c.stage, dropped);
+}
+
+} // namespace tessera::coordinator

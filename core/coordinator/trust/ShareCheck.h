@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// ShareCheck: a node's gradient share checked against its own work (issue 41, item 4). A share is
+// the mean of the weight gradients of the microbatches the node ran backward this step (plus what
+// its error memory held back); nothing else ties it to that work, and with two replicas one share
+// of −9× the honest gradient sets the stage's update within every bound on a share's size.
+//
+//   1. Every accepted backward (a last stage's forward_backward, a stage 0 backward too) is offered;
+//      one per node and step is kept, drawn evenly among them (reservoir sampling), so the node
+//      cannot know which of its microbatches will be asked about.
+//   2. When a stage's shares are all in, a share of the stage-steps (`percent`, drawn then) is checked:
+//      each node's kept microbatch is sent to another replica of the stage (another network first)
+//      that held the same weights when it ran (Router::era), as a task with a sketch seed drawn now —
+//      after the share came, so no share can be shaped to it. The replica answers the count sketch
+//      (base/CountSketch) of that microbatch's weight gradient g, nothing accumulated; the
+//      coordinator sketches the share s under the same seed.
+//   3. Judged by what any share holding its microbatches' gradients must show: the alignment
+//      n·⟨g, s⟩/‖g‖² (n its microbatches: g is one of the n terms of the mean, so honest shares give
+//      about 1 plus what the other microbatches' gradients share with g — a reversed or scaled-away
+//      share gives −9 or 0) at least `minAlignment`, and ‖s‖/‖g‖ at most `maxNormRatio` (a mean of
+//      gradients like g is not many times larger than one of them; a share that carries steps held
+//      back — not counted, so kept whole in its error memory — may be as many times more).
+//   4. A share that fails is refereed by a third replica's sketch: failing both, it is dropped from
+//      the step's mean and its sender struck; passing the referee's, it stands and the two verifiers
+//      (one of them lied, or the check is marginal) go on probation. With no third replica (two
+//      replicas) the case is unsettled: the share is dropped — the update then holds only shares that
+//      passed another replica's check — and both go on probation; nobody is struck, since a lying
+//      verifier could otherwise strike an honest share. A verifier that errs, misses its deadline or
+//      leaves is replaced; with none left the share stands unchecked.
+// What it cannot see: a lie orthogonal to every gradient of the node's own microbatches, within the
+// norm bound (docs/ARCHITECTURE.md, "Trust"); a low-rank exchange's shares (not checked: the check
+// needs the dense share); replicas whose weights differ (SPARTA rounds, after a restart: off there).
+//
+// Single-threaded (the coordinator's thread); the share's sketch is one pass over it when checked.
+
+#include "base/CountSketch.h"
+#include "coordinator/router/Router.h"
+
+#include <QHash>
+#include <QObject>
+#include <QStringList>
+
+#include <functional>
+#include <map>
+#include <vector>
+
+namespace tessera::coordinator {
+
+struct ShareCheckSettings {
+    double percent = 25;       // stage-steps whose shares are checked (drawn once the shares came)
+    double minAlignment = 0.3; // n·⟨g, s⟩/‖g‖²: honest ≈ 1 + the other microbatches' share of g
+    double maxNormRatio = 4;   // ‖s‖/‖g‖
+    int buckets = 4096;        // the sketches' (the node answers CountSketch::kDefaultBuckets)
+    int maxVerifiers = 3;      // sends of one case: the verifier and the referee, with replacements
+};
+
+// A share as the averager holds it.
+struct ShareView {
+    QString node;
+    const std::vector<float>* values = nullptr;
+    int microbatches = 0; // what its sender divided by
+    // Steps in a row its share was not counted: error feedback carried all of those gradients into
+    // this share, so its norm may be that many times more (the bound on ‖s‖/‖g‖ grows with it).
+    int heldBack = 0;
+};
+
+struct ShareVerdict {
+    qint64 step = 0;
+    int stage = 0;
+    QString node;           // the share's sender
+    QStringList verifiers;  // who sketched its microbatch (the referee second)
+    bool passed = false;    // the share stands
+    bool struck = false;    // dropped, and its sender struck
+    bool unsettled = false; // dropped or kept without a verdict: `disputed` go on probation
+    QStringList disputed;
+    double alignment = 0;   // against the first verifier's sketch
+    double normRatio = 0;
+    QString reason;
+};
+
+class ShareCheck final : public QObject {
+    Q_OBJECT
+
+public:
+    using NetworkOf = std::function<QString(const QString& node)>;
+    using Draw = std::function<double()>; // uniform in [0, 1)
+    using Seed = std::function<quint64()>;
+
+    ShareCheck(ShareCheckSettings settings, Router& router, NetworkOf networkOf, Draw draw, Seed seed,
+               QObject* parent = nullptr);
+    ~ShareCheck() override;
+
+    const ShareCheckSettings& settings() const { return m_settings; }
+
+    // An accepted backward result (forward_backward on the last stage) of step `mb.step`.
+    void offer(const QString& node, const Microbatch& mb, protocol::TaskKind kind);
+    // The stage's shares of `step` are in: true when they are being checked — `judged` will come,
+    // and the averager waits for it. Clears what was kept of the stage's nodes.
+    bool begin(qint64 step, int stage, const std::vector<ShareView>& shares);
+
+    qint64 checked() const { return m_checked; }
+    qint64 passed() const { return m_passed; }
+    qint64 struck() const { return m_struck; }
+    qint64 unsettled() const { return m_unsettled; }
+    qint64 unchecked() const { return m_unchecked; }
+    double lowestPassedAlignment() const { return m_lowestAlignment; }
+    double highestPassedNormRatio() const { return m_highestRatio; }
+
+Q_SIGNALS:
+    // Every case of the stage's step is decided: these shares are left out of its mean.
+    void judged(qint64 step, int stage, const QStringList& dropped);
+    void verdict(const tessera::coordinator::ShareVerdict& verdict);
+
+private:
+    struct Kept {
+        CheckTask task;
+        qint64 era = 0;
+        int seen = 0;
+    };
+    struct Case {
+        qint64 step = 0;
+        int stage = 0;
+        QString node;
+        CheckTask task;
+        qint64 era = 0;
+        int microbatches = 0;
+        int heldBack = 0;
+        gpu::CountSketch share; // the share's, under the task's sketch seed
+        QStringList tried;
+        struct Answer {
+            QString node;
+            bool passed = false;
+            double alignment = 0, normRatio = 0;
+        };
+        std::vector<Answer> answers;
+        int sends = 0;
+    };
+
+    bool sendNext(qint64 caseId, Case& c);
+    void onAnswered(qint64 taskId, const QString& node, const protocol::HeldFrame& output);
+    void onFailed(qint64 taskId, const QString& node, const QString& why);
+    void verifierFailed(qint64 caseId, const QString& node, const QString& why);
+    // Judges the answers so far; true when the case is decided (false: a referee was sent).
+    bool decide(qint64 caseId, Case& c, ShareVerdict& v);
+    void close(qint64 caseId, const ShareVerdict& v);
+
+    ShareCheckSettings m_settings;
+    Router& m_router;
+    NetworkOf m_networkOf;
+    Draw m_draw;
+    Seed m_seed;
+    QHash<QString, Kept> m_kept;             // by node: this step's drawn microbatch
+    std::map<qint64, Case> m_cases;          // by case id
+    QHash<qint64, qint64> m_taskToCase;      // sketch task in flight → case
+    std::map<std::pair<qint64, int>, QStringList> m_dropped; // (step, stage) → shares left out so far
+    std::map<std::pair<qint64, int>, int> m_open;            // (step, stage) → cases open
+    qint64 m_nextCase = 1;
+    qint64 m_checked = 0, m_passed = 0, m_struck = 0, m_unsettled = 0, m_unchecked = 0;
+    double m_lowestAlignment = 0, m_highestRatio = 0;
+};
+
+} // namespace tessera::coordinator
+
+Q_DECLARE_METATYPE(tessera::coordinator::ShareVerdict)
