@@ -64,7 +64,10 @@ void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind)
 }
 
 bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& shares) {
-    const bool drawn = m_draw() * 100.0 < m_settings.percent;
+    // Drawn — or a suspect's share is among them: checked at every step for a while.
+    bool drawn = m_draw() * 100.0 < m_settings.percent;
+    for (const ShareView& view : shares)
+        drawn = drawn || m_suspects.value(view.node, -1) >= step;
     const qint64 era = m_router.era(stage);
     const std::pair<qint64, int> key{step, stage};
     for (const ShareView& view : shares) {
@@ -245,6 +248,12 @@ void ShareCheck::close(qint64 caseId, const ShareVerdict& decided) {
     const std::pair<qint64, int> key{c.step, c.stage};
     if (!v.passed)
         m_dropped[key] << c.node;
+    if (!v.passed || v.unsettled) {
+        QStringList suspects = v.disputed;
+        suspects << c.node;
+        for (const QString& node : std::as_const(suspects))
+            m_suspects.insert(node, c.step + m_settings.suspectSteps);
+    }
     Q_EMIT verdict(v);
     if (--m_open[key] > 0)
         return;

@@ -8,7 +8,8 @@
 //   1. Every accepted backward (a last stage's forward_backward, a stage 0 backward too) is offered;
 //      one per node and step is kept, drawn evenly among them (reservoir sampling), so the node
 //      cannot know which of its microbatches will be asked about.
-//   2. When a stage's shares are all in, a share of the stage-steps (`percent`, drawn then) is checked:
+//   2. When a stage's shares are all in, a share of the stage-steps (`percent`, drawn then; every step
+//      for `suspectSteps` once a share of the stage failed or was disputed) is checked:
 //      each node's kept microbatch is sent to another replica of the stage (another network first)
 //      that held the same weights when it ran (Router::era), as a task with a sketch seed drawn now —
 //      after the share came, so no share can be shaped to it. The replica answers the count sketch
@@ -52,6 +53,9 @@ struct ShareCheckSettings {
     double maxNormRatio = 4;   // ‖s‖/‖g‖
     int buckets = 4096;        // the sketches' (the node answers CountSketch::kDefaultBuckets)
     int maxVerifiers = 3;      // sends of one case: the verifier and the referee, with replacements
+    // A share that failed a check, or was disputed, makes its sender (and a disputing verifier) a
+    // suspect: its stage's shares are checked at every step for this many steps.
+    int suspectSteps = 20;
 };
 
 // A share as the averager holds it.
@@ -150,6 +154,7 @@ private:
     Draw m_draw;
     Seed m_seed;
     QHash<QString, Kept> m_kept;             // by node: this step's drawn microbatch
+    QHash<QString, qint64> m_suspects;       // by node: checked at every step through this one
     std::map<qint64, Case> m_cases;          // by case id
     QHash<qint64, qint64> m_taskToCase;      // sketch task in flight → case
     std::map<std::pair<qint64, int>, QStringList> m_dropped; // (step, stage) → shares left out so far

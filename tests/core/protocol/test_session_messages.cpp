@@ -37,7 +37,7 @@ std::vector<SessionMessage> samples() {
             Ready{2, 5, 9, 4096},
             Unavailable{QStringLiteral("paused")},
             result,
-            StepDone{12, true, 8, {}},
+            StepDone{12, true, 8, {}, {}},
             AverageShare{4, -1, 20, true, {}, 64, 1000},
             SyncDone{4, false, QStringLiteral("bad size"), 8192},
             GradientShare{12, 3, 11, true, {}, 32, true},

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: Apache-2.0
+// ShareCheck on real gradients of the tiny model (3 stages, CPU) through a real Router whose nodes the
+// test answers with a real engine's sketch (StageEngine::gradientSketch): a node's share is checked
+// against the gradient another replica computes for one of its microbatches. An honest share holds it
+// (alignment 1, norm 1× with one microbatch: the sketch is of the very gradient the share carries);
+// a share of −9× the honest one fails, a third replica referees and its sender is struck; with two
+// replicas it is left out and nobody is struck; a lying verifier cannot strike an honest share; a
+// share that carries steps held back may be that many times larger; a silent verifier is replaced,
+// and with none left the share stands unchecked; a suspect's stage is checked at every step.
+#include "TrustFrames.h"
+#include "coordinator/router/Router.h"
+#include "coordinator/trust/ShareCheck.h"
+#include "protocol/TaskMessage.h"
+
+#include <QSignalSpy>
+
+using namespace tessera;
+using namespace tessera::coordinator;
+using namespace tessera::test;
+
+namespace {
+
+struct Sent {
+    QString node;
+    qint64 taskId = 0;
+    qint64 sketchSeed = 0;
+    QList<protocol::TaskFrameType> frames;
+};
+
+} // namespace
+
+class TestShareCheck final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void anHonestShareHoldsItsWork();
+    void aReversedShareIsStruckWhenARefereeAgrees();
+    void withTwoReplicasItIsLeftOutAndNobodyStruck();
+    void aLyingVerifierCannotStrikeAnHonestShare();
+    void aShareCarryingHeldBackStepsMayBeLarger();
+    void aSilentVerifierIsReplacedThenTheShareStands();
+    void aSuspectsStageIsCheckedAtEveryStep();
+
+private:
+    struct Run {
+        std::unique_ptr<Router> router;
+        std::unique_ptr<ShareCheck> check;
+        std::vector<Sent> sent;
+        std::vector<ShareVerdict> verdicts;
+        std::vector<QStringList> judged;
+        qint64 now = 1'000'000;
+        double draw = 0; // below percent/100: drawn
+    };
+    std::unique_ptr<Run> makeRun(int replicas, double percent = 100);
+    Microbatch microbatch(const Run& run, const QString& node) const;
+    // Answers the sketch task sent to `node` with the honest engine's sketch times `scale`.
+    void answer(Run& run, const QString& node, float scale = 1);
+    // Offers node's microbatch and begins the check of its share `values`.
+    bool begin(Run& run, const QString& node, const std::vector<float>& values, int heldBack = 0,
+               qint64 step = 5);
+
+    gpu::ModelConfig m_config = tinyThreeStages();
+    std::vector<std::unique_ptr<gpu::StageEngine>> m_engines;
+    Trip m_trip;
+    std::vector<float> m_share; // stage 1's honest share of the trip's one microbatch
+};
+
+void TestShareCheck::initTestCase() {
+    m_trip = trip(m_config, m_engines, 0);
+    // The trip ran stage 1's backward: what it accumulated is its share of one microbatch.
+    Result<gpu::GradientShare> share = m_engines[1]->shareGradients(0, 0, -1, 32);
+    QVERIFY(share && share->microbatches == 1);
+    m_share = share->values;
+}
+
+std::unique_ptr<TestShareCheck::Run> TestShareCheck::makeRun(int replicas, double percent) {
+    auto run = std::make_unique<Run>();
+    Run* r = run.get();
+    RouterSettings settings;
+    settings.scheduler.minDeadlineMs = 1000;
+    run->router = std::make_unique<Router>(
+        3, std::vector<qint64>{1000, 1000, 1000}, settings,
+        [r](const QString& node, const QByteArray& m) {
+            Result<protocol::TaskMessage> d = protocol::decodeTaskMessage(m);
+            if (!d)
+                return false;
+            Sent s{node,
+                   d->header.value(u"task_id").toInteger(),
+                   d->header.value(u"sketch_seed").toInteger(),
+                   {}};
+            for (const protocol::TaskFrame& f : d->frames)
+                s.frames << f.type;
+            r->sent.push_back(s);
+            return true;
+        },
+        [] { return std::optional<MicrobatchInput>(); });
+    run->router->setClock([r] { return r->now; });
+    run->router->addNode(QStringLiteral("s0"), 0);
+    run->router->addNode(QStringLiteral("s2"), 2);
+    for (int i = 0; i < replicas; ++i)
+        run->router->addNode(QString(QChar(u'a' + i)), 1);
+    run->router->stepSent();
+    ShareCheckSettings s;
+    s.percent = percent;
+    quint64 seed = 1000;
+    run->check = std::make_unique<ShareCheck>(
+        s, *run->router,
+        [](const QString& node) { return node == u"b" ? QStringLiteral("net-b") : QStringLiteral("net-a"); },
+        [r] { return r->draw; }, [seed]() mutable { return ++seed; });
+    connect(run->check.get(), &ShareCheck::verdict, [r](const ShareVerdict& v) { r->verdicts.push_back(v); });
+    connect(run->check.get(), &ShareCheck::judged,
+            [r](qint64, int, const QStringList& dropped) { r->judged.push_back(dropped); });
+    return run;
+}
+
+Microbatch TestShareCheck::microbatch(const Run& run, const QString& node) const {
+    using protocol::TaskFrameType;
+    Microbatch mb;
+    mb.id = 7;
+    mb.step = 5;
+    mb.batch = kBatch;
+    mb.seq = kSeq;
+    mb.tokens = kBatch * kSeq;
+    mb.stage = 1;
+    mb.inputs = {protocol::holdPayload(m_trip.tokens, TaskFrameType::ForwardInput),
+                 protocol::holdPayload(m_trip.act0, TaskFrameType::ForwardInput),
+                 protocol::holdPayload(m_trip.act1, TaskFrameType::ForwardInput)};
+    mb.gradient = protocol::holdPayload(m_trip.grad2, TaskFrameType::BackwardInput);
+    mb.forwardVersion = {0, 0, 0};
+    mb.taskHasInput = true;
+    mb.taskNode = node;
+    mb.taskEra = run.router->era(1);
+    return mb;
+}
+
+bool TestShareCheck::begin(Run& run, const QString& node, const std::vector<float>& values, int heldBack,
+                           qint64 step) {
+    Microbatch mb = microbatch(run, node);
+    mb.step = step;
+    run.check->offer(node, mb, protocol::TaskKind::Backward);
+    return run.check->begin(step, 1, {ShareView{node, &values, 1, heldBack}});
+}
+
+void TestShareCheck::answer(Run& run, const QString& node, float scale) {
+    const auto it =
+        std::find_if(run.sent.begin(), run.sent.end(), [&](const Sent& s) { return s.node == node; });
+    QVERIFY2(it != run.sent.end(), qPrintable(QStringLiteral("no sketch was asked of %1").arg(node)));
+    const Sent s = *it;
+    run.sent.erase(it);
+    // A sketch task carries a backward's frames (its gradient and its input) and the seed.
+    QVERIFY(s.sketchSeed != 0);
+    QVERIFY(s.frames.contains(protocol::TaskFrameType::BackwardInput));
+    QVERIFY(s.frames.contains(protocol::TaskFrameType::ForwardInput));
+    Result<std::vector<float>> sketch =
+        m_engines[1]->gradientSketch(span(m_trip.grad2), span(m_trip.act0), {}, quint64(s.sketchSeed));
+    QVERIFY2(sketch, sketch ? "" : sketch.message().c_str());
+    for (float& v : *sketch)
+        v *= scale;
+    protocol::TaskResult result;
+    result.taskId = s.taskId;
+    result.kind = protocol::TaskKind::Backward;
+    result.microbatch = 7;
+    result.ok = true;
+    const QByteArray bytes =
+        protocol::TaskMessageBuilder(protocol::toJson(result))
+            .add(protocol::TaskFrameType::Partition, protocol::gradientPayload(*sketch, 32))
+            .take();
+    Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(bytes);
+    QVERIFY(m);
+    run.router->onResult(node, result, *m);
+}
+
+void TestShareCheck::anHonestShareHoldsItsWork() {
+    std::unique_ptr<Run> run = makeRun(3);
+    QVERIFY(begin(*run, QStringLiteral("a"), m_share));
+    QCOMPARE(run->sent.size(), std::size_t(1));
+    QCOMPARE(run->sent[0].node, QStringLiteral("b")); // another network first
+    answer(*run, QStringLiteral("b"));
+    QCOMPARE(run->verdicts.size(), std::size_t(1));
+    const ShareVerdict& v = run->verdicts[0];
+    QVERIFY(v.passed && !v.struck && !v.unsettled);
+    // The replica's sketch is of the very gradient the share carries: the engine's sketch and the
+    // share it accumulated agree (to the sketches' float rounding).
+    QVERIFY2(std::abs(v.alignment - 1) < 1e-4 && std::abs(v.normRatio - 1) < 1e-4,
+             qPrintable(QStringLiteral("%1 %2").arg(v.alignment).arg(v.normRatio)));
+    QCOMPARE(run->judged.size(), std::size_t(1));
+    QVERIFY(run->judged[0].isEmpty());
+}
+
+void TestShareCheck::aReversedShareIsStruckWhenARefereeAgrees() {
+    std::unique_ptr<Run> run = makeRun(3);
+    std::vector<float> reversed = m_share;
+    for (float& v : reversed)
+        v *= -9.0f;
+    QVERIFY(begin(*run, QStringLiteral("a"), reversed));
+    answer(*run, QStringLiteral("b"));
+    QVERIFY(run->verdicts.empty()); // a referee is asked first
+    answer(*run, QStringLiteral("c"));
+    QCOMPARE(run->verdicts.size(), std::size_t(1));
+    const ShareVerdict& v = run->verdicts[0];
+    QVERIFY(v.struck && !v.passed);
+    QVERIFY(std::abs(v.alignment + 9) < 1e-3);
+    QCOMPARE(v.verifiers, (QStringList{QStringLiteral("b"), QStringLiteral("c")}));
+    QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
+    // Scaled up, in the share's own direction: the norm bound catches it.
+    std::unique_ptr<Run> scaled = makeRun(3);
+    std::vector<float> large = m_share;
+    for (float& v : large)
+        v *= 9.0f;
+    QVERIFY(begin(*scaled, QStringLiteral("a"), large));
+    answer(*scaled, QStringLiteral("b"));
+    answer(*scaled, QStringLiteral("c"));
+    QVERIFY(scaled->verdicts.back().struck);
+}
+
+void TestShareCheck::withTwoReplicasItIsLeftOutAndNobodyStruck() {
+    std::unique_ptr<Run> run = makeRun(2);
+    std::vector<float> reversed = m_share;
+    for (float& v : reversed)
+        v *= -9.0f;
+    QVERIFY(begin(*run, QStringLiteral("a"), reversed));
+    answer(*run, QStringLiteral("b"));
+    const ShareVerdict& v = run->verdicts.back();
+    QVERIFY(v.unsettled && !v.passed && !v.struck);
+    QCOMPARE(v.disputed, (QStringList{QStringLiteral("a"), QStringLiteral("b")}));
+    QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
+    QCOMPARE(run->check->struck(), qint64(0));
+}
+
+void TestShareCheck::aLyingVerifierCannotStrikeAnHonestShare() {
+    std::unique_ptr<Run> run = makeRun(3);
+    QVERIFY(begin(*run, QStringLiteral("a"), m_share));
+    answer(*run, QStringLiteral("b"), -1); // b sketches the gradient negated: a frame-up
+    answer(*run, QStringLiteral("c"));
+    const ShareVerdict& v = run->verdicts.back();
+    QVERIFY(v.passed && v.unsettled && !v.struck);
+    QCOMPARE(v.disputed, (QStringList{QStringLiteral("b"), QStringLiteral("c")}));
+    QVERIFY(run->judged.back().isEmpty()); // the share stands
+}
+
+void TestShareCheck::aShareCarryingHeldBackStepsMayBeLarger() {
+    // Three steps' gradients in one share (two were not counted): three times the norm, in its direction.
+    std::vector<float> carried = m_share;
+    for (float& v : carried)
+        v *= 6.0f;
+    std::unique_ptr<Run> run = makeRun(2);
+    QVERIFY(begin(*run, QStringLiteral("a"), carried, 2));
+    answer(*run, QStringLiteral("b"));
+    QVERIFY(run->verdicts.back().passed);
+    std::unique_ptr<Run> fresh = makeRun(2); // the same share with nothing held back is too large
+    QVERIFY(begin(*fresh, QStringLiteral("a"), carried, 0));
+    answer(*fresh, QStringLiteral("b"));
+    QVERIFY(!fresh->verdicts.back().passed);
+}
+
+void TestShareCheck::aSilentVerifierIsReplacedThenTheShareStands() {
+    std::unique_ptr<Run> run = makeRun(3);
+    QVERIFY(begin(*run, QStringLiteral("a"), m_share));
+    run->now += 60'000;
+    run->router->tick(); // b missed its deadline: c is asked
+    QVERIFY(std::any_of(run->sent.begin(), run->sent.end(), [](const Sent& s) { return s.node == u"c"; }));
+    run->now += 60'000;
+    run->router->tick(); // and c too: nobody is left to check it
+    QCOMPARE(run->verdicts.size(), std::size_t(1));
+    QVERIFY(run->verdicts[0].passed && run->verdicts[0].verifiers.isEmpty());
+    QCOMPARE(run->check->unchecked(), qint64(1));
+    QVERIFY(run->judged.back().isEmpty());
+}
+
+void TestShareCheck::aSuspectsStageIsCheckedAtEveryStep() {
+    std::unique_ptr<Run> run = makeRun(2, 25);
+    run->draw = 0.9; // not drawn
+    QVERIFY(!begin(*run, QStringLiteral("a"), m_share, 0, 5));
+    QVERIFY(run->sent.empty());
+    run->draw = 0.1; // drawn
+    std::vector<float> reversed = m_share;
+    for (float& v : reversed)
+        v *= -9.0f;
+    QVERIFY(begin(*run, QStringLiteral("a"), reversed, 0, 6));
+    answer(*run, QStringLiteral("b"));
+    run->draw = 0.9; // not drawn, but a is a suspect now
+    QVERIFY(begin(*run, QStringLiteral("a"), m_share, 0, 7));
+    QCOMPARE(run->sent.size(), std::size_t(1));
+}
+
+QTEST_GUILESS_MAIN(TestShareCheck)
+#include "test_share_check.moc"
