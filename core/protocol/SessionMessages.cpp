@@ -102,7 +102,8 @@ TESSERA_SCHEMA(ErrorNotice, "error", ToNode, Text, text("error", &ErrorNotice::e
 TESSERA_SCHEMA(Task, "task", ToNode, Either, need("task_id", &Task::taskId), need("kind", &Task::kind),
                maybe("microbatch", &Task::microbatch, -1), maybe("step", &Task::step, -1),
                maybe("batch", &Task::batch, 0, 4096), maybe("seq", &Task::seq, 0, 65536),
-               maybe("seed", &Task::seed), maybe("sketch_seed", &Task::sketchSeed));
+               maybe("seed", &Task::seed), maybe("sketch_seed", &Task::sketchSeed),
+               maybe("trace", &Task::trace));
 TESSERA_SCHEMA(Step, "step", ToNode, Text, need("step", &Step::step), maybe("basis", &Step::basis, -1),
                maybe("rank", &Step::rank, 0, 1024), maybe("bits", &Step::bits, 4, 32),
                maybe("chunk", &Step::chunk));

@@ -149,6 +149,10 @@ struct Task {
     // default buckets) of the weights' gradient it gives, as the result's Partition frame — a share
     // check (the coordinator's trust/ShareCheck) asks it of another replica once a node's share came.
     qint64 sketchSeed = 0;
+    // A forward with trace: answer the residual stream after each of the stage's blocks (fp32, one
+    // block after the other, a Partition frame) instead of the output — the coordinator bisecting a
+    // disputed forward to the one block it recomputes itself (trust/Bisection).
+    bool trace = false;
 };
 struct Step {
     qint64 step = 0;

@@ -718,6 +718,92 @@ Result<std::vector<float>> StageEngine::gradientSketch(std::span<const std::uint
     return buckets;
 }
 
+namespace {
+
+std::vector<float> floatsOf(const torch::Tensor& t) {
+    const torch::Tensor c = t.detach().to(torch::kCPU, torch::kFloat).contiguous().view({-1});
+    return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+} // namespace
+
+Result<std::vector<float>> StageEngine::traceForward(std::span<const std::uint8_t> input) {
+    State& st = *m_state;
+    return guarded("tracing a forward", [&]() -> Result<std::vector<float>> {
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        std::vector<float> out;
+        for (const torch::Tensor& h : st.model->trace(in->x)) {
+            const std::vector<float> v = floatsOf(h);
+            out.insert(out.end(), v.begin(), v.end());
+        }
+        return out;
+    });
+}
+
+Result<std::vector<float>> StageEngine::forwardSegment(int b, std::span<const std::uint8_t> input,
+                                                       std::span<const float> hidden) {
+    State& st = *m_state;
+    return guarded("a forward's segment " + str(b), [&]() -> Result<std::vector<float>> {
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        const std::int64_t width = st.options.config.dModel;
+        if (b > 0 && std::int64_t(hidden.size()) != std::int64_t(in->batch) * in->seq * width)
+            return makeError("a segment's hidden state of " + str(hidden.size()) +
+                                 " values is not the input's " + str(in->batch) + " × " + str(in->seq) +
+                                 " × " + str(width),
+                             ErrorKind::InvalidInput);
+        const torch::Tensor h = b > 0 ? torch::from_blob(const_cast<float*>(hidden.data()),
+                                                         {in->batch, in->seq, width}, torch::kFloat)
+                                      : torch::Tensor();
+        return floatsOf(st.model->segment(b, in->x, h));
+    });
+}
+
+Result<Bytes> StageEngine::encodeOutput(std::span<const std::uint8_t> input, std::span<const float> hidden) {
+    State& st = *m_state;
+    if (st.last())
+        return makeError("the last stage sends no activation frame", ErrorKind::InvalidInput);
+    return guarded("encoding a stage's output", [&]() -> Result<Bytes> {
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        const std::int64_t width = st.options.config.dModel;
+        if (std::int64_t(hidden.size()) != std::int64_t(in->batch) * in->seq * width)
+            return makeError("an output's hidden state of " + str(hidden.size()) +
+                                 " values is not the input's shape",
+                             ErrorKind::InvalidInput);
+        const torch::Tensor h =
+            torch::from_blob(const_cast<float*>(hidden.data()), {in->batch, in->seq, width}, torch::kFloat)
+                .clone();
+        Bytes out;
+        st.codec->encodeActivation(h, in->tokens, out);
+        return out;
+    });
+}
+
+std::pair<std::int64_t, std::int64_t> StageEngine::segmentParameters(int b) const {
+    const auto [firstBlock, lastBlock] = m_state->model->blockRange();
+    const std::string prefix = "blocks." + str(firstBlock + b) + ".";
+    std::int64_t offset = 0, begin = -1, end = -1;
+    for (const auto& [name, p] : m_state->model->namedParameters()) {
+        const bool mine = name.rfind(prefix, 0) == 0 || (b == 0 && name.rfind("embedding.", 0) == 0);
+        if (mine && begin < 0)
+            begin = offset;
+        offset += p.numel();
+        if (mine)
+            end = offset;
+    }
+    (void)lastBlock;
+    return begin < 0 ? std::pair<std::int64_t, std::int64_t>{0, 0} : std::pair{begin, end - begin};
+}
+
+int StageEngine::blocks() const {
+    return m_state->model->blocks();
+}
+
 Status StageEngine::step(int microbatches) {
     State& st = *m_state;
     if (microbatches < 0)
@@ -881,6 +967,34 @@ Status StageEngine::setPartition(int partition, int partitions, std::span<const 
 Status StageEngine::setWeightsRange(std::int64_t offset, std::int64_t total, std::span<const float> values) {
     return guarded("setting weights " + str(offset) + "+" + str(static_cast<std::int64_t>(values.size())),
                    [&] { return m_state->setWeightsRange(offset, total, values); });
+}
+
+Result<std::vector<float>> StageEngine::weightsRange(std::int64_t offset, std::int64_t count) const {
+    const State& st = *m_state;
+    if (offset < 0 || count < 0 || offset > parameterCount() - count)
+        return makeError("weights " + str(offset) + "+" + str(count) + " are not within the stage's " +
+                             str(parameterCount()),
+                         ErrorKind::InvalidInput);
+    return guarded("reading weights", [&]() -> Result<std::vector<float>> {
+        torch::NoGradGuard noGrad;
+        std::vector<float> out;
+        out.reserve(std::size_t(count));
+        std::int64_t start = 0; // of the current parameter, in parameter order
+        for (const torch::Tensor& w : st.aliases) {
+            const std::int64_t numel = w.numel();
+            const std::int64_t from = std::max(offset, start), to = std::min(offset + count, start + numel);
+            if (from < to) {
+                const torch::Tensor part = w.detach()
+                                               .view({-1})
+                                               .narrow(0, from - start, to - from)
+                                               .to(torch::kCPU, torch::kFloat)
+                                               .contiguous();
+                out.insert(out.end(), part.data_ptr<float>(), part.data_ptr<float>() + part.numel());
+            }
+            start += numel;
+        }
+        return out;
+    });
 }
 
 std::int64_t StageEngine::steps() const {

@@ -142,6 +142,20 @@ public:
                                               std::span<const std::uint8_t> input,
                                               std::span<const std::uint8_t> targets, std::uint64_t seed);
 
+    // A bisection's (the coordinator's trust/Bisection), on the weights held now, nothing kept: the
+    // residual stream [B, T, d] after each of the stage's blocks, one after the other, fp32.
+    Result<std::vector<float>> traceForward(std::span<const std::uint8_t> input);
+    // Segment b of that forward recomputed (StageModel::segment): from the input through the first
+    // block for b = 0, else block b on `hidden` (the residual after block b − 1).
+    Result<std::vector<float>> forwardSegment(int b, std::span<const std::uint8_t> input,
+                                              std::span<const float> hidden);
+    // The activation frame the stage sends for the last block's residual `hidden` (not the last stage).
+    Result<Bytes> encodeOutput(std::span<const std::uint8_t> input, std::span<const float> hidden);
+    // Where segment b's parameters lie in parameter order: [offset, offset + count) — block b's, with
+    // the embedding for b = 0 on stage 0 (it comes first).
+    std::pair<std::int64_t, std::int64_t> segmentParameters(int b) const;
+    int blocks() const;
+
     // AdamW over what was accumulated since the last step, averaged over `microbatches`. With 0,
     // or when nothing was accumulated, the weights do not move (and what was accumulated is
     // discarded). Either way the step ends every kept graph (they hold the old weights).
@@ -194,6 +208,8 @@ public:
     // between chunks then land as on the coordinator's checkpoint, so that a ghost holds the state
     // its replicas hold).
     Status setWeightsRange(std::int64_t offset, std::int64_t total, std::span<const float> values);
+    // The weights microbatches run on, [offset, offset + count) in parameter order (setWeightsRange's).
+    Result<std::vector<float>> weightsRange(std::int64_t offset, std::int64_t count) const;
     // AdamW's step count, as the sync's checkpoint has it (its bias correction).
     void setOptimizerSteps(std::int64_t steps);
     // The fingerprint of the optimizer's weights (the coordinator's checkpoint's, without the

@@ -176,6 +176,33 @@ torch::Tensor StageModel::run(const torch::Tensor& input, const torch::Tensor& t
     return isLast() ? lossOf(x, targets) : x;
 }
 
+std::vector<torch::Tensor> StageModel::trace(const torch::Tensor& input) {
+    syncComputeWeights();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor checked = checkedInput(input, false);
+    torch::Tensor x = isFirst() ? embed(checked) : checked;
+    const BlockContext context{m_rope.get(), causalMask(checked.size(1)), m_basisT, m_dtype};
+    std::vector<torch::Tensor> out;
+    for (auto& block : m_blocks)
+        out.push_back(x = block(x, context));
+    return out;
+}
+
+torch::Tensor StageModel::segment(int b, const torch::Tensor& input, const torch::Tensor& hidden) {
+    if (b < 0 || b >= blocks())
+        throw std::invalid_argument("segment " + std::to_string(b) + " of a stage of " +
+                                    std::to_string(blocks()) + " blocks");
+    syncComputeWeights();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor checked = checkedInput(input, false);
+    torch::Tensor x = b > 0 ? hidden.to(m_device, torch::kFloat) : isFirst() ? embed(checked) : checked;
+    if (x.dim() != 3 || x.size(0) != checked.size(0) || x.size(1) != checked.size(1) ||
+        x.size(2) != m_config.dModel)
+        throw std::invalid_argument("a segment's hidden state must be " + shape(checked) + " × dModel");
+    const BlockContext context{m_rope.get(), causalMask(checked.size(1)), m_basisT, m_dtype};
+    return m_blocks[std::size_t(b)](x, context);
+}
+
 torch::Tensor StageModel::embed(const torch::Tensor& ids) const {
     torch::Tensor x = torch::embedding(m_embedding->weight, ids).to(torch::kFloat);
     // x0 = E[tok] + Emb_k[tok]·Uᵀ: only the second part is learned, and it lies in span(U).

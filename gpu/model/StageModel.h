@@ -59,6 +59,15 @@ public:
     // the last stage the scalar mean cross-entropy over all B·T targets ([B, T] int64, required).
     torch::Tensor forward(const torch::Tensor& input, const torch::Tensor& targets = {});
 
+    // A forward's trace, no graph: the residual stream [B, T, d] fp32 after each of the stage's blocks
+    // (the last one is forward()'s output on a stage before the last) — what a bisection compares.
+    std::vector<torch::Tensor> trace(const torch::Tensor& input);
+    // One segment of a forward, no graph: segment 0 runs from `input` (token ids on stage 0, which are
+    // embedded first) through the stage's first block; segment b ≥ 1 runs block b on `hidden`, the
+    // residual stream after block b − 1. What a bisection recomputes of a disputed forward.
+    torch::Tensor segment(int b, const torch::Tensor& input, const torch::Tensor& hidden);
+    int blocks() const { return int(m_blocks.size()); }
+
     // Recomputes the forward from `input` with a graph and backpropagates gradOutput [B, T, d]
     // (the next stage's gradInput) or, on the last stage, the loss of targets [B, T]. Adds to the
     // parameters' .grad (never zeroes them).

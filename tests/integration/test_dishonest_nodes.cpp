@@ -178,6 +178,8 @@ private Q_SLOTS:
     void aLiarIsCaughtBannedAndUnpaid();
     void aLiarIsConvictedByReexecution_data();
     void aLiarIsConvictedByReexecution();
+    void aLiarWithOneReplicaIsConvictedByBisection_data();
+    void aLiarWithOneReplicaIsConvictedByBisection();
     void aReversedGradientShareIsLeftOut_data();
     void aReversedGradientShareIsLeftOut();
     void aNewKeyIsCaughtAgainAndTheNetworkBanned();
@@ -385,6 +387,49 @@ void TestDishonestNodes::aLiarIsConvictedByReexecution() {
     QCOMPARE(trust.value(u"reexecution").toObject().value(u"worst_agreed_error").toDouble(-1), 0.0);
     QCOMPARE(swarm.node(liar).waitExit(60'000), 3); // banned
     QVERIFY(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_forfeits WHERE node_id = ?"), {liarId}) >= 1);
+    checkHonestUnharmed(swarm, liar);
+    QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}),
+             qint64(0));
+}
+
+void TestDishonestNodes::aLiarWithOneReplicaIsConvictedByBisection_data() {
+    QTest::addColumn<QString>("mode");
+    QTest::newRow("two tokens edited, bisected") << QStringLiteral("tokens");
+    QTest::newRow("noise, bisected") << QStringLiteral("noise");
+}
+
+// The 8b path (--recompute-limit 0) with two replicas a stage: no third replica can referee a
+// disagreement, so the coordinator bisects the disputed forward to the one block (or the encoding)
+// where the two nodes' traces part, recomputes that alone with the checkpoint's weights, and
+// convicts the node it contradicts. The liar comes first, so it takes stage 0 (a forward stage).
+void TestDishonestNodes::aLiarWithOneReplicaIsConvictedByBisection() {
+    QFETCH(QString, mode);
+    Swarm swarm({QStringLiteral("--recompute-limit"), QStringLiteral("0"),
+                 QStringLiteral("--max-nodes-per-stage"), QStringLiteral("2")},
+                2);
+    QVERIFY(swarm.start());
+    QCOMPARE(swarm.addNode(mode), 0);
+    for (int i = 0; i < 3; ++i)
+        QVERIFY(swarm.addNode() >= 0);
+    const int liar = 0;
+    const QString liarId = swarm.nodeId(liar);
+    const QString subject = QStringLiteral("node:") + liarId;
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        swarm.count(
+            QStringLiteral("SELECT COALESCE(SUM(audits_failed), 0) FROM reputation WHERE subject = ?"),
+            {subject}) > 0,
+        qPrintable(QStringLiteral("the %1 liar was not convicted: %2")
+                       .arg(mode, QString::fromUtf8(judgements(swarm.log()).right(3000)))),
+        kCaughtWithinMs);
+    QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("parts from the coordinator's recompute"),
+                              judgements(swarm.log()).right(3000).constData(), kLogLagMs);
+    const QJsonObject reexecution =
+        swarm.get(QStringLiteral("/v1/status")).value(u"trust").toObject().value(u"reexecution").toObject();
+    QVERIFY(reexecution.value(u"bisections").toObject().value(u"convictions").toInteger() >= 1);
+    QCOMPARE(
+        swarm.get(QStringLiteral("/v1/status")).value(u"trust").toObject().value(u"audits").toInteger(-1),
+        qint64(0));                                 // nothing recomputed whole: one block at a time
+    QCOMPARE(swarm.node(liar).waitExit(60'000), 3); // banned
     checkHonestUnharmed(swarm, liar);
     QCOMPARE(swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {liarId}),
              qint64(0));

@@ -553,7 +553,8 @@ std::optional<qint64> Router::sendCheck(const QString& node, const CheckTask& ta
                                         .kind = task.kind,
                                         .microbatch = task.microbatch,
                                         .step = m_settings.pipelined ? task.step : -1,
-                                        .sketchSeed = task.sketchSeed}),
+                                        .sketchSeed = task.sketchSeed,
+                                        .trace = task.trace}),
         task.input.frame.payload.size() + task.targets.frame.payload.size() +
             task.gradientIn.frame.payload.size());
     // In the order sendTask writes a routed task's frames.
@@ -565,7 +566,8 @@ std::optional<qint64> Router::sendCheck(const QString& node, const CheckTask& ta
     const qint64 deadline = m_schedulers[std::size_t(task.stage)]
                                 .deadlineMs(node, task.tokens, t)
                                 .value_or(t + m_settings.scheduler.minDeadlineMs);
-    m_checks.insert(taskId, PendingCheck{node, task.stage, task.kind, task.tokens, t, deadline, task.sketchSeed != 0});
+    m_checks.insert(taskId, PendingCheck{node, task.stage, task.kind, task.tokens, t, deadline,
+                                         task.sketchSeed != 0 || task.trace});
     if (!m_send(node, message.take())) {
         m_checks.remove(taskId);
         m_schedulers[std::size_t(task.stage)].complete(node, task.tokens, std::nan(""), t);

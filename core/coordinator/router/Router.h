@@ -94,6 +94,8 @@ struct CheckTask {
     // Not 0: a share check's (trust/ShareCheck) — the node answers the count sketch of the weights'
     // gradient this microbatch gives (a Partition frame, the answer's `output`), not the task's output.
     qint64 sketchSeed = 0;
+    // A forward's trace (trust/Bisection): the residual after each block (a Partition frame, `output`).
+    bool trace = false;
 };
 
 struct RouterStage {

@@ -56,7 +56,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Database& db, const Identity& k
     t->makeRouter();
     if (Status s = t->makeReexecution(); !s)
         return s.error();
-    t->makeShareCheck();
+    t->makeStepChecks();
     t->makeMembership();
     t->makeReclaim(shardDir);
     t->wireMembership();
@@ -296,32 +296,81 @@ Status Trainer::makeReexecution() {
         return r.error();
     m_reexecution = std::move(*r);
     connect(m_reexecution.get(), &Reexecution::judged, this, &Trainer::onReexecuted);
+    // Where replicas agree the checkpoint holds their weights: a forward two of them dispute with no
+    // referee is bisected to one block the coordinator recomputes.
+    if (!m_replicasAgree)
+        return {};
+    StageCheckpoints* cp = m_checkpoints.get();
+    Result<std::unique_ptr<Bisection>> made = Bisection::create(
+        m_config, m_settings.reexecution.tolerance, *m_router,
+        [cp](int stage, qint64 offset, qint64 count) { return cp->weights(stage, offset, count); });
+    if (!made)
+        return made.error();
+    m_bisection = std::move(*made);
+    connect(m_bisection.get(), &Bisection::judged, this, &Trainer::onReexecuted);
+    Bisection* bisection = m_bisection.get();
+    m_reexecution->setSettle([bisection](const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict,
+                                         const QString& a, const protocol::HeldFrame& outputA,
+                                         const QString& b, const protocol::HeldFrame& outputB) {
+        return bisection->start(task, era, verdict, a, outputA, b, outputB);
+    });
     return {};
 }
 
-void Trainer::makeShareCheck() {
-    if (!m_gradients || !m_replicasAgree || !m_settings.checks.enabled || m_settings.shareCheck.percent <= 0)
+void Trainer::makeStepChecks() {
+    if (!m_gradients || !m_replicasAgree || !m_settings.checks.enabled)
         return;
     Reputation* reputation = m_reputation.get();
-    m_shareCheck = std::make_unique<ShareCheck>(
-        m_settings.shareCheck, *m_router,
-        [reputation](const QString& node) { return reputation->networkOfNode(node); },
-        [] { return QRandomGenerator::global()->generateDouble(); },
-        // From the system's source, exact in JSON, never 0: drawn once the share came.
-        [] { return QRandomGenerator::system()->generate64() % ((quint64(1) << 53) - 1) + 1; });
-    ShareCheck* check = m_shareCheck.get();
+    if (m_settings.shareCheck.percent > 0) {
+        m_shareCheck = std::make_unique<ShareCheck>(
+            m_settings.shareCheck, *m_router,
+            [reputation](const QString& node) { return reputation->networkOfNode(node); },
+            [] { return QRandomGenerator::global()->generateDouble(); },
+            // From the system's source, exact in JSON, never 0: drawn once the share came.
+            [] { return QRandomGenerator::system()->generate64() % ((quint64(1) << 53) - 1) + 1; });
+        connect(m_shareCheck.get(), &ShareCheck::judged, this,
+                [this](qint64 step, int stage, const QStringList& dropped) {
+                    releaseHold(step, stage, dropped, true);
+                });
+        connect(m_shareCheck.get(), &ShareCheck::verdict, this, &Trainer::onShareChecked);
+    }
     m_gradients->setShareGate(
-        [check](qint64 step, int stage, const std::vector<GradientAverager::ShareView>& shares) {
-            std::vector<ShareView> views;
-            for (const GradientAverager::ShareView& share : shares)
-                views.push_back(ShareView{share.node, share.values, share.microbatches, share.heldBack});
-            return check->begin(step, stage, views);
+        [this](qint64 step, int stage, const std::vector<GradientAverager::ShareView>& shares) {
+            StepHold hold;
+            if (m_shareCheck) {
+                std::vector<ShareView> views;
+                for (const GradientAverager::ShareView& share : shares)
+                    views.push_back(ShareView{share.node, share.values, share.microbatches, share.heldBack});
+                hold.shares = m_shareCheck->begin(step, stage, views);
+            }
+            hold.bisecting = m_bisection && m_bisection->pendingOn(stage);
+            if (!hold.shares && !hold.bisecting)
+                return false;
+            m_holds[{step, stage}] = hold;
+            return true;
         });
-    GradientAverager* gradients = m_gradients.get();
-    connect(check, &ShareCheck::judged, this, [gradients](qint64 step, int stage, const QStringList& dropped) {
-        gradients->sharesJudged(step, stage, dropped);
-    });
-    connect(check, &ShareCheck::verdict, this, &Trainer::onShareChecked);
+    if (m_bisection)
+        connect(m_bisection.get(), &Bisection::settled, this, [this](int stage) {
+            std::vector<std::pair<qint64, int>> keys;
+            for (const auto& [key, hold] : m_holds)
+                if (key.second == stage && hold.bisecting)
+                    keys.push_back(key);
+            for (const auto& key : keys)
+                releaseHold(key.first, key.second, {}, false);
+        });
+}
+
+void Trainer::releaseHold(qint64 step, int stage, const QStringList& dropped, bool shares) {
+    const auto it = m_holds.find({step, stage});
+    if (it == m_holds.end())
+        return;
+    (shares ? it->second.shares : it->second.bisecting) = false;
+    it->second.dropped << dropped;
+    if (it->second.shares || it->second.bisecting)
+        return;
+    const QStringList all = it->second.dropped;
+    m_holds.erase(it);
+    m_gradients->sharesJudged(step, stage, all);
 }
 
 void Trainer::onShareChecked(const ShareVerdict& v) {
@@ -622,6 +671,11 @@ void Trainer::onReexecuted(const ReexecutionVerdict& verdict) {
                  verdict.stage, qPrintable(verdict.reason));
         convict(node, QStringLiteral("re-execution: %1").arg(verdict.reason));
     }
+    for (const QString& node : verdict.struck) {
+        qWarning("trust: node %s (stage %d) struck: %s", qPrintable(node.left(12)), verdict.stage,
+                 qPrintable(verdict.reason));
+        strike(node, verdict.reason);
+    }
 }
 
 void Trainer::convict(const QString& node, const QString& reason) {
@@ -676,7 +730,12 @@ QJsonObject Trainer::reexecutionStatus() const {
                        {QStringLiteral("worst_agreed_error"), m_reexecution->worstAgreedError()},
                        {QStringLiteral("tasks_sent"), c.checksSent},
                        {QStringLiteral("tasks_answered"), c.checksAnswered},
-                       {QStringLiteral("flop"), c.checkFlop}};
+                       {QStringLiteral("flop"), c.checkFlop},
+                       {QStringLiteral("bisections"),
+                        m_bisection ? QJsonObject{{QStringLiteral("started"), m_bisection->started()},
+                                                  {QStringLiteral("convictions"), m_bisection->convictions()},
+                                                  {QStringLiteral("unsettled"), m_bisection->unsettled()}}
+                                    : QJsonObject()}};
 }
 
 QJsonObject Trainer::status() const {

@@ -21,6 +21,7 @@
 #include "coordinator/training/StageCheckpoints.h"
 #include "coordinator/training/TrainingLoop.h"
 #include "coordinator/trust/Auditor.h"
+#include "coordinator/trust/Bisection.h"
 #include "coordinator/trust/Reexecution.h"
 #include "coordinator/trust/Reputation.h"
 #include "coordinator/trust/ResultCheck.h"
@@ -119,7 +120,10 @@ private:
     Status makeGradients(); // only with gradient averaging on
     void makeRouter();
     Status makeReexecution(); // on the router's checks
-    void makeShareCheck();    // on the router's checks, in the gradient averager's way
+    // Share checks, and the gate that holds a step's update while they or a bisection of the stage
+    // run (the checkpoint must hold the weights they judge on until then).
+    void makeStepChecks();
+    void releaseHold(qint64 step, int stage, const QStringList& dropped, bool shares);
     void makeMembership();
     void makeReclaim(const QString& shardDir);
     void wireMembership(); // to the reclaim, the auditor and the averager's syncs
@@ -169,6 +173,13 @@ private:
     std::unique_ptr<Router> m_router;
     std::unique_ptr<Reexecution> m_reexecution;
     std::unique_ptr<ShareCheck> m_shareCheck; // null where shares are not checked
+    std::unique_ptr<Bisection> m_bisection;   // null where replicas do not agree
+    struct StepHold {
+        bool shares = false;    // the share checks of the stage's step are out
+        bool bisecting = false; // a bisection of the stage waits for traces
+        QStringList dropped;
+    };
+    std::map<std::pair<qint64, int>, StepHold> m_holds; // (step, stage)
     std::unique_ptr<Reclaim> m_reclaim;
     std::unique_ptr<Membership> m_membership;
     std::unique_ptr<TrainerInbox> m_inbox;

@@ -90,7 +90,7 @@ bool Reexecution::start(const QString& node, const Microbatch& mb, TaskKind kind
 std::optional<Reexecution::Answer> Reexecution::decode(const QString& node, const Case& c,
                                                        const protocol::HeldFrame& output,
                                                        std::optional<double> loss) const {
-    Answer a{node, {}, 0, loss};
+    Answer a{node, {}, 0, loss, output};
     if (c.task.kind == TaskKind::Backward && c.task.stage == 0)
         return a;
     const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(output.frame.payload.data()),
@@ -146,7 +146,7 @@ void Reexecution::onAnswered(qint64 taskId, const QString& node, const protocol:
     Case& c = it->second;
     std::optional<Answer> answer = decode(node, c, output, loss);
     if (!answer) // what no stage computes: a frame that does not decode
-        answer = Answer{node, {}, 0, std::nullopt};
+        answer = Answer{node, {}, 0, std::nullopt, output};
     c.answers.push_back(std::move(*answer));
     if (decide(c))
         return close(caseId, true);
@@ -211,8 +211,20 @@ void Reexecution::close(qint64 caseId, bool decided) {
     const auto it = m_cases.find(caseId);
     if (it == m_cases.end())
         return;
+    const bool referee = it->second.answers.size() >= 2 && it->second.verdict.verified.isEmpty() &&
+                         !it->second.verdict.unsettled;
+    // Two answers to a forward part and no third replica can referee: the coordinator bisects it.
+    if (!decided && referee && m_settle) {
+        const Case& c = it->second;
+        if (m_settle(c.task, c.era, c.verdict, c.answers[0].node, c.answers[0].frame, c.answers[1].node,
+                     c.answers[1].frame)) {
+            m_cases.erase(it);
+            for (auto t = m_taskToCase.begin(); t != m_taskToCase.end();)
+                t = *t == caseId ? m_taskToCase.erase(t) : std::next(t);
+            return;
+        }
+    }
     ReexecutionVerdict verdict = std::move(it->second.verdict);
-    const bool referee = it->second.answers.size() >= 2 && verdict.verified.isEmpty() && !verdict.unsettled;
     m_cases.erase(it);
     for (auto t = m_taskToCase.begin(); t != m_taskToCase.end();)
         t = *t == caseId ? m_taskToCase.erase(t) : std::next(t);

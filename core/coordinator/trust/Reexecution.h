@@ -15,8 +15,8 @@
 //   3. On disagreement a third replica referees: the answer it agrees with stands, the other's node is
 //      convicted. When no third replica can run it, or the referee agrees with both or neither, the
 //      case is unsettled: nobody is convicted or verified, and both nodes' results are drawn at the
-//      probation rate (the bisection to one block that settles it on the coordinator is not built:
-//      docs/ARCHITECTURE.md, "Trust").
+//      probation rate — unless it is a forward with no third replica: trust/Bisection then settles it
+//      on the coordinator by recomputing the one block where the two answers part.
 //   4. A verifier that does not answer (error, deadline, gone) is replaced, up to maxVerifiers; then
 //      the case is dropped unjudged (the checked result stays unverified: its credit stays in escrow).
 // A stage 0 backward returns no tensor: its re-execution compares nothing yet (its work shows only in
@@ -60,6 +60,7 @@ struct ReexecutionVerdict {
     QStringList convicted;  // nodes whose answers the referee contradicts
     bool unsettled = false; // two answers disagree and no referee settled it
     QStringList disputed;   // unsettled: the nodes whose answers disagree (back to probation)
+    QStringList struck;     // a bisection's: nodes that did not answer the trace asked of them
     double worstError = 0;  // the largest per-token error between answers that agreed
     QString reason;         // why the convicted are convicted, or why it is unsettled
 };
@@ -85,6 +86,13 @@ public:
     bool start(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
                const protocol::HeldFrame& output, std::optional<double> loss);
 
+    // Set: two answers to a forward that disagree with no third replica to referee go to it (true: it
+    // took the case, and its verdict comes from it) instead of ending unsettled (trust/Bisection).
+    using Settle = std::function<bool(const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict,
+                                      const QString& a, const protocol::HeldFrame& outputA, const QString& b,
+                                      const protocol::HeldFrame& outputB)>;
+    void setSettle(Settle settle) { m_settle = std::move(settle); }
+
     int pending() const { return int(m_cases.size()); }
     qint64 started() const { return m_started; }
     qint64 agreed() const { return m_agreed; }
@@ -104,6 +112,7 @@ private:
         std::vector<float> rows; // check rows
         std::size_t width = 0;
         std::optional<double> loss;
+        protocol::HeldFrame frame; // as it came
     };
     struct Case {
         CheckTask task;
@@ -136,6 +145,7 @@ private:
     Clock m_clock;
     NetworkOf m_networkOf;
     std::unique_ptr<gpu::FrameDecoder> m_decoder;
+    Settle m_settle;
     std::map<qint64, Case> m_cases;       // by case id
     QHash<qint64, qint64> m_taskToCase;   // re-execution in flight → case
     qint64 m_nextCase = 1;

@@ -41,6 +41,8 @@ struct EngineTask {
         // A share check's: input, gradOutput (targets on the last stage) → the count sketch of the
         // weights' gradient that microbatch gives (values), nothing accumulated (seed: the sketch's).
         GradientSketch,
+        // A bisection's: input → the residual stream after each of the stage's blocks (values).
+        TraceForward,
     };
 
     // Step over everything accumulated since the last step, however many microbatches that is.

@@ -336,6 +336,9 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
         case EngineTask::GradientSketch:
             r.ok = runGradientSketch(task, r);
             return r;
+        case EngineTask::TraceForward:
+            r.ok = runTraceForward(task, r);
+            return r;
         }
     } catch (const std::exception& e) {
         r.error = QStringLiteral("engine: %1").arg(QString::fromLocal8Bit(e.what()));
@@ -383,6 +386,14 @@ bool EngineWorker::runGradientSketch(const EngineTask& task, EngineResult& r) {
     if (!sketch)
         return failed(r, QStringLiteral("gradient sketch of microbatch %1").arg(task.microbatch), sketch);
     r.values = std::move(*sketch);
+    return true;
+}
+
+bool EngineWorker::runTraceForward(const EngineTask& task, EngineResult& r) {
+    auto trace = m_engine->traceForward(bytes(task.input));
+    if (!trace)
+        return failed(r, QStringLiteral("trace of microbatch %1").arg(task.microbatch), trace);
+    r.values = std::move(*trace);
     return true;
 }
 

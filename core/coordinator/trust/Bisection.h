@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Bisection: a disputed forward settled on the coordinator by recomputing one block of it (issue 41,
+// item 1; Verde's referee, to one block). When two replicas' answers to the same forward disagree and
+// no third replica can referee (Reexecution: "unsettled"), both are asked for the forward's trace —
+// the residual stream after each of the stage's blocks (a task with `trace`, on the weights they held
+// when they answered: no update has reached them since, Router::era). The two traces agree up to some
+// block and part there (or agree to the last block, and the answers part in the codec's encoding):
+// the coordinator recomputes that one segment — the block from the agreed residual before it, with the
+// checkpoint's weights of that block alone (replicas that agree hold the checkpoint's weights), or the
+// encoding of the agreed last residual — and the node whose trace (or answer) differs from it is
+// convicted. Both differ: both convicted; neither: unsettled, as before. A node that does not answer
+// its trace (an error, its deadline, it left or paused) is struck: silence is no dodge.
+//
+// What a node can do against it: its trace is its word, but the first boundary where two words part
+// is recomputed from a residual both gave (so the honest one's), and a node whose trace does not
+// lead to its own answer is convicted at the encoding. The coordinator computes one block (at 8b a
+// quarter of a stage: ~250 M parameters, their weights read from the checkpoint's file alone).
+//
+// Forwards only (a backward's bisection needs the forward's residuals and the gradient's at every
+// block: not built); stages before the last (the last stage's answer is a loss and a gradient).
+// Single-threaded (the coordinator's thread): the recompute runs there — milliseconds at tiny, seconds
+// for an 8b block (to move to the audit worker's thread).
+
+#include "base/ModelConfig.h"
+#include "coordinator/router/Router.h"
+#include "coordinator/trust/Reexecution.h"
+
+#include <QHash>
+#include <QObject>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace tessera::gpu {
+class FrameDecoder;
+class StageEngine;
+} // namespace tessera::gpu
+
+namespace tessera::coordinator {
+
+class Bisection final : public QObject {
+    Q_OBJECT
+
+public:
+    // The checkpoint's weights [offset, offset + count) of a stage, in parameter order.
+    using Weights = std::function<Result<std::vector<float>>(int stage, qint64 offset, qint64 count)>;
+
+    static Result<std::unique_ptr<Bisection>> create(const gpu::ModelConfig& config, double tolerance,
+                                                     Router& router, Weights weights);
+    ~Bisection() override;
+
+    // Bisects the disputed forward `task` between a and b (their answers as they came); `verdict` is
+    // the re-execution's so far. False when it cannot be (not a forward of a stage before the last, the
+    // stage's weights moved since the task ran, a trace could not be sent).
+    bool start(const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict, const QString& a,
+               const protocol::HeldFrame& outputA, const QString& b, const protocol::HeldFrame& outputB);
+    // Whether a bisection of the stage waits for traces (the step's update waits for it: the checkpoint
+    // must still hold the weights the traces ran on).
+    bool pendingOn(int stage) const;
+
+    qint64 started() const { return m_started; }
+    qint64 convictions() const { return m_convictions; }
+    qint64 unsettled() const { return m_unsettled; }
+
+Q_SIGNALS:
+    void judged(const tessera::coordinator::ReexecutionVerdict& verdict);
+    // No bisection of the stage waits any more.
+    void settled(int stage);
+
+private:
+    struct Side {
+        QString node;
+        protocol::HeldFrame output;
+        qint64 taskId = 0;
+        std::optional<std::vector<float>> trace;
+        QString silence; // why it did not answer
+    };
+    struct Case {
+        CheckTask task;
+        qint64 era = 0;
+        ReexecutionVerdict verdict;
+        Side sides[2];
+    };
+
+    Bisection(const gpu::ModelConfig& config, double tolerance, Router& router, Weights weights,
+              std::unique_ptr<gpu::FrameDecoder> decoder);
+    void onAnswered(qint64 taskId, const QString& node, const protocol::HeldFrame& output);
+    void onFailed(qint64 taskId, const QString& node, const QString& why);
+    void maybeJudge(qint64 caseId);
+    // The verdict of a case whose traces are both in.
+    void judge(Case& c);
+    // The segment the traces part at (blocks: the encoding), or none when a trace is not the stage's.
+    int firstParting(const Case& c, std::int64_t size, int blocks) const;
+    // The recomputed segment's per-token errors against each side; false when it could not be run.
+    bool recompute(Case& c, int segment, std::int64_t size, double errors[2]);
+    gpu::StageEngine* engine(int stage);
+    void finish(qint64 caseId);
+
+    gpu::ModelConfig m_config;
+    double m_tolerance;
+    Router& m_router;
+    Weights m_weights;
+    std::unique_ptr<gpu::FrameDecoder> m_decoder;
+    std::map<int, std::unique_ptr<gpu::StageEngine>> m_engines; // by stage, made at first use
+    std::map<qint64, Case> m_cases;
+    QHash<qint64, qint64> m_taskToCase;
+    qint64 m_nextCase = 1;
+    qint64 m_started = 0, m_convictions = 0, m_unsettled = 0;
+};
+
+} // namespace tessera::coordinator
