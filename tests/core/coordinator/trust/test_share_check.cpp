@@ -206,8 +206,8 @@ void TestShareCheck::aReversedShareIsStruckWhenARefereeAgrees() {
     // Scaled up, in the share's own direction: the norm bound catches it.
     std::unique_ptr<Run> scaled = makeRun(3);
     std::vector<float> large = m_share;
-    for (float& v : large)
-        v *= 9.0f;
+    for (float& x : large)
+        x *= 9.0f;
     QVERIFY(begin(*scaled, QStringLiteral("a"), large));
     answer(*scaled, QStringLiteral("b"));
     answer(*scaled, QStringLiteral("c"));
