@@ -230,12 +230,14 @@ Status GradientCompressor::apply(std::span<const float> result, bool included, s
         if (e.rank == 0) {
             update =
                 cpuFloats(result, e.resultOffset, e.m, e.n).to(device, /*non_blocking=*/false, /*copy=*/true);
-            if (included) {
-                if (i < m_rounding.size() && m_rounding[i].defined())
-                    m_memory[i].copy_(m_rounding[i]); // what the share's rounding lost: the next round's
-                else
-                    m_memory[i].zero_();
-            }
+            // Counted: what the share's rounding lost is the next round's. Not counted (a missed
+            // deadline, probation, a failed check): the step's gradient is dropped, not carried — carried,
+            // a node left out for k steps sent k steps of stale gradients at once, a share that was then
+            // outvoted or failed its check, and was left out again (issue 41: honest nodes struck so).
+            if (included && i < m_rounding.size() && m_rounding[i].defined())
+                m_memory[i].copy_(m_rounding[i]);
+            else
+                m_memory[i].zero_();
         } else {
             const torch::Tensor left = cpuFloats(result, e.resultOffset, e.m, e.rank).to(device, false, true);
             const torch::Tensor right =

@@ -33,8 +33,10 @@
 // coordinator's checkpoint apply the rounded result, so replicas stay equal.
 //
 // A replica that was not counted in a round (it missed the deadline, held another round's warm
-// start, or processed nothing) still applies the round's update — replicas stay equal — and keeps
-// all of c_r in its memory for the next round (error feedback carries it).
+// start, processed nothing, was on probation or its share failed a check) still applies the round's
+// update — replicas stay equal. At a low rank it keeps all of c_r in its memory for the next round
+// (error feedback carries it); a dense exchange drops it (its memory is zeroed): carried, k rounds left
+// out came back as one share k times the size, which the combiner outvoted and the share check failed.
 //
 // The norm of the update is exact from the result alone (‖P̂Q̄ᵀ‖ = ‖Q̄‖, P̂ orthonormal), so the
 // combiner measures each stage's gradient norm itself: no replica reports it.

@@ -175,7 +175,6 @@ bool GradientAverager::onShare(const QString& node, const protocol::GradientShar
 }
 
 void GradientAverager::nodeGone(const QString& node) {
-    m_heldBack.remove(node);
     if (!m_round)
         return;
     for (StageRound& stage : m_round->stages) {
@@ -229,7 +228,7 @@ bool GradientAverager::gateShares() {
         for (std::size_t s = 0; s < m_round->stages.size(); ++s) {
             std::vector<ShareView> views;
             for (auto it = m_round->stages[s].shares.cbegin(); it != m_round->stages[s].shares.cend(); ++it)
-                views.push_back(ShareView{it.key(), &it->values, it->microbatches, m_heldBack.value(it.key())});
+                views.push_back(ShareView{it.key(), &it->values, it->microbatches});
             if (!views.empty() && m_shareGate(m_round->step, int(s), views))
                 m_round->judging.insert(int(s));
         }
@@ -385,12 +384,6 @@ void GradientAverager::close() {
         // A stage still in its first phase (the next step began first) makes no result.
         std::optional<std::vector<float>> mean =
             round.stages[s].second ? combine(int(s), round.stages[s], counted[s]) : std::nullopt;
-        // A replica not counted keeps all of its gradient for its next share (error feedback).
-        for (const QString& node : std::as_const(round.stages[s].asked))
-            if (counted[s].contains(node))
-                m_heldBack.remove(node);
-            else
-                ++m_heldBack[node];
         if (!mean) {
             // Its replicas all hold another round's basis (they joined since): everyone starts over
             // from the seeded one at the next step rather than sit out for ever.

@@ -101,7 +101,6 @@ public:
         QString node;
         const std::vector<float>* values = nullptr;
         int microbatches = 0;
-        int heldBack = 0; // steps in a row its share was not counted (its memory carries them)
     };
     using ShareGate = std::function<bool(qint64 step, int stage, const std::vector<ShareView>& shares)>;
     void setShareGate(ShareGate gate) { m_shareGate = std::move(gate); }
@@ -204,7 +203,6 @@ private:
     qint64 m_basesSent = 0;
     // Per stage and phase (2·stage + second): recent counted shares' norms (vetted nodes).
     std::vector<std::vector<double>> m_norms;
-    QHash<QString, int> m_heldBack; // see ShareView
 };
 
 } // namespace tessera::coordinator

@@ -87,7 +87,6 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         c.task.sketchSeed = qint64(m_seed());
         c.era = era;
         c.microbatches = view.microbatches;
-        c.heldBack = view.heldBack;
         c.share = gpu::CountSketch(quint64(c.task.sketchSeed), m_settings.buckets);
         c.share.add(*view.values);
         c.tried << view.node;
@@ -145,7 +144,7 @@ void ShareCheck::onAnswered(qint64 taskId, const QString& node, const protocol::
     a.alignment = double(c.microbatches) * sketch.dot(c.share) / squared;
     a.normRatio = std::sqrt(c.share.squaredNorm() / squared);
     a.passed = std::isfinite(a.alignment) && a.alignment >= m_settings.minAlignment &&
-               a.normRatio <= m_settings.maxNormRatio * (1 + c.heldBack);
+               a.normRatio <= m_settings.maxNormRatio;
     c.answers.push_back(a);
     ShareVerdict v;
     if (decide(caseId, c, v))

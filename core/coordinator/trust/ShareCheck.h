@@ -2,7 +2,7 @@
 #pragma once
 // ShareCheck: a node's gradient share checked against its own work (issue 41, item 4). A share is
 // the mean of the weight gradients of the microbatches the node ran backward this step (plus what
-// its error memory held back); nothing else ties it to that work, and with two replicas one share
+// what its 8-bit rounding lost before); nothing else ties it to that work, and with two replicas one share
 // of −9× the honest gradient sets the stage's update within every bound on a share's size.
 //
 //   1. Every accepted backward (a last stage's forward_backward, a stage 0 backward too) is offered;
@@ -19,8 +19,8 @@
 //      n·⟨g, s⟩/‖g‖² (n its microbatches: g is one of the n terms of the mean, so honest shares give
 //      about 1 plus what the other microbatches' gradients share with g — a reversed or scaled-away
 //      share gives −9 or 0) at least `minAlignment`, and ‖s‖/‖g‖ at most `maxNormRatio` (a mean of
-//      gradients like g is not many times larger than one of them; a share that carries steps held
-//      back — not counted, so kept whole in its error memory — may be as many times more).
+//      gradients like g is not many times larger than one of them; a dense share carries nothing of a
+//      step it was not counted in: gpu/train/GradientExchange drops it).
 //   4. A share that fails is refereed by a third replica's sketch: failing both, it is dropped from
 //      the step's mean and its sender struck; passing the referee's, it stands and the two verifiers
 //      (one of them lied, or the check is marginal) go on probation. With no third replica (two
@@ -63,9 +63,6 @@ struct ShareView {
     QString node;
     const std::vector<float>* values = nullptr;
     int microbatches = 0; // what its sender divided by
-    // Steps in a row its share was not counted: error feedback carried all of those gradients into
-    // this share, so its norm may be that many times more (the bound on ‖s‖/‖g‖ grows with it).
-    int heldBack = 0;
 };
 
 struct ShareVerdict {
@@ -128,7 +125,6 @@ private:
         CheckTask task;
         qint64 era = 0;
         int microbatches = 0;
-        int heldBack = 0;
         gpu::CountSketch share; // the share's, under the task's sketch seed
         QStringList tried;
         struct Answer {

@@ -5,7 +5,7 @@
 // (alignment 1, norm 1× with one microbatch: the sketch is of the very gradient the share carries);
 // a share of −9× the honest one fails, a third replica referees and its sender is struck; with two
 // replicas it is left out and nobody is struck; a lying verifier cannot strike an honest share; a
-// share that carries steps held back may be that many times larger; a silent verifier is replaced,
+// silent verifier is replaced,
 // and with none left the share stands unchecked; a suspect's stage is checked at every step.
 #include "TrustFrames.h"
 #include "coordinator/router/Router.h"
@@ -38,7 +38,6 @@ private Q_SLOTS:
     void aReversedShareIsStruckWhenARefereeAgrees();
     void withTwoReplicasItIsLeftOutAndNobodyStruck();
     void aLyingVerifierCannotStrikeAnHonestShare();
-    void aShareCarryingHeldBackStepsMayBeLarger();
     void aSilentVerifierIsReplacedThenTheShareStands();
     void aSuspectsStageIsCheckedAtEveryStep();
 
@@ -57,8 +56,7 @@ private:
     // Answers the sketch task sent to `node` with the honest engine's sketch times `scale`.
     void answer(Run& run, const QString& node, float scale = 1);
     // Offers node's microbatch and begins the check of its share `values`.
-    bool begin(Run& run, const QString& node, const std::vector<float>& values, int heldBack = 0,
-               qint64 step = 5);
+    bool begin(Run& run, const QString& node, const std::vector<float>& values, qint64 step = 5);
 
     gpu::ModelConfig m_config = tinyThreeStages();
     std::vector<std::unique_ptr<gpu::StageEngine>> m_engines;
@@ -134,12 +132,11 @@ Microbatch TestShareCheck::microbatch(const Run& run, const QString& node) const
     return mb;
 }
 
-bool TestShareCheck::begin(Run& run, const QString& node, const std::vector<float>& values, int heldBack,
-                           qint64 step) {
+bool TestShareCheck::begin(Run& run, const QString& node, const std::vector<float>& values, qint64 step) {
     Microbatch mb = microbatch(run, node);
     mb.step = step;
     run.check->offer(node, mb, protocol::TaskKind::Backward);
-    return run.check->begin(step, 1, {ShareView{node, &values, 1, heldBack}});
+    return run.check->begin(step, 1, {ShareView{node, &values, 1}});
 }
 
 void TestShareCheck::answer(Run& run, const QString& node, float scale) {
@@ -239,21 +236,6 @@ void TestShareCheck::aLyingVerifierCannotStrikeAnHonestShare() {
     QVERIFY(run->judged.back().isEmpty()); // the share stands
 }
 
-void TestShareCheck::aShareCarryingHeldBackStepsMayBeLarger() {
-    // Three steps' gradients in one share (two were not counted): three times the norm, in its direction.
-    std::vector<float> carried = m_share;
-    for (float& v : carried)
-        v *= 6.0f;
-    std::unique_ptr<Run> run = makeRun(2);
-    QVERIFY(begin(*run, QStringLiteral("a"), carried, 2));
-    answer(*run, QStringLiteral("b"));
-    QVERIFY(run->verdicts.back().passed);
-    std::unique_ptr<Run> fresh = makeRun(2); // the same share with nothing held back is too large
-    QVERIFY(begin(*fresh, QStringLiteral("a"), carried, 0));
-    answer(*fresh, QStringLiteral("b"));
-    QVERIFY(!fresh->verdicts.back().passed);
-}
-
 void TestShareCheck::aSilentVerifierIsReplacedThenTheShareStands() {
     std::unique_ptr<Run> run = makeRun(3);
     QVERIFY(begin(*run, QStringLiteral("a"), m_share));
@@ -271,16 +253,16 @@ void TestShareCheck::aSilentVerifierIsReplacedThenTheShareStands() {
 void TestShareCheck::aSuspectsStageIsCheckedAtEveryStep() {
     std::unique_ptr<Run> run = makeRun(2, 25);
     run->draw = 0.9; // not drawn
-    QVERIFY(!begin(*run, QStringLiteral("a"), m_share, 0, 5));
+    QVERIFY(!begin(*run, QStringLiteral("a"), m_share, 5));
     QVERIFY(run->sent.empty());
     run->draw = 0.1; // drawn
     std::vector<float> reversed = m_share;
     for (float& v : reversed)
         v *= -9.0f;
-    QVERIFY(begin(*run, QStringLiteral("a"), reversed, 0, 6));
+    QVERIFY(begin(*run, QStringLiteral("a"), reversed, 6));
     answer(*run, QStringLiteral("b"));
     run->draw = 0.9; // not drawn, but a is a suspect now
-    QVERIFY(begin(*run, QStringLiteral("a"), m_share, 0, 7));
+    QVERIFY(begin(*run, QStringLiteral("a"), m_share, 7));
     QCOMPARE(run->sent.size(), std::size_t(1));
 }
 
