@@ -8,6 +8,10 @@
 //   - it holds no credit receipt, and what it had pending is forfeited with the reason;
 //   - no honest node was struck, banned or audited as failing, and honest nodes are paid;
 //   - the swarm still learns: its loss falls below what honest runs pass early.
+// At 8b's path (--recompute-limit 0: nothing recomputed whole on the coordinator): a liar convicted by
+// a third replica's re-execution; with two replicas, by the bisection of a disputed forward to one block
+// (issue 41); a gradient share of −9× the honest one left out of the mean by the share check, its sender
+// struck where a third replica referees and nobody struck with two.
 // Then the evasions: a new key is on probation and is caught again with nothing paid; after
 // three banned keys the network is refused at admission; a node claiming 1e-9 s per task does
 // not win its stage's tasks.
