@@ -12,6 +12,10 @@
 //      (--result-checks 0), same swarm; over the whole run and its second half; the coordinator's
 //      CPU share.
 //
+//   4. (PARTS containing 4) at 8b's path, all honest: tokens/s with the gradient-share checks at 25% of
+//      steps, off, and every check off, twice each; then six more honest runs with every check on — the
+//      false strikes over eight honest runs.
+//
 // bench_trust [STEPS=150] [DIR] [PARTS=123] [ATTACKS=echo,zeros,nan,noise,scale,flip,loss,poison]
 // Everything is printed; nothing is asserted.
 #include "BenchSwarm.h"
@@ -28,7 +32,8 @@ namespace {
 constexpr int kNodes = 6;
 constexpr int kTrustStages = 3;
 
-QStringList trustArguments(int maxSteps, bool checks = true, bool audits = true, bool reexecutionOnly = false) {
+QStringList trustArguments(int maxSteps, bool checks = true, bool audits = true, bool reexecutionOnly = false,
+                           int sharePercent = -1) {
     QStringList a{QStringLiteral("--model"),
                   QStringLiteral("tiny"),
                   QStringLiteral("--stages"),
@@ -54,6 +59,8 @@ QStringList trustArguments(int maxSteps, bool checks = true, bool audits = true,
           << QStringLiteral("--audit-percent-trusted") << QStringLiteral("0");
     if (reexecutionOnly) // 8b's path: nothing recomputed on the coordinator, every draw re-executed
         a << QStringLiteral("--recompute-limit") << QStringLiteral("0");
+    if (sharePercent >= 0)
+        a << QStringLiteral("--share-check-percent") << QString::number(sharePercent);
     return a;
 }
 
@@ -171,6 +178,7 @@ struct Run {
     qint64 strikes = 0, auditsFailed = 0, refused = 0, suspected = 0, checked = 0, audits = 0;
     QJsonObject statistics;  // trust.statistics of /v1/status at the end
     QJsonObject reexecution; // trust.reexecution of /v1/status at the end
+    QJsonObject shares;      // trust.shares
     qint64 creditedFlop = 0; // the routed work's FLOPs
 };
 
@@ -182,9 +190,9 @@ qint64 stepOf(const QJsonObject& status) {
 // steps (each is kMicrobatches × kBatch × kSeq tokens), so a run with a microbatch abandoned
 // counts the same tokens as one without. The liar is node 1: the middle stage.
 Run train(const QString& dir, int steps, const QString& liarMode, bool checks, bool audits = true,
-          bool reexecutionOnly = false) {
+          bool reexecutionOnly = false, int sharePercent = -1) {
     Run r;
-    LocalSwarm swarm(dir, trustArguments(steps, checks, audits, reexecutionOnly));
+    LocalSwarm swarm(dir, trustArguments(steps, checks, audits, reexecutionOnly, sharePercent));
     if (!startCoordinator(swarm))
         return r;
     QProcessEnvironment lie;
@@ -229,6 +237,7 @@ Run train(const QString& dir, int steps, const QString& liarMode, bool checks, b
     r.audits = trust.value(u"audits").toInteger();
     r.statistics = trust.value(u"statistics").toObject();
     r.reexecution = trust.value(u"reexecution").toObject();
+    r.shares = trust.value(u"shares").toObject();
     r.creditedFlop = s.value(u"credits_granted_flop").toInteger();
     r.strikes = sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation"));
     r.auditsFailed = sqlValue(dir, QStringLiteral("SELECT COALESCE(SUM(audits_failed), 0) FROM reputation"));
@@ -282,6 +291,7 @@ int main(int argc, char** argv) {
         bool checks;
         bool audits;
         bool reexecutionOnly = false; // --recompute-limit 0
+        int sharePercent = -1;        // --share-check-percent (-1: the default)
     };
     const auto runRows = [&](const char* part, const std::vector<Row>& rows) {
         std::printf("%-24s %6s %8s %8s %6s %7s %7s %7s %6s %7s %6s\n", "run", "loss", "tok/s", "late",
@@ -291,7 +301,7 @@ int main(int argc, char** argv) {
                 train(QStringLiteral("%1/train-%2-%3")
                           .arg(root, QLatin1String(part))
                           .arg(QString::fromLatin1(row.name).replace(u' ', u'-').replace(u',', u'-')),
-                      steps, row.liar, row.checks, row.audits, row.reexecutionOnly);
+                      steps, row.liar, row.checks, row.audits, row.reexecutionOnly, row.sharePercent);
             std::printf("%-24s %6.3f %8.0f %8.0f %5.0f%% %7lld %7lld %7lld %6lld %7lld %6lld\n", row.name,
                         r.loss, r.tokensPerSecond, r.lateTokensPerSecond, 100 * r.coordinatorCpuShare,
                         qlonglong(r.checked), qlonglong(r.refused), qlonglong(r.suspected),
@@ -307,6 +317,17 @@ int main(int argc, char** argv) {
                             r.creditedFlop > 0 ? 100.0 * double(r.reexecution.value(u"flop").toInteger()) /
                                                      double(r.creditedFlop)
                                                : 0.0);
+            if (r.shares.value(u"checked").toInteger() > 0)
+                std::printf(
+                    "  share checks: %lld checked, %lld passed (%lld on a second look), %lld struck, %lld "
+                    "unsettled; lowest alignment %.3g, highest norm ratio %.3g\n",
+                    qlonglong(r.shares.value(u"checked").toInteger()),
+                    qlonglong(r.shares.value(u"passed").toInteger()),
+                    qlonglong(r.shares.value(u"second_looks_passed").toInteger()),
+                    qlonglong(r.shares.value(u"struck").toInteger()),
+                    qlonglong(r.shares.value(u"unsettled").toInteger()),
+                    r.shares.value(u"lowest_passed_alignment").toDouble(),
+                    r.shares.value(u"highest_passed_norm_ratio").toDouble());
             const QJsonObject metrics = r.statistics.value(u"metrics").toObject();
             if (row.liar.isEmpty() && row.checks && !metrics.isEmpty()) {
                 QString line =
@@ -342,6 +363,22 @@ int main(int argc, char** argv) {
                       Row{"checks off", {}, false, false},
                       Row{"checks on, recompute limit 0", {}, true, true, true},
                       Row{"checks off, again", {}, false, false}});
+    }
+    if (parts.contains(u'4')) {
+        std::printf(
+            "\n4. %d steps, all honest, 8b's path (--recompute-limit 0): the share checks' cost side by side "
+            "(25%% of steps, 0, checks off), then eight honest runs with every check on: false strikes\n",
+            steps);
+        std::vector<Row> rows;
+        for (int round = 0; round < 2; ++round) {
+            rows.push_back(Row{round ? "shares checked, again" : "shares checked", {}, true, true, true, 25});
+            rows.push_back(
+                Row{round ? "shares unchecked, again" : "shares unchecked", {}, true, true, true, 0});
+            rows.push_back(Row{round ? "checks off, again" : "checks off", {}, false, false, true, 0});
+        }
+        for (const char* name : {"honest 3", "honest 4", "honest 5", "honest 6", "honest 7", "honest 8"})
+            rows.push_back(Row{name, {}, true, true, true, 25});
+        runRows("4", rows);
     }
     return 0;
 }

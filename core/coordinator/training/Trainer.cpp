@@ -386,7 +386,10 @@ void Trainer::onShareChecked(const ShareVerdict& v) {
             m_checks->probation(node);
         return;
     }
-    if (!v.verifiers.isEmpty())
+    if (v.verifiers.size() > 1)
+        qWarning("trust: node %s's gradient share (stage %d, step %lld) stands on a second look: %s",
+                 qPrintable(v.node.left(12)), v.stage, qlonglong(v.step), qPrintable(v.reason));
+    else if (!v.verifiers.isEmpty())
         qInfo("trust: node %s's gradient share (stage %d, step %lld) holds its work: alignment %.3g, norm %.3gx "
               "the microbatch's gradient (sketched by %s)",
               qPrintable(v.node.left(12)), v.stage, qlonglong(v.step), v.alignment, v.normRatio,
@@ -402,6 +405,7 @@ QJsonObject Trainer::shareCheckStatus() const {
                        {QStringLiteral("struck"), m_shareCheck->struck()},
                        {QStringLiteral("unsettled"), m_shareCheck->unsettled()},
                        {QStringLiteral("unchecked"), m_shareCheck->unchecked()},
+                       {QStringLiteral("second_looks_passed"), m_shareCheck->secondLooksPassed()},
                        {QStringLiteral("lowest_passed_alignment"), m_shareCheck->lowestPassedAlignment()},
                        {QStringLiteral("highest_passed_norm_ratio"), m_shareCheck->highestPassedNormRatio()}};
 }

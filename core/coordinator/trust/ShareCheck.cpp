@@ -46,21 +46,31 @@ void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind)
         mb.forwardVersion[std::size_t(mb.stage)] != mb.taskVersion)
         return;
     Kept& kept = m_kept[node];
-    if (kept.seen == 0 || kept.task.step != mb.step || kept.era != mb.taskEra)
+    if (kept.seen == 0 || kept.step != mb.step || kept.era != mb.taskEra)
         kept = Kept{};
-    ++kept.seen;
-    // Reservoir sampling: each of the step's microbatches is the one kept with the same chance.
-    if (kept.seen > 1 && m_draw() * kept.seen >= 1.0)
-        return;
-    kept.task = CheckTask{mb.id,
-                          mb.step,
-                          mb.stage,
-                          kind,
-                          mb.tokens,
-                          mb.inputs[std::size_t(mb.stage)],
-                          kind == TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
-                          kind == TaskKind::Backward ? mb.gradient : protocol::HeldFrame()};
+    kept.step = mb.step;
     kept.era = mb.taskEra;
+    ++kept.seen;
+    // Reservoir sampling of two: every pair of the step's microbatches is the one kept with the same
+    // chance, so the node cannot know which of its microbatches its share will be judged on.
+    std::size_t slot = std::size_t(kept.seen - 1);
+    if (kept.seen > 2) {
+        slot = std::size_t(m_draw() * kept.seen);
+        if (slot >= 2)
+            return;
+    }
+    const CheckTask task{mb.id,
+                         mb.step,
+                         mb.stage,
+                         kind,
+                         mb.tokens,
+                         mb.inputs[std::size_t(mb.stage)],
+                         kind == TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
+                         kind == TaskKind::Backward ? mb.gradient : protocol::HeldFrame()};
+    if (slot < kept.tasks.size())
+        kept.tasks[slot] = task;
+    else
+        kept.tasks.push_back(task);
 }
 
 bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& shares) {
@@ -75,7 +85,7 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         if (!drawn || !view.values || view.microbatches <= 0)
             continue;
         // Its microbatch must have run on the weights the stage holds now (no update since).
-        if (kept.seen == 0 || kept.era != era || kept.task.stage != stage) {
+        if (kept.tasks.empty() || kept.era != era || kept.tasks.front().stage != stage) {
             ++m_unchecked;
             continue;
         }
@@ -83,11 +93,13 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         c.step = step;
         c.stage = stage;
         c.node = view.node;
-        c.task = kept.task;
-        c.task.sketchSeed = qint64(m_seed());
+        c.tasks = kept.tasks;
+        c.seed = m_seed();
+        for (CheckTask& task : c.tasks)
+            task.sketchSeed = qint64(c.seed);
         c.era = era;
         c.microbatches = view.microbatches;
-        c.share = gpu::CountSketch(quint64(c.task.sketchSeed), m_settings.buckets);
+        c.share = gpu::CountSketch(c.seed, m_settings.buckets);
         c.share.add(*view.values);
         c.tried << view.node;
         const qint64 id = m_nextCase++;
@@ -115,11 +127,27 @@ bool ShareCheck::sendNext(qint64 caseId, Case& c) {
         networks.insert(m_networkOf(node));
     std::stable_partition(candidates.begin(), candidates.end(),
                           [&](const QString& node) { return !networks.contains(m_networkOf(node)); });
+    // The referee sketches the node's other kept microbatch where there is one: a second, independent
+    // look (an honest share that fails the first by chance — its other microbatches' gradients opposing
+    // the drawn one's — passes the second; a lie fails both).
+    const CheckTask& task = c.answers.empty() ? c.tasks.front() : c.tasks.back();
     for (const QString& node : std::as_const(candidates)) {
         c.tried << node;
-        if (const std::optional<qint64> task = m_router.sendCheck(node, c.task)) {
+        if (const std::optional<qint64> sent = m_router.sendCheck(node, task)) {
             ++c.sends;
-            m_taskToCase.insert(*task, caseId);
+            c.sent.insert(*sent, task.microbatch);
+            m_taskToCase.insert(*sent, caseId);
+            return true;
+        }
+    }
+    // No third replica: the verifier itself takes the second look, at the other microbatch (against a
+    // fluke; not against a lying verifier — so nobody is struck on it).
+    if (c.answers.size() == 1 && c.tasks.size() > 1 && !c.secondLookByVerifier) {
+        c.secondLookByVerifier = true;
+        if (const std::optional<qint64> sent = m_router.sendCheck(c.answers.front().node, task)) {
+            ++c.sends;
+            c.sent.insert(*sent, task.microbatch);
+            m_taskToCase.insert(*sent, caseId);
             return true;
         }
     }
@@ -135,12 +163,13 @@ void ShareCheck::onAnswered(qint64 taskId, const QString& node, const protocol::
     Case& c = m_cases.at(caseId);
     Result<std::vector<float>> values = output.isNull() ? Result<std::vector<float>>(makeError("no sketch"))
                                                         : protocol::partitionValues(output.frame);
-    gpu::CountSketch sketch(quint64(c.task.sketchSeed), m_settings.buckets);
+    gpu::CountSketch sketch(c.seed, m_settings.buckets);
     const double squared = values && sketch.assign(*values) ? sketch.squaredNorm() : 0.0;
     if (!(squared > 0) || !std::isfinite(squared)) // no gradient is all zeros: an answer unlike any
         return verifierFailed(caseId, node, QStringLiteral("its sketch is not one of a gradient"));
     Case::Answer a;
     a.node = node;
+    a.microbatch = c.sent.value(taskId);
     a.alignment = double(c.microbatches) * sketch.dot(c.share) / squared;
     a.normRatio = std::sqrt(c.share.squaredNorm() / squared);
     a.passed = std::isfinite(a.alignment) && a.alignment >= m_settings.minAlignment &&
@@ -191,30 +220,41 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
         return true;
     }
     if (c.answers.size() == 1) {
-        if (c.sends < m_settings.maxVerifiers && sendNext(caseId, c)) // a referee
+        if (c.sends < m_settings.maxVerifiers && sendNext(caseId, c)) // the second look
             return false;
         v.unsettled = true;
         v.disputed = QStringList{c.node, first.node};
-        v.reason = QStringLiteral("its share does not hold its microbatch %1's gradient as replica %2 computes "
-                                  "it (%3) and no third replica can referee")
-                       .arg(c.task.microbatch)
-                       .arg(shortId(first.node), numbers(first));
+        v.reason =
+            QStringLiteral("its share does not hold its microbatch %1's gradient as replica %2 computes "
+                           "it (%3), and no second look could be had")
+                .arg(first.microbatch)
+                .arg(shortId(first.node), numbers(first));
         return true;
     }
-    const Case::Answer& referee = c.answers[1];
-    if (referee.passed) {
+    const Case::Answer& second = c.answers[1];
+    if (second.passed) { // a fluke of the first microbatch, or a lying first verifier: it stands
         v.passed = true;
+        v.reason = QStringLiteral("microbatch %1 failed it on %2 (%3), microbatch %4 passed it on %5 (%6)")
+                       .arg(first.microbatch)
+                       .arg(shortId(first.node), numbers(first))
+                       .arg(second.microbatch)
+                       .arg(shortId(second.node), numbers(second));
+        return true;
+    }
+    const QString both = QStringLiteral("its gradient share does not hold its own microbatches' gradients "
+                                        "(microbatch %1 on %2: %3; microbatch %4 on %5: %6)")
+                             .arg(first.microbatch)
+                             .arg(shortId(first.node), numbers(first))
+                             .arg(second.microbatch)
+                             .arg(shortId(second.node), numbers(second));
+    if (second.node == first.node) { // one verifier's word (two replicas): nobody struck
         v.unsettled = true;
-        v.disputed = QStringList{first.node, referee.node};
-        v.reason = QStringLiteral("replica %1's check failed it (%2), the referee %3's passed it (%4)")
-                       .arg(shortId(first.node), numbers(first), shortId(referee.node), numbers(referee));
+        v.disputed = QStringList{c.node, first.node};
+        v.reason = both + QStringLiteral(", and no third replica can referee");
         return true;
     }
     v.struck = true;
-    v.reason = QStringLiteral("its gradient share does not hold its own microbatch %1's gradient (%2; the "
-                              "referee: %3)")
-                   .arg(c.task.microbatch)
-                   .arg(numbers(first), numbers(referee));
+    v.reason = both;
     return true;
 }
 
@@ -236,13 +276,13 @@ void ShareCheck::close(qint64 caseId, const ShareVerdict& decided) {
         ++m_struck;
     if (v.unsettled)
         ++m_unsettled;
-    if (v.passed && !c.answers.empty()) {
+    if (v.passed && !c.answers.empty()) { // what shares that stand show: the check's honest margin
         ++m_passed;
-        for (const Case::Answer& a : c.answers)
-            if (a.passed) {
-                m_lowestAlignment = m_passed == 1 ? a.alignment : std::min(m_lowestAlignment, a.alignment);
-                m_highestRatio = std::max(m_highestRatio, a.normRatio);
-            }
+        m_secondLooksPassed += c.answers.size() > 1;
+        for (const Case::Answer& a : c.answers) {
+            m_lowestAlignment = m_passed == 1 ? a.alignment : std::min(m_lowestAlignment, a.alignment);
+            m_highestRatio = std::max(m_highestRatio, a.normRatio);
+        }
     }
     const std::pair<qint64, int> key{c.step, c.stage};
     if (!v.passed)

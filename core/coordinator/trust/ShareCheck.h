@@ -6,7 +6,7 @@
 // of −9× the honest gradient sets the stage's update within every bound on a share's size.
 //
 //   1. Every accepted backward (a last stage's forward_backward, a stage 0 backward too) is offered;
-//      one per node and step is kept, drawn evenly among them (reservoir sampling), so the node
+//      two per node and step are kept, drawn evenly among them (reservoir sampling), so the node
 //      cannot know which of its microbatches will be asked about.
 //   2. When a stage's shares are all in, a share of the stage-steps (`percent`, drawn then; every step
 //      for `suspectSteps` once a share of the stage failed or was disputed) is checked:
@@ -21,13 +21,14 @@
 //      share gives −9 or 0) at least `minAlignment`, and ‖s‖/‖g‖ at most `maxNormRatio` (a mean of
 //      gradients like g is not many times larger than one of them; a dense share carries nothing of a
 //      step it was not counted in: gpu/train/GradientExchange drops it).
-//   4. A share that fails is refereed by a third replica's sketch: failing both, it is dropped from
-//      the step's mean and its sender struck; passing the referee's, it stands and the two verifiers
-//      (one of them lied, or the check is marginal) go on probation. With no third replica (two
-//      replicas) the case is unsettled: the share is dropped — the update then holds only shares that
-//      passed another replica's check — and both go on probation; nobody is struck, since a lying
-//      verifier could otherwise strike an honest share. A verifier that errs, misses its deadline or
-//      leaves is replaced; with none left the share stands unchecked.
+//   4. A share that fails is looked at again: a referee — a third replica, else the same verifier —
+//      sketches the node's other kept microbatch (an independent look: an honest share fails one by
+//      chance when its other microbatches' gradients oppose the drawn one's, hardly two). Passing the
+//      second, it stands. Failing both, it is dropped from the step's mean, and its sender is struck when
+//      two different replicas sketched them; with two replicas (one verifier) the case is unsettled —
+//      both go on probation, nobody is struck, since a lying verifier could otherwise strike an honest
+//      share — and the update holds only shares that passed the other's check. A verifier that errs,
+//      misses its deadline or leaves is replaced; with none left the share stands unchecked.
 // What it cannot see: a lie orthogonal to every gradient of the node's own microbatches, within the
 // norm bound (docs/ARCHITECTURE.md, "Trust"); a low-rank exchange's shares (not checked: the check
 // needs the dense share); replicas whose weights differ (SPARTA rounds, after a restart: off there).
@@ -69,10 +70,10 @@ struct ShareVerdict {
     qint64 step = 0;
     int stage = 0;
     QString node;           // the share's sender
-    QStringList verifiers;  // who sketched its microbatch (the referee second)
+    QStringList verifiers;  // who sketched its microbatches (the referee second)
     bool passed = false;    // the share stands
     bool struck = false;    // dropped, and its sender struck
-    bool unsettled = false; // dropped or kept without a verdict: `disputed` go on probation
+    bool unsettled = false; // dropped without a verdict: `disputed` go on probation
     QStringList disputed;
     double alignment = 0;   // against the first verifier's sketch
     double normRatio = 0;
@@ -104,6 +105,9 @@ public:
     qint64 struck() const { return m_struck; }
     qint64 unsettled() const { return m_unsettled; }
     qint64 unchecked() const { return m_unchecked; }
+    // Shares that stood only on their second look (the first microbatch failed them).
+    qint64 secondLooksPassed() const { return m_secondLooksPassed; }
+    // Over every look at shares that stood (the check's margin on honest shares).
     double lowestPassedAlignment() const { return m_lowestAlignment; }
     double highestPassedNormRatio() const { return m_highestRatio; }
 
@@ -114,7 +118,8 @@ Q_SIGNALS:
 
 private:
     struct Kept {
-        CheckTask task;
+        std::vector<CheckTask> tasks; // two of the step's microbatches at most, drawn evenly
+        qint64 step = 0;
         qint64 era = 0;
         int seen = 0;
     };
@@ -122,18 +127,22 @@ private:
         qint64 step = 0;
         int stage = 0;
         QString node;
-        CheckTask task;
+        std::vector<CheckTask> tasks; // the first for the verifier, the other (if any) for the referee
+        quint64 seed = 0;
+        QHash<qint64, qint64> sent; // sketch task → its microbatch
         qint64 era = 0;
         int microbatches = 0;
         gpu::CountSketch share; // the share's, under the task's sketch seed
         QStringList tried;
         struct Answer {
             QString node;
+            qint64 microbatch = 0;
             bool passed = false;
             double alignment = 0, normRatio = 0;
         };
         std::vector<Answer> answers;
         int sends = 0;
+        bool secondLookByVerifier = false; // two replicas: the verifier looked at the other microbatch
     };
 
     bool sendNext(qint64 caseId, Case& c);
@@ -156,7 +165,8 @@ private:
     std::map<std::pair<qint64, int>, QStringList> m_dropped; // (step, stage) → shares left out so far
     std::map<std::pair<qint64, int>, int> m_open;            // (step, stage) → cases open
     qint64 m_nextCase = 1;
-    qint64 m_checked = 0, m_passed = 0, m_struck = 0, m_unsettled = 0, m_unchecked = 0;
+    qint64 m_checked = 0, m_passed = 0, m_struck = 0, m_unsettled = 0, m_unchecked = 0,
+           m_secondLooksPassed = 0;
     double m_lowestAlignment = 0, m_highestRatio = 0;
 };
 

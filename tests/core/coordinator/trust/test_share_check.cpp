@@ -4,7 +4,8 @@
 // against the gradient another replica computes for one of its microbatches. An honest share holds it
 // (alignment 1, norm 1× with one microbatch: the sketch is of the very gradient the share carries);
 // a share of −9× the honest one fails, a third replica referees and its sender is struck; with two
-// replicas it is left out and nobody is struck; a lying verifier cannot strike an honest share; a
+// replicas the verifier takes a second look at another microbatch, the share is left out and nobody
+// is struck; a lying verifier cannot strike an honest share (the referee's look passes it); a
 // silent verifier is replaced,
 // and with none left the share stands unchecked; a suspect's stage is checked at every step.
 #include "TrustFrames.h"
@@ -38,6 +39,7 @@ private Q_SLOTS:
     void aReversedShareIsStruckWhenARefereeAgrees();
     void withTwoReplicasItIsLeftOutAndNobodyStruck();
     void aLyingVerifierCannotStrikeAnHonestShare();
+    void withTwoReplicasTheVerifierTakesASecondLook();
     void aSilentVerifierIsReplacedThenTheShareStands();
     void aSuspectsStageIsCheckedAtEveryStep();
 
@@ -231,9 +233,30 @@ void TestShareCheck::aLyingVerifierCannotStrikeAnHonestShare() {
     answer(*run, QStringLiteral("b"), -1); // b sketches the gradient negated: a frame-up
     answer(*run, QStringLiteral("c"));
     const ShareVerdict& v = run->verdicts.back();
-    QVERIFY(v.passed && v.unsettled && !v.struck);
-    QCOMPARE(v.disputed, (QStringList{QStringLiteral("b"), QStringLiteral("c")}));
+    QVERIFY(v.passed && !v.struck);
+    QCOMPARE(v.verifiers, (QStringList{QStringLiteral("b"), QStringLiteral("c")}));
     QVERIFY(run->judged.back().isEmpty()); // the share stands
+    QCOMPARE(run->check->secondLooksPassed(), qint64(1));
+}
+
+void TestShareCheck::withTwoReplicasTheVerifierTakesASecondLook() {
+    std::unique_ptr<Run> run = makeRun(2);
+    std::vector<float> reversed = m_share;
+    for (float& x : reversed)
+        x *= -9.0f;
+    // Two of a's microbatches kept (the same frames under two ids): the second look is at the other.
+    Microbatch other = microbatch(*run, QStringLiteral("a"));
+    other.id = 8;
+    run->check->offer(QStringLiteral("a"), other, protocol::TaskKind::Backward);
+    QVERIFY(begin(*run, QStringLiteral("a"), reversed));
+    answer(*run, QStringLiteral("b"));
+    QVERIFY(run->verdicts.empty());
+    QCOMPARE(run->sent.size(), std::size_t(1)); // b again, at the other microbatch
+    answer(*run, QStringLiteral("b"));
+    const ShareVerdict& v = run->verdicts.back();
+    QVERIFY(v.unsettled && !v.passed && !v.struck); // one verifier's word twice: left out, nobody struck
+    QVERIFY2(v.reason.contains(u"microbatch 8") && v.reason.contains(u"microbatch 7"), qPrintable(v.reason));
+    QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
 }
 
 void TestShareCheck::aSilentVerifierIsReplacedThenTheShareStands() {
