@@ -52,6 +52,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_node
 	$(BUILD_DIR)/bin/bench_swarm 150 60 "" 1234
 	$(BUILD_DIR)/bin/bench_trust
+	$(BUILD_DIR)/bin/bench_trust 60 "" 4
 	$(BUILD_DIR)/bin/bench_abuse 6 60
 	xvfb-run -a -s "-screen 0 1280x720x24 -noreset" $(BUILD_DIR)/bin/bench_app
 	$(BUILD_DIR)/bin/bench_gradient_exchange

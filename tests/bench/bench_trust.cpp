@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
     const QStringList args = app.arguments();
     const int steps = args.size() > 1 ? args.at(1).toInt() : 150;
     QTemporaryDir temp;
-    const QString root = args.size() > 2 ? args.at(2) : temp.path();
+    const QString root = args.size() > 2 && !args.at(2).isEmpty() ? args.at(2) : temp.path();
     const QString parts = args.size() > 3 ? args.at(3) : QStringLiteral("123");
     std::printf("bench_trust: 3 stages x 2 replicas, tiny, subspace, batch %d x %d, %d microbatches/step; "
                 "load %s\n",
