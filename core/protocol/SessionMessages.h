@@ -149,9 +149,10 @@ struct Task {
     // default buckets) of the weights' gradient it gives, as the result's Partition frame — a share
     // check (the coordinator's trust/ShareCheck) asks it of another replica once a node's share came.
     qint64 sketchSeed = 0;
-    // A forward with trace: answer the residual stream after each of the stage's blocks (fp32, one
-    // block after the other, a Partition frame) instead of the output — the coordinator bisecting a
-    // disputed forward to the one block it recomputes itself (trust/Bisection).
+    // Trace: answer, instead of the output, a Partition frame (fp32) of the residual stream after each of
+    // the stage's blocks — and for a backward (with its input) or a forward_backward, then the gradients
+    // with respect to them (the last block's first) and to the stage's input, and the loss on the last
+    // stage: the coordinator bisecting a disputed task to the one block it recomputes (trust/Bisection).
     bool trace = false;
 };
 struct Step {

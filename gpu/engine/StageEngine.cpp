@@ -784,12 +784,120 @@ Result<Bytes> StageEngine::encodeOutput(std::span<const std::uint8_t> input, std
     });
 }
 
+Result<std::vector<float>> StageEngine::traceBackward(std::span<const std::uint8_t> gradOutput,
+                                                      std::span<const std::uint8_t> input,
+                                                      std::span<const std::uint8_t> targets) {
+    State& st = *m_state;
+    if (st.first())
+        return makeError("stage 0's backward returns no gradient to trace", ErrorKind::InvalidInput);
+    return guarded("tracing a backward", [&]() -> Result<std::vector<float>> {
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        const State::Shape shape{in->batch, in->seq};
+        auto second = st.last() ? st.decodeTargets(targets, shape) : st.decodeGradient(gradOutput, shape);
+        if (!second)
+            return second.error();
+        const StageModel::BackwardTrace trace = st.model->traceBackward(in->x, *second);
+        std::vector<float> out;
+        for (const auto* part : {&trace.residuals, &trace.gradients})
+            for (const torch::Tensor& t : *part) {
+                const std::vector<float> v = floatsOf(t);
+                out.insert(out.end(), v.begin(), v.end());
+            }
+        if (st.last())
+            out.push_back(trace.loss.item<float>());
+        return out;
+    });
+}
+
+Result<std::vector<float>> StageEngine::backwardSegment(int b, std::span<const std::uint8_t> input,
+                                                        std::span<const float> before,
+                                                        std::span<const float> gradAfter) {
+    State& st = *m_state;
+    return guarded("a backward's segment " + str(b), [&]() -> Result<std::vector<float>> {
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        const std::int64_t width = st.options.config.dModel, size = std::int64_t(in->batch) * in->seq * width;
+        if ((b > 0 && std::int64_t(before.size()) != size) || std::int64_t(gradAfter.size()) != size)
+            return makeError("a backward segment's tensors are not the input's shape",
+                             ErrorKind::InvalidInput);
+        const auto tensor = [&](std::span<const float> v) {
+            return torch::from_blob(const_cast<float*>(v.data()), {in->batch, in->seq, width}, torch::kFloat);
+        };
+        return floatsOf(st.model->blockBackward(b, b > 0 ? tensor(before) : in->x, tensor(gradAfter)));
+    });
+}
+
+Result<std::vector<float>> StageEngine::headSegment(std::span<const std::uint8_t> input,
+                                                    std::span<const std::uint8_t> targets,
+                                                    std::span<const float> residual) {
+    State& st = *m_state;
+    return guarded("the head's backward", [&]() -> Result<std::vector<float>> {
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        const std::int64_t width = st.options.config.dModel;
+        if (std::int64_t(residual.size()) != std::int64_t(in->batch) * in->seq * width)
+            return makeError("the head's residual is not the input's shape", ErrorKind::InvalidInput);
+        auto t = st.decodeTargets(targets, State::Shape{in->batch, in->seq});
+        if (!t)
+            return t.error();
+        const auto [loss, grad] = st.model->headBackward(
+            torch::from_blob(const_cast<float*>(residual.data()), {in->batch, in->seq, width}, torch::kFloat),
+            *t);
+        std::vector<float> out = floatsOf(grad);
+        out.push_back(loss.item<float>());
+        return out;
+    });
+}
+
+Result<std::vector<float>> StageEngine::decodeGradientInput(std::span<const std::uint8_t> gradOutput,
+                                                            std::span<const std::uint8_t> input) {
+    State& st = *m_state;
+    return guarded("decoding a gradient", [&]() -> Result<std::vector<float>> {
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        auto g = st.decodeGradient(gradOutput, State::Shape{in->batch, in->seq});
+        if (!g)
+            return g.error();
+        return floatsOf(*g);
+    });
+}
+
+Result<Bytes> StageEngine::encodeGradientOutput(std::span<const std::uint8_t> input,
+                                                std::span<const float> grad) {
+    State& st = *m_state;
+    if (st.first())
+        return makeError("stage 0 sends no gradient", ErrorKind::InvalidInput);
+    return guarded("encoding a stage's gradient", [&]() -> Result<Bytes> {
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        const std::int64_t width = st.options.config.dModel;
+        if (std::int64_t(grad.size()) != std::int64_t(in->batch) * in->seq * width)
+            return makeError("a gradient of " + str(grad.size()) + " values is not the input's shape",
+                             ErrorKind::InvalidInput);
+        Bytes out;
+        st.codec->encodeGradient(
+            torch::from_blob(const_cast<float*>(grad.data()), {in->batch, in->seq, width}, torch::kFloat)
+                .clone(),
+            torch::Tensor(), out);
+        return out;
+    });
+}
+
 std::pair<std::int64_t, std::int64_t> StageEngine::segmentParameters(int b) const {
     const auto [firstBlock, lastBlock] = m_state->model->blockRange();
     const std::string prefix = "blocks." + str(firstBlock + b) + ".";
+    const bool head = b == blocks(); // what follows the last block: the final norm and the head
     std::int64_t offset = 0, begin = -1, end = -1;
     for (const auto& [name, p] : m_state->model->namedParameters()) {
-        const bool mine = name.rfind(prefix, 0) == 0 || (b == 0 && name.rfind("embedding.", 0) == 0);
+        const bool inBlock = name.rfind("blocks.", 0) == 0, inEmbedding = name.rfind("embedding.", 0) == 0;
+        const bool mine =
+            head ? !inBlock && !inEmbedding : name.rfind(prefix, 0) == 0 || (b == 0 && inEmbedding);
         if (mine && begin < 0)
             begin = offset;
         offset += p.numel();

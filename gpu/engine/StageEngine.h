@@ -151,8 +151,29 @@ public:
                                               std::span<const float> hidden);
     // The activation frame the stage sends for the last block's residual `hidden` (not the last stage).
     Result<Bytes> encodeOutput(std::span<const std::uint8_t> input, std::span<const float> hidden);
+    // A backward's trace (a stage after the first), nothing accumulated: the residual after each block
+    // (L), the loss's gradient with respect to each (the last block's first: L) and to the stage's input
+    // (1), each B·T·d fp32, then the loss on the last stage (1 value). StageModel::traceBackward.
+    Result<std::vector<float>> traceBackward(std::span<const std::uint8_t> gradOutput,
+                                             std::span<const std::uint8_t> input,
+                                             std::span<const std::uint8_t> targets);
+    // Block b's backward recomputed: the gradient for its input from `gradAfter` (its output's), through
+    // its forward from `before` (the residual after block b − 1; the stage's input for b = 0).
+    Result<std::vector<float>> backwardSegment(int b, std::span<const std::uint8_t> input,
+                                               std::span<const float> before,
+                                               std::span<const float> gradAfter);
+    // The last stage's head from the last residual: its gradient (B·T·d), then the loss (1 value).
+    Result<std::vector<float>> headSegment(std::span<const std::uint8_t> input,
+                                           std::span<const std::uint8_t> targets,
+                                           std::span<const float> residual);
+    // The next stage's gradient frame as this stage reads it (fp32, B·T·d).
+    Result<std::vector<float>> decodeGradientInput(std::span<const std::uint8_t> gradOutput,
+                                                   std::span<const std::uint8_t> input);
+    // The gradient frame this stage sends for `grad` (the gradient with respect to its input).
+    Result<Bytes> encodeGradientOutput(std::span<const std::uint8_t> input, std::span<const float> grad);
     // Where segment b's parameters lie in parameter order: [offset, offset + count) — block b's, with
-    // the embedding for b = 0 on stage 0 (it comes first).
+    // the embedding for b = 0 on stage 0 (it comes first); b = blocks(): the last stage's final norm and
+    // head (none elsewhere).
     std::pair<std::int64_t, std::int64_t> segmentParameters(int b) const;
     int blocks() const;
 

@@ -203,6 +203,64 @@ torch::Tensor StageModel::segment(int b, const torch::Tensor& input, const torch
     return m_blocks[std::size_t(b)](x, context);
 }
 
+StageModel::BackwardTrace StageModel::traceBackward(const torch::Tensor& input,
+                                                    const torch::Tensor& gradOutputOrTargets) {
+    syncComputeWeights();
+    torch::AutoGradMode gradMode(true);
+    const torch::Tensor checked = checkedInput(input, true);
+    const BlockContext context{m_rope.get(), causalMask(checked.size(1)), m_basisT, m_dtype};
+    BackwardTrace trace;
+    torch::Tensor x = isFirst() ? embed(checked) : checked;
+    for (auto& block : m_blocks) {
+        x = block(x, context);
+        trace.residuals.push_back(x);
+    }
+    std::vector<torch::Tensor> wrt(trace.residuals.rbegin(), trace.residuals.rend());
+    if (!isFirst())
+        wrt.push_back(checked);
+    torch::Tensor out = x, seed;
+    if (isLast()) {
+        trace.loss = out = lossOf(x, checkedTargets(gradOutputOrTargets, checked));
+    } else {
+        if (!gradOutputOrTargets.defined() || gradOutputOrTargets.sizes() != x.sizes())
+            throw std::invalid_argument("gradOutput must be " + shape(x) + " like the stage's output");
+        seed = gradOutputOrTargets.to(m_device, torch::kFloat);
+    }
+    // torch::autograd::grad: the gradients asked for only — no parameter's .grad changes.
+    trace.gradients =
+        torch::autograd::grad({out}, wrt, {seed}, /*retain_graph=*/false, /*create_graph=*/false,
+                              /*allow_unused=*/true);
+    for (torch::Tensor& r : trace.residuals)
+        r = r.detach();
+    if (trace.loss.defined())
+        trace.loss = trace.loss.detach();
+    return trace;
+}
+
+torch::Tensor StageModel::blockBackward(int b, const torch::Tensor& before, const torch::Tensor& gradAfter) {
+    if (b < 0 || b >= blocks() || (b == 0 && isFirst()))
+        throw std::invalid_argument("block " + std::to_string(b) + "'s backward has no input gradient here");
+    syncComputeWeights();
+    torch::AutoGradMode gradMode(true);
+    const torch::Tensor x = before.to(m_device, torch::kFloat).detach().requires_grad_(true);
+    const BlockContext context{m_rope.get(), causalMask(x.size(1)), m_basisT, m_dtype};
+    const torch::Tensor y = m_blocks[std::size_t(b)](x, context);
+    if (gradAfter.sizes() != y.sizes())
+        throw std::invalid_argument("a block's output gradient must be " + shape(y));
+    return torch::autograd::grad({y}, {x}, {gradAfter.to(m_device, torch::kFloat)})[0];
+}
+
+std::pair<torch::Tensor, torch::Tensor> StageModel::headBackward(const torch::Tensor& residual,
+                                                                 const torch::Tensor& targets) {
+    if (!isLast())
+        throw std::invalid_argument("only the last stage has a head");
+    syncComputeWeights();
+    torch::AutoGradMode gradMode(true);
+    const torch::Tensor x = residual.to(m_device, torch::kFloat).detach().requires_grad_(true);
+    const torch::Tensor loss = lossOf(x, checkedTargets(targets, x));
+    return {loss.detach(), torch::autograd::grad({loss}, {x})[0]};
+}
+
 torch::Tensor StageModel::embed(const torch::Tensor& ids) const {
     torch::Tensor x = torch::embedding(m_embedding->weight, ids).to(torch::kFloat);
     // x0 = E[tok] + Emb_k[tok]·Uᵀ: only the second part is learned, and it lies in span(U).

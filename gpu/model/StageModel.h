@@ -67,6 +67,23 @@ public:
     // residual stream after block b − 1. What a bisection recomputes of a disputed forward.
     torch::Tensor segment(int b, const torch::Tensor& input, const torch::Tensor& hidden);
     int blocks() const { return int(m_blocks.size()); }
+    // A backward's trace, nothing added to the parameters' gradients: the residual after each block,
+    // then the loss's gradient with respect to each of them (last block's first) and to the stage's input
+    // (undefined on stage 0), and the loss on the last stage — what a bisection of a backward compares.
+    struct BackwardTrace {
+        std::vector<torch::Tensor> residuals; // after block 0 … L − 1
+        std::vector<torch::Tensor> gradients; // d/d residual L − 1 … 0, then d/d input
+        torch::Tensor loss;                   // the last stage's
+    };
+    BackwardTrace traceBackward(const torch::Tensor& input, const torch::Tensor& gradOutputOrTargets);
+    // One block's backward alone: the gradient with respect to block b's input (`before`: the residual
+    // after block b − 1, or the stage's input for b = 0 on a stage after the first) of ⟨block b's output,
+    // `gradAfter`⟩. Nothing added to the parameters' gradients.
+    torch::Tensor blockBackward(int b, const torch::Tensor& before, const torch::Tensor& gradAfter);
+    // The last stage's head alone: the loss of `targets` from the last residual, and its gradient with
+    // respect to that residual.
+    std::pair<torch::Tensor, torch::Tensor> headBackward(const torch::Tensor& residual,
+                                                         const torch::Tensor& targets);
 
     // Recomputes the forward from `input` with a graph and backpropagates gradOutput [B, T, d]
     // (the next stage's gradInput) or, on the last stage, the loss of targets [B, T]. Adds to the

@@ -33,6 +33,13 @@ using namespace tessera::test;
 
 namespace {
 
+// A failing run's log, kept in the system's temporary folder.
+void keepLog(const QString& name, const QByteArray& log) {
+    QFile kept(QDir::temp().filePath(u"tessera-clock-step-%1.log"_qs.arg(name)));
+    if (kept.open(QIODevice::WriteOnly | QIODevice::Truncate) && kept.write(log) >= 0)
+        qWarning("kept: %s", qPrintable(kept.fileName()));
+}
+
 // Debian's libfaketime (package libfaketime), for this machine's architecture.
 QString findLibFaketime() {
     for (const QString& dir : QDir(u"/usr/lib"_qs).entryList({u"*-linux-gnu*"_qs}, QDir::Dirs)) {
@@ -138,7 +145,13 @@ private Q_SLOTS:
                             QString::fromUtf8(coordinator->err().right(3000))));
         second.freeze(false);
         const qint64 thawedAt = status->step();
-        QVERIFY2(status->reached(thawedAt + 10, 180'000), qPrintable(describeSwarm(status->s)));
+        if (!status->reached(thawedAt + 10, 180'000)) {
+            // What the message cannot hold (QTest cuts it short): both sides' logs, kept for the reader.
+            keepLog(u"coordinator"_qs, coordinator->err() + coordinator->out());
+            keepLog(u"node-1"_qs, first.logTail(1'000'000));
+            keepLog(u"node-2"_qs, second.logTail(1'000'000));
+            QFAIL(qPrintable(describeSwarm(status->s)));
+        }
 
         // A restart with the system clock still an hour back goes on from the stored times.
         // On the same port: the nodes come back to the address they know.

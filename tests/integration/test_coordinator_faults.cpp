@@ -26,6 +26,7 @@
 #include "TestSupport.h"
 
 #include <QCoreApplication>
+#include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -148,8 +149,18 @@ private Q_SLOTS:
         // The other stage had no node meanwhile: at most the step in progress went on.
         QVERIFY2(status.reached(0) && status.step() <= cutAt + 2, qPrintable(describeSwarm(status.s)));
         relay.cut(false);
-        QVERIFY2(status.reached(cutAt + 15, 180'000),
-                 qPrintable(describeSwarm(status.s) + u"\n"_qs + QString::fromUtf8(cut.logTail())));
+        if (!status.reached(cutAt + 15, 180'000)) {
+            // What the message cannot hold (QTest cuts it short): both sides' logs, kept for the reader.
+            for (const auto& [name, log] :
+                 {std::pair{u"coordinator"_qs, QByteArray(coordinator.err() + coordinator.out())},
+                  std::pair{u"cut"_qs, cut.logTail(1'000'000)},
+                  std::pair{u"direct"_qs, direct.logTail(1'000'000)}}) {
+                QFile kept(QDir::temp().filePath(u"tessera-link-cut-%1.log"_qs.arg(name)));
+                if (kept.open(QIODevice::WriteOnly | QIODevice::Truncate) && kept.write(log) >= 0)
+                    qWarning("kept: %s", qPrintable(kept.fileName()));
+            }
+            QFAIL(qPrintable(describeSwarm(status.s)));
+        }
         QVERIFY2(cut.logTail(200'000).contains("connecting again") ||
                      cut.logTail(200'000).contains("session dropped"),
                  cut.logTail().constData());

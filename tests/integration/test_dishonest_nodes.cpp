@@ -9,12 +9,12 @@
 //   - no honest node was struck, banned or audited as failing, and honest nodes are paid;
 //   - the swarm still learns: its loss falls below what honest runs pass early.
 // At 8b's path (--recompute-limit 0: nothing recomputed whole on the coordinator): a liar convicted by
-// a third replica's re-execution; with two replicas, by the bisection of a disputed forward to one block
-// (issue 41); a gradient share of −9× the honest one left out of the mean by the share check, its sender
-// struck where a third replica referees and nobody struck with two.
-// Then the evasions: a new key is on probation and is caught again with nothing paid; after
-// three banned keys the network is refused at admission; a node claiming 1e-9 s per task does
-// not win its stage's tasks.
+// a third replica's re-execution; with two replicas, by the bisection of a disputed task (a forward, a
+// last stage's forward_backward) to one block, the head or the encoding, recomputed here (issue 41); a
+// gradient share of −9× the honest one left out of the mean by the share check, its sender struck where a
+// third replica referees and nobody struck with two. Then the evasions: a new key is on probation and is
+// caught again with nothing paid; after three banned keys the network is refused at admission; a node
+// claiming 1e-9 s per task does not win its stage's tasks.
 #include "CoordinatorHttp.h"
 #include "CoordinatorProcess.h"
 #include "NodeProcess.h"
@@ -398,24 +398,32 @@ void TestDishonestNodes::aLiarIsConvictedByReexecution() {
 
 void TestDishonestNodes::aLiarWithOneReplicaIsConvictedByBisection_data() {
     QTest::addColumn<QString>("mode");
-    QTest::newRow("two tokens edited, bisected") << QStringLiteral("tokens");
-    QTest::newRow("noise, bisected") << QStringLiteral("noise");
+    QTest::addColumn<int>("stage"); // the liar's: 0 lies in forwards, 1 (the last) in forward_backwards
+    QTest::newRow("two tokens edited, bisected") << QStringLiteral("tokens") << 0;
+    QTest::newRow("noise, bisected") << QStringLiteral("noise") << 0;
+    QTest::newRow("flipped gradients, bisected") << QStringLiteral("flip") << 1;
+    QTest::newRow("scaled gradients, bisected") << QStringLiteral("scale") << 1;
 }
 
 // The 8b path (--recompute-limit 0) with two replicas a stage: no third replica can referee a
-// disagreement, so the coordinator bisects the disputed forward to the one block (or the encoding)
-// where the two nodes' traces part, recomputes that alone with the checkpoint's weights, and
-// convicts the node it contradicts. The liar comes first, so it takes stage 0 (a forward stage).
+// disagreement, so the coordinator bisects the disputed task to the one block (or the head, or the
+// encoding) where the two nodes' traces part, recomputes that alone with the checkpoint's weights,
+// and convicts the node it contradicts. The first nodes take the empty stages in order, so the liar
+// gets its stage by when it comes (stage 0: its forwards are disputed; stage 1, the last: its
+// forward_backwards' gradients).
 void TestDishonestNodes::aLiarWithOneReplicaIsConvictedByBisection() {
     QFETCH(QString, mode);
+    QFETCH(int, stage);
     Swarm swarm({QStringLiteral("--recompute-limit"), QStringLiteral("0"),
                  QStringLiteral("--max-nodes-per-stage"), QStringLiteral("2")},
                 2);
     QVERIFY(swarm.start());
-    QCOMPARE(swarm.addNode(mode), 0);
-    for (int i = 0; i < 3; ++i)
+    if (stage == 1)
+        QCOMPARE(swarm.addNode(), 0);
+    QCOMPARE(swarm.addNode(mode), stage);
+    while (swarm.nodes() < 4)
         QVERIFY(swarm.addNode() >= 0);
-    const int liar = 0;
+    const int liar = stage;
     const QString liarId = swarm.nodeId(liar);
     const QString subject = QStringLiteral("node:") + liarId;
     QTRY_VERIFY2_WITH_TIMEOUT(

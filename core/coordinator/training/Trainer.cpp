@@ -311,8 +311,9 @@ Status Trainer::makeReexecution() {
     Bisection* bisection = m_bisection.get();
     m_reexecution->setSettle([bisection](const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict,
                                          const QString& a, const protocol::HeldFrame& outputA,
-                                         const QString& b, const protocol::HeldFrame& outputB) {
-        return bisection->start(task, era, verdict, a, outputA, b, outputB);
+                                         std::optional<double> lossA, const QString& b,
+                                         const protocol::HeldFrame& outputB, std::optional<double> lossB) {
+        return bisection->start(task, era, verdict, a, outputA, lossA, b, outputB, lossB);
     });
     return {};
 }

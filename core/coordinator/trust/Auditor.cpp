@@ -190,12 +190,14 @@ void Auditor::unanswered(const QString& node, NodeAudit& audit, bool left) {
     audit.round = 0;
     if (!job.reference || job.evidence.empty())
         return finish(silent);
-    // Its answers are still judged, on the weights its replicas hold: a lie there is what it fails.
+    // Its answers are still judged, on the weights its replicas hold: a lie there is what it fails. A
+    // node that left (a game started, the process was killed) and whose answers hold dodged nothing:
+    // it passes on them; one that stays and keeps silent past the deadline fails all the same.
     ++m_inFlight;
     m_jobs->post([this, job = std::move(job), silent] {
         m_replies.post([this, outcome = m_worker->judge(job), silent] {
             --m_inFlight;
-            finish(outcome.passed ? silent : outcome);
+            finish(outcome.passed && !silent.left ? silent : outcome);
         });
     });
 }

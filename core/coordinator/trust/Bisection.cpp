@@ -48,18 +48,23 @@ Result<std::unique_ptr<Bisection>> Bisection::create(const gpu::ModelConfig& con
 }
 
 bool Bisection::start(const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict, const QString& a,
-                      const protocol::HeldFrame& outputA, const QString& b,
-                      const protocol::HeldFrame& outputB) {
-    if (task.kind != protocol::TaskKind::Forward || task.stage >= m_config.stages - 1 ||
-        m_router.era(task.stage) != era || outputA.isNull() || outputB.isNull())
+                      const protocol::HeldFrame& outputA, std::optional<double> lossA, const QString& b,
+                      const protocol::HeldFrame& outputB, std::optional<double> lossB) {
+    using protocol::TaskKind;
+    const bool last = task.stage == m_config.stages - 1;
+    const bool traceable = task.kind == TaskKind::Forward ? !last
+                           : task.kind == TaskKind::Backward
+                               ? task.stage > 0 && !last && !task.gradientIn.isNull()
+                               : last && task.kind == TaskKind::ForwardBackward;
+    if (!traceable || m_router.era(task.stage) != era || outputA.isNull() || outputB.isNull())
         return false;
     Case c;
     c.task = task;
     c.task.trace = true;
     c.era = era;
     c.verdict = verdict;
-    c.sides[0] = Side{a, outputA, 0, std::nullopt, {}};
-    c.sides[1] = Side{b, outputB, 0, std::nullopt, {}};
+    c.sides[0] = Side{a, outputA, lossA, 0, std::nullopt, {}};
+    c.sides[1] = Side{b, outputB, lossB, 0, std::nullopt, {}};
     const qint64 id = m_nextCase++;
     for (Side& side : c.sides) {
         const std::optional<qint64> sent = m_router.sendCheck(side.node, c.task);
@@ -74,8 +79,9 @@ bool Bisection::start(const CheckTask& task, qint64 era, const ReexecutionVerdic
     }
     m_cases.emplace(id, std::move(c));
     ++m_started;
-    qInfo("trust: bisecting microbatch %lld's forward (stage %d) between %s and %s",
-          qlonglong(task.microbatch), task.stage, qPrintable(shortId(a)), qPrintable(shortId(b)));
+    qInfo("trust: bisecting microbatch %lld's %s (stage %d) between %s and %s", qlonglong(task.microbatch),
+          qPrintable(protocol::taskKindName(task.kind)), task.stage, qPrintable(shortId(a)),
+          qPrintable(shortId(b)));
     return true;
 }
 
@@ -137,87 +143,182 @@ void Bisection::judge(Case& c) {
     }
     gpu::StageEngine* e = engine(c.task.stage);
     const std::int64_t size = c.task.tokens * m_config.dModel;
-    const int blocks = e ? e->blocks() : 0;
-    const int segment = e ? firstParting(c, size, blocks) : -1;
+    const std::optional<Parting> at = e ? firstParting(c, size, e->blocks()) : std::nullopt;
     double errors[2] = {0, 0};
-    if (segment < 0 || m_router.era(c.task.stage) != c.era || !recompute(c, segment, size, errors)) {
+    if (!at || m_router.era(c.task.stage) != c.era || !recompute(c, *at, size, errors)) {
         v.unsettled = true;
         v.disputed = QStringList{c.sides[0].node, c.sides[1].node};
         v.reason += QStringLiteral("; the bisection could not recompute it (the stage's weights moved, or a "
                                    "trace was not the stage's)");
         return;
     }
-    const QString where = segment == blocks ? QStringLiteral("the encoding of its output")
-                                            : QStringLiteral("block %1 of the stage").arg(segment);
-    for (int i = 0; i < 2; ++i) {
-        if (errors[i] > m_tolerance)
-            v.convicted << c.sides[i].node;
-        else
-            v.verified << c.sides[i].node;
-    }
+    for (int i = 0; i < 2; ++i)
+        (errors[i] > m_tolerance ? v.convicted : v.verified) << c.sides[i].node;
     if (v.convicted.isEmpty()) {
         v.unsettled = true;
         v.disputed = QStringList{c.sides[0].node, c.sides[1].node};
-        v.reason += QStringLiteral("; the coordinator's recompute of %1 agrees with both").arg(where);
+        v.reason += QStringLiteral("; the coordinator's recompute of %1 agrees with both").arg(describe(*at));
         v.verified.clear();
         return;
     }
     v.reason =
-        QStringLiteral("its forward of microbatch %1 (stage %2) parts from the coordinator's recompute of "
-                       "%3 (per-token error %4; the other replica's: %5)")
+        QStringLiteral("its %1 of microbatch %2 (stage %3) parts from the coordinator's recompute of %4 "
+                       "(per-token error %5; the other replica's: %6)")
+            .arg(protocol::taskKindName(c.task.kind))
             .arg(c.task.microbatch)
             .arg(c.task.stage)
-            .arg(where)
+            .arg(describe(*at))
             .arg(std::max(errors[0], errors[1]), 0, 'g', 3)
             .arg(std::min(errors[0], errors[1]), 0, 'g', 3);
 }
 
-int Bisection::firstParting(const Case& c, std::int64_t size, int blocks) const {
-    for (const Side& side : c.sides)
-        if (blocks <= 0 || std::int64_t(side.trace->size()) != size * blocks)
-            return -1;
-    const std::span<const float> a(*c.sides[0].trace), b(*c.sides[1].trace);
-    for (int k = 0; k < blocks; ++k)
-        if (stats::worstRowError(a.subspan(std::size_t(k * size), std::size_t(size)),
-                                 b.subspan(std::size_t(k * size), std::size_t(size)),
-                                 std::size_t(m_config.dModel)) > m_tolerance)
-            return k;
-    return blocks; // the residuals agree throughout: the answers part in the encoding
+QString Bisection::describe(const Parting& at) {
+    switch (at.kind) {
+    case Parting::Forward:
+        return QStringLiteral("block %1 of the stage").arg(at.block);
+    case Parting::Encoding:
+        return QStringLiteral("the encoding of its output");
+    case Parting::Head:
+        return QStringLiteral("the head's loss and gradient");
+    case Parting::GivenGradient:
+        return QStringLiteral("the gradient it was given");
+    case Parting::Backward:
+        return QStringLiteral("block %1's backward").arg(at.block);
+    case Parting::GradientEncoding:
+        return QStringLiteral("the encoding of its gradient (and its loss)");
+    }
+    return {};
 }
 
-bool Bisection::recompute(Case& c, int segment, std::int64_t size, double errors[2]) {
+namespace {
+
+// Row i of a trace's rows of `size` values.
+std::span<const float> part(const std::vector<float>& trace, std::int64_t i, std::int64_t size) {
+    return std::span<const float>(trace).subspan(std::size_t(i * size), std::size_t(size));
+}
+
+} // namespace
+
+std::optional<Bisection::Parting> Bisection::firstParting(const Case& c, std::int64_t size,
+                                                          int blocks) const {
+    const bool forward = c.task.kind == protocol::TaskKind::Forward;
+    const bool last = c.task.kind == protocol::TaskKind::ForwardBackward;
+    const std::int64_t rows = forward ? blocks : 2 * blocks + 1;
+    for (const Side& side : c.sides)
+        if (blocks <= 0 || std::int64_t(side.trace->size()) != size * rows + (last ? 1 : 0))
+            return std::nullopt;
+    for (int k = 0; k < blocks; ++k)
+        if (stats::worstRowError(part(*c.sides[0].trace, k, size), part(*c.sides[1].trace, k, size),
+                                 std::size_t(m_config.dModel)) > m_tolerance)
+            return Parting{Parting::Forward, k};
+    if (forward) // the residuals agree throughout: the answers part in the encoding
+        return Parting{Parting::Encoding, blocks};
+    return firstGradientParting(c, size, blocks);
+}
+
+// Row blocks + j of a backward's trace: the gradient with respect to the residual after block
+// blocks − 1 − j (j = blocks: the stage's input).
+std::optional<Bisection::Parting> Bisection::firstGradientParting(const Case& c, std::int64_t size,
+                                                                  int blocks) const {
+    const bool last = c.task.kind == protocol::TaskKind::ForwardBackward;
+    const auto parts = [&](std::int64_t row) {
+        return stats::worstRowError(part(*c.sides[0].trace, row, size), part(*c.sides[1].trace, row, size),
+                                    std::size_t(m_config.dModel)) > m_tolerance;
+    };
+    const bool lossesPart = last && !(std::abs(c.sides[0].trace->back() - c.sides[1].trace->back()) <= 0.02f);
+    if (parts(blocks) || lossesPart)
+        return Parting{last ? Parting::Head : Parting::GivenGradient, blocks};
+    for (int j = 1; j <= blocks; ++j)
+        if (parts(blocks + j))
+            return Parting{Parting::Backward, blocks - j};
+    return Parting{Parting::GradientEncoding, 0};
+}
+
+bool Bisection::loadWeights(gpu::StageEngine& e, int stage, int segment) {
+    const auto [offset, count] = e.segmentParameters(segment);
+    if (count == 0)
+        return true;
+    Result<std::vector<float>> weights = m_weights(stage, offset, count);
+    return weights && e.setWeightsRange(offset, e.parameterCount(), *weights);
+}
+
+bool Bisection::recompute(Case& c, const Parting& at, std::int64_t size, double errors[2]) {
     gpu::StageEngine& e = *engine(c.task.stage);
     const std::span<const std::uint8_t> input = bytesOf(c.task.input);
-    const std::span<const float> agreed(*c.sides[0].trace);
+    const std::vector<float>& agreed = *c.sides[0].trace;
     const int blocks = e.blocks();
-    if (segment == blocks) { // the codec's encoding of the agreed last residual, against both answers
-        Result<gpu::Bytes> frame = e.encodeOutput(input, agreed.subspan(std::size_t((blocks - 1) * size)));
-        Result<gpu::DecodedFrame> mine = frame ? m_decoder->activationForChecks(*frame) : frame.error();
-        if (!mine)
-            return false;
-        for (int i = 0; i < 2; ++i) {
-            Result<gpu::DecodedFrame> theirs = m_decoder->activationForChecks(bytesOf(c.sides[i].output));
-            errors[i] = theirs ? stats::worstRowError(mine->values, theirs->values, std::size_t(mine->width))
-                               : INFINITY;
-        }
+    const auto compare = [&](const std::vector<float>& mine, std::int64_t row) {
+        for (int i = 0; i < 2; ++i)
+            errors[i] =
+                stats::worstRowError(mine, part(*c.sides[i].trace, row, size), std::size_t(m_config.dModel));
         return true;
+    };
+    Result<std::vector<float>> mine = makeError("nothing recomputed");
+    switch (at.kind) {
+    case Parting::Forward:
+        if (!loadWeights(e, c.task.stage, at.block))
+            return false;
+        mine = e.forwardSegment(at.block, input,
+                                at.block > 0 ? part(agreed, at.block - 1, size) : std::span<const float>());
+        return mine && compare(*mine, at.block);
+    case Parting::GivenGradient:
+        mine = e.decodeGradientInput(bytesOf(c.task.gradientIn), input);
+        return mine && compare(*mine, blocks);
+    case Parting::Head:
+        return loadWeights(e, c.task.stage, blocks) && recomputeHead(c, size, errors);
+    case Parting::Backward: // block b's input gradient from the agreed one after it, through its forward
+        if (!loadWeights(e, c.task.stage, at.block))
+            return false;
+        mine = e.backwardSegment(at.block, input,
+                                 at.block > 0 ? part(agreed, at.block - 1, size) : std::span<const float>(),
+                                 part(agreed, 2 * blocks - 1 - at.block, size));
+        return mine && compare(*mine, 2 * blocks - at.block);
+    case Parting::Encoding:
+    case Parting::GradientEncoding:
+        return recomputeEncoding(c, at, size, errors);
     }
-    // That one segment's weights, from the checkpoint (the replicas' until the step's update).
-    const auto [offset, count] = e.segmentParameters(segment);
-    Result<std::vector<float>> weights = m_weights(c.task.stage, offset, count);
-    if (!weights || !e.setWeightsRange(offset, e.parameterCount(), *weights))
-        return false;
-    const std::span<const float> before =
-        segment > 0 ? agreed.subspan(std::size_t((segment - 1) * size), std::size_t(size))
-                    : std::span<const float>();
-    Result<std::vector<float>> mine = e.forwardSegment(segment, input, before);
+    return false;
+}
+
+bool Bisection::recomputeHead(Case& c, std::int64_t size, double errors[2]) {
+    gpu::StageEngine& e = *engine(c.task.stage);
+    const int blocks = e.blocks();
+    Result<std::vector<float>> mine = e.headSegment(bytesOf(c.task.input), bytesOf(c.task.targets),
+                                                    part(*c.sides[0].trace, blocks - 1, size));
     if (!mine)
         return false;
-    for (int i = 0; i < 2; ++i)
-        errors[i] = stats::worstRowError(
-            *mine,
-            std::span<const float>(*c.sides[i].trace).subspan(std::size_t(segment * size), std::size_t(size)),
-            std::size_t(m_config.dModel));
+    for (int i = 0; i < 2; ++i) // the gradient at the last residual, and the loss the trace gave
+        errors[i] =
+            std::abs(mine->back() - c.sides[i].trace->back()) > 0.02f
+                ? INFINITY
+                : stats::worstRowError(std::span<const float>(*mine).first(std::size_t(size)),
+                                       part(*c.sides[i].trace, blocks, size), std::size_t(m_config.dModel));
+    return true;
+}
+
+bool Bisection::recomputeEncoding(Case& c, const Parting& at, std::int64_t size, double errors[2]) {
+    gpu::StageEngine& e = *engine(c.task.stage);
+    const std::span<const std::uint8_t> input = bytesOf(c.task.input);
+    const std::vector<float>& agreed = *c.sides[0].trace;
+    const int blocks = e.blocks();
+    const bool forward = at.kind == Parting::Encoding;
+    Result<gpu::Bytes> frame = forward ? e.encodeOutput(input, part(agreed, blocks - 1, size))
+                                       : e.encodeGradientOutput(input, part(agreed, 2 * blocks, size));
+    const auto decode = [&](std::span<const std::uint8_t> bytes) {
+        return forward ? m_decoder->activationForChecks(bytes) : m_decoder->gradientForChecks(bytes);
+    };
+    Result<gpu::DecodedFrame> mine = frame ? decode(*frame) : frame.error();
+    if (!mine)
+        return false;
+    const bool last = c.task.kind == protocol::TaskKind::ForwardBackward;
+    for (int i = 0; i < 2; ++i) {
+        Result<gpu::DecodedFrame> theirs = decode(bytesOf(c.sides[i].output));
+        errors[i] =
+            theirs ? stats::worstRowError(mine->values, theirs->values, std::size_t(mine->width)) : INFINITY;
+        // A last stage's answered loss against the loss both traces agree on.
+        if (last && !(c.sides[i].loss && std::abs(*c.sides[i].loss - double(agreed.back())) <= 0.02))
+            errors[i] = INFINITY;
+    }
     return true;
 }
 

@@ -17,8 +17,13 @@
 // lead to its own answer is convicted at the encoding. The coordinator computes one block (at 8b a
 // quarter of a stage: ~250 M parameters, their weights read from the checkpoint's file alone).
 //
-// Forwards only (a backward's bisection needs the forward's residuals and the gradient's at every
-// block: not built); stages before the last (the last stage's answer is a loss and a gradient).
+// A backward (a middle stage's) or a last stage's forward_backward is traced the same way, with the
+// gradients at every block boundary after the residuals: the residuals are compared first (a forward
+// block recomputed), then the gradients from the top — the gradient the node was given (a middle stage)
+// or the head's (the last stage, with its loss), then each block's backward from the agreed gradient
+// after it — then the codec's encoding of the agreed input gradient, and a last stage's answered loss.
+// A stage 0 backward returns nothing, so it is never disputed this way.
+//
 // Single-threaded (the coordinator's thread): the recompute runs there — milliseconds at tiny, seconds
 // for an 8b block (to move to the audit worker's thread).
 
@@ -57,7 +62,8 @@ public:
     // the re-execution's so far. False when it cannot be (not a forward of a stage before the last, the
     // stage's weights moved since the task ran, a trace could not be sent).
     bool start(const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict, const QString& a,
-               const protocol::HeldFrame& outputA, const QString& b, const protocol::HeldFrame& outputB);
+               const protocol::HeldFrame& outputA, std::optional<double> lossA, const QString& b,
+               const protocol::HeldFrame& outputB, std::optional<double> lossB);
     // Whether a bisection of the stage waits for traces (the step's update waits for it: the checkpoint
     // must still hold the weights the traces ran on).
     bool pendingOn(int stage) const;
@@ -75,6 +81,7 @@ private:
     struct Side {
         QString node;
         protocol::HeldFrame output;
+        std::optional<double> loss; // a last stage's answer's
         qint64 taskId = 0;
         std::optional<std::vector<float>> trace;
         QString silence; // why it did not answer
@@ -93,10 +100,22 @@ private:
     void maybeJudge(qint64 caseId);
     // The verdict of a case whose traces are both in.
     void judge(Case& c);
-    // The segment the traces part at (blocks: the encoding), or none when a trace is not the stage's.
-    int firstParting(const Case& c, std::int64_t size, int blocks) const;
+    // Where a judged trace parts from the other, and what the coordinator recomputes there.
+    struct Parting {
+        enum Kind { Forward, Encoding, Head, GivenGradient, Backward, GradientEncoding } kind = Forward;
+        int block =
+            0; // Forward: the block whose output parts; Backward: the block whose input gradient parts
+    };
+    // Where the traces part, or none when a trace is not the stage's shape.
+    std::optional<Parting> firstParting(const Case& c, std::int64_t size, int blocks) const;
+    std::optional<Parting> firstGradientParting(const Case& c, std::int64_t size, int blocks) const;
     // The recomputed segment's per-token errors against each side; false when it could not be run.
-    bool recompute(Case& c, int segment, std::int64_t size, double errors[2]);
+    bool recompute(Case& c, const Parting& at, std::int64_t size, double errors[2]);
+    bool recomputeHead(Case& c, std::int64_t size, double errors[2]);
+    bool recomputeEncoding(Case& c, const Parting& at, std::int64_t size, double errors[2]);
+    // The checkpoint's weights of one segment (block b; blocks(): the head) into the engine.
+    bool loadWeights(gpu::StageEngine& e, int stage, int segment);
+    static QString describe(const Parting& at);
     gpu::StageEngine* engine(int stage);
     void finish(qint64 caseId);
 

@@ -213,11 +213,11 @@ void Reexecution::close(qint64 caseId, bool decided) {
         return;
     const bool referee = it->second.answers.size() >= 2 && it->second.verdict.verified.isEmpty() &&
                          !it->second.verdict.unsettled;
-    // Two answers to a forward part and no third replica can referee: the coordinator bisects it.
+    // Two answers part and no third replica can referee: the coordinator bisects it.
     if (!decided && referee && m_settle) {
         const Case& c = it->second;
-        if (m_settle(c.task, c.era, c.verdict, c.answers[0].node, c.answers[0].frame, c.answers[1].node,
-                     c.answers[1].frame)) {
+        if (m_settle(c.task, c.era, c.verdict, c.answers[0].node, c.answers[0].frame, c.answers[0].loss,
+                     c.answers[1].node, c.answers[1].frame, c.answers[1].loss)) {
             m_cases.erase(it);
             for (auto t = m_taskToCase.begin(); t != m_taskToCase.end();)
                 t = *t == caseId ? m_taskToCase.erase(t) : std::next(t);

@@ -15,8 +15,8 @@
 //   3. On disagreement a third replica referees: the answer it agrees with stands, the other's node is
 //      convicted. When no third replica can run it, or the referee agrees with both or neither, the
 //      case is unsettled: nobody is convicted or verified, and both nodes' results are drawn at the
-//      probation rate — unless it is a forward with no third replica: trust/Bisection then settles it
-//      on the coordinator by recomputing the one block where the two answers part.
+//      probation rate — unless no third replica could run it: trust/Bisection then settles it on the
+//      coordinator by recomputing the one block (or encoding, or head) where the two answers part.
 //   4. A verifier that does not answer (error, deadline, gone) is replaced, up to maxVerifiers; then
 //      the case is dropped unjudged (the checked result stays unverified: its credit stays in escrow).
 // A stage 0 backward returns no tensor: its re-execution compares nothing yet (its work shows only in
@@ -86,11 +86,12 @@ public:
     bool start(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
                const protocol::HeldFrame& output, std::optional<double> loss);
 
-    // Set: two answers to a forward that disagree with no third replica to referee go to it (true: it
+    // Set: two answers that disagree with no third replica to referee go to it (true: it
     // took the case, and its verdict comes from it) instead of ending unsettled (trust/Bisection).
     using Settle = std::function<bool(const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict,
-                                      const QString& a, const protocol::HeldFrame& outputA, const QString& b,
-                                      const protocol::HeldFrame& outputB)>;
+                                      const QString& a, const protocol::HeldFrame& outputA,
+                                      std::optional<double> lossA, const QString& b,
+                                      const protocol::HeldFrame& outputB, std::optional<double> lossB)>;
     void setSettle(Settle settle) { m_settle = std::move(settle); }
 
     int pending() const { return int(m_cases.size()); }

@@ -41,8 +41,10 @@ struct EngineTask {
         // A share check's: input, gradOutput (targets on the last stage) → the count sketch of the
         // weights' gradient that microbatch gives (values), nothing accumulated (seed: the sketch's).
         GradientSketch,
-        // A bisection's: input → the residual stream after each of the stage's blocks (values).
+        // A bisection's: input → the residual stream after each of the stage's blocks (values);
+        // a backward's: those, the gradients with respect to them and to the input, and the loss.
         TraceForward,
+        TraceBackward,
     };
 
     // Step over everything accumulated since the last step, however many microbatches that is.

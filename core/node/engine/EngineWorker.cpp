@@ -339,6 +339,9 @@ EngineResult EngineWorker::execute(const EngineTask& task) {
         case EngineTask::TraceForward:
             r.ok = runTraceForward(task, r);
             return r;
+        case EngineTask::TraceBackward:
+            r.ok = runTraceBackward(task, r);
+            return r;
         }
     } catch (const std::exception& e) {
         r.error = QStringLiteral("engine: %1").arg(QString::fromLocal8Bit(e.what()));
@@ -393,6 +396,14 @@ bool EngineWorker::runTraceForward(const EngineTask& task, EngineResult& r) {
     auto trace = m_engine->traceForward(bytes(task.input));
     if (!trace)
         return failed(r, QStringLiteral("trace of microbatch %1").arg(task.microbatch), trace);
+    r.values = std::move(*trace);
+    return true;
+}
+
+bool EngineWorker::runTraceBackward(const EngineTask& task, EngineResult& r) {
+    auto trace = m_engine->traceBackward(bytes(task.gradOutput), bytes(task.input), bytes(task.targets));
+    if (!trace)
+        return failed(r, QStringLiteral("trace of microbatch %1's backward").arg(task.microbatch), trace);
     r.values = std::move(*trace);
     return true;
 }

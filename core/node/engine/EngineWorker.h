@@ -94,6 +94,7 @@ private:
     bool runBackward(const EngineTask& task, EngineResult& r);
     bool runGradientSketch(const EngineTask& task, EngineResult& r);
     bool runTraceForward(const EngineTask& task, EngineResult& r);
+    bool runTraceBackward(const EngineTask& task, EngineResult& r);
     bool runStep(const EngineTask& task, EngineResult& r);
     bool runForwardBackward(const EngineTask& task, EngineResult& r);
     bool runGather(const EngineTask& task, EngineResult& r);

@@ -169,15 +169,16 @@ void TaskRunner::receive(const Task& header, const TaskMessage& message) {
     const bool sketch = header.sketchSeed != 0;
     if (sketch && (!input || (header.kind == TaskKind::Backward ? !gradient : header.kind != TaskKind::ForwardBackward)))
         return refuse(QStringLiteral("a gradient sketch needs a backward with its input, or a forward_backward"));
-    if (header.trace && header.kind != TaskKind::Forward)
-        return refuse(QStringLiteral("only a forward is traced"));
+    if (header.trace && header.kind == TaskKind::Backward && (!input || !gradient))
+        return refuse(QStringLiteral("a backward's trace needs its input and its gradient"));
     Pending p;
     p.message = MessageType::Task;
     p.kind = header.kind;
     p.taskId = header.taskId;
     p.microbatch = header.microbatch;
     EngineTask task;
-    task.kind = header.trace ? EngineTask::TraceForward
+    task.kind = header.trace ? (header.kind == TaskKind::Forward ? EngineTask::TraceForward
+                                                                 : EngineTask::TraceBackward)
                 : sketch     ? EngineTask::GradientSketch
                              : engineKindOf(header.kind);
     task.seed = std::uint64_t(header.sketchSeed);
@@ -412,7 +413,8 @@ void TaskRunner::finishTask(const Pending& p, const EngineResult& r) {
                      qPrintable(taskKindName(p.kind)), qlonglong(p.microbatch), qPrintable(r.error));
         return m_session.sendBinary(encode(answer));
     }
-    if (r.kind == EngineTask::GradientSketch || r.kind == EngineTask::TraceForward) // values, not an output
+    if (r.kind == EngineTask::GradientSketch || r.kind == EngineTask::TraceForward ||
+        r.kind == EngineTask::TraceBackward) // values, not an output
         return m_session.sendBinary(
             TaskMessageBuilder(toJson(answer)).add(TaskFrameType::Partition, gradientPayload(r.values, 32)).take());
     answer.tokens = r.tokens;

@@ -6,6 +6,8 @@
 // alone. A node that lied in its answer alone (its trace honest) is convicted at the encoding; one
 // whose trace lies from a block on is convicted at that block; the honest one is verified either way;
 // a node that does not answer its trace is struck; once the stage's weights moved nothing is judged.
+// Backwards the same way: a flipped gradient convicted at the gradient's encoding, a lying backward trace
+// at the block whose backward the coordinator recomputes, a last stage's made-up loss at its loss.
 #include "TrustFrames.h"
 #include "coordinator/router/Router.h"
 #include "coordinator/trust/Bisection.h"
@@ -35,6 +37,9 @@ private Q_SLOTS:
     void aLyingTraceIsConvictedAtTheBlockItPartsAt();
     void aSilentNodeIsStruck();
     void weightsThatMovedJudgeNothing();
+    void aGradientLieIsConvictedAtTheGradientsEncoding();
+    void aLyingBackwardTraceIsConvictedAtItsBlock();
+    void aLastStageLyingInItsLossIsConvicted();
 
 private:
     struct Run {
@@ -45,12 +50,24 @@ private:
         std::vector<ReexecutionVerdict> verdicts;
         qint64 now = 1'000'000;
     };
-    // Two replicas "a" and "b" on stage 1; "a" answered a forward with noise, "b" re-executed it
-    // honestly: the case goes to the bisection, which asks both for traces.
-    std::unique_ptr<Run> dispute();
-    // Answers the trace asked of `node` (the residuals of blocks ≥ 1 times laterBlocksScale).
-    void answerTrace(Run& run, const QString& node, float laterBlocksScale = 1);
-    void answer(Run& run, const QString& node, const QByteArray& payload, protocol::TaskFrameType type);
+    // Two replicas "a" and "b" on the task's stage; "a" answered `lie`, "b" re-executed it honestly: the
+    // case goes to the bisection, which asks both for traces. By default a forward of stage 1 with noise.
+    struct Dispute {
+        int stage = 1;
+        protocol::TaskKind kind = protocol::TaskKind::Forward;
+        QByteArray lie;                   // a's answer (empty: noise on the honest one)
+        std::optional<double> lieLoss;    // a's loss (the last stage)
+        std::optional<double> honestLoss; // b's
+    };
+    std::unique_ptr<Run> dispute(const Dispute& d);
+    std::unique_ptr<Run> dispute(); // a forward of stage 1
+    QByteArray honestOutput(const Dispute& d) const;
+    // Answers the trace asked of `node`, computed by the stage's engine; rows from `scaledFrom` on
+    // (residuals for a forward, gradients below the top for a backward) times `scale`.
+    void answerTrace(Run& run, const QString& node, const Dispute& d, float scale = 1);
+    void answerTrace(Run& run, const QString& node) { answerTrace(run, node, Dispute{}); }
+    void answer(Run& run, const QString& node, const QByteArray& payload, protocol::TaskFrameType type,
+                protocol::TaskKind kind = protocol::TaskKind::Forward, std::optional<double> loss = {});
 
     gpu::ModelConfig m_config = tinyThreeStages();
     std::vector<std::unique_ptr<gpu::StageEngine>> m_engines;
@@ -61,7 +78,15 @@ void TestBisection::initTestCase() {
     m_trip = trip(m_config, m_engines, 0);
 }
 
+QByteArray TestBisection::honestOutput(const Dispute& d) const {
+    return d.kind == protocol::TaskKind::Forward ? m_trip.act1 : d.stage == 1 ? m_trip.grad1 : m_trip.grad2;
+}
+
 std::unique_ptr<TestBisection::Run> TestBisection::dispute() {
+    return dispute(Dispute{});
+}
+
+std::unique_ptr<TestBisection::Run> TestBisection::dispute(const Dispute& d) {
     using protocol::TaskFrameType;
     auto run = std::make_unique<Run>();
     Run* r = run.get();
@@ -70,25 +95,26 @@ std::unique_ptr<TestBisection::Run> TestBisection::dispute() {
     run->router = std::make_unique<Router>(
         3, std::vector<qint64>{1000, 1000, 1000}, settings,
         [r](const QString& node, const QByteArray& m) {
-            Result<protocol::TaskMessage> d = protocol::decodeTaskMessage(m);
-            if (!d)
+            Result<protocol::TaskMessage> decoded = protocol::decodeTaskMessage(m);
+            if (!decoded)
                 return false;
-            r->sent.push_back(
-                Sent{node, d->header.value(u"task_id").toInteger(), d->header.value(u"trace").toBool()});
+            r->sent.push_back(Sent{node, decoded->header.value(u"task_id").toInteger(),
+                                   decoded->header.value(u"trace").toBool()});
             return true;
         },
         [] { return std::optional<MicrobatchInput>(); });
     run->router->setClock([r] { return r->now; });
-    run->router->addNode(QStringLiteral("s0"), 0);
-    run->router->addNode(QStringLiteral("s2"), 2);
-    run->router->addNode(QStringLiteral("a"), 1);
-    run->router->addNode(QStringLiteral("b"), 1);
+    for (int stage = 0; stage < 3; ++stage)
+        if (stage != d.stage)
+            run->router->addNode(QStringLiteral("s%1").arg(stage), stage);
+    run->router->addNode(QStringLiteral("a"), d.stage);
+    run->router->addNode(QStringLiteral("b"), d.stage);
     run->router->stepSent();
     Result<std::unique_ptr<Reexecution>> re = Reexecution::create(
         m_config, ReexecutionSettings{}, *run->router, [r] { return r->now; },
         [](const QString& node) { return node; });
     // The checkpoint's weights: the engine the trip ran on (nothing stepped it).
-    gpu::StageEngine* reference = m_engines[1].get();
+    gpu::StageEngine* reference = m_engines[std::size_t(d.stage)].get();
     Result<std::unique_ptr<Bisection>> bi =
         Bisection::create(m_config, 0.05, *run->router, [reference](int, qint64 offset, qint64 count) {
             return reference->weightsRange(offset, count);
@@ -98,10 +124,12 @@ std::unique_ptr<TestBisection::Run> TestBisection::dispute() {
     run->reexecution = std::move(*re);
     run->bisection = std::move(*bi);
     Bisection* bisection = run->bisection.get();
-    run->reexecution->setSettle(
-        [bisection](const CheckTask& task, qint64 era, const ReexecutionVerdict& v, const QString& a,
-                    const protocol::HeldFrame& oa, const QString& b,
-                    const protocol::HeldFrame& ob) { return bisection->start(task, era, v, a, oa, b, ob); });
+    run->reexecution->setSettle([bisection](const CheckTask& task, qint64 era, const ReexecutionVerdict& v,
+                                            const QString& a, const protocol::HeldFrame& oa,
+                                            std::optional<double> la, const QString& b,
+                                            const protocol::HeldFrame& ob, std::optional<double> lb) {
+        return bisection->start(task, era, v, a, oa, la, b, ob, lb);
+    });
     connect(run->reexecution.get(), &Reexecution::judged,
             [r](const ReexecutionVerdict& v) { r->verdicts.push_back(v); });
     connect(run->bisection.get(), &Bisection::judged,
@@ -111,22 +139,28 @@ std::unique_ptr<TestBisection::Run> TestBisection::dispute() {
     mb.batch = kBatch;
     mb.seq = kSeq;
     mb.tokens = kBatch * kSeq;
-    mb.stage = 1;
+    mb.stage = d.stage;
     mb.inputs = {protocol::holdPayload(m_trip.tokens, TaskFrameType::ForwardInput),
                  protocol::holdPayload(m_trip.act0, TaskFrameType::ForwardInput),
                  protocol::holdPayload(m_trip.act1, TaskFrameType::ForwardInput)};
+    mb.targets = protocol::holdPayload(m_trip.targets, TaskFrameType::Targets);
+    if (d.kind == protocol::TaskKind::Backward)
+        mb.gradient = protocol::holdPayload(m_trip.grad2, TaskFrameType::BackwardInput);
     mb.taskNode = QStringLiteral("a");
-    mb.taskEra = run->router->era(1);
-    const QByteArray lied = lie(m_config, "noise", m_trip.act1, true);
-    if (!run->reexecution->start(QStringLiteral("a"), mb, protocol::TaskKind::Forward,
-                                 protocol::holdPayload(lied, TaskFrameType::ForwardOutput), std::nullopt))
+    mb.taskEra = run->router->era(d.stage);
+    const bool forward = d.kind == protocol::TaskKind::Forward;
+    const TaskFrameType type = forward ? TaskFrameType::ForwardOutput : TaskFrameType::BackwardOutput;
+    const QByteArray lied = d.lie.isEmpty() ? lie(m_config, "noise", honestOutput(d), forward) : d.lie;
+    if (!run->reexecution->start(QStringLiteral("a"), mb, d.kind, protocol::holdPayload(lied, type),
+                                 d.lieLoss))
         qFatal("not re-executed");
-    answer(*run, QStringLiteral("b"), m_trip.act1, TaskFrameType::ForwardOutput); // b's honest re-execution
+    answer(*run, QStringLiteral("b"), honestOutput(d), type, d.kind, d.honestLoss); // b's honest re-execution
     return run;
 }
 
 void TestBisection::answer(Run& run, const QString& node, const QByteArray& payload,
-                           protocol::TaskFrameType type) {
+                           protocol::TaskFrameType type, protocol::TaskKind kind,
+                           std::optional<double> loss) {
     const auto it =
         std::find_if(run.sent.begin(), run.sent.end(), [&](const Sent& s) { return s.node == node; });
     QVERIFY2(it != run.sent.end(), qPrintable(QStringLiteral("nothing was asked of %1").arg(node)));
@@ -134,25 +168,35 @@ void TestBisection::answer(Run& run, const QString& node, const QByteArray& payl
     run.sent.erase(it);
     protocol::TaskResult result;
     result.taskId = s.taskId;
-    result.kind = protocol::TaskKind::Forward;
+    result.kind = kind;
     result.microbatch = 7;
     result.ok = true;
+    result.loss = loss;
     const QByteArray bytes = protocol::TaskMessageBuilder(protocol::toJson(result)).add(type, payload).take();
     Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(bytes);
     QVERIFY(m);
     run.router->onResult(node, result, *m);
 }
 
-void TestBisection::answerTrace(Run& run, const QString& node, float laterBlocksScale) {
+void TestBisection::answerTrace(Run& run, const QString& node, const Dispute& d, float scale) {
     const auto it =
         std::find_if(run.sent.begin(), run.sent.end(), [&](const Sent& s) { return s.node == node; });
     QVERIFY2(it != run.sent.end() && it->trace,
              qPrintable(QStringLiteral("no trace was asked of %1").arg(node)));
-    Result<std::vector<float>> trace = m_engines[1]->traceForward(span(m_trip.act0));
+    gpu::StageEngine& engine = *m_engines[std::size_t(d.stage)];
+    const int blocks = engine.blocks();
+    Result<std::vector<float>> trace =
+        d.kind == protocol::TaskKind::Forward ? engine.traceForward(span(m_trip.act0))
+        : d.stage == 1 ? engine.traceBackward(span(m_trip.grad2), span(m_trip.act0), {})
+                       : engine.traceBackward({}, span(m_trip.act1), span(m_trip.targets));
     QVERIFY2(trace, trace ? "" : trace.message().c_str());
-    const std::size_t perBlock = trace->size() / std::size_t(m_engines[1]->blocks());
-    for (std::size_t i = perBlock; i < trace->size(); ++i)
-        (*trace)[i] *= laterBlocksScale;
+    const std::size_t size = std::size_t(kBatch * kSeq * m_config.dModel);
+    // A forward's lie from the residual after block 1 on; a backward's from the gradient below the top.
+    const std::size_t from = d.kind == protocol::TaskKind::Forward ? size : size * std::size_t(blocks + 1);
+    const std::size_t to =
+        d.kind == protocol::TaskKind::Forward ? trace->size() : size * std::size_t(2 * blocks + 1);
+    for (std::size_t i = from; i < to; ++i)
+        (*trace)[i] *= scale;
     answer(run, node, protocol::gradientPayload(*trace, 32), protocol::TaskFrameType::Partition);
 }
 
@@ -175,7 +219,8 @@ void TestBisection::aLieInTheAnswerAloneIsConvictedAtTheEncoding() {
 void TestBisection::aLyingTraceIsConvictedAtTheBlockItPartsAt() {
     QVERIFY(m_engines[1]->blocks() >= 2);
     std::unique_ptr<Run> run = dispute();
-    answerTrace(*run, QStringLiteral("a"), 1.5f); // its residuals from block 1 on are not the stage's
+    answerTrace(*run, QStringLiteral("a"), Dispute{},
+                1.5f); // its residuals from block 1 on are not the stage's
     answerTrace(*run, QStringLiteral("b"));
     const ReexecutionVerdict& v = run->verdicts.back();
     QCOMPARE(v.convicted, QStringList{QStringLiteral("a")});
@@ -201,6 +246,45 @@ void TestBisection::weightsThatMovedJudgeNothing() {
     const ReexecutionVerdict& v = run->verdicts.back();
     QVERIFY(v.unsettled);
     QVERIFY(v.convicted.isEmpty() && v.verified.isEmpty());
+}
+
+void TestBisection::aGradientLieIsConvictedAtTheGradientsEncoding() {
+    // A middle stage's backward: a sends its gradient flipped, its trace honest.
+    const Dispute d{1, protocol::TaskKind::Backward, lie(m_config, "flip", m_trip.grad1, false), {}, {}};
+    std::unique_ptr<Run> run = dispute(d);
+    QCOMPARE(run->bisection->started(), qint64(1));
+    answerTrace(*run, QStringLiteral("a"), d);
+    answerTrace(*run, QStringLiteral("b"), d);
+    const ReexecutionVerdict& v = run->verdicts.back();
+    QCOMPARE(v.convicted, QStringList{QStringLiteral("a")});
+    QCOMPARE(v.verified, QStringList{QStringLiteral("b")});
+    QVERIFY2(v.reason.contains(u"encoding of its gradient"), qPrintable(v.reason));
+}
+
+void TestBisection::aLyingBackwardTraceIsConvictedAtItsBlock() {
+    // Its gradients below the top block are not the stage's: the coordinator recomputes the top block's
+    // backward from the agreed gradient after it and the agreed residual before it.
+    const Dispute d{1, protocol::TaskKind::Backward, lie(m_config, "scale", m_trip.grad1, false), {}, {}};
+    std::unique_ptr<Run> run = dispute(d);
+    answerTrace(*run, QStringLiteral("a"), d, 1.5f);
+    answerTrace(*run, QStringLiteral("b"), d);
+    const ReexecutionVerdict& v = run->verdicts.back();
+    QCOMPARE(v.convicted, QStringList{QStringLiteral("a")});
+    QCOMPARE(v.verified, QStringList{QStringLiteral("b")});
+    QVERIFY2(v.reason.contains(QStringLiteral("block %1's backward").arg(m_engines[1]->blocks() - 1)),
+             qPrintable(v.reason));
+}
+
+void TestBisection::aLastStageLyingInItsLossIsConvicted() {
+    // The last stage's forward_backward: an honest gradient and a made-up loss (2.0).
+    const Dispute d{2, protocol::TaskKind::ForwardBackward, m_trip.grad2, 2.0, m_trip.loss};
+    std::unique_ptr<Run> run = dispute(d);
+    QCOMPARE(run->bisection->started(), qint64(1));
+    answerTrace(*run, QStringLiteral("a"), d);
+    answerTrace(*run, QStringLiteral("b"), d);
+    const ReexecutionVerdict& v = run->verdicts.back();
+    QCOMPARE(v.convicted, QStringList{QStringLiteral("a")});
+    QCOMPARE(v.verified, QStringList{QStringLiteral("b")});
 }
 
 QTEST_GUILESS_MAIN(TestBisection)
