@@ -50,8 +50,11 @@ namespace tessera::coordinator {
 
 struct ShareCheckSettings {
     double percent = 25;       // stage-steps whose shares are checked (drawn once the shares came)
-    double minAlignment = 0.3; // n·⟨g, s⟩/‖g‖²: honest ≈ 1 + the other microbatches' share of g
-    double maxNormRatio = 4;   // ‖s‖/‖g‖
+    // n·⟨g, s⟩/‖g‖²: honest ≈ 1 + the other microbatches' share of g. Honest first looks measured down to
+    // 0.23 (bench_trust) and 0.30 (test_dishonest_nodes), one honest norm ratio at 4.08 (a microbatch whose
+    // gradient is small): the second look carries those, and the bounds leave room for them too.
+    double minAlignment = 0.2;
+    double maxNormRatio = 6;   // ‖s‖/‖g‖
     int buckets = 4096;        // the sketches' (the node answers CountSketch::kDefaultBuckets)
     int maxVerifiers = 3;      // sends of one case: the verifier and the referee, with replacements
     // A share that failed a check, or was disputed, makes its sender (and a disputing verifier) a
