@@ -65,6 +65,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_learning 400 $(BUILD_DIR)/bench-learning
 	$(BUILD_DIR)/bin/bench_learning 2000 $(BUILD_DIR)/bench-learning-long long
 	scripts/text-run.sh $(BUILD_DIR) $(BUILD_DIR)/text-run 100 2
+	BUILD_DIR=$(BUILD_DIR) scripts/small-reexecution-run.sh $(BUILD_DIR)/small-reexecution 30
 
 # Instrumented builds, each in its own folder, of chosen targets only (cmake/TesseraSanitize.cmake,
 # tests/sanitize/selection.cmake), -O1 -g. CI runs `make sanitize` after `make test`.
