@@ -96,6 +96,18 @@ struct CheckTask {
     qint64 sketchSeed = 0;
     // A forward's trace (trust/Bisection): the residual after each block (a Partition frame, `output`).
     bool trace = false;
+
+    // The task `kind` of an accepted microbatch at its stage, as a check sends it again.
+    static CheckTask of(const Microbatch& mb, TaskKind kind) {
+        return CheckTask{mb.id,
+                         mb.step,
+                         mb.stage,
+                         kind,
+                         mb.tokens,
+                         mb.inputs[std::size_t(mb.stage)],
+                         kind == TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
+                         kind == TaskKind::Backward ? mb.gradient : protocol::HeldFrame()};
+    }
 };
 
 struct RouterStage {

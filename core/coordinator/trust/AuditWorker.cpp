@@ -168,17 +168,8 @@ bool AuditWorker::judgeTask(gpu::StageEngine& e, const Evidence& ev, int stage, 
 gpu::StageEngine* AuditWorker::engine(int stage) {
     if (const auto it = m_engines.find(stage); it != m_engines.end())
         return it->second.get();
-    gpu::StageEngineOptions options;
-    options.config = m_config;
-    options.stage = stage;
-    options.device = "cpu";
-    options.keepActivations = false;
-    Result<std::unique_ptr<gpu::StageEngine>> made = gpu::StageEngine::create(options);
-    if (!made) {
-        qWarning("trust: no engine for stage %d: %s", stage, made.message().c_str());
-        return nullptr;
-    }
-    return (m_engines[stage] = std::move(*made)).get();
+    std::unique_ptr<gpu::StageEngine> made = cpuStageEngine(m_config, stage);
+    return made ? (m_engines[stage] = std::move(made)).get() : nullptr;
 }
 
 } // namespace tessera::coordinator

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "coordinator/trust/Bisection.h"
 
+#include "coordinator/trust/Recompute.h"
 #include "coordinator/trust/TensorStats.h"
 #include "engine/FrameDecoder.h"
 #include "engine/StageEngine.h"
@@ -325,17 +326,8 @@ bool Bisection::recomputeEncoding(Case& c, const Parting& at, std::int64_t size,
 gpu::StageEngine* Bisection::engine(int stage) {
     if (const auto it = m_engines.find(stage); it != m_engines.end())
         return it->second.get();
-    gpu::StageEngineOptions options;
-    options.config = m_config;
-    options.stage = stage;
-    options.device = "cpu";
-    options.keepActivations = false;
-    Result<std::unique_ptr<gpu::StageEngine>> made = gpu::StageEngine::create(options);
-    if (!made) {
-        qWarning("trust: no engine to bisect stage %d: %s", stage, made.message().c_str());
-        return nullptr;
-    }
-    return (m_engines[stage] = std::move(*made)).get();
+    std::unique_ptr<gpu::StageEngine> made = cpuStageEngine(m_config, stage);
+    return made ? (m_engines[stage] = std::move(made)).get() : nullptr;
 }
 
 void Bisection::finish(qint64 caseId) {

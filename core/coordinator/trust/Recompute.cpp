@@ -3,6 +3,8 @@
 
 #include "engine/StageEngine.h"
 
+#include <QtGlobal>
+
 namespace tessera::coordinator {
 
 Result<Recomputed> recompute(gpu::StageEngine& engine, bool backward, std::span<const std::uint8_t> input,
@@ -33,6 +35,20 @@ Result<Recomputed> recompute(gpu::StageEngine& engine, bool backward, std::span<
     if (!run)
         return run.error();
     return out;
+}
+
+std::unique_ptr<gpu::StageEngine> cpuStageEngine(const gpu::ModelConfig& config, int stage) {
+    gpu::StageEngineOptions options;
+    options.config = config;
+    options.stage = stage;
+    options.device = "cpu";
+    options.keepActivations = false;
+    Result<std::unique_ptr<gpu::StageEngine>> made = gpu::StageEngine::create(options);
+    if (!made) {
+        qWarning("trust: no engine for stage %d: %s", stage, made.message().c_str());
+        return nullptr;
+    }
+    return std::move(*made);
 }
 
 } // namespace tessera::coordinator

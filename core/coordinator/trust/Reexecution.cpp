@@ -58,14 +58,7 @@ bool Reexecution::start(const QString& node, const Microbatch& mb, TaskKind kind
     if (!checkable(mb, kind))
         return false;
     Case c;
-    c.task = CheckTask{mb.id,
-                       mb.step,
-                       mb.stage,
-                       kind,
-                       mb.tokens,
-                       mb.inputs[std::size_t(mb.stage)],
-                       kind == TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
-                       kind == TaskKind::Backward ? mb.gradient : protocol::HeldFrame()};
+    c.task = CheckTask::of(mb, kind);
     c.verdict.stage = mb.stage;
     c.verdict.kind = kind;
     c.verdict.microbatch = mb.id;

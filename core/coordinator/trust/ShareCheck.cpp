@@ -59,14 +59,7 @@ void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind)
         if (slot >= 2)
             return;
     }
-    const CheckTask task{mb.id,
-                         mb.step,
-                         mb.stage,
-                         kind,
-                         mb.tokens,
-                         mb.inputs[std::size_t(mb.stage)],
-                         kind == TaskKind::ForwardBackward ? mb.targets : protocol::HeldFrame(),
-                         kind == TaskKind::Backward ? mb.gradient : protocol::HeldFrame()};
+    const CheckTask task = CheckTask::of(mb, kind);
     if (slot < kept.tasks.size())
         kept.tasks[slot] = task;
     else
