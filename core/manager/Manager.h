@@ -81,8 +81,10 @@ public:
     ActivityLog& activity() { return *m_activity; }
     // Tests: extra tessera-node arguments (short benchmark, fast heartbeats).
     void setExtraNodeArguments(const QStringList& arguments);
-    // Tests: the clock the policy and the history use.
+    // Tests: the clock the policy, the history and the dashboard use.
     void setClock(std::function<qint64()> nowMs);
+    // The time by that clock (milliseconds since the epoch).
+    qint64 nowMs() const { return m_now(); }
 
 Q_SIGNALS:
     void stateChanged(tessera::manager::AppState state, const QString& text);

@@ -10,6 +10,7 @@
 #include "manager/detectors/PauseDetectors.h"
 
 #include <QAction>
+#include <QDateTime>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
@@ -48,6 +49,19 @@ public:
         f.close();
         f.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
         m_settings->setValue(manager::AppSettings::Key::NodeProgram, script);
+    }
+
+    // Pins the manager's clock half a minute past the last noon that has passed (local time): a
+    // test of "today" and "a moment ago" then never straddles midnight (CI ran one at 00:00 and
+    // "a minute ago" fell on yesterday) nor a minute's turn. Returns that time.
+    qint64 pinClockAtNoon() {
+        const QDateTime now = QDateTime::currentDateTime();
+        QDateTime noon(now.date(), QTime(12, 0, 30));
+        if (noon > now)
+            noon = noon.addDays(-1);
+        const qint64 ms = noon.toMSecsSinceEpoch();
+        manager().setClock([ms] { return ms; });
+        return ms;
     }
 
     QString path(QStringView name) const { return m_dir.filePath(name.toString()); }

@@ -71,8 +71,8 @@ void TestDashboard::creditsFromTheLedger() {
     test::UiFixture app;
     manager::Manager& manager = app.manager();
     // 2 credits 40 days ago (outside the month), 1.5 earlier today, 0.25 a moment ago.
-    const qint64 now = QDateTime::currentMSecsSinceEpoch();
-    const qint64 midnight = QDate::currentDate().startOfDay().toMSecsSinceEpoch();
+    const qint64 now = app.pinClockAtNoon();
+    const qint64 midnight = QDateTime::fromMSecsSinceEpoch(now).date().startOfDay().toMSecsSinceEpoch();
     Result<Identity> coordinatorKey = Identity::generate();
     Result<Identity> nodeKey = Identity::generate();
     QVERIFY(coordinatorKey && nodeKey);

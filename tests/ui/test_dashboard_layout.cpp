@@ -139,8 +139,8 @@ private Q_SLOTS:
         test::UiFixture app;
         manager::Manager& manager = app.manager();
         QVERIFY(QDir().mkpath(manager.nodeDataDir()));
-        const qint64 now = QDateTime::currentMSecsSinceEpoch();
-        const QDate today = QDate::currentDate();
+        const qint64 now = app.pinClockAtNoon();
+        const QDate today = QDateTime::fromMSecsSinceEpoch(now).date();
         const qint64 threeDaysAgo = today.addDays(-3).startOfDay().toMSecsSinceEpoch() + 12 * 3'600'000;
         QVERIFY(writeLedger(manager.ledgerPath(),
                             {{threeDaysAgo, 2.0}, {now - 60'000, 0.5}, {now - 1000, 0.25}}));

@@ -22,9 +22,10 @@ namespace tessera::ui {
 using namespace Qt::StringLiterals;
 using manager::NodeStatusText;
 
-CreditsDialog::CreditsDialog(QString ledgerPath, QWidget* parent)
+CreditsDialog::CreditsDialog(QString ledgerPath, std::function<qint64()> nowMs, QWidget* parent)
     : QDialog(parent)
-    , m_ledgerPath(std::move(ledgerPath)) {
+    , m_ledgerPath(std::move(ledgerPath))
+    , m_nowMs(std::move(nowMs)) {
     setWindowTitle(tr("Credits day by day"));
     m_summary = new QLabel;
     m_summary->setObjectName(u"summary"_s);
@@ -54,8 +55,7 @@ CreditsDialog::CreditsDialog(QString ledgerPath, QWidget* parent)
 }
 
 void CreditsDialog::refresh() {
-    const Result<QList<manager::CreditDay>> days =
-        manager::CreditDays::days(m_ledgerPath, QDateTime::currentMSecsSinceEpoch());
+    const Result<QList<manager::CreditDay>> days = manager::CreditDays::days(m_ledgerPath, m_nowMs());
     m_days = days ? *days : QList<manager::CreditDay>();
     const QLocale locale;
     m_table->setRowCount(int(m_days.size()));

@@ -8,6 +8,8 @@
 
 #include <QDialog>
 
+#include <functional>
+
 class QLabel;
 class QTableWidget;
 
@@ -17,7 +19,8 @@ class CreditsDialog final : public QDialog {
     Q_OBJECT
 
 public:
-    explicit CreditsDialog(QString ledgerPath, QWidget* parent = nullptr);
+    // Days end at local midnight by `nowMs` (the manager's clock).
+    CreditsDialog(QString ledgerPath, std::function<qint64()> nowMs, QWidget* parent = nullptr);
 
     // Reads the ledger again.
     void refresh();
@@ -30,6 +33,7 @@ private:
     void exportAsked();
 
     QString m_ledgerPath;
+    std::function<qint64()> m_nowMs;
     QList<manager::CreditDay> m_days;
     QTableWidget* m_table;
     QLabel* m_summary;

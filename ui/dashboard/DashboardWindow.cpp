@@ -18,7 +18,6 @@
 #include <QCheckBox>
 #include <QCloseEvent>
 #include <QComboBox>
-#include <QDateTime>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -234,7 +233,8 @@ void DashboardWindow::showTables(bool tables) {
 
 void DashboardWindow::showCreditsByDay() {
     if (!m_creditsDialog) {
-        m_creditsDialog = new CreditsDialog(m_manager.ledgerPath(), this);
+        m_creditsDialog = new CreditsDialog(
+            m_manager.ledgerPath(), [this] { return m_manager.nowMs(); }, this);
         m_creditsDialog->setObjectName(u"creditsByDay"_s);
     }
     m_creditsDialog->refresh();
@@ -280,7 +280,7 @@ QString DashboardWindow::historyError() const {
 }
 
 void DashboardWindow::refreshHistory() {
-    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    const qint64 now = m_manager.nowMs();
     const HistoryRange r = range();
     QStringList problems;
     const auto show = [&](HistoryView& view, int line, const Result<manager::HistorySeries>& series) {
