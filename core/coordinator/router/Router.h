@@ -141,6 +141,12 @@ public:
 
     void setClock(Clock clock) { m_clock = std::move(clock); }
     void setCheck(Check check) { m_check = std::move(check); }
+    // Which nodes' work is verified: the others are scheduled no faster than their stage's typical node
+    // (StageScheduler::setVerified).
+    void setVerified(const StageScheduler::Verified& verified) {
+        for (StageScheduler& scheduler : m_schedulers)
+            scheduler.setVerified(verified);
+    }
     // Microbatch ids go on from here (they are unique across restarts: the caller persists them).
     void setNextMicrobatchId(qint64 id) { m_nextMicrobatch = id; }
     // Issuing new microbatches (on by default); off lets what is in flight finish.

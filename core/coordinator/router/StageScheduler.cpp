@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace tessera::coordinator {
 
@@ -41,9 +42,36 @@ QStringList StageScheduler::nodes() const {
     return m_nodes.keys();
 }
 
-double StageScheduler::finishMs(const Node& n, qint64 tokens, qint64 nowMs) const {
+double StageScheduler::unverifiedFloor() const {
+    if (!m_verified)
+        return 0;
+    std::vector<double> verified;
+    std::vector<double> measured;
+    for (auto it = m_nodes.cbegin(); it != m_nodes.cend(); ++it) {
+        if (!it->measured)
+            continue;
+        measured.push_back(it->secondsPerToken);
+        if (m_verified(it.key()))
+            verified.push_back(it->secondsPerToken);
+    }
+    std::vector<double>& typical = verified.empty() ? measured : verified;
+    if (typical.empty())
+        return 0;
+    const auto middle = typical.begin() + std::ptrdiff_t(typical.size() / 2);
+    std::nth_element(typical.begin(), middle, typical.end());
+    return *middle;
+}
+
+double StageScheduler::pace(const QString& id, const Node& n, double floor) const {
+    if (floor <= n.secondsPerToken || !m_verified || m_verified(id))
+        return n.secondsPerToken;
+    return floor;
+}
+
+double StageScheduler::finishMs(const QString& id, const Node& n, qint64 tokens, qint64 nowMs,
+                                double floor) const {
     const double freeAtMs = std::max(double(nowMs), n.busyUntilMs);
-    return freeAtMs + double(std::max<qint64>(tokens, 0)) * n.secondsPerToken * 1000.0;
+    return freeAtMs + double(std::max<qint64>(tokens, 0)) * pace(id, n, floor) * 1000.0;
 }
 
 int StageScheduler::probesInFlight() const {
@@ -60,6 +88,7 @@ int StageScheduler::probesInFlight() const {
 // per pick is cheap and leaves no index to keep in step with the nodes.
 std::optional<QString> StageScheduler::pick(qint64 tokens, qint64 nowMs) {
     const bool probing = probesInFlight() < m_settings.maxProbesInFlight;
+    const double floor = unverifiedFloor();
     Node* best = nullptr;
     QString bestId;
     double bestFinish = 0;
@@ -69,7 +98,7 @@ std::optional<QString> StageScheduler::pick(qint64 tokens, qint64 nowMs) {
         if (nowMs < n.bannedUntilMs)
             continue;
         const bool isProbe = probing && !n.measured && n.inFlight == 0;
-        const double finish = finishMs(n, tokens, nowMs);
+        const double finish = finishMs(it.key(), n, tokens, nowMs, floor);
         // Strict comparisons: on a tie the earlier (lower) id stays.
         if (best == nullptr || (isProbe && !bestIsProbe) || (isProbe == bestIsProbe && finish < bestFinish)) {
             best = &n;
@@ -91,7 +120,7 @@ bool StageScheduler::assign(const QString& node, qint64 tokens, qint64 nowMs) {
     if (it == m_nodes.end() || nowMs < it->bannedUntilMs)
         return false;
     Node& n = it.value();
-    n.busyUntilMs = finishMs(n, tokens, nowMs);
+    n.busyUntilMs = finishMs(node, n, tokens, nowMs, unverifiedFloor());
     n.queuedTokens += std::max<qint64>(tokens, 0);
     ++n.inFlight;
     return true;
@@ -117,8 +146,12 @@ bool StageScheduler::complete(const QString& node, qint64 tokens, double seconds
         n.fromPrior = false;
         n.measured = true;
     }
-    // The node finished a task just now, so what is left starts now, at the updated speed.
-    n.busyUntilMs = double(nowMs) + double(n.queuedTokens) * n.secondsPerToken * 1000.0;
+    // The node finished a task just now, so what is left starts now, at the updated speed — unless it
+    // is held to the typical pace (unverified and faster): then it stays busy as long as the typical
+    // node would have been, or finishing early would win it the next task all the same.
+    const double floor = unverifiedFloor();
+    const double left = double(nowMs) + double(n.queuedTokens) * pace(node, n, floor) * 1000.0;
+    n.busyUntilMs = pace(node, n, floor) > n.secondsPerToken ? std::max(n.busyUntilMs, left) : left;
     return true;
 }
 

@@ -7,6 +7,7 @@
 #include <QStringList>
 #include <QtGlobal>
 
+#include <functional>
 #include <optional>
 
 namespace tessera::coordinator {
@@ -34,6 +35,13 @@ public:
     explicit StageScheduler(StageSchedulerSettings settings = {});
 
     const StageSchedulerSettings& settings() const { return m_settings; }
+
+    // Set: a node whose work has not been verified (an audit or a re-execution passed since its last
+    // strike) is scheduled no faster than the stage's typical node — the median speed of its verified
+    // nodes, or of all its measured ones while none is verified — so answering fast wins tasks only
+    // once the answers are shown to be real work (a node skipping the work it is paid for is fastest).
+    using Verified = std::function<bool(const QString& node)>;
+    void setVerified(Verified verified) { m_verified = std::move(verified); }
 
     // probeSecondsPerToken: the node's benchmark, if it ran one (non-positive counts as none).
     // False when the node is already here (its state is kept).
@@ -72,11 +80,16 @@ private:
         qint64 bannedUntilMs = 0;
     };
 
-    double finishMs(const Node& n, qint64 tokens, qint64 nowMs) const;
+    // The seconds a token the node is scheduled at: its own, or `floor` when it is faster and unverified.
+    double pace(const QString& id, const Node& n, double floor) const;
+    // The typical node's seconds a token (see setVerified); 0 without a predicate or measured nodes.
+    double unverifiedFloor() const;
+    double finishMs(const QString& id, const Node& n, qint64 tokens, qint64 nowMs, double floor) const;
     int probesInFlight() const;
     qint64 banDurationMs(int consecutiveFailures) const;
 
     StageSchedulerSettings m_settings;
+    Verified m_verified;
     // Ordered by id, so a scan meets ties lowest id first.
     QMap<QString, Node> m_nodes;
 };

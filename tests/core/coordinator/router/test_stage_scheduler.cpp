@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <set>
 #include <vector>
 
 using namespace tessera::coordinator;
@@ -77,6 +78,7 @@ private Q_SLOTS:
     void unprobedNodesArePickedEarly();
     void deadlinesScaleWithEma();
     void removingNodeWithWorkInFlight();
+    void fastUnverifiedWorkWinsNoExtraTasks();
 };
 
 void TestStageScheduler::emptySchedulerPicksNothing() {
@@ -302,6 +304,36 @@ void TestStageScheduler::removingNodeWithWorkInFlight() {
     QCOMPARE(s.inFlight(kA), 0);
     QCOMPARE(s.secondsPerToken(kA), 0.002);
     QCOMPARE(s.pick(100, 0), kA);
+}
+
+// Issue 41: a node that answers 20× faster than its two peers (what skipping the work looks like)
+// gets no more tasks than a typical node until its work is verified; once it is, its speed counts
+// (and a strike, which unverifies it, takes the gain away again).
+void TestStageScheduler::fastUnverifiedWorkWinsNoExtraTasks() {
+    const std::map<QString, double> speeds{{kA, 0.0001}, {kB, 0.002}, {kC, 0.002}};
+    std::set<QString> verified{kB, kC};
+    StageScheduler s;
+    s.setVerified([&](const QString& node) { return verified.contains(node); });
+    for (const auto& [node, speed] : speeds)
+        QVERIFY(s.addNode(node, speed));
+    std::map<QString, int> count = simulate(s, speeds, 900, 6, 512);
+    // (Ties go to the lowest id, a's: a few more than its peers; at its own speed it would get ~20×.)
+    QVERIFY2(count.at(kA) < 1.15 * std::max(count.at(kB), count.at(kC)),
+             qPrintable(QStringLiteral("unverified a got %1, b %2, c %3").arg(count.at(kA)).arg(count.at(kB)).arg(count.at(kC))));
+    QVERIFY(count.at(kA) >= 250); // held to the typical pace, not starved
+    // Its speed is still measured as it is (deadlines follow the real pace).
+    QVERIFY(*s.secondsPerToken(kA) < 0.001);
+
+    verified.insert(kA);
+    count = simulate(s, speeds, 900, 6, 512);
+    QVERIFY2(count[kA] > 3 * count[kB], qPrintable(QStringLiteral("verified a got %1, b %2").arg(count[kA]).arg(count[kB])));
+
+    // Without a predicate (the checks off) speed counts as measured.
+    StageScheduler plain;
+    for (const auto& [node, speed] : speeds)
+        QVERIFY(plain.addNode(node, speed));
+    count = simulate(plain, speeds, 900, 6, 512);
+    QVERIFY(count[kA] > 3 * count[kB]);
 }
 
 QTEST_GUILESS_MAIN(TestStageScheduler)
