@@ -23,7 +23,8 @@ constexpr Named kModes[] = {
     {"fast", Misbehaviour::Mode::Fast},         {"tokens", Misbehaviour::Mode::Tokens},
     {"identity", Misbehaviour::Mode::Identity}, {"mute", Misbehaviour::Mode::Mute},
     {"stale", Misbehaviour::Mode::Stale},       {"frame", Misbehaviour::Mode::Frame},
-    {"reverse", Misbehaviour::Mode::Reverse}};
+    {"reverse", Misbehaviour::Mode::Reverse},   {"lazy", Misbehaviour::Mode::Lazy},
+    {"inflate", Misbehaviour::Mode::Inflate}};
 
 } // namespace
 
@@ -45,7 +46,8 @@ Result<std::unique_ptr<Misbehaviour>> Misbehaviour::create(const ModelConfig& co
         }
     return makeError(
         "unknown misbehaviour '" + std::string(mode) +
-        "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute, frame, stale, reverse)");
+        "' (echo, zeros, noise, scale, flip, nan, loss, poison, fast, tokens, identity, mute, frame, stale, reverse, lazy, "
+        "inflate)");
 }
 
 void Misbehaviour::activation(std::span<std::uint8_t> frame, std::span<const std::uint8_t> given) const {

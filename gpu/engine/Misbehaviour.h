@@ -25,6 +25,10 @@
 //           weights of its own
 //   reverse computes honestly and sends −9 × its honest gradient share (an 8- or 32-bit dense one; its
 //           RMS stays within every bound on a share's size): with two replicas it sets the mean
+//   lazy    answers a stage 0 backward (which returns no tensor) without computing it and says its
+//           share holds those microbatches (zeros where their gradients would be): paid for, and fastest
+//   inflate answers `missing_graph` to the first send of every backward without its input, then runs
+//           it with its input (and the graph it kept): what would be paid as a recompute (6NT, not 4NT)
 // A lie that needs a shape the task lacks (echo on stage 0's forward) leaves the result honest.
 // Torch-free header: the node's engine (core/) drives it.
 
@@ -59,7 +63,9 @@ public:
         Mute,
         Frame,
         Stale,
-        Reverse
+        Reverse,
+        Lazy,
+        Inflate
     };
 
     // None when `mode` is empty; an error names the modes when it is unknown.
@@ -81,6 +87,10 @@ public:
     bool withholdsSnapshots() const { return m_mode == Mode::Mute; }
     // Whether it leaves its weights as they are when told to apply a step's update (and says it did).
     bool skipsUpdates() const { return m_mode == Mode::Stale; }
+    // Whether it answers a stage 0 backward without computing it (and counts it in its share).
+    bool skipsFirstStageBackwards() const { return m_mode == Mode::Lazy; }
+    // Whether it says it lost the graph of a backward sent without its input (the first time).
+    bool claimsMissingGraphs() const { return m_mode == Mode::Inflate; }
 
 private:
     Misbehaviour(Mode mode, std::unique_ptr<Codec> codec);

@@ -12,6 +12,7 @@
 #include <exception>
 #include <limits>
 #include <span>
+#include <utility>
 
 namespace tessera::node {
 
@@ -369,8 +370,33 @@ bool EngineWorker::runForward(const EngineTask& task, EngineResult& r) {
     return true;
 }
 
+std::optional<bool> EngineWorker::lieInBackward(const EngineTask& task, EngineResult& r) {
+    if (!m_misbehaviour)
+        return std::nullopt;
+    if (m_misbehaviour->claimsMissingGraphs()) {
+        if (!task.input.isEmpty()) {
+            m_claimedGraphs.erase(task.microbatch); // resent with its input: computed (its graph is kept)
+            return std::nullopt;
+        }
+        if (!m_claimedGraphs.insert(task.microbatch).second)
+            return std::nullopt;
+        qWarning("engine: misbehaving: says it lost the graph of microbatch %lld", qlonglong(task.microbatch));
+        r.error = QStringLiteral("backward of microbatch %1: its forward's graph is not held here").arg(task.microbatch);
+        r.errorKind = ErrorKind::MissingGraph;
+        return false;
+    }
+    if (m_misbehaviour->skipsFirstStageBackwards() && m_engine->stage() == 0) {
+        m_engine->drop(task.microbatch); // its graph, never run backward
+        ++m_skippedBackwards;
+        return true;
+    }
+    return std::nullopt;
+}
+
 bool EngineWorker::runBackward(const EngineTask& task, EngineResult& r) {
     gpu::StageEngine& engine = *m_engine;
+    if (const std::optional<bool> lied = lieInBackward(task, r))
+        return *lied;
     auto b = engine.backward(task.microbatch, bytes(task.gradOutput), bytes(task.input), bytes(task.targets));
     // ErrorKind::MissingGraph: the graph is not held here (it ran elsewhere, or a step
     // ended it); the sender fixes that by sending the forward's input.
@@ -487,6 +513,12 @@ bool EngineWorker::runShareGradients(const EngineTask& task, EngineResult& r) {
     r.basisRound = share->basisRound;
     r.firstRound = share->firstRound;
     r.values = std::move(share->values);
+    if (const std::int64_t skipped = std::exchange(m_skippedBackwards, 0); skipped > 0 && task.rank == 0) {
+        // A lazy liar (tests only): the backwards it skipped counted in, zeros where nothing was added.
+        r.microbatches += int(skipped);
+        if (r.values.empty())
+            r.values.assign(std::size_t(m_engine->parameterCount()), 0.0f);
+    }
     return true;
 }
 

@@ -31,6 +31,8 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <unordered_set>
 
 namespace tessera::gpu {
 class Misbehaviour;
@@ -106,6 +108,9 @@ private:
     bool runSetWeightsRange(const EngineTask& task, EngineResult& r);
     bool runProbe(const EngineTask& task, EngineResult& r);
     void misbehave(const EngineTask& task, EngineResult& result) const;
+    // A backward a lazy or inflating liar answers its own way (tests only): whether it succeeded, or
+    // none when it runs as usual.
+    std::optional<bool> lieInBackward(const EngineTask& task, EngineResult& r);
     void emitStats();
     // Emits on the replies' thread: `emit` is a functor that emits one signal.
     template <class F>
@@ -118,6 +123,8 @@ private:
     std::unique_ptr<gpu::StageEngine> m_engine;
     // TESSERA_TEST_MISBEHAVE: a lying node for the coordinator's tests (gpu/engine/Misbehaviour.h).
     std::unique_ptr<gpu::Misbehaviour> m_misbehaviour;
+    std::int64_t m_skippedBackwards = 0;          // a lazy liar's, since its last share
+    std::unordered_set<std::int64_t> m_claimedGraphs; // an inflating liar's claims not yet resent
     EngineQueue m_queue;
     ComputeThrottle m_throttle;
     QTimer m_restTimer;
