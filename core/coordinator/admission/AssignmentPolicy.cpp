@@ -38,6 +38,7 @@ Assignment AssignmentPolicy::choose(const std::vector<StageLoad>& loads, const N
         totalNodes += l.nodes;
 
     std::optional<int> best;
+    bool bestShort = false; // below minReplicas
     double bestScore = std::numeric_limits<double>::infinity();
     qint64 bestRequirement = 0;
     qint64 smallest = std::numeric_limits<qint64>::max();
@@ -52,8 +53,11 @@ Assignment AssignmentPolicy::choose(const std::vector<StageLoad>& loads, const N
         if (m_settings.maxNodesPerStage > 0 && load.nodes >= m_settings.maxNodesPerStage)
             continue;
         const double score = load.gflops / double(m_config.stageParameterCount(s));
-        if (score < bestScore) { // strict: a tie keeps the lower stage
+        const bool isShort = load.nodes < m_settings.minReplicas;
+        // Strict: a tie keeps the lower stage.
+        if (!best || (isShort && !bestShort) || (isShort == bestShort && score < bestScore)) {
             best = s;
+            bestShort = isShort;
             bestScore = score;
             bestRequirement = p.deviceBytes;
         }

@@ -28,6 +28,11 @@ struct AssignmentSettings {
     // 0 means no limit. When every stage a node fits is full, or the swarm is, it waits.
     int maxNodesPerStage = 0;
     int maxNodesTotal = 0;
+    // Stages with fewer nodes than this are filled first, before throughput decides: a stage of one
+    // replica is lost with its node, and at a stage the coordinator cannot recompute (8b) a second
+    // replica is the only check of the first one's answers — a lone node that answers fast (because it
+    // skips the work) would otherwise keep newcomers off its stage and itself unchecked. 0: off.
+    int minReplicas = 2;
     std::chrono::seconds waitlistRetryAfter{300};
 };
 
@@ -75,8 +80,9 @@ public:
     qint64 usableBytes(qint64 memoryBytes) const;
 
     // loads: one entry per stage (missing entries count as empty stages). Among the stages the
-    // node fits and that have room, the one with the least throughput per stage parameter
-    // wins, so compute flows to the stage that is slowest for its size; ties go to the lowest.
+    // node fits and that have room — those below minReplicas nodes first — the one with the least
+    // throughput per stage parameter wins, so compute flows to the stage that is slowest for its
+    // size; ties go to the lowest.
     Assignment choose(const std::vector<StageLoad>& loads, const NodeCapacity& node) const;
 
 private:

@@ -37,6 +37,7 @@ private Q_SLOTS:
     void fullSwarmWaitlists();
     void the8bRunWith8BitMomentsFitsA24GbGpu();
     void doesNotFitWinsOverWaitlist();
+    void aLoneReplicaGetsASecondFirst();
 };
 
 void TestAssignmentPolicy::leastServedPerCostWins() {
@@ -164,6 +165,31 @@ void TestAssignmentPolicy::doesNotFitWinsOverWaitlist() {
     // Waiting would not help a node that fits no stage: it is told so at once.
     QVERIFY(std::holds_alternative<DoesNotFit>(
         policy.choose({{1, 1}}, NodeCapacity{8 * kGiB, true, gpu::Dtype::BF16})));
+}
+
+// Issue 41: a stage of one node gets the next node before throughput decides — at 8b a second replica
+// is the only check of the first one's answers, and a lone node that answers fast (it skips the work)
+// made its stage look served: in a real run every newcomer went to the other stages and the liar on
+// stage 1 answered 8,452 microbatches unchecked.
+void TestAssignmentPolicy::aLoneReplicaGetsASecondFirst() {
+    const gpu::ModelConfig c = preset("small");
+    std::vector<StageLoad> loads(4);
+    for (int s = 0; s < 4; ++s)
+        loads[std::size_t(s)] = StageLoad{2, double(c.stageParameterCount(s)) * 1e-6};
+    loads[1] = StageLoad{1, 1000.0 * double(c.stageParameterCount(1)) * 1e-6}; // one node, 1000× served
+    AssignmentPolicy policy(c, {});
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, gpu24())).stage, 1);
+    // Among stages of one node, the least served for its size; with every stage at two, throughput alone.
+    loads[3] = StageLoad{1, 0.5 * double(c.stageParameterCount(3)) * 1e-6};
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, gpu24())).stage, 3);
+    loads[1].nodes = loads[3].nodes = 2;
+    QCOMPARE(std::get<StageChosen>(policy.choose(loads, gpu24())).stage, 3);
+    // Off: throughput alone, as before.
+    AssignmentSettings off;
+    off.minReplicas = 0;
+    loads[3] = StageLoad{2, double(c.stageParameterCount(3)) * 1e-6};
+    loads[1].nodes = 1;
+    QCOMPARE(std::get<StageChosen>(AssignmentPolicy(c, off).choose(loads, gpu24())).stage, 0);
 }
 
 QTEST_GUILESS_MAIN(TestAssignmentPolicy)
