@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "coordinator/trust/Reexecution.h"
 
+#include "coordinator/trust/Verifiers.h"
+
 #include "coordinator/trust/TensorStats.h"
 #include "engine/FrameDecoder.h"
 
@@ -109,17 +111,7 @@ double Reexecution::error(const Answer& a, const Answer& b) const {
 bool Reexecution::sendNext(qint64 caseId, Case& c) {
     if (c.sends >= m_settings.maxVerifiers || m_router.era(c.task.stage) != c.era)
         return false;
-    // Replicas that held the stage's weights when the task ran; another network first, then any.
-    QStringList candidates;
-    for (const QString& node : m_router.nodesOf(c.task.stage))
-        if (!c.tried.contains(node) && m_router.joinedEra(node).value_or(c.era) < c.era)
-            candidates << node;
-    QSet<QString> networks;
-    for (const QString& node : c.tried)
-        networks.insert(m_networkOf(node));
-    std::stable_partition(candidates.begin(), candidates.end(),
-                          [&](const QString& node) { return !networks.contains(m_networkOf(node)); });
-    for (const QString& node : candidates) {
+    for (const QString& node : verifierCandidates(m_router, c.task.stage, c.era, c.tried, m_networkOf)) {
         c.tried << node;
         if (const std::optional<qint64> task = m_router.sendCheck(node, c.task)) {
             ++c.sends;

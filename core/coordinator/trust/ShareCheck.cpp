@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "coordinator/trust/ShareCheck.h"
 
+#include "coordinator/trust/Verifiers.h"
+
 #include "protocol/TaskMessage.h"
 
-#include <QSet>
 
 #include <algorithm>
 #include <cmath>
@@ -110,21 +111,12 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
 bool ShareCheck::sendNext(qint64 caseId, Case& c) {
     if (c.sends >= m_settings.maxVerifiers || m_router.era(c.stage) != c.era)
         return false;
-    // Replicas that held the stage's weights when the microbatch ran; another network first.
-    QStringList candidates;
-    for (const QString& node : m_router.nodesOf(c.stage))
-        if (!c.tried.contains(node) && m_router.joinedEra(node).value_or(c.era) < c.era)
-            candidates << node;
-    QSet<QString> networks;
-    for (const QString& node : std::as_const(c.tried))
-        networks.insert(m_networkOf(node));
-    std::stable_partition(candidates.begin(), candidates.end(),
-                          [&](const QString& node) { return !networks.contains(m_networkOf(node)); });
+    const QStringList candidates = verifierCandidates(m_router, c.stage, c.era, c.tried, m_networkOf);
     // The referee sketches the node's other kept microbatch where there is one: a second, independent
     // look (an honest share that fails the first by chance — its other microbatches' gradients opposing
     // the drawn one's — passes the second; a lie fails both).
     const CheckTask& task = c.answers.empty() ? c.tasks.front() : c.tasks.back();
-    for (const QString& node : std::as_const(candidates)) {
+    for (const QString& node : candidates) {
         c.tried << node;
         if (const std::optional<qint64> sent = m_router.sendCheck(node, task)) {
             ++c.sends;
