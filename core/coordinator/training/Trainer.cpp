@@ -245,6 +245,10 @@ void Trainer::makeRouter() {
                               const protocol::HeldFrame& output, std::optional<double> loss) {
         return checkResult(node, mb, kind, output, loss);
     });
+    // Answering faster wins more tasks only once the answers were verified (a re-execution or an audit
+    // passed since the node's last strike): skipping the work is the fastest answer of all.
+    m_router->setVerified(
+        [this](const QString& node) { return !m_settings.checks.enabled || m_checks->vetted(node); });
     connect(m_router.get(), &Router::refused, this, &Trainer::onRefused);
     connect(m_router.get(), &Router::refusalUnresolved, this,
             [this](const QString& node, int stage, const QString& why) {
@@ -338,6 +342,7 @@ void Trainer::makeStepChecks() {
     m_gradients->setShareGate(
         [this](qint64 step, int stage, const std::vector<GradientAverager::ShareView>& shares) {
             StepHold hold;
+            hold.sharesInAtMs = now();
             if (m_shareCheck) {
                 std::vector<ShareView> views;
                 for (const GradientAverager::ShareView& share : shares)
@@ -386,6 +391,15 @@ void Trainer::onShareChecked(const ShareVerdict& v) {
         for (const QString& node : v.disputed)
             m_checks->probation(node);
         return;
+    }
+    if (v.passed && !v.verifiers.isEmpty()) {
+        // Its backwards of the step are verified work: the share holds what another replica computed
+        // for one of them — the only check a stage 0 backward (no tensor returned) has on the 8b path.
+        m_checks->auditPassed(v.node);
+        const auto hold = m_holds.find({v.step, v.stage});
+        if (hold != m_holds.end())
+            if (Status s = m_reputation->passedAudit(v.node, hold->second.sharesInAtMs, now(), false, true); !s)
+                qWarning("trust: recording a share check failed: %s", s.message().c_str());
     }
     if (v.verifiers.size() > 1)
         qWarning("trust: node %s's gradient share (stage %d, step %lld) stands on a second look: %s",
@@ -637,8 +651,13 @@ void Trainer::strike(const QString& node, const QString& reason) {
 void Trainer::onAudited(const AuditOutcome& outcome) {
     if (outcome.passed) {
         m_checks->auditPassed(outcome.node);
+        // A first stage's backward returns nothing an audit can compare: where shares are checked and
+        // another replica can check them, its work is covered by its share's check alone (else by its
+        // forwards' audits, as before: a sole replica's share has no one to check it).
+        const bool sharesJudge = m_shareCheck && outcome.stage == 0 && m_config.stages > 1 &&
+                                 m_router->nodesOf(0).size() > 1;
         if (Status s = m_reputation->passedAudit(outcome.node, outcome.requestedAtMs, now(),
-                                                 outcome.judgedForward, outcome.judgedBackward);
+                                                 outcome.judgedForward, outcome.judgedBackward && !sharesJudge);
             !s)
             qWarning("trust: recording an audit failed: %s", s.message().c_str());
         return;

@@ -178,6 +178,7 @@ private:
         bool shares = false;    // the share checks of the stage's step are out
         bool bisecting = false; // a bisection of the stage waits for traces
         QStringList dropped;
+        qint64 sharesInAtMs = 0; // when the stage's shares were all in: every backward they hold came before
     };
     std::map<std::pair<qint64, int>, StepHold> m_holds; // (step, stage)
     std::unique_ptr<Reclaim> m_reclaim;
