@@ -392,9 +392,11 @@ void Trainer::onShareChecked(const ShareVerdict& v) {
             m_checks->probation(node);
         return;
     }
-    if (v.passed && !v.verifiers.isEmpty()) {
-        // Its backwards of the step are verified work: the share holds what another replica computed
-        // for one of them — the only check a stage 0 backward (no tensor returned) has on the 8b path.
+    if (v.passed && !v.verifiers.isEmpty() && v.stage == 0 && m_config.stages > 1) {
+        // A first stage's backwards return no tensor: their work is the share, and the share holds what
+        // another replica computed for one of them — verified work, the only check a stage 0 backward has
+        // on the 8b path. (Elsewhere a backward's returned gradient is its own to check: a node honest in
+        // its share and lying in what it returns was paid through its shares' checks.)
         m_checks->auditPassed(v.node);
         const auto hold = m_holds.find({v.step, v.stage});
         if (hold != m_holds.end())
