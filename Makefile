@@ -39,7 +39,8 @@ demo: build-demo
 # comparison takes ~25 minutes on 2 cores and writes its CSVs and plot to build/bench-learning;
 # the swarm comparison ~12.5 minutes; the desktop app's ~8 minutes, under Xvfb; the small preset on
 # the King James Bible ~50 minutes; one coordinator's capacity ~10 minutes and 20 GB of 8b shards the
-# first time, kept in build/bench-capacity-8b).
+# first time, kept in build/bench-capacity-8b; the first table of dishonest nodes with every attack on the
+# 8b path too ~12 minutes).
 bench: build
 	@scripts/install-deps.sh --bench
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target benchmarks
@@ -53,6 +54,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_swarm 150 60 "" 1234
 	$(BUILD_DIR)/bin/bench_trust
 	$(BUILD_DIR)/bin/bench_trust 60 "" 4
+	TESSERA_TEST_EVERY_TWIN=1 QTEST_FUNCTION_TIMEOUT=3000000 $(BUILD_DIR)/bin/test_dishonest_nodes aLiarIsCaughtBannedAndUnpaid
 	$(BUILD_DIR)/bin/bench_abuse 6 60
 	xvfb-run -a -s "-screen 0 1280x720x24 -noreset" $(BUILD_DIR)/bin/bench_app
 	$(BUILD_DIR)/bin/bench_gradient_exchange

@@ -654,8 +654,9 @@ void Trainer::onAudited(const AuditOutcome& outcome) {
     if (outcome.passed) {
         m_checks->auditPassed(outcome.node);
         // A first stage's backward returns nothing an audit can compare: where shares are checked and
-        // another replica can check them, its work is covered by its share's check alone (else by its
-        // forwards' audits, as before: a sole replica's share has no one to check it).
+        // another replica can check them, the evidence for it is its share's check alone (else its
+        // forwards' audits: a sole replica's share has no one to check it). (TrainingStore still pays a
+        // stage 0 backward on its forwards' coverage: reading this column for it is the next step.)
         const bool sharesJudge = m_shareCheck && outcome.stage == 0 && m_config.stages > 1 &&
                                  m_router->nodesOf(0).size() > 1;
         if (Status s = m_reputation->passedAudit(outcome.node, outcome.requestedAtMs, now(),
