@@ -330,6 +330,18 @@ struct StageEngine::State {
     bool first() const { return model->isFirst(); }
     bool last() const { return model->isLast(); }
 
+    // A bisection's tensor given as values (a residual, a gradient): a [B, T, d] view of them in the
+    // input's shape (not a copy: the values must outlive it), or an error naming `what`.
+    Result<torch::Tensor> likeInput(const Input& in, std::span<const float> values, const std::string& what) const {
+        const std::int64_t width = options.config.dModel;
+        if (std::int64_t(values.size()) != std::int64_t(in.batch) * in.seq * width)
+            return makeError(what + " of " + std::to_string(values.size()) + " values is not the input's " +
+                                 std::to_string(in.batch) + " × " + std::to_string(in.seq) + " × " +
+                                 std::to_string(width),
+                             ErrorKind::InvalidInput);
+        return torch::from_blob(const_cast<float*>(values.data()), {in.batch, in.seq, width}, torch::kFloat);
+    }
+
     Result<Input> decodeInput(std::span<const std::uint8_t> frame) const {
         const ModelConfig& c = options.config;
         if (first()) {
@@ -749,16 +761,10 @@ Result<std::vector<float>> StageEngine::forwardSegment(int b, std::span<const st
         auto in = st.decodeInput(input);
         if (!in)
             return in.error();
-        const std::int64_t width = st.options.config.dModel;
-        if (b > 0 && std::int64_t(hidden.size()) != std::int64_t(in->batch) * in->seq * width)
-            return makeError("a segment's hidden state of " + str(hidden.size()) +
-                                 " values is not the input's " + str(in->batch) + " × " + str(in->seq) +
-                                 " × " + str(width),
-                             ErrorKind::InvalidInput);
-        const torch::Tensor h = b > 0 ? torch::from_blob(const_cast<float*>(hidden.data()),
-                                                         {in->batch, in->seq, width}, torch::kFloat)
-                                      : torch::Tensor();
-        return floatsOf(st.model->segment(b, in->x, h));
+        Result<torch::Tensor> h = b > 0 ? st.likeInput(*in, hidden, "a segment's hidden state") : Result<torch::Tensor>(torch::Tensor());
+        if (!h)
+            return h.error();
+        return floatsOf(st.model->segment(b, in->x, *h));
     });
 }
 
@@ -770,14 +776,10 @@ Result<Bytes> StageEngine::encodeOutput(std::span<const std::uint8_t> input, std
         auto in = st.decodeInput(input);
         if (!in)
             return in.error();
-        const std::int64_t width = st.options.config.dModel;
-        if (std::int64_t(hidden.size()) != std::int64_t(in->batch) * in->seq * width)
-            return makeError("an output's hidden state of " + str(hidden.size()) +
-                                 " values is not the input's shape",
-                             ErrorKind::InvalidInput);
-        const torch::Tensor h =
-            torch::from_blob(const_cast<float*>(hidden.data()), {in->batch, in->seq, width}, torch::kFloat)
-                .clone();
+        Result<torch::Tensor> view = st.likeInput(*in, hidden, "an output's hidden state");
+        if (!view)
+            return view.error();
+        const torch::Tensor h = view->clone();
         Bytes out;
         st.codec->encodeActivation(h, in->tokens, out);
         return out;
@@ -819,14 +821,11 @@ Result<std::vector<float>> StageEngine::backwardSegment(int b, std::span<const s
         auto in = st.decodeInput(input);
         if (!in)
             return in.error();
-        const std::int64_t width = st.options.config.dModel, size = std::int64_t(in->batch) * in->seq * width;
-        if ((b > 0 && std::int64_t(before.size()) != size) || std::int64_t(gradAfter.size()) != size)
-            return makeError("a backward segment's tensors are not the input's shape",
-                             ErrorKind::InvalidInput);
-        const auto tensor = [&](std::span<const float> v) {
-            return torch::from_blob(const_cast<float*>(v.data()), {in->batch, in->seq, width}, torch::kFloat);
-        };
-        return floatsOf(st.model->blockBackward(b, b > 0 ? tensor(before) : in->x, tensor(gradAfter)));
+        Result<torch::Tensor> x = b > 0 ? st.likeInput(*in, before, "a backward segment's residual") : Result<torch::Tensor>(in->x);
+        Result<torch::Tensor> g = st.likeInput(*in, gradAfter, "a backward segment's gradient");
+        if (!x || !g)
+            return x ? g.error() : x.error();
+        return floatsOf(st.model->blockBackward(b, *x, *g));
     });
 }
 
@@ -838,15 +837,13 @@ Result<std::vector<float>> StageEngine::headSegment(std::span<const std::uint8_t
         auto in = st.decodeInput(input);
         if (!in)
             return in.error();
-        const std::int64_t width = st.options.config.dModel;
-        if (std::int64_t(residual.size()) != std::int64_t(in->batch) * in->seq * width)
-            return makeError("the head's residual is not the input's shape", ErrorKind::InvalidInput);
+        Result<torch::Tensor> r = st.likeInput(*in, residual, "the head's residual");
+        if (!r)
+            return r.error();
         auto t = st.decodeTargets(targets, State::Shape{in->batch, in->seq});
         if (!t)
             return t.error();
-        const auto [loss, grad] = st.model->headBackward(
-            torch::from_blob(const_cast<float*>(residual.data()), {in->batch, in->seq, width}, torch::kFloat),
-            *t);
+        const auto [loss, grad] = st.model->headBackward(*r, *t);
         std::vector<float> out = floatsOf(grad);
         out.push_back(loss.item<float>());
         return out;
@@ -876,15 +873,11 @@ Result<Bytes> StageEngine::encodeGradientOutput(std::span<const std::uint8_t> in
         auto in = st.decodeInput(input);
         if (!in)
             return in.error();
-        const std::int64_t width = st.options.config.dModel;
-        if (std::int64_t(grad.size()) != std::int64_t(in->batch) * in->seq * width)
-            return makeError("a gradient of " + str(grad.size()) + " values is not the input's shape",
-                             ErrorKind::InvalidInput);
+        Result<torch::Tensor> g = st.likeInput(*in, grad, "a gradient");
+        if (!g)
+            return g.error();
         Bytes out;
-        st.codec->encodeGradient(
-            torch::from_blob(const_cast<float*>(grad.data()), {in->batch, in->seq, width}, torch::kFloat)
-                .clone(),
-            torch::Tensor(), out);
+        st.codec->encodeGradient(g->clone(), torch::Tensor(), out);
         return out;
     });
 }

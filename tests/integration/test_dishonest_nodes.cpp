@@ -211,7 +211,29 @@ private:
     // stage's second replica loaded: alone on a stage at 8b nothing checks its answers (docs/ARCHITECTURE.md,
     // "The attacks, one by one"). The log says that and the swarm's microbatches since then.
     void checkCaughtSoon(Swarm& swarm, int liar, bool eightB);
+    // Banned: the coordinator ends its session, its re-admission is refused, it stops and says why (the
+    // desktop app reads why from the node's refusal record, by kind).
+    void checkBannedAndTold(Swarm& swarm, int liar);
+    // The swarm still learns: the loss of its last 10 steps below what an honest run passes early.
+    void checkSwarmLearns(Swarm& swarm);
 };
+
+void TestDishonestNodes::checkBannedAndTold(Swarm& swarm, int liar) {
+    QCOMPARE(swarm.node(liar).waitExit(60'000), 3); // refused
+    QVERIFY2(swarm.node(liar).log().contains("banned"), swarm.node(liar).log().right(1500).constData());
+    QFile refusal(swarm.dir(QStringLiteral("n%1/refusal.json").arg(liar)));
+    QVERIFY(refusal.open(QIODevice::ReadOnly));
+    QCOMPARE(QJsonDocument::fromJson(refusal.readAll()).object().value(u"kind").toString(), u"banned"_qs);
+}
+
+void TestDishonestNodes::checkSwarmLearns(Swarm& swarm) {
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        recentLoss(swarm.get(QStringLiteral("/v1/status"))) < kLearningLoss,
+        qPrintable(QStringLiteral("the loss of the last 10 steps is %1 (honest runs pass %2)")
+                       .arg(recentLoss(swarm.get(QStringLiteral("/v1/status"))))
+                       .arg(kLearningLoss)),
+        300'000);
+}
 
 void TestDishonestNodes::checkCaughtSoon(Swarm& swarm, int liar, bool eightB) {
     int since = liar;
@@ -402,13 +424,7 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
                          .value(u"audits")
                          .toInteger(-1),
                      qint64(0));
-        // Banned: the coordinator ends its session, its re-admission is refused, it stops and says why.
-        QCOMPARE(swarm.node(liar).waitExit(60'000), 3); // refused
-        QVERIFY2(swarm.node(liar).log().contains("banned"), swarm.node(liar).log().right(1500).constData());
-        // The desktop app reads why from the node's refusal record, by kind.
-        QFile refusal(swarm.dir(QStringLiteral("n%1/refusal.json").arg(liar)));
-        QVERIFY(refusal.open(QIODevice::ReadOnly));
-        QCOMPARE(QJsonDocument::fromJson(refusal.readAll()).object().value(u"kind").toString(), u"banned"_qs);
+        checkBannedAndTold(swarm, liar);
     } else if (mode == u"stale") {
         QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains("differ from its replicas'"),
                                   judgements(swarm.log()).right(3000).constData(), kLogLagMs);
@@ -431,12 +447,7 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid() {
     }
     QVERIFY(!credits.value(u"escrow").toObject().value(u"last_forfeit_reason").toString().isEmpty());
     // And the swarm still learns, below the loss an honest run passes early.
-    QTRY_VERIFY2_WITH_TIMEOUT(
-        recentLoss(swarm.get(QStringLiteral("/v1/status"))) < kLearningLoss,
-        qPrintable(QStringLiteral("the loss of the last 10 steps is %1 (honest runs pass %2)")
-                       .arg(recentLoss(swarm.get(QStringLiteral("/v1/status"))))
-                       .arg(kLearningLoss)),
-        300'000);
+    checkSwarmLearns(swarm);
 }
 
 void TestDishonestNodes::aLiarIsConvictedByReexecution_data() {
@@ -641,12 +652,7 @@ void TestDishonestNodes::aGradientShareThatDoesNotHoldItsWorkIsLeftOut() {
     }
     checkHonestUnharmed(swarm, liar);
     // The swarm learns on the shares that hold their work.
-    QTRY_VERIFY2_WITH_TIMEOUT(
-        recentLoss(swarm.get(QStringLiteral("/v1/status"))) < kLearningLoss,
-        qPrintable(QStringLiteral("the loss of the last 10 steps is %1 (honest runs pass %2)")
-                       .arg(recentLoss(swarm.get(QStringLiteral("/v1/status"))))
-                       .arg(kLearningLoss)),
-        300'000);
+    checkSwarmLearns(swarm);
 }
 
 void TestDishonestNodes::aClaimedMissingGraphIsPaidAsComputed_data() {
