@@ -54,6 +54,7 @@ bench: build
 	$(BUILD_DIR)/bin/bench_swarm 150 60 "" 1234
 	$(BUILD_DIR)/bin/bench_trust
 	$(BUILD_DIR)/bin/bench_trust 60 "" 4
+	$(BUILD_DIR)/bin/bench_trust 60 "" 5
 	TESSERA_TEST_EVERY_TWIN=1 QTEST_FUNCTION_TIMEOUT=3000000 $(BUILD_DIR)/bin/test_dishonest_nodes aLiarIsCaughtBannedAndUnpaid
 	$(BUILD_DIR)/bin/bench_abuse 6 60
 	xvfb-run -a -s "-screen 0 1280x720x24 -noreset" $(BUILD_DIR)/bin/bench_app

@@ -15,6 +15,8 @@
 //   4. (PARTS containing 4) at 8b's path, all honest: tokens/s with the gradient-share checks at 25% of
 //      steps, off, and every check off, twice each; then six more honest runs with every check on — the
 //      false strikes over eight honest runs.
+//   5. (PARTS containing 5) at 8b's path: the loss at equal steps of a run with one liar on the middle stage
+//      (ATTACKS, default noise,scale,flip,tokens,identity,stale,reverse,poison) against two honest runs.
 //
 // bench_trust [STEPS=150] [DIR] [PARTS=123] [ATTACKS=echo,zeros,nan,noise,scale,flip,loss,poison]
 // Everything is printed; nothing is asserted.
@@ -24,6 +26,8 @@
 
 #include <QSqlDatabase>
 #include <QSqlQuery>
+
+#include <numeric>
 
 using namespace tessera::bench;
 
@@ -379,6 +383,42 @@ int main(int argc, char** argv) {
         for (const char* name : {"honest 3", "honest 4", "honest 5", "honest 6", "honest 7", "honest 8"})
             rows.push_back(Row{name, {}, true, true, true, 25});
         runRows("4", rows);
+    }
+    if (parts.contains(u'5')) {
+        // The (41) "loss within 2% of an honest run at equal tokens", where replicas agree: two
+        // honest runs give the spread, every liar's run its ratio to their mean.
+        std::printf(
+            "\n5. %d steps, 8b's path (--recompute-limit 0, shares checked on 25%% of steps): the loss with "
+            "one liar on the middle stage against honest runs at equal steps\n",
+            steps);
+        const QStringList liars =
+            args.size() > 4
+                ? args.at(4).split(u',', Qt::SkipEmptyParts)
+                : QStringList{QStringLiteral("noise"),   QStringLiteral("scale"),    QStringLiteral("flip"),
+                              QStringLiteral("tokens"),  QStringLiteral("identity"), QStringLiteral("stale"),
+                              QStringLiteral("reverse"), QStringLiteral("poison")};
+        std::printf("%-24s %8s %10s %8s %8s %10s\n", "run", "loss", "vs honest", "tok/s", "strikes",
+                    "convicted");
+        std::vector<double> honest;
+        const auto row = [&](const QString& name, const QString& liar) {
+            const Run r = train(QStringLiteral("%1/train-5-%2").arg(root, QString(name).replace(u' ', u'-')),
+                                steps, liar, true, true, true, 25);
+            if (liar.isEmpty())
+                honest.push_back(r.loss);
+            const double mean =
+                honest.empty() ? std::nan("")
+                               : std::accumulate(honest.begin(), honest.end(), 0.0) / double(honest.size());
+            std::printf(
+                "%-24s %8.4f %+9.2f%% %8.0f %8lld %10lld\n", qPrintable(name), r.loss,
+                100 * (r.loss / mean - 1), r.tokensPerSecond, qlonglong(r.strikes),
+                qlonglong(r.reexecution.value(u"convictions").toInteger() +
+                          r.reexecution.value(u"bisections").toObject().value(u"convictions").toInteger()));
+            std::fflush(stdout);
+        };
+        row(QStringLiteral("honest"), {});
+        row(QStringLiteral("honest, again"), {});
+        for (const QString& liar : liars)
+            row(liar + QStringLiteral(" liar"), liar);
     }
     return 0;
 }

@@ -653,6 +653,16 @@ void TestDishonestNodes::aGradientShareThatDoesNotHoldItsWorkIsLeftOut() {
     checkHonestUnharmed(swarm, liar);
     // The swarm learns on the shares that hold their work.
     checkSwarmLearns(swarm);
+    if (mode != u"lazy")
+        return;
+    // A first stage's backwards are paid on their shares' checks alone: an honest replica's are, the lazy
+    // node's never (its forwards, computed honestly, may be).
+    const QString backwardsPaid =
+        QStringLiteral("SELECT COUNT(*) FROM accepted_tasks WHERE stage = 0 AND node_id %1 ? "
+                       "AND kind LIKE 'backward%' AND credit = 'granted'");
+    QTRY_VERIFY2_WITH_TIMEOUT(swarm.count(backwardsPaid.arg(u"<>"), {liarId}) >= 1,
+                              judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
+    QCOMPARE(swarm.count(backwardsPaid.arg(u"="), {liarId}), qint64(0));
 }
 
 void TestDishonestNodes::aClaimedMissingGraphIsPaidAsComputed_data() {

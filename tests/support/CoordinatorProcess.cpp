@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "CoordinatorProcess.h"
 
+#include <QDir>
 #include <QTest>
 
 namespace {
@@ -14,13 +15,39 @@ QString coordinatorProgram() {
 CoordinatorProcess::CoordinatorProcess(const QStringList& arguments) {
     // Collected as it comes (whenever the test's event loop runs): a chatty coordinator never
     // blocks on a full pipe.
-    QObject::connect(&m_process, &QProcess::readyReadStandardOutput,
-                     [this] { m_out += m_process.readAllStandardOutput(); });
-    QObject::connect(&m_process, &QProcess::readyReadStandardError,
-                     [this] { m_err += m_process.readAllStandardError(); });
+    QObject::connect(&m_process, &QProcess::readyReadStandardOutput, [this] { readOut(); });
+    QObject::connect(&m_process, &QProcess::readyReadStandardError, [this] { readErr(); });
     m_process.setProgram(coordinatorProgram());
     m_process.setArguments(arguments);
     m_process.start();
+    // Streamed to a file as well where asked: a run that hangs (and is killed before its test can
+    // keep the log) still leaves the coordinator's log to read while it hangs.
+    const QString logDir = qEnvironmentVariable("TESSERA_TEST_LOG_DIR");
+    if (!logDir.isEmpty()) {
+        m_tee.setFileName(
+            QDir(logDir).filePath(QStringLiteral("coordinator-%1.log").arg(m_process.processId())));
+        if (m_tee.open(QIODevice::WriteOnly | QIODevice::Truncate))
+            qWarning("the coordinator's log streams to %s", qPrintable(m_tee.fileName()));
+    }
+}
+
+void CoordinatorProcess::readOut() {
+    const QByteArray chunk = m_process.readAllStandardOutput();
+    m_out += chunk;
+    tee(chunk);
+}
+
+void CoordinatorProcess::readErr() {
+    const QByteArray chunk = m_process.readAllStandardError();
+    m_err += chunk;
+    tee(chunk);
+}
+
+void CoordinatorProcess::tee(const QByteArray& chunk) {
+    if (m_tee.isOpen() && !chunk.isEmpty()) {
+        m_tee.write(chunk);
+        m_tee.flush();
+    }
 }
 
 namespace {
@@ -36,12 +63,12 @@ bool CoordinatorProcess::waitListening() {
     // Either way the checks below tell; the wait only bounds how long.
     (void)QTest::qWaitFor(
         [this] {
-            m_out += m_process.readAllStandardOutput();
+            readOut();
             return hasLine(m_out, "listening on ") || m_process.state() == QProcess::NotRunning;
         },
         kStartMs);
-    m_err += m_process.readAllStandardError();
-    m_out += m_process.readAllStandardOutput();
+    readErr();
+    readOut();
     const qsizetype at = m_out.indexOf("listening on ");
     if (at < 0 || m_out.indexOf('\n', at) < 0)
         return false;
@@ -54,27 +81,27 @@ bool CoordinatorProcess::waitReady() {
         return false;
     (void)QTest::qWaitFor(
         [this] {
-            m_out += m_process.readAllStandardOutput();
+            readOut();
             return hasLine(m_out, "ready: ") || m_process.state() == QProcess::NotRunning;
         },
         kStartMs);
-    m_err += m_process.readAllStandardError();
-    m_out += m_process.readAllStandardOutput();
+    readErr();
+    readOut();
     return hasLine(m_out, "ready: ");
 }
 
 int CoordinatorProcess::waitExit() {
     m_process.waitForFinished(kStartMs);
-    m_out += m_process.readAllStandardOutput();
-    m_err += m_process.readAllStandardError();
+    readOut();
+    readErr();
     return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
 }
 
 int CoordinatorProcess::terminate(int ms) {
     m_process.terminate();
     const bool finished = m_process.waitForFinished(ms);
-    m_out += m_process.readAllStandardOutput();
-    m_err += m_process.readAllStandardError();
+    readOut();
+    readErr();
     if (!finished)
         return -1;
     return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
@@ -92,8 +119,8 @@ void CoordinatorProcess::stop() {
 void CoordinatorProcess::kill() {
     m_process.kill();
     m_process.waitForFinished(10'000);
-    m_out += m_process.readAllStandardOutput();
-    m_err += m_process.readAllStandardError();
+    readOut();
+    readErr();
 }
 
 QString CoordinatorProcess::printed(const QByteArray& label) const {

@@ -4,6 +4,7 @@
 // URL, ready once it says it admits nodes (a new run writes its initial weights in between).
 
 #include <QByteArray>
+#include <QFile>
 #include <QProcess>
 #include <QString>
 #include <QStringList>
@@ -36,7 +37,13 @@ public:
     const QByteArray& err() const { return m_err; }
 
 private:
+    // Append what the process wrote since the last read (and tee it: TESSERA_TEST_LOG_DIR).
+    void readOut();
+    void readErr();
+    void tee(const QByteArray& chunk);
+
     QProcess m_process;
+    QFile m_tee;
     QByteArray m_out;
     QByteArray m_err;
     QString m_url;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "NodeProcess.h"
 
+#include <QDir>
 #include <QTest>
 
 QString nodeProgram() {
@@ -24,6 +25,13 @@ NodeProcess::NodeProcess(const QString& url, const QString& dataDir, const QStri
     m_process.setProcessEnvironment(environment);
     m_process.setProcessChannelMode(QProcess::MergedChannels);
     m_process.start();
+    // Streamed to a file as well where asked (see CoordinatorProcess): read as it comes.
+    const QString logDir = qEnvironmentVariable("TESSERA_TEST_LOG_DIR");
+    if (!logDir.isEmpty()) {
+        m_tee.setFileName(QDir(logDir).filePath(QStringLiteral("node-%1.log").arg(m_process.processId())));
+        if (m_tee.open(QIODevice::WriteOnly | QIODevice::Truncate))
+            QObject::connect(&m_process, &QProcess::readyRead, [this] { log(); });
+    }
 }
 
 NodeProcess::~NodeProcess() {
@@ -31,7 +39,12 @@ NodeProcess::~NodeProcess() {
 }
 
 QByteArray NodeProcess::log() {
-    m_log += m_process.readAll();
+    const QByteArray chunk = m_process.readAll();
+    m_log += chunk;
+    if (m_tee.isOpen() && !chunk.isEmpty()) {
+        m_tee.write(chunk);
+        m_tee.flush();
+    }
     return m_log;
 }
 

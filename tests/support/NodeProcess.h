@@ -3,6 +3,7 @@
 // NodeProcess: one real `tessera-node run` process for a test, its output (the log) collected.
 
 #include <QByteArray>
+#include <QFile>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QString>
@@ -34,4 +35,5 @@ public:
 private:
     QProcess m_process;
     QByteArray m_log;
+    QFile m_tee; // TESSERA_TEST_LOG_DIR's copy of the log
 };

@@ -144,11 +144,10 @@ namespace {
 // times its last passed audit of each kind of work it has pending covers (reputation.audited_through
 // for forwards, backward_audited_through for the rest). An honest forward does not vouch for a lying
 // gradient, and a node that lies in one kind of work is not paid for the other before it is judged.
-// A first stage's backward returns no tensor (nothing an audit could compare, nothing to lie in but
-// its averaging share, which the robust combiner judges): its forwards' audits cover it.
+// A first stage's backward returns no tensor: its evidence is its averaging share's check where
+// another replica can check it, else its audits (Trainer::onAudited decides which records it).
 const char* const kCovered =
-    "SELECT p.node_id, MIN(CASE WHEN p.kind = 'forward' OR (p.stage = 0 AND p.kind <> "
-    "'forward_backward') THEN r.audited_through "
+    "SELECT p.node_id, MIN(CASE WHEN p.kind = 'forward' THEN r.audited_through "
     "ELSE r.backward_audited_through END) FROM accepted_tasks p JOIN reputation r "
     "ON r.subject = 'node:' || p.node_id WHERE p.credit = 'pending' GROUP BY p.node_id";
 

@@ -613,6 +613,10 @@ void Trainer::drawForCheck(const QString& node, const Microbatch& mb, protocol::
         (!auditable || QRandomGenerator::global()->generateDouble() < m_settings.reexecuteWhereAudited) &&
         m_reexecution->start(node, mb, kind, output, loss))
         return;
+    // No other replica to run it where the coordinator cannot recompute the stage: a spot check of its trace.
+    if (m_bisection && !auditable && !straddles &&
+        m_bisection->spotCheck(CheckTask::of(mb, kind), mb.taskEra, node, output, loss, now()))
+        return;
     if (auditable)
         m_auditor->keep(node,
                         Evidence{mb.taskVersion, mb.stage, kind, mb.id, mb.inputs[std::size_t(mb.stage)],
@@ -655,8 +659,8 @@ void Trainer::onAudited(const AuditOutcome& outcome) {
         m_checks->auditPassed(outcome.node);
         // A first stage's backward returns nothing an audit can compare: where shares are checked and
         // another replica can check them, the evidence for it is its share's check alone (else its
-        // forwards' audits: a sole replica's share has no one to check it). (TrainingStore still pays a
-        // stage 0 backward on its forwards' coverage: reading this column for it is the next step.)
+        // forwards' audits: a sole replica's share has no one to check it). TrainingStore pays a stage 0
+        // backward on this column alone.
         const bool sharesJudge = m_shareCheck && outcome.stage == 0 && m_config.stages > 1 &&
                                  m_router->nodesOf(0).size() > 1;
         if (Status s = m_reputation->passedAudit(outcome.node, outcome.requestedAtMs, now(),
@@ -748,21 +752,25 @@ void Trainer::stop() {
 
 QJsonObject Trainer::reexecutionStatus() const {
     const RouterCounters& c = m_router->counters();
-    return QJsonObject{{QStringLiteral("started"), m_reexecution->started()},
-                       {QStringLiteral("agreed"), m_reexecution->agreed()},
-                       {QStringLiteral("convictions"), m_reexecution->convictions()},
-                       {QStringLiteral("unsettled"), m_reexecution->unsettled()},
-                       {QStringLiteral("dropped"), m_reexecution->dropped()},
-                       {QStringLiteral("pending"), m_reexecution->pending()},
-                       {QStringLiteral("worst_agreed_error"), m_reexecution->worstAgreedError()},
-                       {QStringLiteral("tasks_sent"), c.checksSent},
-                       {QStringLiteral("tasks_answered"), c.checksAnswered},
-                       {QStringLiteral("flop"), c.checkFlop},
-                       {QStringLiteral("bisections"),
-                        m_bisection ? QJsonObject{{QStringLiteral("started"), m_bisection->started()},
-                                                  {QStringLiteral("convictions"), m_bisection->convictions()},
-                                                  {QStringLiteral("unsettled"), m_bisection->unsettled()}}
-                                    : QJsonObject()}};
+    return QJsonObject{
+        {QStringLiteral("started"), m_reexecution->started()},
+        {QStringLiteral("agreed"), m_reexecution->agreed()},
+        {QStringLiteral("convictions"), m_reexecution->convictions()},
+        {QStringLiteral("unsettled"), m_reexecution->unsettled()},
+        {QStringLiteral("dropped"), m_reexecution->dropped()},
+        {QStringLiteral("pending"), m_reexecution->pending()},
+        {QStringLiteral("worst_agreed_error"), m_reexecution->worstAgreedError()},
+        {QStringLiteral("tasks_sent"), c.checksSent},
+        {QStringLiteral("tasks_answered"), c.checksAnswered},
+        {QStringLiteral("flop"), c.checkFlop},
+        {QStringLiteral("bisections"),
+         m_bisection ? QJsonObject{{QStringLiteral("started"), m_bisection->started()},
+                                   {QStringLiteral("convictions"), m_bisection->convictions()},
+                                   {QStringLiteral("unsettled"), m_bisection->unsettled()},
+                                   {QStringLiteral("spot_checks"), m_bisection->spotChecks()},
+                                   {QStringLiteral("spot_checks_passed"), m_bisection->spotChecksPassed()},
+                                   {QStringLiteral("spot_convictions"), m_bisection->spotConvictions()}}
+                     : QJsonObject()}};
 }
 
 QJsonObject Trainer::status() const {

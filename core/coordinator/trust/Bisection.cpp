@@ -7,6 +7,8 @@
 #include "engine/StageEngine.h"
 #include "protocol/TaskMessage.h"
 
+#include <QRandomGenerator>
+
 #include <cmath>
 
 namespace tessera::coordinator {
@@ -48,25 +50,19 @@ Result<std::unique_ptr<Bisection>> Bisection::create(const gpu::ModelConfig& con
         new Bisection(config, tolerance, router, std::move(weights), std::move(*decoder)));
 }
 
-bool Bisection::start(const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict, const QString& a,
-                      const protocol::HeldFrame& outputA, std::optional<double> lossA, const QString& b,
-                      const protocol::HeldFrame& outputB, std::optional<double> lossB) {
+bool Bisection::traceable(const CheckTask& task, qint64 era) const {
     using protocol::TaskKind;
     const bool last = task.stage == m_config.stages - 1;
-    const bool traceable = task.kind == TaskKind::Forward ? !last
-                           : task.kind == TaskKind::Backward
-                               ? task.stage > 0 && !last && !task.gradientIn.isNull()
-                               : last && task.kind == TaskKind::ForwardBackward;
-    if (!traceable || m_router.era(task.stage) != era || outputA.isNull() || outputB.isNull())
-        return false;
-    Case c;
-    c.task = task;
+    const bool kindTraceable = task.kind == TaskKind::Forward ? !last
+                               : task.kind == TaskKind::Backward
+                                   ? task.stage > 0 && !last && !task.gradientIn.isNull()
+                                   : last && task.kind == TaskKind::ForwardBackward;
+    return kindTraceable && m_router.era(task.stage) == era;
+}
+
+// Asks every side of the case for its trace; false (nothing kept) when one could not be sent.
+bool Bisection::send(qint64 id, Case c) {
     c.task.trace = true;
-    c.era = era;
-    c.verdict = verdict;
-    c.sides[0] = Side{a, outputA, lossA, 0, std::nullopt, {}};
-    c.sides[1] = Side{b, outputB, lossB, 0, std::nullopt, {}};
-    const qint64 id = m_nextCase++;
     for (Side& side : c.sides) {
         const std::optional<qint64> sent = m_router.sendCheck(side.node, c.task);
         if (!sent) {
@@ -79,10 +75,43 @@ bool Bisection::start(const CheckTask& task, qint64 era, const ReexecutionVerdic
         m_taskToCase.insert(*sent, id);
     }
     m_cases.emplace(id, std::move(c));
+    return true;
+}
+
+bool Bisection::start(const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict, const QString& a,
+                      const protocol::HeldFrame& outputA, std::optional<double> lossA, const QString& b,
+                      const protocol::HeldFrame& outputB, std::optional<double> lossB) {
+    if (!traceable(task, era) || outputA.isNull() || outputB.isNull())
+        return false;
+    Case c{task,
+           era,
+           verdict,
+           {Side{a, outputA, lossA, 0, std::nullopt, {}}, Side{b, outputB, lossB, 0, std::nullopt, {}}}};
+    if (!send(m_nextCase++, std::move(c)))
+        return false;
     ++m_started;
     qInfo("trust: bisecting microbatch %lld's %s (stage %d) between %s and %s", qlonglong(task.microbatch),
           qPrintable(protocol::taskKindName(task.kind)), task.stage, qPrintable(shortId(a)),
           qPrintable(shortId(b)));
+    return true;
+}
+
+bool Bisection::spotCheck(const CheckTask& task, qint64 era, const QString& node,
+                          const protocol::HeldFrame& output, std::optional<double> loss,
+                          qint64 acceptedAtMs) {
+    // A check each of a few nodes at once is plenty: every pending one holds its stage's step.
+    constexpr std::size_t kMaxPending = 4;
+    if (!traceable(task, era) || output.isNull() || m_cases.size() >= kMaxPending)
+        return false;
+    ReexecutionVerdict verdict;
+    verdict.stage = task.stage;
+    verdict.kind = task.kind;
+    verdict.microbatch = task.microbatch;
+    verdict.checked = node;
+    verdict.acceptedAtMs = acceptedAtMs;
+    if (!send(m_nextCase++, Case{task, era, verdict, {Side{node, output, loss, 0, std::nullopt, {}}}}))
+        return false;
+    ++m_spotChecks;
     return true;
 }
 
@@ -124,7 +153,10 @@ void Bisection::maybeJudge(qint64 caseId) {
     for (const Side& side : c.sides)
         if (!side.trace && side.silence.isEmpty())
             return;
-    judge(c);
+    if (c.sides.size() == 1)
+        judgeAlone(c);
+    else
+        judge(c);
     finish(caseId);
 }
 
@@ -173,6 +205,61 @@ void Bisection::judge(Case& c) {
             .arg(std::min(errors[0], errors[1]), 0, 'g', 3);
 }
 
+void Bisection::judgeAlone(Case& c) {
+    ReexecutionVerdict& v = c.verdict;
+    const Side& side = c.sides.front();
+    if (!side.silence.isEmpty()) {
+        v.struck << side.node;
+        v.reason =
+            QStringLiteral("it did not answer the trace of microbatch %1 a spot check asked of it (%2)")
+                .arg(c.task.microbatch)
+                .arg(side.silence);
+        return;
+    }
+    gpu::StageEngine* e = engine(c.task.stage);
+    if (!e || m_router.era(c.task.stage) != c.era)
+        return; // nothing judged: the weights it ran on are not the checkpoint's any more
+    const int blocks = e->blocks();
+    const std::int64_t size = c.task.tokens * m_config.dModel;
+    if (!fits(c, side, size, blocks)) {
+        v.convicted << side.node;
+        v.reason = QStringLiteral("its trace of microbatch %1 (stage %2) is not the stage's shape")
+                       .arg(c.task.microbatch)
+                       .arg(c.task.stage);
+        return;
+    }
+    // Drawn now, after the trace came: every segment the stage has, each as likely.
+    const bool forward = c.task.kind == protocol::TaskKind::Forward;
+    const int segments = forward ? blocks : 2 * blocks + 1;
+    const int k = int(QRandomGenerator::system()->bounded(quint32(segments)));
+    const Parting drawn =
+        k < blocks    ? Parting{Parting::Forward, k}
+        : k == blocks ? Parting{c.task.kind == protocol::TaskKind::ForwardBackward ? Parting::Head
+                                                                                   : Parting::GivenGradient,
+                                blocks}
+                      : Parting{Parting::Backward, k - blocks - 1};
+    for (const Parting& at :
+         {Parting{forward ? Parting::Encoding : Parting::GradientEncoding, blocks}, drawn}) {
+        double errors[2] = {0, 0};
+        if (!recompute(c, at, size, errors))
+            return; // ours to fail (a weight read): nothing judged
+        if (errors[0] > m_tolerance) {
+            v.convicted << side.node;
+            v.reason = QStringLiteral(
+                           "its %1 of microbatch %2 (stage %3) parts from the coordinator's recompute of %4 "
+                           "from its own trace (per-token error %5; a spot check of a lone replica)")
+                           .arg(protocol::taskKindName(c.task.kind))
+                           .arg(c.task.microbatch)
+                           .arg(c.task.stage)
+                           .arg(describe(at))
+                           .arg(errors[0], 0, 'g', 3);
+            return;
+        }
+    }
+    v.verified << side.node;
+    ++m_spotChecksPassed;
+}
+
 QString Bisection::describe(const Parting& at) {
     switch (at.kind) {
     case Parting::Forward:
@@ -203,10 +290,8 @@ std::span<const float> part(const std::vector<float>& trace, std::int64_t i, std
 std::optional<Bisection::Parting> Bisection::firstParting(const Case& c, std::int64_t size,
                                                           int blocks) const {
     const bool forward = c.task.kind == protocol::TaskKind::Forward;
-    const bool last = c.task.kind == protocol::TaskKind::ForwardBackward;
-    const std::int64_t rows = forward ? blocks : 2 * blocks + 1;
     for (const Side& side : c.sides)
-        if (blocks <= 0 || std::int64_t(side.trace->size()) != size * rows + (last ? 1 : 0))
+        if (!fits(c, side, size, blocks))
             return std::nullopt;
     for (int k = 0; k < blocks; ++k)
         if (stats::worstRowError(part(*c.sides[0].trace, k, size), part(*c.sides[1].trace, k, size),
@@ -215,6 +300,13 @@ std::optional<Bisection::Parting> Bisection::firstParting(const Case& c, std::in
     if (forward) // the residuals agree throughout: the answers part in the encoding
         return Parting{Parting::Encoding, blocks};
     return firstGradientParting(c, size, blocks);
+}
+
+bool Bisection::fits(const Case& c, const Side& side, std::int64_t size, int blocks) const {
+    const bool forward = c.task.kind == protocol::TaskKind::Forward;
+    const bool last = c.task.kind == protocol::TaskKind::ForwardBackward;
+    const std::int64_t rows = forward ? blocks : 2 * blocks + 1;
+    return blocks > 0 && side.trace && std::int64_t(side.trace->size()) == size * rows + (last ? 1 : 0);
 }
 
 // Row blocks + j of a backward's trace: the gradient with respect to the residual after block
@@ -249,7 +341,7 @@ bool Bisection::recompute(Case& c, const Parting& at, std::int64_t size, double 
     const std::vector<float>& agreed = *c.sides[0].trace;
     const int blocks = e.blocks();
     const auto compare = [&](const std::vector<float>& mine, std::int64_t row) {
-        for (int i = 0; i < 2; ++i)
+        for (std::size_t i = 0; i < c.sides.size(); ++i)
             errors[i] =
                 stats::worstRowError(mine, part(*c.sides[i].trace, row, size), std::size_t(m_config.dModel));
         return true;
@@ -288,7 +380,8 @@ bool Bisection::recomputeHead(Case& c, std::int64_t size, double errors[2]) {
                                                     part(*c.sides[0].trace, blocks - 1, size));
     if (!mine)
         return false;
-    for (int i = 0; i < 2; ++i) // the gradient at the last residual, and the loss the trace gave
+    for (std::size_t i = 0; i < c.sides.size();
+         ++i) // the gradient at the last residual, and the trace's loss
         errors[i] =
             std::abs(mine->back() - c.sides[i].trace->back()) > 0.02f
                 ? INFINITY
@@ -312,7 +405,7 @@ bool Bisection::recomputeEncoding(Case& c, const Parting& at, std::int64_t size,
     if (!mine)
         return false;
     const bool last = c.task.kind == protocol::TaskKind::ForwardBackward;
-    for (int i = 0; i < 2; ++i) {
+    for (std::size_t i = 0; i < c.sides.size(); ++i) {
         Result<gpu::DecodedFrame> theirs = decode(bytesOf(c.sides[i].output));
         errors[i] =
             theirs ? stats::worstRowError(mine->values, theirs->values, std::size_t(mine->width)) : INFINITY;
@@ -334,11 +427,12 @@ void Bisection::finish(qint64 caseId) {
     const auto it = m_cases.find(caseId);
     ReexecutionVerdict verdict = std::move(it->second.verdict);
     const int stage = it->second.task.stage;
+    const bool alone = it->second.sides.size() == 1;
     m_cases.erase(it);
     if (verdict.unsettled)
         ++m_unsettled;
     if (!verdict.convicted.isEmpty())
-        ++m_convictions;
+        ++(alone ? m_spotConvictions : m_convictions);
     Q_EMIT judged(verdict);
     if (!pendingOn(stage))
         Q_EMIT settled(stage);

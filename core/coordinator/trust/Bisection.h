@@ -64,6 +64,15 @@ public:
     bool start(const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict, const QString& a,
                const protocol::HeldFrame& outputA, std::optional<double> lossA, const QString& b,
                const protocol::HeldFrame& outputB, std::optional<double> lossB);
+    // A lone replica's spot check (no other replica can re-execute its work): the node is asked for the
+    // trace of `task`, which it answered with `output` (and `loss`); once it came, the coordinator
+    // recomputes the encoding of its last row (its answer must be what its trace leads to) and one segment
+    // drawn then — a block's forward or backward, the head, the gradient it was given — from the trace's
+    // own row before it. The node commits to every row before the draw, so a trace made up to fit a lie
+    // parts from the recompute at the segment it made up, found at a rate of one in the stage's segments
+    // a check. False when it cannot be (as start(), or too many cases pending).
+    bool spotCheck(const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
+                   std::optional<double> loss, qint64 acceptedAtMs);
     // Whether a bisection of the stage waits for traces (the step's update waits for it: the checkpoint
     // must still hold the weights the traces ran on).
     bool pendingOn(int stage) const;
@@ -71,6 +80,9 @@ public:
     qint64 started() const { return m_started; }
     qint64 convictions() const { return m_convictions; }
     qint64 unsettled() const { return m_unsettled; }
+    qint64 spotChecks() const { return m_spotChecks; }
+    qint64 spotChecksPassed() const { return m_spotChecksPassed; }
+    qint64 spotConvictions() const { return m_spotConvictions; }
 
 Q_SIGNALS:
     void judged(const tessera::coordinator::ReexecutionVerdict& verdict);
@@ -90,7 +102,7 @@ private:
         CheckTask task;
         qint64 era = 0;
         ReexecutionVerdict verdict;
-        Side sides[2];
+        std::vector<Side> sides; // two disputing replicas, or a lone replica's spot check
     };
 
     Bisection(const gpu::ModelConfig& config, double tolerance, Router& router, Weights weights,
@@ -100,6 +112,12 @@ private:
     void maybeJudge(qint64 caseId);
     // The verdict of a case whose traces are both in.
     void judge(Case& c);
+    // A spot check's verdict, its trace in.
+    void judgeAlone(Case& c);
+    // Whether the trace has the rows a task of its kind gives at the stage.
+    bool fits(const Case& c, const Side& side, std::int64_t size, int blocks) const;
+    bool traceable(const CheckTask& task, qint64 era) const;
+    bool send(qint64 id, Case c);
     // Where a judged trace parts from the other, and what the coordinator recomputes there.
     struct Parting {
         enum Kind { Forward, Encoding, Head, GivenGradient, Backward, GradientEncoding } kind = Forward;
@@ -129,6 +147,7 @@ private:
     QHash<qint64, qint64> m_taskToCase;
     qint64 m_nextCase = 1;
     qint64 m_started = 0, m_convictions = 0, m_unsettled = 0;
+    qint64 m_spotChecks = 0, m_spotChecksPassed = 0, m_spotConvictions = 0;
 };
 
 } // namespace tessera::coordinator

@@ -8,6 +8,9 @@
 // a node that does not answer its trace is struck; once the stage's weights moved nothing is judged.
 // Backwards the same way: a flipped gradient convicted at the gradient's encoding, a lying backward trace
 // at the block whose backward the coordinator recomputes, a last stage's made-up loss at its loss.
+// A lone replica (nothing to re-execute its work) is spot-checked on its own trace: honest work passes at
+// whatever segment is drawn, a lie in the answer is convicted at the encoding, a trace made up to fit the
+// lie at the block it made up once that block is drawn, silence is struck.
 #include "TrustFrames.h"
 #include "coordinator/router/Router.h"
 #include "coordinator/trust/Bisection.h"
@@ -40,6 +43,10 @@ private Q_SLOTS:
     void aGradientLieIsConvictedAtTheGradientsEncoding();
     void aLyingBackwardTraceIsConvictedAtItsBlock();
     void aLastStageLyingInItsLossIsConvicted();
+    void aLoneReplicasHonestWorkPassesItsSpotChecks();
+    void aLoneReplicasLieIsConvictedAtTheEncoding();
+    void aLoneReplicasTraceMadeUpToFitItsLieIsFound();
+    void aLoneReplicaSilentOnItsTraceIsStruck();
 
 private:
     struct Run {
@@ -61,6 +68,11 @@ private:
     };
     std::unique_ptr<Run> dispute(const Dispute& d);
     std::unique_ptr<Run> dispute(); // a forward of stage 1
+    // "a" alone on the task's stage, its answer `answered` spot-checked (the trace asked, not answered yet).
+    std::unique_ptr<Run> spotCheck(const Dispute& d, const QByteArray& answered,
+                                   std::optional<double> loss = {});
+    std::unique_ptr<Run> makeRun(int stage, bool replica);
+    Microbatch microbatch(const Run& run, const Dispute& d) const;
     QByteArray honestOutput(const Dispute& d) const;
     // Answers the trace asked of `node`, computed by the stage's engine; rows from `scaledFrom` on
     // (residuals for a forward, gradients below the top for a backward) times `scale`.
@@ -86,8 +98,7 @@ std::unique_ptr<TestBisection::Run> TestBisection::dispute() {
     return dispute(Dispute{});
 }
 
-std::unique_ptr<TestBisection::Run> TestBisection::dispute(const Dispute& d) {
-    using protocol::TaskFrameType;
+std::unique_ptr<TestBisection::Run> TestBisection::makeRun(int stage, bool replica) {
     auto run = std::make_unique<Run>();
     Run* r = run.get();
     RouterSettings settings;
@@ -104,17 +115,18 @@ std::unique_ptr<TestBisection::Run> TestBisection::dispute(const Dispute& d) {
         },
         [] { return std::optional<MicrobatchInput>(); });
     run->router->setClock([r] { return r->now; });
-    for (int stage = 0; stage < 3; ++stage)
-        if (stage != d.stage)
-            run->router->addNode(QStringLiteral("s%1").arg(stage), stage);
-    run->router->addNode(QStringLiteral("a"), d.stage);
-    run->router->addNode(QStringLiteral("b"), d.stage);
+    for (int other = 0; other < 3; ++other)
+        if (other != stage)
+            run->router->addNode(QStringLiteral("s%1").arg(other), other);
+    run->router->addNode(QStringLiteral("a"), stage);
+    if (replica)
+        run->router->addNode(QStringLiteral("b"), stage);
     run->router->stepSent();
     Result<std::unique_ptr<Reexecution>> re = Reexecution::create(
         m_config, ReexecutionSettings{}, *run->router, [r] { return r->now; },
         [](const QString& node) { return node; });
     // The checkpoint's weights: the engine the trip ran on (nothing stepped it).
-    gpu::StageEngine* reference = m_engines[std::size_t(d.stage)].get();
+    gpu::StageEngine* reference = m_engines[std::size_t(stage)].get();
     Result<std::unique_ptr<Bisection>> bi =
         Bisection::create(m_config, 0.05, *run->router, [reference](int, qint64 offset, qint64 count) {
             return reference->weightsRange(offset, count);
@@ -134,6 +146,11 @@ std::unique_ptr<TestBisection::Run> TestBisection::dispute(const Dispute& d) {
             [r](const ReexecutionVerdict& v) { r->verdicts.push_back(v); });
     connect(run->bisection.get(), &Bisection::judged,
             [r](const ReexecutionVerdict& v) { r->verdicts.push_back(v); });
+    return run;
+}
+
+Microbatch TestBisection::microbatch(const Run& run, const Dispute& d) const {
+    using protocol::TaskFrameType;
     Microbatch mb;
     mb.id = 7;
     mb.batch = kBatch;
@@ -147,7 +164,14 @@ std::unique_ptr<TestBisection::Run> TestBisection::dispute(const Dispute& d) {
     if (d.kind == protocol::TaskKind::Backward)
         mb.gradient = protocol::holdPayload(m_trip.grad2, TaskFrameType::BackwardInput);
     mb.taskNode = QStringLiteral("a");
-    mb.taskEra = run->router->era(d.stage);
+    mb.taskEra = run.router->era(d.stage);
+    return mb;
+}
+
+std::unique_ptr<TestBisection::Run> TestBisection::dispute(const Dispute& d) {
+    using protocol::TaskFrameType;
+    std::unique_ptr<Run> run = makeRun(d.stage, true);
+    const Microbatch mb = microbatch(*run, d);
     const bool forward = d.kind == protocol::TaskKind::Forward;
     const TaskFrameType type = forward ? TaskFrameType::ForwardOutput : TaskFrameType::BackwardOutput;
     const QByteArray lied = d.lie.isEmpty() ? lie(m_config, "noise", honestOutput(d), forward) : d.lie;
@@ -155,6 +179,22 @@ std::unique_ptr<TestBisection::Run> TestBisection::dispute(const Dispute& d) {
                                  d.lieLoss))
         qFatal("not re-executed");
     answer(*run, QStringLiteral("b"), honestOutput(d), type, d.kind, d.honestLoss); // b's honest re-execution
+    return run;
+}
+
+std::unique_ptr<TestBisection::Run> TestBisection::spotCheck(const Dispute& d, const QByteArray& answered,
+                                                             std::optional<double> loss) {
+    std::unique_ptr<Run> run = makeRun(d.stage, false);
+    const Microbatch mb = microbatch(*run, d);
+    const bool forward = d.kind == protocol::TaskKind::Forward;
+    const protocol::TaskFrameType type =
+        forward ? protocol::TaskFrameType::ForwardOutput : protocol::TaskFrameType::BackwardOutput;
+    // Alone on its stage: nothing to re-execute it, so the spot check takes it.
+    if (run->reexecution->start(QStringLiteral("a"), mb, d.kind, protocol::holdPayload(answered, type), loss))
+        qFatal("re-executed with no other replica");
+    if (!run->bisection->spotCheck(CheckTask::of(mb, d.kind), mb.taskEra, QStringLiteral("a"),
+                                   protocol::holdPayload(answered, type), loss, run->now))
+        qFatal("not spot-checked");
     return run;
 }
 
@@ -285,6 +325,89 @@ void TestBisection::aLastStageLyingInItsLossIsConvicted() {
     const ReexecutionVerdict& v = run->verdicts.back();
     QCOMPARE(v.convicted, QStringList{QStringLiteral("a")});
     QCOMPARE(v.verified, QStringList{QStringLiteral("b")});
+}
+
+void TestBisection::aLoneReplicasHonestWorkPassesItsSpotChecks() {
+    // Every kind a lone replica answers, each checked at a segment drawn anew: a forward of stage 1, its
+    // backward, the last stage's forward_backward.
+    const std::vector<Dispute> kinds{Dispute{}, Dispute{1, protocol::TaskKind::Backward, {}, {}, {}},
+                                     Dispute{2, protocol::TaskKind::ForwardBackward, {}, {}, m_trip.loss}};
+    for (const Dispute& d : kinds)
+        for (int i = 0; i < 6; ++i) {
+            std::unique_ptr<Run> run = spotCheck(d, honestOutput(d), d.honestLoss);
+            QVERIFY(run->bisection->pendingOn(d.stage)); // its stage's step waits for the trace
+            answerTrace(*run, QStringLiteral("a"), d);
+            QCOMPARE(run->verdicts.size(), std::size_t(1));
+            const ReexecutionVerdict& v = run->verdicts[0];
+            QVERIFY2(v.convicted.isEmpty() && v.struck.isEmpty(), qPrintable(v.reason));
+            QCOMPARE(v.verified, QStringList{QStringLiteral("a")});
+            QCOMPARE(run->bisection->spotChecksPassed(), qint64(1));
+            QVERIFY(!run->bisection->pendingOn(d.stage));
+        }
+}
+
+void TestBisection::aLoneReplicasLieIsConvictedAtTheEncoding() {
+    // Noise in its forward, a flipped backward, a made-up loss: its trace honest, its answer not what the
+    // trace leads to.
+    const Dispute forward{};
+    const Dispute backward{
+        1, protocol::TaskKind::Backward, lie(m_config, "flip", m_trip.grad1, false), {}, {}};
+    const Dispute last{2, protocol::TaskKind::ForwardBackward, m_trip.grad2, 2.0, m_trip.loss};
+    for (const auto& [d, answered] : {std::pair{forward, lie(m_config, "noise", m_trip.act1, true)},
+                                      std::pair{backward, backward.lie}, std::pair{last, last.lie}}) {
+        std::unique_ptr<Run> run = spotCheck(d, answered, d.lieLoss);
+        answerTrace(*run, QStringLiteral("a"), d);
+        const ReexecutionVerdict& v = run->verdicts.back();
+        QCOMPARE(v.convicted, QStringList{QStringLiteral("a")});
+        QVERIFY2(v.reason.contains(u"encoding") && v.reason.contains(u"spot check"), qPrintable(v.reason));
+        QCOMPARE(run->bisection->spotConvictions(), qint64(1));
+        QCOMPARE(run->bisection->convictions(), qint64(0));
+    }
+}
+
+void TestBisection::aLoneReplicasTraceMadeUpToFitItsLieIsFound() {
+    // A planning liar: its residuals from block 1 on × 1.5, and its answer the encoding of that made-up last
+    // residual, so answer and trace agree. Only the recompute of block 1 parts from it, and the segment is
+    // drawn after the trace came: over 24 checks it is drawn (each misses it with probability 1 − 1/blocks),
+    // and no other segment convicts.
+    gpu::StageEngine& engine = *m_engines[1];
+    const int blocks = engine.blocks();
+    QVERIFY(blocks >= 2);
+    Result<std::vector<float>> trace = engine.traceForward(span(m_trip.act0));
+    QVERIFY(trace);
+    const std::size_t size = std::size_t(kBatch * kSeq * m_config.dModel);
+    std::vector<float> lastRow(trace->end() - std::ptrdiff_t(size), trace->end());
+    for (float& x : lastRow)
+        x *= 1.5f;
+    Result<gpu::Bytes> made = engine.encodeOutput(span(m_trip.act0), lastRow);
+    QVERIFY(made);
+    const QByteArray answered(reinterpret_cast<const char*>(made->data()), qsizetype(made->size()));
+    int convicted = 0, passed = 0;
+    for (int i = 0; i < 24; ++i) {
+        std::unique_ptr<Run> run = spotCheck(Dispute{}, answered);
+        answerTrace(*run, QStringLiteral("a"), Dispute{}, 1.5f);
+        const ReexecutionVerdict& v = run->verdicts.back();
+        if (!v.convicted.isEmpty()) {
+            ++convicted;
+            // Block 1 on: the rows it made up (a block after it recomputed from a made-up row parts too).
+            QVERIFY2(v.reason.contains(u"block ") && !v.reason.contains(u"block 0"), qPrintable(v.reason));
+        } else {
+            QCOMPARE(v.verified, QStringList{QStringLiteral("a")});
+            ++passed;
+        }
+    }
+    QVERIFY2(convicted >= 1, qPrintable(QStringLiteral("convicted in %1 of 24 checks").arg(convicted)));
+    qInfo("the made-up trace: convicted in %d of 24 spot checks, passed %d (%d blocks)", convicted, passed,
+          blocks);
+}
+
+void TestBisection::aLoneReplicaSilentOnItsTraceIsStruck() {
+    std::unique_ptr<Run> run = spotCheck(Dispute{}, m_trip.act1);
+    run->now += 60'000;
+    run->router->tick(); // its trace missed its deadline
+    const ReexecutionVerdict& v = run->verdicts.back();
+    QCOMPARE(v.struck, QStringList{QStringLiteral("a")});
+    QVERIFY(v.convicted.isEmpty() && v.verified.isEmpty());
 }
 
 QTEST_GUILESS_MAIN(TestBisection)
