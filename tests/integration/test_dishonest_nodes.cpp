@@ -311,11 +311,11 @@ void TestDishonestNodes::aLiarIsCaughtBannedAndUnpaid_data() {
     QTest::addColumn<bool>("eightB");
     // On the 8b path too: Twin::Always where the limit changes what judges the lie; Twin::Bench where it
     // does not (a hard check on arrival, the framing rule, the weights' fingerprints — the same code
-    // either way). Every twin runs with TESSERA_TEST_EVERY_TWIN set (`make bench`), not in `make test`: in
-    // the suite of 2026-12-07 the "noise, 8b path" row's swarm stopped after the liar's conviction (its
-    // microbatches abandoned one after another, nothing computing, for 15 minutes; it had passed in the
-    // run before) — the cause is not found yet (docs/ARCHITECTURE.md, "The attacks, one by one"). The 8b
-    // path stays in `make test` through the re-execution, bisection, share and inflation rows below.
+    // either way). Every twin runs with TESSERA_TEST_EVERY_TWIN set (`make bench`), not in `make test` (its
+    // time: 11 rows of ~30 s); the 8b path stays in `make test` through the re-execution, bisection, share
+    // and inflation rows below. (The "noise, 8b path" twin stalled in 3 of 6 runs on 2026-12-07: a lone
+    // noise liar on the middle stage trained it past the RMS bound before its second replica came; a lone
+    // replica is spot-checked on its trace since.)
     enum class Twin { None, Always, Bench };
     struct Row {
         const char* name;

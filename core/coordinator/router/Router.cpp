@@ -368,22 +368,40 @@ void Router::refuse(Microbatch& mb, const QString& why, bool inputMayCause) {
     ++m_counters.refused;
     if (!mb.refusedNode.isEmpty() && mb.refusedNode != node) {
         // A second replica refused on the same input: the input is what fails, its sender the one to
-        // blame. The microbatch ends here, so the frame strikes no third replica; neither is banned.
-        ++m_counters.framed;
+        // blame — where the input is out of the ordinary for its stage (a frame just under a bound) or that
+        // cannot be told; an ordinary input blames nobody (the stage's weights cross the bound on it). The
+        // microbatch ends here, so the frame strikes no third replica; neither is banned.
         const QString sender = mb.inputFrom;
         const int senderStage = mb.inputStage;
+        const bool activation = kindOf(mb) != TaskKind::Backward;
+        const bool ordinary =
+            m_inputJudge && m_inputJudge(senderStage, activation,
+                                         activation ? mb.inputs[std::size_t(stage)] : mb.gradient) == false;
         const QString reason =
             QStringLiteral("its output made two replicas of stage %1 (%2, %3) fail their checks: %4")
                 .arg(stage)
                 .arg(shortId(mb.refusedNode), shortId(node), why);
         m_refusedOnInputsFrom.remove(mb.refusedNode); // settled: not theirs
         m_refusedOnInputsFrom.remove(node);
+        const QString pair = QStringLiteral("%1, %2").arg(shortId(mb.refusedNode), shortId(node));
         mb.refusedNode.clear();
         releaseTask(mb, why, false);
         finish(mb.id, false,
                QStringLiteral("two replicas of stage %1 refused on the input node %2 sent")
                    .arg(stage)
                    .arg(shortId(sender)));
+        if (ordinary) {
+            ++m_counters.refusedOnOrdinaryInput;
+            Q_EMIT stageRefusesOrdinaryInput(
+                stage,
+                QStringLiteral("two replicas (%1) refused on an input from node %2 no different from what "
+                               "stage %3 returns: %4")
+                    .arg(pair, shortId(sender))
+                    .arg(senderStage)
+                    .arg(why));
+            return;
+        }
+        ++m_counters.framed;
         Q_EMIT refused(sender, senderStage, reason);
         return;
     }

@@ -73,6 +73,7 @@ struct RouterCounters {
     qint64 tasksSent = 0;
     qint64 refused = 0; // results that failed their check
     qint64 framed = 0;  // of them, blamed on the node that sent the input (two replicas refused on it)
+    qint64 refusedOnOrdinaryInput = 0; // two replicas refused on an ordinary input: nobody blamed
     qint64 checksSent = 0;     // re-executions (CheckTask), counted apart from the routed work
     qint64 checkFlop = 0;      // the FLOPs they asked for
     qint64 checksAnswered = 0; // with a result
@@ -141,6 +142,13 @@ public:
 
     void setClock(Clock clock) { m_clock = std::move(clock); }
     void setCheck(Check check) { m_check = std::move(check); }
+    // Whether the input two replicas of a stage both refused on is itself out of the ordinary for the stage
+    // that sent it (`activation`: a forward's input, else a backward's gradient): true or none (none: it
+    // cannot be told), its sender is blamed; false, nobody is — the stage's own weights cross the bound on an
+    // ordinary input (stageRefusesOrdinaryInput). Unset: the sender is blamed.
+    using InputJudge = std::function<std::optional<bool>(int senderStage, bool activation,
+                                                         const protocol::HeldFrame& input)>;
+    void setInputJudge(InputJudge judge) { m_inputJudge = std::move(judge); }
     // Which nodes' work is verified: the others are scheduled no faster than their stage's typical node
     // (StageScheduler::setVerified).
     void setVerified(const StageScheduler::Verified& verified) {
@@ -218,6 +226,9 @@ Q_SIGNALS:
     // A refused result whose blame could not be settled (the microbatch ended before another replica
     // answered the same input): nobody is reported; the node is worth a closer look.
     void refusalUnresolved(const QString& node, int stage, const QString& reason);
+    // Two replicas of the stage refused on an input no different from what its sender's stage returns: no
+    // node is to blame (the stage's weights are, or the bound); the microbatch ended.
+    void stageRefusesOrdinaryInput(int stage, const QString& reason);
     // A re-execution's answer: its output frame (empty for a stage 0 backward) and loss (the last stage's).
     void checkAnswered(qint64 taskId, const QString& node, const tessera::protocol::HeldFrame& output,
                        std::optional<double> loss);
@@ -271,6 +282,7 @@ private:
     Feed m_feed;
     Clock m_clock;
     Check m_check;
+    InputJudge m_inputJudge;
     std::vector<StageScheduler> m_schedulers;
     std::vector<qint64> m_era; // by stage
     QHash<QString, NodeInfo> m_nodes;

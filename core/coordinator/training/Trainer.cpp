@@ -250,6 +250,15 @@ void Trainer::makeRouter() {
     m_router->setVerified(
         [this](const QString& node) { return !m_settings.checks.enabled || m_checks->vetted(node); });
     connect(m_router.get(), &Router::refused, this, &Trainer::onRefused);
+    m_router->setInputJudge([this](int senderStage, bool activation, const protocol::HeldFrame& input) {
+        return m_checks->unusualOutput(senderStage, activation,
+                                       {reinterpret_cast<const std::uint8_t*>(input.frame.payload.data()),
+                                        std::size_t(input.frame.payload.size())});
+    });
+    connect(m_router.get(), &Router::stageRefusesOrdinaryInput, this, [](int stage, const QString& why) {
+        qWarning("trust: stage %d's replicas cross a bound on an ordinary input (nobody struck): %s", stage,
+                 qPrintable(why));
+    });
     connect(m_router.get(), &Router::refusalUnresolved, this,
             [this](const QString& node, int stage, const QString& why) {
                 qWarning("trust: node %s (stage %d): result refused, whose fault unsettled: %s",
@@ -800,23 +809,24 @@ QJsonObject Trainer::status() const {
     } else {
         s.insert(QStringLiteral("gradients"), QJsonObject{{QStringLiteral("enabled"), false}});
     }
-    s.insert(
-        QStringLiteral("trust"),
-        QJsonObject{{QStringLiteral("results_checked"), m_checks->checked()},
-                    {QStringLiteral("results_refused"), m_checks->refused()},
-                    {QStringLiteral("refusals_blamed_on_input"), m_router->counters().framed},
-                    {QStringLiteral("results_suspected"), m_checks->suspicious()},
-                    {QStringLiteral("statistics"), m_checks->monitor().status()},
-                    {QStringLiteral("audits"), m_auditor->audits()},
-                    {QStringLiteral("audits_failed"), m_auditor->failed()},
-                    {QStringLiteral("audits_unanswered"), m_auditor->unanswered()},
-                    {QStringLiteral("audits_in_flight"), m_auditor->inFlight()},
-                    {QStringLiteral("tasks_recomputed"), m_auditor->tasksRecomputed()},
-                    {QStringLiteral("worst_passed_error"), m_auditor->worstPassedError()},
-                    {QStringLiteral("recompute_limit"), m_auditor->settings().maxParameters},
-                    {QStringLiteral("reexecution"), reexecutionStatus()},
-                    {QStringLiteral("weights"), m_weightCheck ? m_weightCheck->status() : QJsonObject()},
-                    {QStringLiteral("shares"), shareCheckStatus()}});
+    s.insert(QStringLiteral("trust"),
+             QJsonObject{
+                 {QStringLiteral("results_checked"), m_checks->checked()},
+                 {QStringLiteral("results_refused"), m_checks->refused()},
+                 {QStringLiteral("refusals_blamed_on_input"), m_router->counters().framed},
+                 {QStringLiteral("refusals_on_ordinary_input"), m_router->counters().refusedOnOrdinaryInput},
+                 {QStringLiteral("results_suspected"), m_checks->suspicious()},
+                 {QStringLiteral("statistics"), m_checks->monitor().status()},
+                 {QStringLiteral("audits"), m_auditor->audits()},
+                 {QStringLiteral("audits_failed"), m_auditor->failed()},
+                 {QStringLiteral("audits_unanswered"), m_auditor->unanswered()},
+                 {QStringLiteral("audits_in_flight"), m_auditor->inFlight()},
+                 {QStringLiteral("tasks_recomputed"), m_auditor->tasksRecomputed()},
+                 {QStringLiteral("worst_passed_error"), m_auditor->worstPassedError()},
+                 {QStringLiteral("recompute_limit"), m_auditor->settings().maxParameters},
+                 {QStringLiteral("reexecution"), reexecutionStatus()},
+                 {QStringLiteral("weights"), m_weightCheck ? m_weightCheck->status() : QJsonObject()},
+                 {QStringLiteral("shares"), shareCheckStatus()}});
     return s;
 }
 

@@ -52,6 +52,20 @@ CheckVerdict ResultCheck::check(const TaskEvidence& task) {
     return verdict;
 }
 
+std::optional<bool> ResultCheck::unusualOutput(int stage, bool activation,
+                                               std::span<const std::uint8_t> frame) const {
+    if (!m_settings.enabled || frame.empty())
+        return std::nullopt;
+    Result<gpu::DecodedFrame> decoded =
+        activation ? m_decoder->activationForChecks(frame) : m_decoder->gradientForChecks(frame);
+    if (!decoded)
+        return std::nullopt;
+    const stats::RowRms rms =
+        stats::rowRms(decoded->values, std::size_t(decoded->width), std::size_t(decoded->dimension));
+    return m_monitor.outlier(
+        stage, {activation ? StageMonitor::Metric::Rms : StageMonitor::Metric::GradientRms, rms.mean});
+}
+
 bool ResultCheck::sampled(const QString& node) {
     const double rate = m_auditsPassed.value(node, 0) < m_settings.probationAudits ? m_settings.probationRate
                                                                                    : m_settings.trustedRate;

@@ -128,6 +128,12 @@ public:
     // The node's audit rate starts again at probation (a refused result, a failed audit).
     void probation(const QString& node) { m_auditsPassed.insert(node, 0); }
 
+    // Whether a frame a node of `stage` returned (an activation, or a gradient for the stage before) is out
+    // of the ordinary for that stage: its tokens' mean RMS an outlier among what the stage's vetted nodes
+    // returned. None where that cannot be told (the statistics warming up or off, a frame that does not
+    // decode). Router::setInputJudge: whether two replicas refused on an input are to blame its sender.
+    std::optional<bool> unusualOutput(int stage, bool activation, std::span<const std::uint8_t> frame) const;
+
     qint64 checked() const { return m_checked; }
     qint64 refused() const { return m_refused; }
     qint64 suspicious() const { return m_suspicious; }

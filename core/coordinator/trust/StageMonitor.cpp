@@ -94,6 +94,17 @@ std::optional<QString> StageMonitor::observe(int stage, const std::vector<Sample
     return outlier;
 }
 
+std::optional<bool> StageMonitor::outlier(int stage, Sample s) const {
+    if (stage < 0 || std::size_t(stage) >= m_windows.size() || !(m_settings.k > 0) ||
+        !std::isfinite(s.value) || (logScale(s.metric) && s.value <= 0))
+        return std::nullopt;
+    const std::optional<Deviation> d = deviation(m_windows[std::size_t(stage)][std::size_t(s.metric)],
+                                                 logScale(s.metric) ? std::log(s.value) : s.value);
+    if (!d)
+        return std::nullopt;
+    return d->deviations > m_settings.k;
+}
+
 QJsonObject StageMonitor::status() const {
     QJsonObject metrics;
     for (int m = 0; m < kMetrics; ++m)

@@ -55,6 +55,9 @@ public:
     // Why these values of a result of `stage` are outliers, or none. With `learn`, they join the
     // stage's windows, outliers too, and those within the threshold count towards status()'s worst.
     std::optional<QString> observe(int stage, const std::vector<Sample>& samples, bool learn);
+    // Whether a value is an outlier for the stage (as observe() judges, learning nothing); none while the
+    // metric's window warms up or no threshold is set.
+    std::optional<bool> outlier(int stage, Sample sample) const;
 
     // The largest deviation (in robust deviations) among values learned within the threshold, per metric:
     // how close honest results came to the threshold k (the calibration BENCHMARKS.md reports).

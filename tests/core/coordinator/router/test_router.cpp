@@ -427,7 +427,8 @@ void TestRouter::abandonAllEndsEverything() {
 
 // Framing (issue 41): a result refused on an input another node sent is not blamed at once. The same
 // input goes to another replica: refused there too, the input's sender is reported and the microbatch
-// ends (one frame strikes no replica); accepted there, the first node is. With one replica, or on the
+// ends (one frame strikes no replica); accepted there, the first node is — unless the input is shown to be
+// no different from what its sender's stage returns (nobody is). With one replica, or on the
 // coordinator's own tokens, the producer is reported at once, as before.
 void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
     RouterSettings s;
@@ -471,6 +472,49 @@ void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
             QCOMPARE(refused.at(0).at(1).toInt(), 1);
             QCOMPARE(h.router->counters().framed, qint64(0));
             QVERIFY(h.abandoned.empty());
+        }
+    }
+    // Both replicas refused on an input no different from what its sender's stage returns (the input judge
+    // says so): the stage's own weights cross the bound, so nobody is reported; the microbatch ends. Where
+    // the judge cannot tell (none), the sender is blamed as above.
+    for (const std::optional<bool> unusual : {std::optional<bool>(false), std::optional<bool>()}) {
+        Harness o(2, s);
+        o.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
+                              std::optional<double>) -> std::optional<Router::Refusal> {
+            return mb.stage == 1
+                       ? std::optional(Router::Refusal{QStringLiteral("token RMS above 10000"), true})
+                       : std::nullopt;
+        });
+        int judged = 0;
+        o.router->setInputJudge([&](int senderStage, bool activation, const protocol::HeldFrame& input) {
+            ++judged;
+            [&] {
+                QCOMPARE(senderStage, 0);
+                QVERIFY(activation);
+                QVERIFY(!input.isNull());
+            }();
+            return unusual;
+        });
+        QSignalSpy blamed(o.router.get(), &Router::refused);
+        QSignalSpy nobody(o.router.get(), &Router::stageRefusesOrdinaryInput);
+        o.router->addNode(u"a"_qs, 0);
+        o.router->addNode(u"b1"_qs, 1);
+        o.router->addNode(u"b2"_qs, 1);
+        QVERIFY(o.answer(u"a"_qs));
+        QVERIFY(o.answer(o.sent.front().node));
+        QVERIFY(o.answer(o.sent.front().node)); // the other replica, refused on the same input
+        QCOMPARE(judged, 1);
+        QCOMPARE(o.abandoned.size(), std::size_t(1));
+        if (unusual.has_value()) {
+            QCOMPARE(blamed.count(), 0);
+            QCOMPARE(nobody.count(), 1);
+            QCOMPARE(nobody.at(0).at(0).toInt(), 1);
+            QCOMPARE(o.router->counters().refusedOnOrdinaryInput, qint64(1));
+            QCOMPARE(o.router->counters().framed, qint64(0));
+        } else {
+            QCOMPARE(blamed.count(), 1);
+            QCOMPARE(blamed.at(0).at(0).toString(), u"a"_qs);
+            QCOMPARE(nobody.count(), 0);
         }
     }
     // One replica: nobody else can show whether the input is at fault. Nobody is reported; when the

@@ -59,6 +59,11 @@ void TestStageMonitor::nothingIsJudgedDuringTheWarmup() {
         QVERIFY(!monitor.observe(1, {{Metric::GradientRms, honest(1e-5, i) * (i % 2 ? 10 : 1)}}, true));
     QVERIFY(monitor.observe(1, {{Metric::GradientRms, 1e-3}}, false));  // judged from now on
     QVERIFY(!monitor.observe(0, {{Metric::GradientRms, 1e-3}}, false)); // another stage's picture: none
+    // outlier() asks the same without a message (the framing rule's question of an input): none while the
+    // window warms up.
+    QCOMPARE(monitor.outlier(1, {Metric::GradientRms, 1e-3}), std::optional<bool>(true));
+    QCOMPARE(monitor.outlier(1, {Metric::GradientRms, 1e-5}), std::optional<bool>(false));
+    QCOMPARE(monitor.outlier(0, {Metric::GradientRms, 1e-3}), std::optional<bool>());
 }
 
 void TestStageMonitor::aMoveTrainingMakesIsFollowed() {
