@@ -59,8 +59,8 @@ private Q_SLOTS:
     void unflushedWorkIsNeitherCountedNorCredited();
     void creditWaitsForTheCutoffAndAnAudit_data() { test::DatabaseBackends::addRows(); }
     void creditWaitsForTheCutoffAndAnAudit();
-    void aFirstStageBackwardIsCoveredByItsForwardsAudit_data() { test::DatabaseBackends::addRows(); }
-    void aFirstStageBackwardIsCoveredByItsForwardsAudit();
+    void aFirstStageBackwardIsCoveredByBackwardEvidenceAlone_data() { test::DatabaseBackends::addRows(); }
+    void aFirstStageBackwardIsCoveredByBackwardEvidenceAlone();
     void aFailedAuditForfeitsWhatIsPending_data() { test::DatabaseBackends::addRows(); }
     void aFailedAuditForfeitsWhatIsPending();
 };
@@ -231,7 +231,7 @@ void TestTrainingStore::creditWaitsForTheCutoffAndAnAudit() {
     QVERIFY(store.grantCredits(fakeSign, 1004, 500)->isEmpty());
 }
 
-void TestTrainingStore::aFirstStageBackwardIsCoveredByItsForwardsAudit() {
+void TestTrainingStore::aFirstStageBackwardIsCoveredByBackwardEvidenceAlone() {
     std::unique_ptr<Database> db = backends().open(backends().freshUrl());
     if (!db)
         return;
@@ -241,10 +241,14 @@ void TestTrainingStore::aFirstStageBackwardIsCoveredByItsForwardsAudit() {
     store.issued(1, 0, 512, 10);
     store.completed(microbatch(1, QStringLiteral("n1"), 3'000'000'000, 2.0, 0), 100);
     QVERIFY(store.flush());
-    // Stage 0's backward returns no tensor an audit could compare: an audit of its forwards covers
-    // both (else the first stage's nodes would never be paid for their backwards).
+    // Stage 0's backward returns no tensor: its forwards' checks do not vouch for it (a lazy node answered
+    // them without computing and was paid that way) — only backward evidence does: its share's check passed
+    // (Trainer::onShareChecked), or an audit where no other replica can check the share.
     QVERIFY(Reputation(*db).passedAudit(QStringLiteral("n1"), 300, 300, true, false));
-    QCOMPARE(*store.grantCredits(fakeSign, 1001, 500), QStringList{QStringLiteral("n1")});
+    QVERIFY(store.grantCredits(fakeSign, 1001, 500)->isEmpty());
+    QCOMPARE(scalar(*db, QStringLiteral("SELECT COUNT(*) FROM credit_receipts")), qint64(0));
+    QVERIFY(Reputation(*db).passedAudit(QStringLiteral("n1"), 300, 300, false, true));
+    QCOMPARE(*store.grantCredits(fakeSign, 1002, 500), QStringList{QStringLiteral("n1")});
     QCOMPARE(scalar(*db, QStringLiteral("SELECT SUM(flop) FROM credit_receipts")), qint64(3'000'000'000));
 }
 
