@@ -247,7 +247,8 @@ void Bisection::judgeAlone(Case& c) {
             v.convicted << side.node;
             v.reason = QStringLiteral(
                            "its %1 of microbatch %2 (stage %3) parts from the coordinator's recompute of %4 "
-                           "from its own trace (per-token error %5; a spot check of a lone replica)")
+                           "from its own trace (per-token error %5; a spot check: no other replica could "
+                           "re-execute it)")
                            .arg(protocol::taskKindName(c.task.kind))
                            .arg(c.task.microbatch)
                            .arg(c.task.stage)

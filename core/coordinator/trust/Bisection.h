@@ -64,7 +64,8 @@ public:
     bool start(const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict, const QString& a,
                const protocol::HeldFrame& outputA, std::optional<double> lossA, const QString& b,
                const protocol::HeldFrame& outputB, std::optional<double> lossB);
-    // A lone replica's spot check (no other replica can re-execute its work): the node is asked for the
+    // A spot check where no other replica can re-execute the node's work (a lone replica, or one that joined
+    // since the task ran): the node is asked for the
     // trace of `task`, which it answered with `output` (and `loss`); once it came, the coordinator
     // recomputes the encoding of its last row (its answer must be what its trace leads to) and one segment
     // drawn then — a block's forward or backward, the head, the gradient it was given — from the trace's

@@ -5,6 +5,7 @@
 #include "engine/Misbehaviour.h"
 #include "engine/StageEngine.h"
 
+#include <QFile>
 #include <QMetaObject>
 
 #include <algorithm>
@@ -135,6 +136,9 @@ void EngineWorker::doLoad(const EngineLoadOptions& options) {
     if (m_misbehaviour)
         qWarning("engine: TESSERA_TEST_MISBEHAVE is set: this node lies in its results (a test of the "
                  "coordinator)");
+    m_lieFromFile = qEnvironmentVariable("TESSERA_TEST_MISBEHAVE_FROM_FILE");
+    if (m_misbehaviour && !m_lieFromFile.isEmpty())
+        m_laterLie = std::move(m_misbehaviour);
     m_engine = std::move(engine).value();
     m_headroom = options.engine.outputHeadroom;
     m_statsTimer.start();
@@ -241,6 +245,10 @@ void EngineWorker::runNext() {
     if (m_misbehaviour && result.ok)
         misbehave(task, result);
     ++m_tasksDone;
+    if (m_laterLie && QFile::exists(m_lieFromFile)) {
+        qWarning("engine: misbehaving from now on (%s exists)", qPrintable(m_lieFromFile));
+        m_misbehaviour = std::move(m_laterLie);
+    }
 
     reply([this, result = std::move(result)] { Q_EMIT taskFinished(result); });
     // Compute has stopped now: a pause that came in during the task is reported at once rather

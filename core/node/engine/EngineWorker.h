@@ -123,6 +123,10 @@ private:
     std::unique_ptr<gpu::StageEngine> m_engine;
     // TESSERA_TEST_MISBEHAVE: a lying node for the coordinator's tests (gpu/engine/Misbehaviour.h).
     std::unique_ptr<gpu::Misbehaviour> m_misbehaviour;
+    // Tests only (TESSERA_TEST_MISBEHAVE_FROM_FILE): the lie held back, honest work done, until that file
+    // exists — a liar that waits until its stage has the replicas a test needs.
+    std::unique_ptr<gpu::Misbehaviour> m_laterLie;
+    QString m_lieFromFile;
     std::int64_t m_skippedBackwards = 0;          // a lazy liar's, since its last share
     std::unordered_set<std::int64_t> m_claimedGraphs; // an inflating liar's claims not yet resent
     EngineQueue m_queue;
