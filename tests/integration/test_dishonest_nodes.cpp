@@ -13,9 +13,10 @@
 // last stage's forward_backward) to one block, the head or the encoding, recomputed here (issue 41); a
 // gradient share of −9× the honest one (or poisoned, or a lazy first stage's share of backwards it never
 // ran) left out of the mean by the share check, its sender struck where a third replica referees and
-// nobody struck with two. Every lie of the first table runs on the 8b path too (those whose judge the
-// limit does not change only with TESSERA_TEST_EVERY_TWIN, in `make bench`), each caught within 100 of
-// the liar's microbatches; a node claiming lost graphs is paid what it computed. Then the evasions: a new key
+// nobody struck with two; a liar alone on its stage, by a spot check of its own trace (one segment and the
+// encoding recomputed here). Every lie of the first table runs on the 8b path too (only with
+// TESSERA_TEST_EVERY_TWIN, in `make bench`), each caught within 100 of the liar's microbatches since it
+// loaded its stage (or began to lie); a node claiming lost graphs is paid what it computed. Then the evasions: a new key
 // is on probation and is caught again with nothing paid; after three banned keys the network is refused at
 // admission; a node claiming 1e-9 s per task does not win its stage's tasks.
 #include "CoordinatorHttp.h"
