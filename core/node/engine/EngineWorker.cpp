@@ -234,6 +234,10 @@ void EngineWorker::runNext() {
     }
     const EngineTask task = *m_queue.take();
 
+    if (m_laterLie && QFile::exists(m_lieFromFile)) { // every task begun from now on lies
+        qWarning("engine: misbehaving from now on (%s exists)", qPrintable(m_lieFromFile));
+        m_misbehaviour = std::move(m_laterLie);
+    }
     const Clock::time_point start = Clock::now();
     EngineResult result = execute(task);
     const Clock::time_point end = Clock::now();
@@ -245,10 +249,6 @@ void EngineWorker::runNext() {
     if (m_misbehaviour && result.ok)
         misbehave(task, result);
     ++m_tasksDone;
-    if (m_laterLie && QFile::exists(m_lieFromFile)) {
-        qWarning("engine: misbehaving from now on (%s exists)", qPrintable(m_lieFromFile));
-        m_misbehaviour = std::move(m_laterLie);
-    }
 
     reply([this, result = std::move(result)] { Q_EMIT taskFinished(result); });
     // Compute has stopped now: a pause that came in during the task is reported at once rather
