@@ -15,7 +15,8 @@
 //   4. (PARTS containing 4) at 8b's path, all honest: tokens/s with the gradient-share checks at 25% of
 //      steps, off, and every check off, twice each; then six more honest runs with every check on — the
 //      false strikes over eight honest runs.
-//   5. (PARTS containing 5) at 8b's path: the loss at equal steps of a run with one liar on the middle stage
+//   5. (PARTS containing 5) at 8b's path: the loss at equal steps of a run with one liar (node 1, on the stage
+//      admission gives it)
 //      (ATTACKS, default noise,scale,flip,tokens,identity,stale,reverse,poison) against two honest runs.
 //
 // bench_trust [STEPS=150] [DIR] [PARTS=123] [ATTACKS=echo,zeros,nan,noise,scale,flip,loss,poison]
@@ -192,7 +193,7 @@ qint64 stepOf(const QJsonObject& status) {
 
 // A run to `steps` with an optional liar; loss = mean of the last 10 steps. Throughput counts
 // steps (each is kMicrobatches × kBatch × kSeq tokens), so a run with a microbatch abandoned
-// counts the same tokens as one without. The liar is node 1: the middle stage.
+// counts the same tokens as one without. The liar is node 1 (the middle stage when admission fills stages in order).
 Run train(const QString& dir, int steps, const QString& liarMode, bool checks, bool audits = true,
           bool reexecutionOnly = false, int sharePercent = -1) {
     Run r;
@@ -390,7 +391,7 @@ int main(int argc, char** argv) {
         // honest runs give the spread, every liar's run its ratio to their mean.
         std::printf(
             "\n5. %d steps, 8b's path (--recompute-limit 0, shares checked on 25%% of steps): the loss with "
-            "one liar on the middle stage against honest runs at equal steps\n",
+            "one liar (node 1: on the stage admission gives it) against honest runs at equal steps\n",
             steps);
         const QStringList liars =
             args.size() > 4
