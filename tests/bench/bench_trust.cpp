@@ -251,6 +251,42 @@ Run train(const QString& dir, int steps, const QString& liarMode, bool checks, b
     return r;
 }
 
+// Part 5: the (41) "loss within 2% of an honest run at equal tokens", where replicas agree: two
+// honest runs give the spread, every liar's run its ratio to their mean. `attacks` empty: the default list.
+void lossAgainstHonest(const QString& root, int steps, const QStringList& attacks) {
+    std::printf(
+        "\n5. %d steps, 8b's path (--recompute-limit 0, shares checked on 25%% of steps): the loss with "
+        "one liar (node 1: on the stage admission gives it) against honest runs at equal steps\n",
+        steps);
+    const QStringList liars =
+        !attacks.isEmpty() ? attacks : QStringList{QStringLiteral("noise"),    QStringLiteral("scale"),
+                                                   QStringLiteral("flip"),     QStringLiteral("tokens"),
+                                                   QStringLiteral("identity"), QStringLiteral("stale"),
+                                                   QStringLiteral("reverse"),  QStringLiteral("poison")};
+    std::printf("%-24s %8s %10s %8s %8s %10s\n", "run", "loss", "vs honest", "tok/s", "strikes", "convicted");
+    std::vector<double> honest;
+    const auto row = [&](const QString& name, const QString& liar) {
+        const Run r = train(QStringLiteral("%1/train-5-%2").arg(root, QString(name).replace(u' ', u'-')),
+                            steps, liar, true, true, true, 25);
+        if (liar.isEmpty())
+            honest.push_back(r.loss);
+        const double mean = honest.empty()
+                                ? std::nan("")
+                                : std::accumulate(honest.begin(), honest.end(), 0.0) / double(honest.size());
+        std::printf(
+            "%-24s %8.4f %+9.2f%% %8.0f %8lld %10lld\n", qPrintable(name), r.loss, 100 * (r.loss / mean - 1),
+            r.tokensPerSecond, qlonglong(r.strikes),
+            qlonglong(r.reexecution.value(u"convictions").toInteger() +
+                      r.reexecution.value(u"bisections").toObject().value(u"convictions").toInteger() +
+                      r.reexecution.value(u"bisections").toObject().value(u"spot_convictions").toInteger()));
+        std::fflush(stdout);
+    };
+    row(QStringLiteral("honest"), {});
+    row(QStringLiteral("honest, again"), {});
+    for (const QString& liar : liars)
+        row(liar + QStringLiteral(" liar"), liar);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -386,43 +422,8 @@ int main(int argc, char** argv) {
             rows.push_back(Row{name, {}, true, true, true, 25});
         runRows("4", rows);
     }
-    if (parts.contains(u'5')) {
-        // The (41) "loss within 2% of an honest run at equal tokens", where replicas agree: two
-        // honest runs give the spread, every liar's run its ratio to their mean.
-        std::printf(
-            "\n5. %d steps, 8b's path (--recompute-limit 0, shares checked on 25%% of steps): the loss with "
-            "one liar (node 1: on the stage admission gives it) against honest runs at equal steps\n",
-            steps);
-        const QStringList liars =
-            args.size() > 4
-                ? args.at(4).split(u',', Qt::SkipEmptyParts)
-                : QStringList{QStringLiteral("noise"),   QStringLiteral("scale"),    QStringLiteral("flip"),
-                              QStringLiteral("tokens"),  QStringLiteral("identity"), QStringLiteral("stale"),
-                              QStringLiteral("reverse"), QStringLiteral("poison")};
-        std::printf("%-24s %8s %10s %8s %8s %10s\n", "run", "loss", "vs honest", "tok/s", "strikes",
-                    "convicted");
-        std::vector<double> honest;
-        const auto row = [&](const QString& name, const QString& liar) {
-            const Run r = train(QStringLiteral("%1/train-5-%2").arg(root, QString(name).replace(u' ', u'-')),
-                                steps, liar, true, true, true, 25);
-            if (liar.isEmpty())
-                honest.push_back(r.loss);
-            const double mean =
-                honest.empty() ? std::nan("")
-                               : std::accumulate(honest.begin(), honest.end(), 0.0) / double(honest.size());
-            std::printf(
-                "%-24s %8.4f %+9.2f%% %8.0f %8lld %10lld\n", qPrintable(name), r.loss,
-                100 * (r.loss / mean - 1), r.tokensPerSecond, qlonglong(r.strikes),
-                qlonglong(
-                    r.reexecution.value(u"convictions").toInteger() +
-                    r.reexecution.value(u"bisections").toObject().value(u"convictions").toInteger() +
-                    r.reexecution.value(u"bisections").toObject().value(u"spot_convictions").toInteger()));
-            std::fflush(stdout);
-        };
-        row(QStringLiteral("honest"), {});
-        row(QStringLiteral("honest, again"), {});
-        for (const QString& liar : liars)
-            row(liar + QStringLiteral(" liar"), liar);
-    }
+    if (parts.contains(u'5'))
+        lossAgainstHonest(root, steps,
+                          args.size() > 4 ? args.at(4).split(u',', Qt::SkipEmptyParts) : QStringList());
     return 0;
 }

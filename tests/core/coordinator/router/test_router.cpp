@@ -135,6 +135,7 @@ private Q_SLOTS:
     void resultWithoutItsFrameIsRefused();
     void abandonAllEndsEverything();
     void aRefusalIsBlamedOnWhatAnotherReplicaShows();
+    void anOrdinaryInputBothReplicasRefusedBlamesNobody();
 };
 
 void TestRouter::microbatchGoesThroughEveryStageAndBack() {
@@ -427,8 +428,7 @@ void TestRouter::abandonAllEndsEverything() {
 
 // Framing (issue 41): a result refused on an input another node sent is not blamed at once. The same
 // input goes to another replica: refused there too, the input's sender is reported and the microbatch
-// ends (one frame strikes no replica); accepted there, the first node is — unless the input is shown to be
-// no different from what its sender's stage returns (nobody is). With one replica, or on the
+// ends (one frame strikes no replica); accepted there, the first node is. With one replica, or on the
 // coordinator's own tokens, the producer is reported at once, as before.
 void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
     RouterSettings s;
@@ -474,9 +474,50 @@ void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
             QVERIFY(h.abandoned.empty());
         }
     }
-    // Both replicas refused on an input no different from what its sender's stage returns (the input judge
-    // says so): the stage's own weights cross the bound, so nobody is reported; the microbatch ends. Where
-    // the judge cannot tell (none), the sender is blamed as above.
+    // One replica: nobody else can show whether the input is at fault. Nobody is reported; when the
+    // microbatch ends the refusal is left unsettled (the Trainer puts the node on probation).
+    Harness h(2, s);
+    h.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
+                          std::optional<double>) -> std::optional<Router::Refusal> {
+        return mb.stage == 1 ? std::optional(Router::Refusal{QStringLiteral("loss above 50"), true})
+                             : std::nullopt;
+    });
+    QSignalSpy refused(h.router.get(), &Router::refused);
+    QSignalSpy unresolved(h.router.get(), &Router::refusalUnresolved);
+    h.router->addNode(u"a"_qs, 0);
+    h.router->addNode(u"b"_qs, 1);
+    QVERIFY(h.answer(u"a"_qs));
+    QVERIFY(h.answer(u"b"_qs));
+    QCOMPARE(refused.count(), 0);
+    h.router->abandonAll(QStringLiteral("the test ends it"));
+    QCOMPARE(unresolved.count(), 1);
+    QCOMPARE(unresolved.at(0).at(0).toString(), u"b"_qs);
+    QCOMPARE(refused.count(), 0);
+    // What no input explains (an echo, zeros, NaN) is the producer's, reported at once.
+    Harness e(2, s);
+    e.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
+                          std::optional<double>) -> std::optional<Router::Refusal> {
+        return mb.stage == 1
+                   ? std::optional(Router::Refusal{QStringLiteral("the task's own input sent back"), false})
+                   : std::nullopt;
+    });
+    QSignalSpy echoed(e.router.get(), &Router::refused);
+    e.router->addNode(u"a"_qs, 0);
+    e.router->addNode(u"b1"_qs, 1);
+    e.router->addNode(u"b2"_qs, 1);
+    QVERIFY(e.answer(u"a"_qs));
+    const QString echoer = e.sent.front().node;
+    QVERIFY(e.answer(echoer));
+    QCOMPARE(echoed.count(), 1);
+    QCOMPARE(echoed.at(0).at(0).toString(), echoer);
+}
+
+// Both replicas refused on an input no different from what its sender's stage returns (the input judge says
+// so): the stage's own weights cross the bound, so nobody is reported; the microbatch ends. Where the judge
+// cannot tell (none), the sender is blamed as in aRefusalIsBlamedOnWhatAnotherReplicaShows.
+void TestRouter::anOrdinaryInputBothReplicasRefusedBlamesNobody() {
+    RouterSettings s;
+    s.window = 1;
     for (const std::optional<bool> unusual : {std::optional<bool>(false), std::optional<bool>()}) {
         Harness o(2, s);
         o.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
@@ -517,42 +558,6 @@ void TestRouter::aRefusalIsBlamedOnWhatAnotherReplicaShows() {
             QCOMPARE(nobody.count(), 0);
         }
     }
-    // One replica: nobody else can show whether the input is at fault. Nobody is reported; when the
-    // microbatch ends the refusal is left unsettled (the Trainer puts the node on probation).
-    Harness h(2, s);
-    h.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
-                          std::optional<double>) -> std::optional<Router::Refusal> {
-        return mb.stage == 1 ? std::optional(Router::Refusal{QStringLiteral("loss above 50"), true})
-                             : std::nullopt;
-    });
-    QSignalSpy refused(h.router.get(), &Router::refused);
-    QSignalSpy unresolved(h.router.get(), &Router::refusalUnresolved);
-    h.router->addNode(u"a"_qs, 0);
-    h.router->addNode(u"b"_qs, 1);
-    QVERIFY(h.answer(u"a"_qs));
-    QVERIFY(h.answer(u"b"_qs));
-    QCOMPARE(refused.count(), 0);
-    h.router->abandonAll(QStringLiteral("the test ends it"));
-    QCOMPARE(unresolved.count(), 1);
-    QCOMPARE(unresolved.at(0).at(0).toString(), u"b"_qs);
-    QCOMPARE(refused.count(), 0);
-    // What no input explains (an echo, zeros, NaN) is the producer's, reported at once.
-    Harness e(2, s);
-    e.router->setCheck([](const QString&, const Microbatch& mb, TaskKind, const protocol::HeldFrame&,
-                          std::optional<double>) -> std::optional<Router::Refusal> {
-        return mb.stage == 1
-                   ? std::optional(Router::Refusal{QStringLiteral("the task's own input sent back"), false})
-                   : std::nullopt;
-    });
-    QSignalSpy echoed(e.router.get(), &Router::refused);
-    e.router->addNode(u"a"_qs, 0);
-    e.router->addNode(u"b1"_qs, 1);
-    e.router->addNode(u"b2"_qs, 1);
-    QVERIFY(e.answer(u"a"_qs));
-    const QString echoer = e.sent.front().node;
-    QVERIFY(e.answer(echoer));
-    QCOMPARE(echoed.count(), 1);
-    QCOMPARE(echoed.at(0).at(0).toString(), echoer);
 }
 
 QTEST_GUILESS_MAIN(TestRouter)
