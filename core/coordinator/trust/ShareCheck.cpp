@@ -68,12 +68,10 @@ void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind)
 }
 
 bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& shares) {
-    // Drawn — or a suspect's share is among them (checked at every step for a while), or a share of a node
-    // still on probation (fewer than probationChecks passed).
+    // Drawn — or a suspect's share is among them: checked at every step for a while.
     bool drawn = m_draw() * 100.0 < m_settings.percent;
     for (const ShareView& view : shares)
-        drawn = drawn || m_suspects.value(view.node, -1) >= step ||
-                (m_settings.percent > 0 && m_passedOf.value(view.node, 0) < m_settings.probationChecks);
+        drawn = drawn || m_suspects.value(view.node, -1) >= step;
     const qint64 era = m_router.era(stage);
     const std::pair<qint64, int> key{step, stage};
     for (const ShareView& view : shares) {
@@ -265,7 +263,6 @@ void ShareCheck::close(qint64 caseId, const ShareVerdict& decided) {
         ++m_unsettled;
     if (v.passed && !c.answers.empty()) { // what shares that stand show: the check's honest margin
         ++m_passed;
-        ++m_passedOf[c.node];
         m_secondLooksPassed += c.answers.size() > 1;
         for (const Case::Answer& a : c.answers) {
             m_lowestAlignment = m_passed == 1 ? a.alignment : std::min(m_lowestAlignment, a.alignment);
@@ -280,7 +277,6 @@ void ShareCheck::close(qint64 caseId, const ShareVerdict& decided) {
         suspects << c.node;
         for (const QString& node : std::as_const(suspects))
             m_suspects.insert(node, c.step + m_settings.suspectSteps);
-        m_passedOf.remove(c.node); // on probation again
     }
     Q_EMIT verdict(v);
     if (--m_open[key] > 0)

@@ -60,11 +60,6 @@ struct ShareCheckSettings {
     // A share that failed a check, or was disputed, makes its sender (and a disputing verifier) a
     // suspect: its stage's shares are checked at every step for this many steps.
     int suspectSteps = 20;
-    // A node's shares are checked at every step until this many of them passed (since it joined or last
-    // failed). Off (0): tried at 3 (session 7), it moved a reversed share's first check from step 9 to step 6
-    // (its stage's first step with a second replica) and did not change the loss, and in the suite it left an
-    // honest joiner's share out (alignment 0.195 at its first look, no second look to be had).
-    int probationChecks = 0;
 };
 
 // A share as the averager holds it.
@@ -168,7 +163,6 @@ private:
     Seed m_seed;
     QHash<QString, Kept> m_kept;             // by node: this step's drawn microbatch
     QHash<QString, qint64> m_suspects;       // by node: checked at every step through this one
-    QHash<QString, int> m_passedOf;          // by node: its shares' checks passed since it last failed one
     std::map<qint64, Case> m_cases;          // by case id
     QHash<qint64, qint64> m_taskToCase;      // sketch task in flight → case
     std::map<std::pair<qint64, int>, QStringList> m_dropped; // (step, stage) → shares left out so far

@@ -42,7 +42,6 @@ private Q_SLOTS:
     void withTwoReplicasTheVerifierTakesASecondLook();
     void aSilentVerifierIsReplacedThenTheShareStands();
     void aSuspectsStageIsCheckedAtEveryStep();
-    void aNewNodesSharesAreCheckedUntilSomePass();
 
 private:
     struct Run {
@@ -54,8 +53,7 @@ private:
         qint64 now = 1'000'000;
         double draw = 0; // below percent/100: drawn
     };
-    // probationChecks 0: only the draw (and suspects) decide which steps are checked.
-    std::unique_ptr<Run> makeRun(int replicas, double percent = 100, int probationChecks = 0);
+    std::unique_ptr<Run> makeRun(int replicas, double percent = 100);
     Microbatch microbatch(const Run& run, const QString& node) const;
     // Answers the sketch task sent to `node` with the honest engine's sketch times `scale`.
     void answer(Run& run, const QString& node, float scale = 1);
@@ -76,8 +74,7 @@ void TestShareCheck::initTestCase() {
     m_share = share->values;
 }
 
-std::unique_ptr<TestShareCheck::Run> TestShareCheck::makeRun(int replicas, double percent,
-                                                             int probationChecks) {
+std::unique_ptr<TestShareCheck::Run> TestShareCheck::makeRun(int replicas, double percent) {
     auto run = std::make_unique<Run>();
     Run* r = run.get();
     RouterSettings settings;
@@ -106,7 +103,6 @@ std::unique_ptr<TestShareCheck::Run> TestShareCheck::makeRun(int replicas, doubl
     run->router->stepSent();
     ShareCheckSettings s;
     s.percent = percent;
-    s.probationChecks = probationChecks;
     quint64 seed = 1000;
     run->check = std::make_unique<ShareCheck>(
         s, *run->router,
@@ -291,20 +287,6 @@ void TestShareCheck::aSuspectsStageIsCheckedAtEveryStep() {
     run->draw = 0.9; // not drawn, but a is a suspect now
     QVERIFY(begin(*run, QStringLiteral("a"), m_share, 7));
     QCOMPARE(run->sent.size(), std::size_t(1));
-}
-
-void TestShareCheck::aNewNodesSharesAreCheckedUntilSomePass() {
-    // A reversed share from a node's first step on would set a two-replica stage's update on every step no
-    // draw falls on: a node's shares are checked at every step until three passed.
-    std::unique_ptr<Run> run = makeRun(2, 25, 3);
-    run->draw = 0.9; // never drawn
-    for (qint64 step = 5; step < 8; ++step) {
-        QVERIFY2(begin(*run, QStringLiteral("a"), m_share, step), qPrintable(QString::number(step)));
-        answer(*run, QStringLiteral("b"));
-        QVERIFY(!run->verdicts.empty() && run->verdicts.back().passed);
-    }
-    QVERIFY(!begin(*run, QStringLiteral("a"), m_share, 8)); // three passed: checked when drawn, as any node
-    QVERIFY(run->sent.empty());
 }
 
 QTEST_GUILESS_MAIN(TestShareCheck)
