@@ -194,10 +194,19 @@ public:
     // averaging result). Replicas that both held the stage through an era hold the same weights then
     // (up to the exchange's rounding): what a re-execution needs (Microbatch::taskEra).
     qint64 era(int stage) const { return stage >= 0 && stage < m_stages ? m_era[std::size_t(stage)] : -1; }
-    // The era in which the node joined its stage; none for an unknown node.
-    std::optional<qint64> joinedEra(const QString& nodeId) const {
+    // Whether the node may re-execute another replica's task of `era` (a re-execution, a share's
+    // sketch): it joined before that era, and — where replicas show their weights after each step
+    // (setVerifiersShowWeights) — it has shown them since it joined. A replica just synced holds what
+    // the sync sent; until its first fingerprint agreed, that is the sync's word, not proven.
+    bool mayVerify(const QString& nodeId, qint64 era) const {
         const auto it = m_nodes.constFind(nodeId);
-        return it == m_nodes.constEnd() ? std::nullopt : std::optional<qint64>(it->joinedEra);
+        return it != m_nodes.constEnd() && it->joinedEra < era && (!m_verifiersShowWeights || it->shown);
+    }
+    void setVerifiersShowWeights(bool on) { m_verifiersShowWeights = on; }
+    // The node's fingerprint agreed with the checkpoint's (WeightCheck): it holds its replicas' weights.
+    void weightsShown(const QString& nodeId) {
+        if (const auto it = m_nodes.find(nodeId); it != m_nodes.end())
+            it->shown = true;
     }
     // The node is banned for a while (a failed audit found later): what it has in flight goes elsewhere.
     void ban(const QString& nodeId, const QString& why);
@@ -241,6 +250,7 @@ private:
         qint64 epoch = 0;   // steps sent to it since it joined
         qint64 version = 0; // changes of its weights (steps and averaging results) since it joined
         qint64 joinedEra = 0;
+        bool shown = false; // its weights' fingerprint agreed since it joined (mayVerify)
     };
 
     qint64 now() const { return m_clock(); }
@@ -283,6 +293,7 @@ private:
     Clock m_clock;
     Check m_check;
     InputJudge m_inputJudge;
+    bool m_verifiersShowWeights = false;
     std::vector<StageScheduler> m_schedulers;
     std::vector<qint64> m_era; // by stage
     QHash<QString, NodeInfo> m_nodes;

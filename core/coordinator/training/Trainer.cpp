@@ -271,9 +271,14 @@ void Trainer::makeRouter() {
         // being synced, and nodes routed after the step asked its replicas for shares. Where replicas
         // agree, every one that holds the whole state shows it does after each step (WeightCheck).
         Averager* averager = m_averager.get();
-        if (m_replicasAgree)
+        if (m_replicasAgree) {
             m_gradients->setFingerprinted(
                 [averager](const QString& node, int) { return !averager->syncing(node); });
+            // A replica re-executes others' work once its weights showed they are the checkpoint's.
+            router->setVerifiersShowWeights(true);
+            connect(m_weightCheck.get(), &WeightCheck::weightsAgreed, this,
+                    [router](const QString& node, int) { router->weightsShown(node); });
+        }
         m_gradients->setObservers([averager, router](int stage) {
             QStringList out = averager->syncingOf(stage);
             for (const QString& node : router->nodesOf(stage))

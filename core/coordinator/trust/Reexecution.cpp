@@ -50,7 +50,7 @@ bool Reexecution::checkable(const Microbatch& mb, TaskKind kind) const {
     if (m_router.era(mb.stage) != mb.taskEra || int(m_cases.size()) >= m_settings.maxPending)
         return false;
     for (const QString& node : m_router.nodesOf(mb.stage))
-        if (node != mb.taskNode && m_router.joinedEra(node).value_or(mb.taskEra) < mb.taskEra)
+        if (node != mb.taskNode && m_router.mayVerify(node, mb.taskEra))
             return true;
     return false;
 }

@@ -79,7 +79,7 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         if (!drawn || !view.values || view.microbatches <= 0)
             continue;
         // Its microbatch must have run on the weights the stage holds now (no update since).
-        if (kept.tasks.empty() || kept.era != era || kept.tasks.front().stage != stage) {
+        if (kept.tasks.empty() || kept.step != step || kept.era != era || kept.tasks.front().stage != stage) {
             ++m_unchecked;
             continue;
         }
@@ -93,6 +93,7 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
             task.sketchSeed = qint64(c.seed);
         c.era = era;
         c.microbatches = view.microbatches;
+        c.offered = kept.seen;
         c.share = gpu::CountSketch(c.seed, m_settings.buckets);
         c.share.add(*view.values);
         c.tried << view.node;
@@ -211,9 +212,13 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
         v.disputed = QStringList{c.node, first.node};
         v.reason =
             QStringLiteral("its share does not hold its microbatch %1's gradient as replica %2 computes "
-                           "it (%3), and no second look could be had")
+                           "it (%3), and no second look could be had (%4 of the %5 microbatches it divided by "
+                           "were offered to the check, %6 kept)")
                 .arg(first.microbatch)
-                .arg(shortId(first.node), numbers(first));
+                .arg(shortId(first.node), numbers(first))
+                .arg(c.offered)
+                .arg(c.microbatches)
+                .arg(c.tasks.size());
         return true;
     }
     const Case::Answer& second = c.answers[1];

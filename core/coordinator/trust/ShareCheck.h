@@ -135,6 +135,7 @@ private:
         QHash<qint64, qint64> sent; // sketch task → its microbatch
         qint64 era = 0;
         int microbatches = 0;
+        int offered = 0; // of its microbatches this step, those offered (the node's n counts them all)
         gpu::CountSketch share; // the share's, under the task's sketch seed
         QStringList tried;
         struct Answer {

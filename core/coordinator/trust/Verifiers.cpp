@@ -12,7 +12,7 @@ QStringList verifierCandidates(const Router& router, int stage, qint64 era, cons
                                const std::function<QString(const QString& node)>& networkOf) {
     QStringList candidates;
     for (const QString& node : router.nodesOf(stage))
-        if (!tried.contains(node) && router.joinedEra(node).value_or(era) < era)
+        if (!tried.contains(node) && router.mayVerify(node, era))
             candidates << node;
     QSet<QString> networks;
     for (const QString& node : tried)

@@ -51,6 +51,7 @@ void WeightCheck::onStepDone(const QString& node, const protocol::StepDone& done
                                .arg(done.step)
                                .arg(answered.relativeDifference(expected.reference), 0, 'g', 3));
     ++m_agreed;
+    Q_EMIT weightsAgreed(node, expected.stage);
 }
 
 void WeightCheck::judge(const QString& node, const Expected& expected, const QString& why) {

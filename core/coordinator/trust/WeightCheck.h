@@ -8,7 +8,7 @@
 // under a seed drawn for that step (base/WeightFingerprint); the checkpoint computes its own in the
 // pass that applies the update; the node answers in its step_done.
 //
-//   agree     nothing happens (counted)
+//   agree     counted, and `weightsAgreed`: the node may re-execute its replicas' work (Router::mayVerify)
 //   differ    the node's weights are not its replicas' — zeroed, never updated, edited, or a bug of
 //             ours: `diverged` (the trainer strikes it and syncs it again — the strike because a liar
 //             could otherwise diverge forever at no cost, the sync because an honest node's weights
@@ -58,6 +58,8 @@ public:
 
 Q_SIGNALS:
     void weightsDiverged(const QString& node, int stage, const QString& why);
+    // Its fingerprint agreed: it holds the checkpoint's weights (what makes a replica a verifier).
+    void weightsAgreed(const QString& node, int stage);
 
 private:
     struct Expected {

@@ -42,6 +42,7 @@ private Q_SLOTS:
     void withTwoReplicasTheVerifierTakesASecondLook();
     void aSilentVerifierIsReplacedThenTheShareStands();
     void aSuspectsStageIsCheckedAtEveryStep();
+    void aReplicaVerifiesOnlyOnceItsWeightsWereShown();
 
 private:
     struct Run {
@@ -287,6 +288,28 @@ void TestShareCheck::aSuspectsStageIsCheckedAtEveryStep() {
     run->draw = 0.9; // not drawn, but a is a suspect now
     QVERIFY(begin(*run, QStringLiteral("a"), m_share, 7));
     QCOMPARE(run->sent.size(), std::size_t(1));
+}
+
+void TestShareCheck::aReplicaVerifiesOnlyOnceItsWeightsWereShown() {
+    // Where replicas show their weights after each step (WeightCheck's fingerprints), a replica just
+    // synced holds what the sync sent, unproven: it sketches nobody's microbatch until its fingerprint
+    // agreed. Tried: b and c joined and took a step, c's fingerprint agreed, b's not yet.
+    std::unique_ptr<Run> run = makeRun(3);
+    run->router->setVerifiersShowWeights(true);
+    QVERIFY(!begin(*run, QStringLiteral("a"), m_share, 5)); // nobody has shown its weights: unchecked
+    QVERIFY(run->sent.empty());
+    QCOMPARE(run->check->unchecked(), qint64(1));
+    run->router->weightsShown(QStringLiteral("c"));
+    QVERIFY(begin(*run, QStringLiteral("a"), m_share, 6));
+    QCOMPARE(run->sent.size(), std::size_t(1));
+    QCOMPARE(run->sent[0].node, QStringLiteral("c")); // not b, though of another network
+    // Joined again (a resync): unproven again.
+    run->router->removeNode(QStringLiteral("c"), QStringLiteral("its weights missed a step"));
+    run->router->addNode(QStringLiteral("c"), 1);
+    run->router->stepSent();
+    run->sent.clear();
+    QVERIFY(!begin(*run, QStringLiteral("a"), m_share, 7));
+    QVERIFY(run->sent.empty());
 }
 
 QTEST_GUILESS_MAIN(TestShareCheck)

@@ -46,6 +46,7 @@ private Q_SLOTS:
     void theSameWeightsAgreeAndOthersAreNamed() {
         WeightCheck check([this] { return m_now; });
         QSignalSpy diverged(&check, &WeightCheck::weightsDiverged);
+        QSignalSpy agreed(&check, &WeightCheck::weightsAgreed); // what makes a replica a verifier
         const std::vector<float> honest = weights(0.04f);
         const gpu::WeightFingerprint reference = fingerprint(11, honest);
         check.expect(1, 5, reference, {u"a"_qs, u"b"_qs, u"c"_qs, u"d"_qs, u"e"_qs}, 60'000);
@@ -53,11 +54,14 @@ private Q_SLOTS:
         check.onStepDone(u"a"_qs, done(5, fingerprint(11, honest)));
         QCOMPARE(diverged.count(), 0);
         QCOMPARE(check.agreed(), qint64(1));
+        QCOMPARE(agreed.count(), 1);
+        QCOMPARE(agreed.last().at(0).toString(), u"a"_qs);
 
         std::vector<float> behind = honest; // one weight a step behind
         behind[4321] += 1e-4f;
         check.onStepDone(u"b"_qs, done(5, fingerprint(11, behind)));
         QCOMPARE(diverged.count(), 1);
+        QCOMPARE(agreed.count(), 1); // b is no verifier
         QCOMPARE(diverged.last().at(0).toString(), u"b"_qs);
         QCOMPARE(diverged.last().at(1).toInt(), 1);
         QVERIFY(diverged.last().at(2).toString().contains(u"differ from its replicas'"));
