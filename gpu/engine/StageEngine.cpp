@@ -829,6 +829,27 @@ Result<std::vector<float>> StageEngine::backwardSegment(int b, std::span<const s
     });
 }
 
+Result<std::vector<float>> StageEngine::segmentWeightGradient(int b, std::span<const std::uint8_t> input,
+                                                              std::span<const float> before,
+                                                              std::span<const float> gradAfter,
+                                                              std::span<const std::uint8_t> targets) {
+    State& st = *m_state;
+    return guarded("segment " + str(b) + "'s weights' gradient", [&]() -> Result<std::vector<float>> {
+        auto in = st.decodeInput(input);
+        if (!in)
+            return in.error();
+        const bool head = b == blocks();
+        Result<torch::Tensor> x = b > 0 ? st.likeInput(*in, before, "a segment's residual") : Result<torch::Tensor>(torch::Tensor());
+        if (!x)
+            return x.error();
+        Result<torch::Tensor> second = head ? st.decodeTargets(targets, State::Shape{in->batch, in->seq})
+                                            : st.likeInput(*in, gradAfter, "a segment's output gradient");
+        if (!second)
+            return second.error();
+        return floatsOf(st.model->segmentWeightGradient(b, in->x, *x, *second));
+    });
+}
+
 Result<std::vector<float>> StageEngine::headSegment(std::span<const std::uint8_t> input,
                                                     std::span<const std::uint8_t> targets,
                                                     std::span<const float> residual) {

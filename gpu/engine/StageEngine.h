@@ -166,6 +166,14 @@ public:
     Result<std::vector<float>> headSegment(std::span<const std::uint8_t> input,
                                            std::span<const std::uint8_t> targets,
                                            std::span<const float> residual);
+    // Segment b's weights' gradient from a backward trace's rows (segmentParameters(b)'s count, in parameter
+    // order), nothing accumulated: block b's of ⟨its output, `gradAfter`⟩ through its forward from `before`
+    // (the residual after block b − 1; the stage's input for b = 0), or for b = blocks() on the last stage
+    // the final norm's and head's of the loss of `targets` from the last residual `before`.
+    Result<std::vector<float>> segmentWeightGradient(int b, std::span<const std::uint8_t> input,
+                                                     std::span<const float> before,
+                                                     std::span<const float> gradAfter,
+                                                     std::span<const std::uint8_t> targets);
     // The next stage's gradient frame as this stage reads it (fp32, B·T·d).
     Result<std::vector<float>> decodeGradientInput(std::span<const std::uint8_t> gradOutput,
                                                    std::span<const std::uint8_t> input);

@@ -84,6 +84,14 @@ public:
     // respect to that residual.
     std::pair<torch::Tensor, torch::Tensor> headBackward(const torch::Tensor& residual,
                                                          const torch::Tensor& targets);
+    // Segment b's parameters' gradient alone (1-D fp32, in parameter order: StageEngine::segmentParameters),
+    // nothing added to .grad: block b's (with the embedding's for b = 0 on stage 0) of ⟨its output,
+    // `gradAfterOrTargets`⟩ through its forward from `before` (the residual after block b − 1; unused for
+    // b = 0, which starts from `input`); for b = blocks() on the last stage the final norm's and head's of
+    // the loss of targets `gradAfterOrTargets` from the last residual `before`. What a share check
+    // computes from a lone replica's trace (trust/Bisection).
+    torch::Tensor segmentWeightGradient(int b, const torch::Tensor& input, const torch::Tensor& before,
+                                        const torch::Tensor& gradAfterOrTargets);
 
     // Recomputes the forward from `input` with a graph and backpropagates gradOutput [B, T, d]
     // (the next stage's gradInput) or, on the last stage, the loss of targets [B, T]. Adds to the

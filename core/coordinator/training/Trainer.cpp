@@ -352,6 +352,17 @@ void Trainer::makeStepChecks() {
                     releaseHold(step, stage, dropped, true);
                 });
         connect(m_shareCheck.get(), &ShareCheck::verdict, this, &Trainer::onShareChecked);
+        // A share no other replica can sketch (a lone replica's) is looked at by the node's own trace.
+        if (Bisection* bisection = m_bisection.get())
+            m_shareCheck->setTraceLooks(
+                [bisection](int stage) { return bisection->drawShareSegment(stage); },
+                [bisection](const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
+                            std::optional<double> loss, const ShareSegment& segment,
+                            std::shared_ptr<const std::vector<float>> values, int microbatches,
+                            std::function<void(const ShareLook&)> done) {
+                    return bisection->traceShare(task, era, node, output, loss, segment, std::move(values),
+                                                 microbatches, std::move(done));
+                });
     }
     m_gradients->setShareGate(
         [this](qint64 step, int stage, const std::vector<GradientAverager::ShareView>& shares) {
@@ -422,9 +433,14 @@ void Trainer::onShareChecked(const ShareVerdict& v) {
                  qPrintable(v.node.left(12)), v.stage, qlonglong(v.step), qPrintable(v.reason));
     else if (!v.verifiers.isEmpty())
         qInfo("trust: node %s's gradient share (stage %d, step %lld) holds its work: alignment %.3g, norm %.3gx "
-              "the microbatch's gradient (sketched by %s)",
+              "the microbatch's gradient (%s)",
               qPrintable(v.node.left(12)), v.stage, qlonglong(v.step), v.alignment, v.normRatio,
-              qPrintable(v.verifiers.front().left(12)));
+              qPrintable(v.verifiers.front() == v.node
+                             ? QStringLiteral("recomputed here from its own trace: no other replica could")
+                             : QStringLiteral("sketched by ") + v.verifiers.front().left(12)));
+    else if (!v.passed)
+        qWarning("trust: node %s's gradient share (stage %d, step %lld) left out: %s", qPrintable(v.node.left(12)),
+                 v.stage, qlonglong(v.step), qPrintable(v.reason));
 }
 
 QJsonObject Trainer::shareCheckStatus() const {
@@ -437,6 +453,7 @@ QJsonObject Trainer::shareCheckStatus() const {
                        {QStringLiteral("unsettled"), m_shareCheck->unsettled()},
                        {QStringLiteral("unchecked"), m_shareCheck->unchecked()},
                        {QStringLiteral("second_looks_passed"), m_shareCheck->secondLooksPassed()},
+                       {QStringLiteral("trace_looks"), m_shareCheck->traceLooks()},
                        {QStringLiteral("lowest_passed_alignment"), m_shareCheck->lowestPassedAlignment()},
                        {QStringLiteral("highest_passed_norm_ratio"), m_shareCheck->highestPassedNormRatio()}};
 }
@@ -605,7 +622,7 @@ std::optional<Router::Refusal> Trainer::checkResult(const QString& node, const M
         qWarning("trust: node %s (stage %d): result suspected, audited at this step's end: %s",
                  qPrintable(node.left(12)), mb.stage, qPrintable(*verdict.suspicious));
     if (m_shareCheck)
-        m_shareCheck->offer(node, mb, kind);
+        m_shareCheck->offer(node, mb, kind, output, loss);
     drawForCheck(node, mb, kind, output, loss, verdict.suspicious.has_value());
     return std::nullopt;
 }

@@ -86,7 +86,8 @@ bool Bisection::start(const CheckTask& task, qint64 era, const ReexecutionVerdic
     Case c{task,
            era,
            verdict,
-           {Side{a, outputA, lossA, 0, std::nullopt, {}}, Side{b, outputB, lossB, 0, std::nullopt, {}}}};
+           {Side{a, outputA, lossA, 0, std::nullopt, {}}, Side{b, outputB, lossB, 0, std::nullopt, {}}},
+           std::nullopt};
     if (!send(m_nextCase++, std::move(c)))
         return false;
     ++m_started;
@@ -109,7 +110,40 @@ bool Bisection::spotCheck(const CheckTask& task, qint64 era, const QString& node
     verdict.microbatch = task.microbatch;
     verdict.checked = node;
     verdict.acceptedAtMs = acceptedAtMs;
-    if (!send(m_nextCase++, Case{task, era, verdict, {Side{node, output, loss, 0, std::nullopt, {}}}}))
+    if (!send(m_nextCase++, Case{task, era, verdict, {Side{node, output, loss, 0, std::nullopt, {}}}, std::nullopt}))
+        return false;
+    ++m_spotChecks;
+    return true;
+}
+
+std::optional<ShareSegment> Bisection::drawShareSegment(int stage) {
+    gpu::StageEngine* e = engine(stage);
+    if (!e)
+        return std::nullopt;
+    const int segments = e->blocks() + (stage == m_config.stages - 1 ? 1 : 0);
+    const int b = int(QRandomGenerator::system()->bounded(quint32(segments)));
+    const auto [offset, count] = e->segmentParameters(b);
+    if (count <= 0)
+        return std::nullopt;
+    return ShareSegment{b, offset, count};
+}
+
+bool Bisection::traceShare(const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
+                           std::optional<double> loss, const ShareSegment& segment,
+                           std::shared_ptr<const std::vector<float>> values, int microbatches,
+                           std::function<void(const ShareLook&)> done) {
+    constexpr std::size_t kMaxPending = 4;
+    if (!traceable(task, era) || output.isNull() || m_cases.size() >= kMaxPending || !values ||
+        qint64(values->size()) != segment.count || microbatches <= 0)
+        return false;
+    ReexecutionVerdict verdict;
+    verdict.stage = task.stage;
+    verdict.kind = task.kind;
+    verdict.microbatch = task.microbatch;
+    verdict.checked = node;
+    Case c{task, era, verdict, {Side{node, output, loss, 0, std::nullopt, {}}}, std::nullopt};
+    c.share = ShareSlice{segment, std::move(values), microbatches, std::move(done), {}};
+    if (!send(m_nextCase++, std::move(c)))
         return false;
     ++m_spotChecks;
     return true;
@@ -238,8 +272,14 @@ void Bisection::judgeAlone(Case& c) {
                                                                                    : Parting::GivenGradient,
                                 blocks}
                       : Parting{Parting::Backward, k - blocks - 1};
-    for (const Parting& at :
-         {Parting{forward ? Parting::Encoding : Parting::GradientEncoding, blocks}, drawn}) {
+    // A share check pins the top of the gradients too: the head's (from the last residual and the
+    // targets) or the gradient it was given — what a trace scaled to fit a scaled share must part from.
+    const Parting top{c.task.kind == protocol::TaskKind::ForwardBackward ? Parting::Head : Parting::GivenGradient,
+                      blocks};
+    std::vector<Parting> pins{Parting{forward ? Parting::Encoding : Parting::GradientEncoding, blocks}, drawn};
+    if (c.share && !forward)
+        pins.push_back(top);
+    for (const Parting& at : pins) {
         double errors[2] = {0, 0};
         if (!recompute(c, at, size, errors))
             return; // ours to fail (a weight read): nothing judged
@@ -259,6 +299,45 @@ void Bisection::judgeAlone(Case& c) {
     }
     v.verified << side.node;
     ++m_spotChecksPassed;
+    if (c.share)
+        judgeShare(c, size);
+}
+
+void Bisection::judgeShare(Case& c, std::int64_t size) {
+    ShareSlice& share = *c.share;
+    gpu::StageEngine& e = *engine(c.task.stage);
+    const int blocks = e.blocks();
+    const int b = share.segment.segment;
+    const std::vector<float>& trace = *c.sides.front().trace;
+    const auto row = [&](std::int64_t i) {
+        return std::span<const float>(trace).subspan(std::size_t(i * size), std::size_t(size));
+    };
+    if (!loadWeights(e, c.task.stage, b))
+        return;
+    // Block b's from the residual before it and the gradient after it (rows 2L − 1 − b); the head's from
+    // the last residual and the targets.
+    const Result<std::vector<float>> g =
+        b < blocks ? e.segmentWeightGradient(b, bytesOf(c.task.input), b > 0 ? row(b - 1) : std::span<const float>(),
+                                             row(2 * blocks - 1 - b), {})
+                   : e.segmentWeightGradient(b, bytesOf(c.task.input), row(blocks - 1), {}, bytesOf(c.task.targets));
+    if (!g || qint64(g->size()) != share.segment.count) {
+        qWarning("trust: a share check could not recompute %s: %s", qPrintable(b < blocks ? QStringLiteral("block %1").arg(b) : QStringLiteral("the head")),
+                 g ? "a gradient of another size" : g.message().c_str());
+        return;
+    }
+    const std::vector<float>& s = *share.values;
+    double dot = 0, gg = 0, ss = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        dot += double((*g)[i]) * s[i];
+        gg += double((*g)[i]) * (*g)[i];
+        ss += double(s[i]) * s[i];
+    }
+    if (!(gg > 0) || !std::isfinite(gg))
+        return; // a gradient of zeros: nothing to judge by
+    share.look.outcome = ShareLook::Held;
+    share.look.alignment = double(share.microbatches) * dot / gg;
+    share.look.normRatio = std::sqrt(ss / gg);
+    share.look.segment = b < blocks ? QStringLiteral("block %1's weights").arg(b) : QStringLiteral("the head's weights");
 }
 
 QString Bisection::describe(const Parting& at) {
@@ -429,12 +508,18 @@ void Bisection::finish(qint64 caseId) {
     ReexecutionVerdict verdict = std::move(it->second.verdict);
     const int stage = it->second.task.stage;
     const bool alone = it->second.sides.size() == 1;
+    std::optional<ShareSlice> share = std::move(it->second.share);
     m_cases.erase(it);
     if (verdict.unsettled)
         ++m_unsettled;
     if (!verdict.convicted.isEmpty())
         ++(alone ? m_spotConvictions : m_convictions);
     Q_EMIT judged(verdict);
+    if (share) { // after the verdict: a node convicted by its trace is struck before its share's case closes
+        if (!verdict.convicted.isEmpty() || !verdict.struck.isEmpty())
+            share->look.outcome = ShareLook::TraceFailed;
+        share->done(share->look);
+    }
     if (!pendingOn(stage))
         Q_EMIT settled(stage);
 }

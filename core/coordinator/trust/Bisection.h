@@ -30,6 +30,7 @@
 #include "base/ModelConfig.h"
 #include "coordinator/router/Router.h"
 #include "coordinator/trust/Reexecution.h"
+#include "coordinator/trust/ShareCheck.h"
 
 #include <QHash>
 #include <QObject>
@@ -74,6 +75,21 @@ public:
     // a check. False when it cannot be (as start(), or too many cases pending).
     bool spotCheck(const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
                    std::optional<double> loss, qint64 acceptedAtMs);
+    // A lone replica's gradient share checked against its own work (trust/ShareCheck, where no other replica
+    // can sketch its microbatch). drawShareSegment draws a segment with weights (a block, or the last stage's
+    // head), each as likely, and says where its weights lie in the share; ShareCheck keeps the share's values
+    // there. traceShare then asks the node for the trace of `task` (a backward it answered with `output` and
+    // `loss`); once it came, the spot check's recomputes run — its answer's encoding, the top of its
+    // gradients (the head's from its last residual and the targets, or the gradient it was given: neither is
+    // the node's word) and one segment drawn then — and the drawn segment's weights' gradient g is recomputed
+    // from the trace's rows: `done` gets n·⟨g, s⟩/‖g‖² and ‖s‖/‖g‖ (s the share's values there), as ShareCheck
+    // judges a replica's sketch. A trace that does not hold, or none, is judged as a spot check's (`judged`:
+    // convicted, or struck for silence). False when it cannot be (not traceable, too many pending).
+    std::optional<ShareSegment> drawShareSegment(int stage);
+    bool traceShare(const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
+                    std::optional<double> loss, const ShareSegment& segment,
+                    std::shared_ptr<const std::vector<float>> values, int microbatches,
+                    std::function<void(const ShareLook&)> done);
     // Whether a bisection of the stage waits for traces (the step's update waits for it: the checkpoint
     // must still hold the weights the traces ran on).
     bool pendingOn(int stage) const;
@@ -99,11 +115,19 @@ private:
         std::optional<std::vector<float>> trace;
         QString silence; // why it did not answer
     };
+    struct ShareSlice {
+        ShareSegment segment;
+        std::shared_ptr<const std::vector<float>> values; // the share's, at segment
+        int microbatches = 0;
+        std::function<void(const ShareLook&)> done;
+        ShareLook look; // what done gets (Unjudged until judged)
+    };
     struct Case {
         CheckTask task;
         qint64 era = 0;
         ReexecutionVerdict verdict;
         std::vector<Side> sides; // two disputing replicas, or a lone replica's spot check
+        std::optional<ShareSlice> share; // a lone replica's share check (traceShare)
     };
 
     Bisection(const gpu::ModelConfig& config, double tolerance, Router& router, Weights weights,
@@ -115,6 +139,8 @@ private:
     void judge(Case& c);
     // A spot check's verdict, its trace in.
     void judgeAlone(Case& c);
+    // A share check's look at the segment's weights' gradient, its trace held.
+    void judgeShare(Case& c, std::int64_t size);
     // Whether the trace has the rows a task of its kind gives at the stage.
     bool fits(const Case& c, const Side& side, std::int64_t size, int blocks) const;
     bool traceable(const CheckTask& task, qint64 era) const;

@@ -39,7 +39,8 @@ ShareCheck::ShareCheck(ShareCheckSettings settings, Router& router, NetworkOf ne
 
 ShareCheck::~ShareCheck() = default;
 
-void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind) {
+void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind, const protocol::HeldFrame& output,
+                       std::optional<double> loss) {
     if (kind != TaskKind::Backward && kind != TaskKind::ForwardBackward)
         return;
     // A backward through a kept graph whose weights changed after its forward ran on a mix of both.
@@ -60,7 +61,7 @@ void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind)
         if (slot >= 2)
             return;
     }
-    const CheckTask task = CheckTask::of(mb, kind);
+    const KeptTask task{CheckTask::of(mb, kind), output, loss};
     if (slot < kept.tasks.size())
         kept.tasks[slot] = task;
     else
@@ -79,7 +80,7 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         if (!drawn || !view.values || view.microbatches <= 0)
             continue;
         // Its microbatch must have run on the weights the stage holds now (no update since).
-        if (kept.tasks.empty() || kept.step != step || kept.era != era || kept.tasks.front().stage != stage) {
+        if (kept.tasks.empty() || kept.step != step || kept.era != era || kept.tasks.front().task.stage != stage) {
             ++m_unchecked;
             continue;
         }
@@ -89,8 +90,8 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         c.node = view.node;
         c.tasks = kept.tasks;
         c.seed = m_seed();
-        for (CheckTask& task : c.tasks)
-            task.sketchSeed = qint64(c.seed);
+        for (KeptTask& kept : c.tasks)
+            kept.task.sketchSeed = qint64(c.seed);
         c.era = era;
         c.microbatches = view.microbatches;
         c.offered = kept.seen;
@@ -99,6 +100,16 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         c.tried << view.node;
         const qint64 id = m_nextCase++;
         Case& placed = m_cases.emplace(id, std::move(c)).first->second;
+        // No replica can sketch it: one segment of the share is kept, for looks by the node's own trace.
+        if (m_drawSegment && m_traceLook &&
+            verifierCandidates(m_router, stage, era, placed.tried, m_networkOf).isEmpty())
+            if (const std::optional<ShareSegment> segment = m_drawSegment(stage);
+                segment && segment->offset + segment->count <= qint64(view.values->size())) {
+                placed.byTrace = true;
+                placed.segment = *segment;
+                placed.segmentValues = std::make_shared<const std::vector<float>>(
+                    view.values->begin() + segment->offset, view.values->begin() + segment->offset + segment->count);
+            }
         if (!sendNext(id, placed)) {
             m_cases.erase(id);
             ++m_unchecked;
@@ -112,11 +123,13 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
 bool ShareCheck::sendNext(qint64 caseId, Case& c) {
     if (c.sends >= m_settings.maxVerifiers || m_router.era(c.stage) != c.era)
         return false;
+    if (c.byTrace)
+        return traceNext(caseId, c);
     const QStringList candidates = verifierCandidates(m_router, c.stage, c.era, c.tried, m_networkOf);
     // The referee sketches the node's other kept microbatch where there is one: a second, independent
     // look (an honest share that fails the first by chance — its other microbatches' gradients opposing
     // the drawn one's — passes the second; a lie fails both).
-    const CheckTask& task = c.answers.empty() ? c.tasks.front() : c.tasks.back();
+    const CheckTask& task = c.answers.empty() ? c.tasks.front().task : c.tasks.back().task;
     for (const QString& node : candidates) {
         c.tried << node;
         if (const std::optional<qint64> sent = m_router.sendCheck(node, task)) {
@@ -138,6 +151,57 @@ bool ShareCheck::sendNext(qint64 caseId, Case& c) {
         }
     }
     return false;
+}
+
+bool ShareCheck::traceNext(qint64 caseId, Case& c) {
+    const std::size_t look = c.answers.size();
+    if (look >= std::min<std::size_t>(2, c.tasks.size()))
+        return false;
+    const KeptTask& kept = c.tasks[look];
+    CheckTask task = kept.task;
+    task.sketchSeed = 0;
+    ++c.sends;
+    if (!m_traceLook(task, c.era, c.node, kept.output, kept.loss, c.segment, c.segmentValues, c.microbatches,
+                     [this, caseId](const ShareLook& l) { onTraced(caseId, l); }))
+        return false;
+    ++m_traceLooks;
+    return true;
+}
+
+void ShareCheck::onTraced(qint64 caseId, const ShareLook& look) {
+    const auto it = m_cases.find(caseId);
+    if (it == m_cases.end())
+        return;
+    Case& c = it->second;
+    const qint64 microbatch = c.tasks[std::min(c.answers.size(), c.tasks.size() - 1)].task.microbatch;
+    ShareVerdict v;
+    if (look.outcome == ShareLook::TraceFailed) { // convicted or struck by its trace (Bisection's verdict)
+        ++m_checked;
+        v.reason = QStringLiteral("its trace of microbatch %1 did not hold (or never came)").arg(microbatch);
+        return close(caseId, v);
+    }
+    if (look.outcome == ShareLook::Unjudged) {
+        c.sends = m_settings.maxVerifiers; // no further look
+        if (!c.answers.empty() && decide(caseId, c, v)) // a second look that could not be judged
+            return close(caseId, v);
+        if (c.answers.empty()) {
+            ++m_unchecked;
+            v.passed = true;
+            v.reason = QStringLiteral("its trace could not be recomputed");
+            close(caseId, v);
+        }
+        return;
+    }
+    Case::Answer a;
+    a.node = c.node; // its own trace, recomputed here
+    a.microbatch = microbatch;
+    a.alignment = look.alignment;
+    a.normRatio = look.normRatio;
+    a.passed = std::isfinite(a.alignment) && a.alignment >= m_settings.minAlignment &&
+               a.normRatio <= m_settings.maxNormRatio;
+    c.answers.push_back(a);
+    if (decide(caseId, c, v))
+        close(caseId, v);
 }
 
 void ShareCheck::onAnswered(qint64 taskId, const QString& node, const protocol::HeldFrame& output) {
@@ -211,11 +275,13 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
         v.unsettled = true;
         v.disputed = QStringList{c.node, first.node};
         v.reason =
-            QStringLiteral("its share does not hold its microbatch %1's gradient as replica %2 computes "
+            QStringLiteral("its share does not hold its microbatch %1's gradient as %2 computes "
                            "it (%3), and no second look could be had (%4 of the %5 microbatches it divided by "
                            "were offered to the check, %6 kept)")
                 .arg(first.microbatch)
-                .arg(shortId(first.node), numbers(first))
+                .arg(c.byTrace ? QStringLiteral("the coordinator (from its trace, segment %1)").arg(c.segment.segment)
+                               : QStringLiteral("replica ") + shortId(first.node),
+                     numbers(first))
                 .arg(c.offered)
                 .arg(c.microbatches)
                 .arg(c.tasks.size());
@@ -237,6 +303,11 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
                              .arg(shortId(first.node), numbers(first))
                              .arg(second.microbatch)
                              .arg(shortId(second.node), numbers(second));
+    if (c.byTrace) { // the coordinator's own recompute, from two traces the node gave: struck
+        v.struck = true;
+        v.reason = both + QStringLiteral(" (recomputed from its own traces: %1)").arg(c.segment.segment);
+        return true;
+    }
     if (second.node == first.node) { // one verifier's word (two replicas): nobody struck
         v.unsettled = true;
         v.disputed = QStringList{c.node, first.node};

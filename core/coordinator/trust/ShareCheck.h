@@ -44,6 +44,8 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <vector>
 
 namespace tessera::coordinator {
@@ -67,6 +69,19 @@ struct ShareView {
     QString node;
     const std::vector<float>* values = nullptr;
     int microbatches = 0; // what its sender divided by
+};
+
+// Where a check by trace looks (a lone replica's share: trust/Bisection::traceShare): one segment's weights.
+struct ShareSegment {
+    int segment = 0;                  // a block of the stage, or blocks(): the last stage's head
+    qint64 offset = 0, count = 0;     // where its weights' gradient lies in the share (parameter order)
+};
+struct ShareLook {
+    // Held: the trace held, the numbers are the look's. TraceFailed: the trace did not hold or never came
+    // (judged as a spot check's: convicted, or struck). Unjudged: nothing could be recomputed.
+    enum Outcome { Unjudged, Held, TraceFailed } outcome = Unjudged;
+    double alignment = 0, normRatio = 0;
+    QString segment; // what was recomputed, in words
 };
 
 struct ShareVerdict {
@@ -97,8 +112,23 @@ public:
 
     const ShareCheckSettings& settings() const { return m_settings; }
 
-    // An accepted backward result (forward_backward on the last stage) of step `mb.step`.
-    void offer(const QString& node, const Microbatch& mb, protocol::TaskKind kind);
+    // An accepted backward result (forward_backward on the last stage) of step `mb.step`, as the node
+    // answered it (`output`, `loss`: what a check by its trace pins the trace to).
+    void offer(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
+               const protocol::HeldFrame& output = {}, std::optional<double> loss = std::nullopt);
+    // Where no other replica can sketch a node's microbatch (alone on its stage, or none has shown its
+    // weights since it joined), the coordinator recomputes one segment's weights' gradient from the node's own
+    // trace (trust/Bisection::traceShare): `draw` picks the segment when the shares are in (its values are
+    // kept then), `look` asks for the trace and answers the look. Unset: such shares stand unchecked.
+    using DrawSegment = std::function<std::optional<ShareSegment>(int stage)>;
+    using TraceLook = std::function<bool(const CheckTask& task, qint64 era, const QString& node,
+                                         const protocol::HeldFrame& output, std::optional<double> loss,
+                                         const ShareSegment& segment, std::shared_ptr<const std::vector<float>> values,
+                                         int microbatches, std::function<void(const ShareLook&)> done)>;
+    void setTraceLooks(DrawSegment draw, TraceLook look) {
+        m_drawSegment = std::move(draw);
+        m_traceLook = std::move(look);
+    }
     // The stage's shares of `step` are in: true when they are being checked — `judged` will come,
     // and the averager waits for it. Clears what was kept of the stage's nodes.
     bool begin(qint64 step, int stage, const std::vector<ShareView>& shares);
@@ -108,6 +138,8 @@ public:
     qint64 struck() const { return m_struck; }
     qint64 unsettled() const { return m_unsettled; }
     qint64 unchecked() const { return m_unchecked; }
+    // Looks recomputed from a lone replica's own trace (setTraceLooks).
+    qint64 traceLooks() const { return m_traceLooks; }
     // Shares that stood only on their second look (the first microbatch failed them).
     qint64 secondLooksPassed() const { return m_secondLooksPassed; }
     // Over every look at shares that stood (the check's margin on honest shares).
@@ -120,8 +152,13 @@ Q_SIGNALS:
     void verdict(const tessera::coordinator::ShareVerdict& verdict);
 
 private:
+    struct KeptTask {
+        CheckTask task;
+        protocol::HeldFrame output; // the node's answer
+        std::optional<double> loss;
+    };
     struct Kept {
-        std::vector<CheckTask> tasks; // two of the step's microbatches at most, drawn evenly
+        std::vector<KeptTask> tasks; // two of the step's microbatches at most, drawn evenly
         qint64 step = 0;
         qint64 era = 0;
         int seen = 0;
@@ -130,7 +167,7 @@ private:
         qint64 step = 0;
         int stage = 0;
         QString node;
-        std::vector<CheckTask> tasks; // the first for the verifier, the other (if any) for the referee
+        std::vector<KeptTask> tasks; // the first for the verifier, the other (if any) for the referee
         quint64 seed = 0;
         QHash<qint64, qint64> sent; // sketch task → its microbatch
         qint64 era = 0;
@@ -147,9 +184,16 @@ private:
         std::vector<Answer> answers;
         int sends = 0;
         bool secondLookByVerifier = false; // two replicas: the verifier looked at the other microbatch
+        // No replica could sketch it: the coordinator looks at `segment` from the node's own traces.
+        bool byTrace = false;
+        ShareSegment segment;
+        std::shared_ptr<const std::vector<float>> segmentValues; // the share's, at segment
     };
 
     bool sendNext(qint64 caseId, Case& c);
+    // A look at the case's next kept microbatch by its sender's trace; false when none can be had.
+    bool traceNext(qint64 caseId, Case& c);
+    void onTraced(qint64 caseId, const ShareLook& look);
     void onAnswered(qint64 taskId, const QString& node, const protocol::HeldFrame& output);
     void onFailed(qint64 taskId, const QString& node, const QString& why);
     void verifierFailed(qint64 caseId, const QString& node, const QString& why);
@@ -162,6 +206,8 @@ private:
     NetworkOf m_networkOf;
     Draw m_draw;
     Seed m_seed;
+    DrawSegment m_drawSegment;
+    TraceLook m_traceLook;
     QHash<QString, Kept> m_kept;             // by node: this step's drawn microbatch
     QHash<QString, qint64> m_suspects;       // by node: checked at every step through this one
     std::map<qint64, Case> m_cases;          // by case id
@@ -170,7 +216,7 @@ private:
     std::map<std::pair<qint64, int>, int> m_open;            // (step, stage) → cases open
     qint64 m_nextCase = 1;
     qint64 m_checked = 0, m_passed = 0, m_struck = 0, m_unsettled = 0, m_unchecked = 0,
-           m_secondLooksPassed = 0;
+           m_secondLooksPassed = 0, m_traceLooks = 0;
     double m_lowestAlignment = 0, m_highestRatio = 0;
 };
 

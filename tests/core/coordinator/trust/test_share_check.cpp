@@ -8,8 +8,13 @@
 // is struck; a lying verifier cannot strike an honest share (the referee's look passes it); a
 // silent verifier is replaced,
 // and with none left the share stands unchecked; a suspect's stage is checked at every step.
+// A lone replica (no other replica to sketch its microbatch) is looked at by its own trace through a real
+// Bisection: the coordinator recomputes one segment's weights' gradient from the trace's rows. Its honest
+// share holds it; a reversed share is left out (struck after two looks); a trace scaled to fit a reversed
+// share parts from the gradient it was given or from its own answer and is convicted.
 #include "TrustFrames.h"
 #include "coordinator/router/Router.h"
+#include "coordinator/trust/Bisection.h"
 #include "coordinator/trust/ShareCheck.h"
 #include "protocol/TaskMessage.h"
 
@@ -26,6 +31,7 @@ struct Sent {
     qint64 taskId = 0;
     qint64 sketchSeed = 0;
     QList<protocol::TaskFrameType> frames;
+    bool trace = false;
 };
 
 } // namespace
@@ -43,11 +49,16 @@ private Q_SLOTS:
     void aSilentVerifierIsReplacedThenTheShareStands();
     void aSuspectsStageIsCheckedAtEveryStep();
     void aReplicaVerifiesOnlyOnceItsWeightsWereShown();
+    void aLoneReplicasHonestShareHoldsItsOwnTrace();
+    void aLoneReplicasReversedShareIsLeftOutThenStruck();
+    void aTraceScaledToFitAReversedShareIsConvicted();
 
 private:
     struct Run {
         std::unique_ptr<Router> router;
         std::unique_ptr<ShareCheck> check;
+        std::unique_ptr<Bisection> bisection; // lone replicas' looks (withTraces)
+        std::vector<ReexecutionVerdict> traceVerdicts;
         std::vector<Sent> sent;
         std::vector<ShareVerdict> verdicts;
         std::vector<QStringList> judged;
@@ -55,6 +66,11 @@ private:
         double draw = 0; // below percent/100: drawn
     };
     std::unique_ptr<Run> makeRun(int replicas, double percent = 100);
+    // The run's lone replicas looked at by their traces: a Bisection on the engine the trip ran on.
+    void withTraces(Run& run);
+    // Answers the trace asked of `node` (stage 1's backward, by the engine); the gradient rows below the
+    // top times `scale`.
+    void answerTrace(Run& run, const QString& node, float scale = 1);
     Microbatch microbatch(const Run& run, const QString& node) const;
     // Answers the sketch task sent to `node` with the honest engine's sketch times `scale`.
     void answer(Run& run, const QString& node, float scale = 1);
@@ -89,7 +105,8 @@ std::unique_ptr<TestShareCheck::Run> TestShareCheck::makeRun(int replicas, doubl
             Sent s{node,
                    d->header.value(u"task_id").toInteger(),
                    d->header.value(u"sketch_seed").toInteger(),
-                   {}};
+                   {},
+                   d->header.value(u"trace").toBool()};
             for (const protocol::TaskFrame& f : d->frames)
                 s.frames << f.type;
             r->sent.push_back(s);
@@ -138,7 +155,8 @@ Microbatch TestShareCheck::microbatch(const Run& run, const QString& node) const
 bool TestShareCheck::begin(Run& run, const QString& node, const std::vector<float>& values, qint64 step) {
     Microbatch mb = microbatch(run, node);
     mb.step = step;
-    run.check->offer(node, mb, protocol::TaskKind::Backward);
+    run.check->offer(node, mb, protocol::TaskKind::Backward,
+                     protocol::holdPayload(m_trip.grad1, protocol::TaskFrameType::BackwardOutput));
     return run.check->begin(step, 1, {ShareView{node, &values, 1}});
 }
 
@@ -310,6 +328,124 @@ void TestShareCheck::aReplicaVerifiesOnlyOnceItsWeightsWereShown() {
     run->sent.clear();
     QVERIFY(!begin(*run, QStringLiteral("a"), m_share, 7));
     QVERIFY(run->sent.empty());
+}
+
+void TestShareCheck::withTraces(Run& run) {
+    gpu::StageEngine* reference = m_engines[1].get(); // the checkpoint: nothing stepped it
+    Result<std::unique_ptr<Bisection>> bi =
+        Bisection::create(m_config, 0.05, *run.router, [reference](int, qint64 offset, qint64 count) {
+            return reference->weightsRange(offset, count);
+        });
+    QVERIFY(bi);
+    run.bisection = std::move(*bi);
+    Run* r = &run;
+    connect(run.bisection.get(), &Bisection::judged, [r](const ReexecutionVerdict& v) { r->traceVerdicts.push_back(v); });
+    Bisection* bisection = run.bisection.get();
+    run.check->setTraceLooks([bisection](int stage) { return bisection->drawShareSegment(stage); },
+                             [bisection](const CheckTask& task, qint64 era, const QString& node,
+                                         const protocol::HeldFrame& output, std::optional<double> loss,
+                                         const ShareSegment& segment, std::shared_ptr<const std::vector<float>> values,
+                                         int microbatches, std::function<void(const ShareLook&)> done) {
+                                 return bisection->traceShare(task, era, node, output, loss, segment,
+                                                              std::move(values), microbatches, std::move(done));
+                             });
+}
+
+void TestShareCheck::answerTrace(Run& run, const QString& node, float scale) {
+    const auto it = std::find_if(run.sent.begin(), run.sent.end(),
+                                 [&](const Sent& s) { return s.node == node && s.trace; });
+    QVERIFY2(it != run.sent.end(), qPrintable(QStringLiteral("no trace was asked of %1").arg(node)));
+    const Sent s = *it;
+    run.sent.erase(it);
+    gpu::StageEngine& engine = *m_engines[1];
+    Result<std::vector<float>> trace = engine.traceBackward(span(m_trip.grad2), span(m_trip.act0), {});
+    QVERIFY(trace);
+    const std::size_t size = std::size_t(kBatch * kSeq * m_config.dModel);
+    const int blocks = engine.blocks();
+    for (std::size_t i = size * std::size_t(blocks + 1); i < size * std::size_t(2 * blocks + 1); ++i)
+        (*trace)[i] *= scale;
+    protocol::TaskResult result;
+    result.taskId = s.taskId;
+    result.kind = protocol::TaskKind::Backward;
+    result.microbatch = 7;
+    result.ok = true;
+    const QByteArray bytes = protocol::TaskMessageBuilder(protocol::toJson(result))
+                                 .add(protocol::TaskFrameType::Partition, protocol::gradientPayload(*trace, 32))
+                                 .take();
+    Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(bytes);
+    QVERIFY(m);
+    run.router->onResult(node, result, *m);
+}
+
+void TestShareCheck::aLoneReplicasHonestShareHoldsItsOwnTrace() {
+    // Every segment with weights drawn in turn (blocks, and none else on a middle stage): the honest share's
+    // values there are the very gradient the coordinator recomputes from the trace's rows.
+    for (int i = 0; i < 6; ++i) {
+        std::unique_ptr<Run> run = makeRun(1);
+        withTraces(*run);
+        QVERIFY(begin(*run, QStringLiteral("a"), m_share));
+        QCOMPARE(run->sent.size(), std::size_t(1));
+        QVERIFY(run->sent[0].trace && run->sent[0].sketchSeed == 0); // its trace, not a sketch
+        answerTrace(*run, QStringLiteral("a"));
+        QCOMPARE(run->verdicts.size(), std::size_t(1));
+        const ShareVerdict& v = run->verdicts[0];
+        QVERIFY2(v.passed && !v.struck && !v.unsettled, qPrintable(v.reason));
+        QVERIFY2(std::abs(v.alignment - 1) < 1e-3 && std::abs(v.normRatio - 1) < 1e-3,
+                 qPrintable(QStringLiteral("%1 %2").arg(v.alignment).arg(v.normRatio)));
+        QCOMPARE(v.verifiers, QStringList{QStringLiteral("a")}); // its own trace
+        QCOMPARE(run->check->traceLooks(), qint64(1));
+        QVERIFY(run->judged.back().isEmpty());
+        QCOMPARE(run->traceVerdicts.back().verified, QStringList{QStringLiteral("a")}); // the trace held
+    }
+}
+
+void TestShareCheck::aLoneReplicasReversedShareIsLeftOutThenStruck() {
+    std::vector<float> reversed = m_share;
+    for (float& x : reversed)
+        x *= -9.0f;
+    // One microbatch kept: one look, left out, not struck (one look can fail an honest share by chance).
+    std::unique_ptr<Run> run = makeRun(1);
+    withTraces(*run);
+    QVERIFY(begin(*run, QStringLiteral("a"), reversed));
+    answerTrace(*run, QStringLiteral("a"));
+    ShareVerdict v = run->verdicts.back();
+    QVERIFY2(v.unsettled && !v.passed && !v.struck, qPrintable(v.reason));
+    QVERIFY2(std::abs(v.alignment + 9) < 1e-2, qPrintable(QString::number(v.alignment)));
+    QVERIFY2(v.reason.contains(u"from its trace"), qPrintable(v.reason));
+    QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
+    // Two kept: the second look at the other microbatch fails too — the coordinator's own recompute from two
+    // traces the node gave: struck.
+    run = makeRun(1);
+    withTraces(*run);
+    Microbatch other = microbatch(*run, QStringLiteral("a"));
+    other.id = 8;
+    run->check->offer(QStringLiteral("a"), other, protocol::TaskKind::Backward,
+                      protocol::holdPayload(m_trip.grad1, protocol::TaskFrameType::BackwardOutput));
+    QVERIFY(begin(*run, QStringLiteral("a"), reversed));
+    answerTrace(*run, QStringLiteral("a"));
+    QVERIFY(run->verdicts.empty());
+    answerTrace(*run, QStringLiteral("a"));
+    v = run->verdicts.back();
+    QVERIFY2(v.struck && !v.passed, qPrintable(v.reason));
+    QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
+    QCOMPARE(run->check->struck(), qint64(1));
+}
+
+void TestShareCheck::aTraceScaledToFitAReversedShareIsConvicted() {
+    // A planning liar: its gradient rows below the top × −9 so that every block's weights' gradient fits its
+    // share. The top row must be the gradient it was given, and the bottom its answer's: the trace parts
+    // from its own answer (pinned at every look) and the liar is convicted, its share left out.
+    std::vector<float> reversed = m_share;
+    for (float& x : reversed)
+        x *= -9.0f;
+    std::unique_ptr<Run> run = makeRun(1);
+    withTraces(*run);
+    QVERIFY(begin(*run, QStringLiteral("a"), reversed));
+    answerTrace(*run, QStringLiteral("a"), -9.0f);
+    QCOMPARE(run->traceVerdicts.back().convicted, QStringList{QStringLiteral("a")});
+    const ShareVerdict& v = run->verdicts.back();
+    QVERIFY2(!v.passed && v.reason.contains(u"did not hold"), qPrintable(v.reason));
+    QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
 }
 
 QTEST_GUILESS_MAIN(TestShareCheck)
