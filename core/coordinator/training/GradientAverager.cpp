@@ -174,6 +174,13 @@ bool GradientAverager::onShare(const QString& node, const protocol::GradientShar
     return false;
 }
 
+const std::vector<float>* GradientAverager::heldShare(qint64 step, int stage, const QString& node) const {
+    if (!m_round || m_round->step != step || stage < 0 || std::size_t(stage) >= m_round->stages.size())
+        return nullptr;
+    const auto it = m_round->stages[std::size_t(stage)].shares.constFind(node);
+    return it == m_round->stages[std::size_t(stage)].shares.constEnd() ? nullptr : &it->values;
+}
+
 void GradientAverager::nodeGone(const QString& node) {
     if (!m_round)
         return;

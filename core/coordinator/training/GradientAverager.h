@@ -104,6 +104,8 @@ public:
     };
     using ShareGate = std::function<bool(qint64 step, int stage, const std::vector<ShareView>& shares)>;
     void setShareGate(ShareGate gate) { m_shareGate = std::move(gate); }
+    // The share the gate is judging, while it is still held (null once its sender left, or the round closed).
+    const std::vector<float>* heldShare(qint64 step, int stage, const QString& node) const;
     // The gate's verdict on a stage's shares of `step`: these are left out of its mean.
     void sharesJudged(qint64 step, int stage, const QStringList& dropped);
     // A stage's result as it went out.

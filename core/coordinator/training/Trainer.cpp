@@ -362,6 +362,9 @@ void Trainer::makeStepChecks() {
                             std::function<void(const ShareLook&)> done) {
                     return bisection->traceShare(task, era, node, output, loss, segment, std::move(values),
                                                  microbatches, std::move(done));
+                },
+                [gradients = m_gradients.get()](qint64 step, int stage, const QString& node) {
+                    return gradients->heldShare(step, stage, node);
                 });
     }
     m_gradients->setShareGate(
@@ -405,6 +408,13 @@ void Trainer::releaseHold(qint64 step, int stage, const QStringList& dropped, bo
 }
 
 void Trainer::onShareChecked(const ShareVerdict& v) {
+    for (const QString& node : v.contradicted) {
+        qWarning("trust: replica %s's sketch failed node %s's gradient share (stage %d, step %lld), which the "
+                 "coordinator's recompute from its trace passes: %s on probation",
+                 qPrintable(node.left(12)), qPrintable(v.node.left(12)), v.stage, qlonglong(v.step),
+                 qPrintable(node.left(12)));
+        m_checks->probation(node);
+    }
     if (v.struck) {
         qWarning("trust: node %s (stage %d) struck at step %lld: %s", qPrintable(v.node.left(12)), v.stage,
                  qlonglong(v.step), qPrintable(v.reason));

@@ -168,6 +168,28 @@ bool ShareCheck::traceNext(qint64 caseId, Case& c) {
     return true;
 }
 
+bool ShareCheck::refereeByTrace(qint64 caseId, Case& c) {
+    if (c.byTrace || !m_drawSegment || !m_traceLook || !m_heldShare || m_router.era(c.stage) != c.era)
+        return false;
+    const std::vector<float>* values = m_heldShare(c.step, c.stage, c.node);
+    const std::optional<ShareSegment> segment = values ? m_drawSegment(c.stage) : std::nullopt;
+    if (!segment || segment->offset + segment->count > qint64(values->size()))
+        return false;
+    c.byTrace = true;
+    c.segment = *segment;
+    c.segmentValues = std::make_shared<const std::vector<float>>(values->begin() + segment->offset,
+                                                                 values->begin() + segment->offset + segment->count);
+    c.replicaLooks = std::move(c.answers);
+    c.answers.clear();
+    c.sends = 0; // the coordinator's looks: two at most (traceNext)
+    if (traceNext(caseId, c))
+        return true;
+    c.answers = std::move(c.replicaLooks); // not traceable (a first stage's backward): unsettled as before
+    c.replicaLooks.clear();
+    c.byTrace = false;
+    return false;
+}
+
 void ShareCheck::onTraced(qint64 caseId, const ShareLook& look) {
     const auto it = m_cases.find(caseId);
     if (it == m_cases.end())
@@ -267,10 +289,19 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
     };
     if (c.answers.size() == 1 && first.passed) {
         v.passed = true;
+        for (const Case::Answer& look : c.replicaLooks) // refereed: the verifier's failing look was wrong
+            if (!v.contradicted.contains(look.node))
+                v.contradicted << look.node;
+        if (!c.replicaLooks.empty())
+            v.reason = QStringLiteral("replica %1's sketch failed it (%2); the coordinator's recompute from its "
+                                      "own trace passes it (%3)")
+                           .arg(shortId(c.replicaLooks.front().node), numbers(c.replicaLooks.front()), numbers(first));
         return true;
     }
     if (c.answers.size() == 1) {
         if (c.sends < m_settings.maxVerifiers && sendNext(caseId, c)) // the second look
+            return false;
+        if (refereeByTrace(caseId, c))
             return false;
         v.unsettled = true;
         v.disputed = QStringList{c.node, first.node};
@@ -308,6 +339,8 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
         v.reason = both + QStringLiteral(" (recomputed from its own traces: %1)").arg(c.segment.segment);
         return true;
     }
+    if (second.node == first.node && refereeByTrace(caseId, c))
+        return false;
     if (second.node == first.node) { // one verifier's word (two replicas): nobody struck
         v.unsettled = true;
         v.disputed = QStringList{c.node, first.node};

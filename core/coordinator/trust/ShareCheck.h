@@ -93,6 +93,9 @@ struct ShareVerdict {
     bool struck = false;    // dropped, and its sender struck
     bool unsettled = false; // dropped without a verdict: `disputed` go on probation
     QStringList disputed;
+    // A verifier whose failing look the coordinator's recompute from the sender's trace contradicted (two
+    // replicas, refereed): on probation — a lying verifier, or one look failed by chance.
+    QStringList contradicted;
     double alignment = 0;   // against the first verifier's sketch
     double normRatio = 0;
     QString reason;
@@ -125,9 +128,13 @@ public:
                                          const protocol::HeldFrame& output, std::optional<double> loss,
                                          const ShareSegment& segment, std::shared_ptr<const std::vector<float>> values,
                                          int microbatches, std::function<void(const ShareLook&)> done)>;
-    void setTraceLooks(DrawSegment draw, TraceLook look) {
+    // `held` finds a share again while it is judged (null once gone): with two replicas, a share whose only
+    // verifier failed it is refereed by the coordinator from the sender's own trace.
+    using HeldShare = std::function<const std::vector<float>*(qint64 step, int stage, const QString& node)>;
+    void setTraceLooks(DrawSegment draw, TraceLook look, HeldShare held = {}) {
         m_drawSegment = std::move(draw);
         m_traceLook = std::move(look);
+        m_heldShare = std::move(held);
     }
     // The stage's shares of `step` are in: true when they are being checked — `judged` will come,
     // and the averager waits for it. Clears what was kept of the stage's nodes.
@@ -188,11 +195,15 @@ private:
         bool byTrace = false;
         ShareSegment segment;
         std::shared_ptr<const std::vector<float>> segmentValues; // the share's, at segment
+        std::vector<Answer> replicaLooks; // a refereed case: the verifier's looks the trace looks replaced
     };
 
     bool sendNext(qint64 caseId, Case& c);
     // A look at the case's next kept microbatch by its sender's trace; false when none can be had.
     bool traceNext(qint64 caseId, Case& c);
+    // One verifier failed the share and no referee is left: the coordinator referees from the sender's trace
+    // (false where it cannot: a first stage, the share gone). The replica's looks are kept for the verdict.
+    bool refereeByTrace(qint64 caseId, Case& c);
     void onTraced(qint64 caseId, const ShareLook& look);
     void onAnswered(qint64 taskId, const QString& node, const protocol::HeldFrame& output);
     void onFailed(qint64 taskId, const QString& node, const QString& why);
@@ -208,6 +219,7 @@ private:
     Seed m_seed;
     DrawSegment m_drawSegment;
     TraceLook m_traceLook;
+    HeldShare m_heldShare;
     QHash<QString, Kept> m_kept;             // by node: this step's drawn microbatch
     QHash<QString, qint64> m_suspects;       // by node: checked at every step through this one
     std::map<qint64, Case> m_cases;          // by case id

@@ -11,7 +11,9 @@
 // A lone replica (no other replica to sketch its microbatch) is looked at by its own trace through a real
 // Bisection: the coordinator recomputes one segment's weights' gradient from the trace's rows. Its honest
 // share holds it; a reversed share is left out (struck after two looks); a trace scaled to fit a reversed
-// share parts from the gradient it was given or from its own answer and is convicted.
+// share parts from the gradient it was given or from its own answer and is convicted. With two replicas the
+// coordinator referees a share its only verifier failed by the sender's trace: a lying verifier's look is
+// contradicted (the honest share stands), a reversed share is struck.
 #include "TrustFrames.h"
 #include "coordinator/router/Router.h"
 #include "coordinator/trust/Bisection.h"
@@ -52,6 +54,7 @@ private Q_SLOTS:
     void aLoneReplicasHonestShareHoldsItsOwnTrace();
     void aLoneReplicasReversedShareIsLeftOutThenStruck();
     void aTraceScaledToFitAReversedShareIsConvicted();
+    void withTwoReplicasTheCoordinatorRefereesByTrace();
 
 private:
     struct Run {
@@ -67,7 +70,7 @@ private:
     };
     std::unique_ptr<Run> makeRun(int replicas, double percent = 100);
     // The run's lone replicas looked at by their traces: a Bisection on the engine the trip ran on.
-    void withTraces(Run& run);
+    void withTraces(Run& run, const std::vector<float>* held = nullptr);
     // Answers the trace asked of `node` (stage 1's backward, by the engine); the gradient rows below the
     // top times `scale`.
     void answerTrace(Run& run, const QString& node, float scale = 1);
@@ -330,7 +333,7 @@ void TestShareCheck::aReplicaVerifiesOnlyOnceItsWeightsWereShown() {
     QVERIFY(run->sent.empty());
 }
 
-void TestShareCheck::withTraces(Run& run) {
+void TestShareCheck::withTraces(Run& run, const std::vector<float>* held) {
     gpu::StageEngine* reference = m_engines[1].get(); // the checkpoint: nothing stepped it
     Result<std::unique_ptr<Bisection>> bi =
         Bisection::create(m_config, 0.05, *run.router, [reference](int, qint64 offset, qint64 count) {
@@ -348,7 +351,8 @@ void TestShareCheck::withTraces(Run& run) {
                                          int microbatches, std::function<void(const ShareLook&)> done) {
                                  return bisection->traceShare(task, era, node, output, loss, segment,
                                                               std::move(values), microbatches, std::move(done));
-                             });
+                             },
+                             [held](qint64, int, const QString&) { return held; });
 }
 
 void TestShareCheck::answerTrace(Run& run, const QString& node, float scale) {
@@ -445,6 +449,41 @@ void TestShareCheck::aTraceScaledToFitAReversedShareIsConvicted() {
     QCOMPARE(run->traceVerdicts.back().convicted, QStringList{QStringLiteral("a")});
     const ShareVerdict& v = run->verdicts.back();
     QVERIFY2(!v.passed && v.reason.contains(u"did not hold"), qPrintable(v.reason));
+    QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
+}
+
+void TestShareCheck::withTwoReplicasTheCoordinatorRefereesByTrace() {
+    // b sketches a's microbatch negated (a frame-up): its only look fails a's honest share; the coordinator's
+    // recompute from a's own trace passes it — it stands, and b goes on probation.
+    std::unique_ptr<Run> run = makeRun(2);
+    withTraces(*run, &m_share);
+    QVERIFY(begin(*run, QStringLiteral("a"), m_share));
+    answer(*run, QStringLiteral("b"), -1);
+    QVERIFY(run->verdicts.empty());
+    answerTrace(*run, QStringLiteral("a"));
+    ShareVerdict v = run->verdicts.back();
+    QVERIFY2(v.passed && !v.unsettled && !v.struck, qPrintable(v.reason));
+    QCOMPARE(v.contradicted, QStringList{QStringLiteral("b")});
+    QVERIFY(run->judged.back().isEmpty());
+    // a's share reversed, b honest, two of a's microbatches: both of b's looks fail it, then both of the
+    // coordinator's from a's traces — the coordinator's own word: struck (before, nobody was).
+    std::vector<float> reversed = m_share;
+    for (float& x : reversed)
+        x *= -9.0f;
+    run = makeRun(2);
+    withTraces(*run, &reversed);
+    Microbatch other = microbatch(*run, QStringLiteral("a"));
+    other.id = 8;
+    run->check->offer(QStringLiteral("a"), other, protocol::TaskKind::Backward,
+                      protocol::holdPayload(m_trip.grad1, protocol::TaskFrameType::BackwardOutput));
+    QVERIFY(begin(*run, QStringLiteral("a"), reversed));
+    answer(*run, QStringLiteral("b"));
+    answer(*run, QStringLiteral("b"));
+    QVERIFY(run->verdicts.empty());
+    answerTrace(*run, QStringLiteral("a"));
+    answerTrace(*run, QStringLiteral("a"));
+    v = run->verdicts.back();
+    QVERIFY2(v.struck && !v.passed && v.contradicted.isEmpty(), qPrintable(v.reason));
     QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
 }
 
