@@ -839,7 +839,8 @@ Result<std::vector<float>> StageEngine::segmentWeightGradient(int b, std::span<c
         if (!in)
             return in.error();
         const bool head = b == blocks();
-        Result<torch::Tensor> x = b > 0 ? st.likeInput(*in, before, "a segment's residual") : Result<torch::Tensor>(torch::Tensor());
+        Result<torch::Tensor> x = b > 0 ? st.likeInput(*in, before, "a segment's residual")
+                                        : Result<torch::Tensor>(torch::Tensor());
         if (!x)
             return x.error();
         Result<torch::Tensor> second = head ? st.decodeTargets(targets, State::Shape{in->batch, in->seq})

@@ -261,19 +261,21 @@ std::pair<torch::Tensor, torch::Tensor> StageModel::headBackward(const torch::Te
     return {loss.detach(), torch::autograd::grad({loss}, {x})[0]};
 }
 
-torch::Tensor StageModel::segmentWeightGradient(int b, const torch::Tensor& input, const torch::Tensor& before,
+torch::Tensor StageModel::segmentWeightGradient(int b, const torch::Tensor& input,
+                                                const torch::Tensor& before,
                                                 const torch::Tensor& gradAfterOrTargets) {
     const bool head = b == blocks();
     if (b < 0 || b > blocks() || (head && !isLast()))
-        throw std::invalid_argument("segment " + std::to_string(b) + " of a stage of " + std::to_string(blocks()) +
-                                    " blocks has no weights' gradient here");
+        throw std::invalid_argument("segment " + std::to_string(b) + " of a stage of " +
+                                    std::to_string(blocks()) + " blocks has no weights' gradient here");
     syncComputeWeights();
     torch::AutoGradMode gradMode(true);
     // The segment's parameters in parameter order: as StageEngine::segmentParameters finds them.
     const std::string prefix = "blocks." + std::to_string(m_firstBlock + b) + ".";
     std::vector<torch::Tensor> params;
     for (const Parameter& p : m_parameters) {
-        const bool inBlock = p.name.rfind("blocks.", 0) == 0, inEmbedding = p.name.rfind("embedding.", 0) == 0;
+        const bool inBlock = p.name.rfind("blocks.", 0) == 0,
+                   inEmbedding = p.name.rfind("embedding.", 0) == 0;
         if (head ? !inBlock && !inEmbedding : p.name.rfind(prefix, 0) == 0 || (b == 0 && inEmbedding))
             params.push_back(p.compute);
     }
@@ -286,13 +288,15 @@ torch::Tensor StageModel::segmentWeightGradient(int b, const torch::Tensor& inpu
         grads = torch::autograd::grad({loss}, params, {}, false, false, true);
     } else {
         const torch::Tensor checked = checkedInput(input, false);
-        const torch::Tensor x = b > 0 ? before.to(m_device, torch::kFloat).detach() : isFirst() ? embed(checked) : checked;
+        const torch::Tensor x = b > 0       ? before.to(m_device, torch::kFloat).detach()
+                                : isFirst() ? embed(checked)
+                                            : checked;
         const BlockContext context{m_rope.get(), causalMask(checked.size(1)), m_basisT, m_dtype};
         const torch::Tensor y = m_blocks[std::size_t(b)](x, context);
         if (gradAfterOrTargets.sizes() != y.sizes())
             throw std::invalid_argument("a block's output gradient must be " + shape(y));
-        grads = torch::autograd::grad({y}, params, {gradAfterOrTargets.to(m_device, torch::kFloat)}, false, false,
-                                      true);
+        grads = torch::autograd::grad({y}, params, {gradAfterOrTargets.to(m_device, torch::kFloat)}, false,
+                                      false, true);
     }
     std::vector<torch::Tensor> flat;
     for (std::size_t i = 0; i < params.size(); ++i)

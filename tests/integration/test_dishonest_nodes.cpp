@@ -683,9 +683,11 @@ void TestDishonestNodes::aGradientShareThatDoesNotHoldItsWorkIsLeftOut() {
         const QByteArray where = line.mid(at + 4, line.indexOf(" failed") - at - 4); // "stage S, step N"
         const QByteArray node = line.mid(line.indexOf("node ") + 5, 12);
         bool onTheLiarsWord = false;
-        const QByteArray sender = QByteArray("trust: node ") + node, when = QByteArray("(") + where + ") left out";
+        const QByteArray sender = QByteArray("trust: node ") + node,
+                         when = QByteArray("(") + where + ") left out";
         const auto by = [&](const QByteArray& verdict, const QByteArray& who) { // "on X" or "replica X" in it
-            return verdict.contains(QByteArray(QByteArray("on ") + who)) || verdict.contains(QByteArray(QByteArray("replica ") + who));
+            return verdict.contains(QByteArray(QByteArray("on ") + who)) ||
+                   verdict.contains(QByteArray(QByteArray("replica ") + who));
         };
         for (const QByteArray& verdict : lines)
             if (verdict.contains(sender) && verdict.contains(when))
@@ -738,8 +740,8 @@ void TestDishonestNodes::aGradientShareThatDoesNotHoldItsWorkIsLeftOut() {
 // Its share is left out at the first check, and with two of its microbatches looked at, it is struck; no
 // honest node is harmed.
 void TestDishonestNodes::aLoneReplicasShareIsCheckedByItsOwnTrace() {
-    Swarm swarm({QStringLiteral("--recompute-limit"), QStringLiteral("0"), QStringLiteral("--max-nodes-per-stage"),
-                 QStringLiteral("1")},
+    Swarm swarm({QStringLiteral("--recompute-limit"), QStringLiteral("0"),
+                 QStringLiteral("--max-nodes-per-stage"), QStringLiteral("1")},
                 2);
     QVERIFY(swarm.start());
     QCOMPARE(swarm.addNode(), 0);
@@ -750,17 +752,22 @@ void TestDishonestNodes::aLoneReplicasShareIsCheckedByItsOwnTrace() {
     const auto shares = [&] {
         return swarm.get(QStringLiteral("/v1/status")).value(u"trust").toObject().value(u"shares").toObject();
     };
-    QTRY_VERIFY2_WITH_TIMEOUT(
-        swarm.get(QStringLiteral("/v1/status")).value(u"gradients").toObject().value(u"shares_failed_check").toInteger() >= 1,
-        judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
+    QTRY_VERIFY2_WITH_TIMEOUT(swarm.get(QStringLiteral("/v1/status"))
+                                      .value(u"gradients")
+                                      .toObject()
+                                      .value(u"shares_failed_check")
+                                      .toInteger() >= 1,
+                              judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
     checkCaughtSoon(swarm, liar);
     if (QTest::currentTestFailed())
         return;
     QVERIFY(shares().value(u"trace_looks").toInteger() >= 1);
-    QTRY_VERIFY2_WITH_TIMEOUT(swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation WHERE subject = ?"),
-                                          {subject}) > 0,
-                              judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
-    QVERIFY2(swarm.log().contains("recomputed from its own traces"), judgements(swarm.log()).right(3000).constData());
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation WHERE subject = ?"),
+                    {subject}) > 0,
+        judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
+    QVERIFY2(swarm.log().contains("recomputed from its own traces"),
+             judgements(swarm.log()).right(3000).constData());
     for (const QByteArray& line : swarm.log().split('\n'))
         if (line.contains("failed its check"))
             QVERIFY2(line.contains(liarId.left(12).toUtf8()),
@@ -770,9 +777,10 @@ void TestDishonestNodes::aLoneReplicasShareIsCheckedByItsOwnTrace() {
     checkBannedAndTold(swarm, liar);
     QCOMPARE(swarm.addNode(), 1);
     const QByteArray honest = swarm.nodeId(2).left(12).toUtf8();
-    QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains(QByteArray("trust: node " + honest + "'s gradient share (stage 1")) &&
-                                  swarm.log().contains("recomputed here from its own trace"),
-                              judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        swarm.log().contains(QByteArray("trust: node " + honest + "'s gradient share (stage 1")) &&
+            swarm.log().contains("recomputed here from its own trace"),
+        judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
     // Its work is not paid here: at the 8b path a lone replica's credit waits for evidence (a spot check's
     // coverage) longer than this test runs.
     checkHonestUnharmed(swarm, liar, false);

@@ -356,10 +356,10 @@ void Trainer::makeStepChecks() {
         if (Bisection* bisection = m_bisection.get())
             m_shareCheck->setTraceLooks(
                 [bisection](int stage) { return bisection->drawShareSegment(stage); },
-                [bisection](const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
-                            std::optional<double> loss, const ShareSegment& segment,
-                            std::shared_ptr<const std::vector<float>> values, int microbatches,
-                            std::function<void(const ShareLook&)> done) {
+                [bisection](const CheckTask& task, qint64 era, const QString& node,
+                            const protocol::HeldFrame& output, std::optional<double> loss,
+                            const ShareSegment& segment, std::shared_ptr<const std::vector<float>> values,
+                            int microbatches, std::function<void(const ShareLook&)> done) {
                     return bisection->traceShare(task, era, node, output, loss, segment, std::move(values),
                                                  microbatches, std::move(done));
                 },
@@ -409,10 +409,11 @@ void Trainer::releaseHold(qint64 step, int stage, const QStringList& dropped, bo
 
 void Trainer::onShareChecked(const ShareVerdict& v) {
     for (const QString& node : v.contradicted) {
-        qWarning("trust: replica %s's sketch failed node %s's gradient share (stage %d, step %lld), which the "
-                 "coordinator's recompute from its trace passes: %s on probation",
-                 qPrintable(node.left(12)), qPrintable(v.node.left(12)), v.stage, qlonglong(v.step),
-                 qPrintable(node.left(12)));
+        qWarning(
+            "trust: replica %s's sketch failed node %s's gradient share (stage %d, step %lld), which the "
+            "coordinator's recompute from its trace passes: %s on probation",
+            qPrintable(node.left(12)), qPrintable(v.node.left(12)), v.stage, qlonglong(v.step),
+            qPrintable(node.left(12)));
         m_checks->probation(node);
     }
     if (v.struck) {
@@ -442,15 +443,16 @@ void Trainer::onShareChecked(const ShareVerdict& v) {
         qWarning("trust: node %s's gradient share (stage %d, step %lld) stands on a second look: %s",
                  qPrintable(v.node.left(12)), v.stage, qlonglong(v.step), qPrintable(v.reason));
     else if (!v.verifiers.isEmpty())
-        qInfo("trust: node %s's gradient share (stage %d, step %lld) holds its work: alignment %.3g, norm %.3gx "
+        qInfo("trust: node %s's gradient share (stage %d, step %lld) holds its work: alignment %.3g, norm "
+              "%.3gx "
               "the microbatch's gradient (%s)",
               qPrintable(v.node.left(12)), v.stage, qlonglong(v.step), v.alignment, v.normRatio,
               qPrintable(v.verifiers.front() == v.node
                              ? QStringLiteral("recomputed here from its own trace: no other replica could")
                              : QStringLiteral("sketched by ") + v.verifiers.front().left(12)));
     else if (!v.passed)
-        qWarning("trust: node %s's gradient share (stage %d, step %lld) left out: %s", qPrintable(v.node.left(12)),
-                 v.stage, qlonglong(v.step), qPrintable(v.reason));
+        qWarning("trust: node %s's gradient share (stage %d, step %lld) left out: %s",
+                 qPrintable(v.node.left(12)), v.stage, qlonglong(v.step), qPrintable(v.reason));
 }
 
 QJsonObject Trainer::shareCheckStatus() const {

@@ -110,7 +110,8 @@ bool Bisection::spotCheck(const CheckTask& task, qint64 era, const QString& node
     verdict.microbatch = task.microbatch;
     verdict.checked = node;
     verdict.acceptedAtMs = acceptedAtMs;
-    if (!send(m_nextCase++, Case{task, era, verdict, {Side{node, output, loss, 0, std::nullopt, {}}}, std::nullopt}))
+    if (!send(m_nextCase++,
+              Case{task, era, verdict, {Side{node, output, loss, 0, std::nullopt, {}}}, std::nullopt}))
         return false;
     ++m_spotChecks;
     return true;
@@ -128,10 +129,10 @@ std::optional<ShareSegment> Bisection::drawShareSegment(int stage) {
     return ShareSegment{b, offset, count};
 }
 
-bool Bisection::traceShare(const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
-                           std::optional<double> loss, const ShareSegment& segment,
-                           std::shared_ptr<const std::vector<float>> values, int microbatches,
-                           std::function<void(const ShareLook&)> done) {
+bool Bisection::traceShare(const CheckTask& task, qint64 era, const QString& node,
+                           const protocol::HeldFrame& output, std::optional<double> loss,
+                           const ShareSegment& segment, std::shared_ptr<const std::vector<float>> values,
+                           int microbatches, std::function<void(const ShareLook&)> done) {
     constexpr std::size_t kMaxPending = 4;
     if (!traceable(task, era) || output.isNull() || m_cases.size() >= kMaxPending || !values ||
         qint64(values->size()) != segment.count || microbatches <= 0)
@@ -274,9 +275,10 @@ void Bisection::judgeAlone(Case& c) {
                       : Parting{Parting::Backward, k - blocks - 1};
     // A share check pins the top of the gradients too: the head's (from the last residual and the
     // targets) or the gradient it was given — what a trace scaled to fit a scaled share must part from.
-    const Parting top{c.task.kind == protocol::TaskKind::ForwardBackward ? Parting::Head : Parting::GivenGradient,
-                      blocks};
-    std::vector<Parting> pins{Parting{forward ? Parting::Encoding : Parting::GradientEncoding, blocks}, drawn};
+    const Parting top{
+        c.task.kind == protocol::TaskKind::ForwardBackward ? Parting::Head : Parting::GivenGradient, blocks};
+    std::vector<Parting> pins{Parting{forward ? Parting::Encoding : Parting::GradientEncoding, blocks},
+                              drawn};
     if (c.share && !forward)
         pins.push_back(top);
     for (const Parting& at : pins) {
@@ -317,11 +319,13 @@ void Bisection::judgeShare(Case& c, std::int64_t size) {
     // Block b's from the residual before it and the gradient after it (rows 2L − 1 − b); the head's from
     // the last residual and the targets.
     const Result<std::vector<float>> g =
-        b < blocks ? e.segmentWeightGradient(b, bytesOf(c.task.input), b > 0 ? row(b - 1) : std::span<const float>(),
-                                             row(2 * blocks - 1 - b), {})
-                   : e.segmentWeightGradient(b, bytesOf(c.task.input), row(blocks - 1), {}, bytesOf(c.task.targets));
+        b < blocks
+            ? e.segmentWeightGradient(b, bytesOf(c.task.input), b > 0 ? row(b - 1) : std::span<const float>(),
+                                      row(2 * blocks - 1 - b), {})
+            : e.segmentWeightGradient(b, bytesOf(c.task.input), row(blocks - 1), {}, bytesOf(c.task.targets));
     if (!g || qint64(g->size()) != share.segment.count) {
-        qWarning("trust: a share check could not recompute %s: %s", qPrintable(b < blocks ? QStringLiteral("block %1").arg(b) : QStringLiteral("the head")),
+        qWarning("trust: a share check could not recompute %s: %s",
+                 qPrintable(b < blocks ? QStringLiteral("block %1").arg(b) : QStringLiteral("the head")),
                  g ? "a gradient of another size" : g.message().c_str());
         return;
     }
@@ -337,7 +341,8 @@ void Bisection::judgeShare(Case& c, std::int64_t size) {
     share.look.outcome = ShareLook::Held;
     share.look.alignment = double(share.microbatches) * dot / gg;
     share.look.normRatio = std::sqrt(ss / gg);
-    share.look.segment = b < blocks ? QStringLiteral("block %1's weights").arg(b) : QStringLiteral("the head's weights");
+    share.look.segment =
+        b < blocks ? QStringLiteral("block %1's weights").arg(b) : QStringLiteral("the head's weights");
 }
 
 QString Bisection::describe(const Parting& at) {

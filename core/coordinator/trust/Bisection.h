@@ -82,9 +82,10 @@ public:
     // `loss`); once it came, the spot check's recomputes run — its answer's encoding, the top of its
     // gradients (the head's from its last residual and the targets, or the gradient it was given: neither is
     // the node's word) and one segment drawn then — and the drawn segment's weights' gradient g is recomputed
-    // from the trace's rows: `done` gets n·⟨g, s⟩/‖g‖² and ‖s‖/‖g‖ (s the share's values there), as ShareCheck
-    // judges a replica's sketch. A trace that does not hold, or none, is judged as a spot check's (`judged`:
-    // convicted, or struck for silence). False when it cannot be (not traceable, too many pending).
+    // from the trace's rows: `done` gets n·⟨g, s⟩/‖g‖² and ‖s‖/‖g‖ (s the share's values there), as
+    // ShareCheck judges a replica's sketch. A trace that does not hold, or none, is judged as a spot check's
+    // (`judged`: convicted, or struck for silence). False when it cannot be (not traceable, too many
+    // pending).
     std::optional<ShareSegment> drawShareSegment(int stage);
     bool traceShare(const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
                     std::optional<double> loss, const ShareSegment& segment,

@@ -39,8 +39,8 @@ ShareCheck::ShareCheck(ShareCheckSettings settings, Router& router, NetworkOf ne
 
 ShareCheck::~ShareCheck() = default;
 
-void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind, const protocol::HeldFrame& output,
-                       std::optional<double> loss) {
+void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind,
+                       const protocol::HeldFrame& output, std::optional<double> loss) {
     if (kind != TaskKind::Backward && kind != TaskKind::ForwardBackward)
         return;
     // A backward through a kept graph whose weights changed after its forward ran on a mix of both.
@@ -80,7 +80,8 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         if (!drawn || !view.values || view.microbatches <= 0)
             continue;
         // Its microbatch must have run on the weights the stage holds now (no update since).
-        if (kept.tasks.empty() || kept.step != step || kept.era != era || kept.tasks.front().task.stage != stage) {
+        if (kept.tasks.empty() || kept.step != step || kept.era != era ||
+            kept.tasks.front().task.stage != stage) {
             ++m_unchecked;
             continue;
         }
@@ -108,7 +109,8 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
                 placed.byTrace = true;
                 placed.segment = *segment;
                 placed.segmentValues = std::make_shared<const std::vector<float>>(
-                    view.values->begin() + segment->offset, view.values->begin() + segment->offset + segment->count);
+                    view.values->begin() + segment->offset,
+                    view.values->begin() + segment->offset + segment->count);
             }
         if (!sendNext(id, placed)) {
             m_cases.erase(id);
@@ -177,8 +179,8 @@ bool ShareCheck::refereeByTrace(qint64 caseId, Case& c) {
         return false;
     c.byTrace = true;
     c.segment = *segment;
-    c.segmentValues = std::make_shared<const std::vector<float>>(values->begin() + segment->offset,
-                                                                 values->begin() + segment->offset + segment->count);
+    c.segmentValues = std::make_shared<const std::vector<float>>(
+        values->begin() + segment->offset, values->begin() + segment->offset + segment->count);
     c.replicaLooks = std::move(c.answers);
     c.answers.clear();
     c.sends = 0; // the coordinator's looks: two at most (traceNext)
@@ -203,7 +205,7 @@ void ShareCheck::onTraced(qint64 caseId, const ShareLook& look) {
         return close(caseId, v);
     }
     if (look.outcome == ShareLook::Unjudged) {
-        c.sends = m_settings.maxVerifiers; // no further look
+        c.sends = m_settings.maxVerifiers;              // no further look
         if (!c.answers.empty() && decide(caseId, c, v)) // a second look that could not be judged
             return close(caseId, v);
         if (c.answers.empty()) {
@@ -293,9 +295,11 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
             if (!v.contradicted.contains(look.node))
                 v.contradicted << look.node;
         if (!c.replicaLooks.empty())
-            v.reason = QStringLiteral("replica %1's sketch failed it (%2); the coordinator's recompute from its "
-                                      "own trace passes it (%3)")
-                           .arg(shortId(c.replicaLooks.front().node), numbers(c.replicaLooks.front()), numbers(first));
+            v.reason =
+                QStringLiteral("replica %1's sketch failed it (%2); the coordinator's recompute from its "
+                               "own trace passes it (%3)")
+                    .arg(shortId(c.replicaLooks.front().node), numbers(c.replicaLooks.front()),
+                         numbers(first));
         return true;
     }
     if (c.answers.size() == 1) {
@@ -305,17 +309,18 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
             return false;
         v.unsettled = true;
         v.disputed = QStringList{c.node, first.node};
-        v.reason =
-            QStringLiteral("its share does not hold its microbatch %1's gradient as %2 computes "
-                           "it (%3), and no second look could be had (%4 of the %5 microbatches it divided by "
-                           "were offered to the check, %6 kept)")
-                .arg(first.microbatch)
-                .arg(c.byTrace ? QStringLiteral("the coordinator (from its trace, segment %1)").arg(c.segment.segment)
-                               : QStringLiteral("replica ") + shortId(first.node),
-                     numbers(first))
-                .arg(c.offered)
-                .arg(c.microbatches)
-                .arg(c.tasks.size());
+        v.reason = QStringLiteral(
+                       "its share does not hold its microbatch %1's gradient as %2 computes "
+                       "it (%3), and no second look could be had (%4 of the %5 microbatches it divided by "
+                       "were offered to the check, %6 kept)")
+                       .arg(first.microbatch)
+                       .arg(c.byTrace ? QStringLiteral("the coordinator (from its trace, segment %1)")
+                                            .arg(c.segment.segment)
+                                      : QStringLiteral("replica ") + shortId(first.node),
+                            numbers(first))
+                       .arg(c.offered)
+                       .arg(c.microbatches)
+                       .arg(c.tasks.size());
         return true;
     }
     const Case::Answer& second = c.answers[1];

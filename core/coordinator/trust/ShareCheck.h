@@ -73,8 +73,8 @@ struct ShareView {
 
 // Where a check by trace looks (a lone replica's share: trust/Bisection::traceShare): one segment's weights.
 struct ShareSegment {
-    int segment = 0;                  // a block of the stage, or blocks(): the last stage's head
-    qint64 offset = 0, count = 0;     // where its weights' gradient lies in the share (parameter order)
+    int segment = 0;              // a block of the stage, or blocks(): the last stage's head
+    qint64 offset = 0, count = 0; // where its weights' gradient lies in the share (parameter order)
 };
 struct ShareLook {
     // Held: the trace held, the numbers are the look's. TraceFailed: the trace did not hold or never came
@@ -120,14 +120,15 @@ public:
     void offer(const QString& node, const Microbatch& mb, protocol::TaskKind kind,
                const protocol::HeldFrame& output = {}, std::optional<double> loss = std::nullopt);
     // Where no other replica can sketch a node's microbatch (alone on its stage, or none has shown its
-    // weights since it joined), the coordinator recomputes one segment's weights' gradient from the node's own
-    // trace (trust/Bisection::traceShare): `draw` picks the segment when the shares are in (its values are
-    // kept then), `look` asks for the trace and answers the look. Unset: such shares stand unchecked.
+    // weights since it joined), the coordinator recomputes one segment's weights' gradient from the node's
+    // own trace (trust/Bisection::traceShare): `draw` picks the segment when the shares are in (its values
+    // are kept then), `look` asks for the trace and answers the look. Unset: such shares stand unchecked.
     using DrawSegment = std::function<std::optional<ShareSegment>(int stage)>;
-    using TraceLook = std::function<bool(const CheckTask& task, qint64 era, const QString& node,
-                                         const protocol::HeldFrame& output, std::optional<double> loss,
-                                         const ShareSegment& segment, std::shared_ptr<const std::vector<float>> values,
-                                         int microbatches, std::function<void(const ShareLook&)> done)>;
+    using TraceLook =
+        std::function<bool(const CheckTask& task, qint64 era, const QString& node,
+                           const protocol::HeldFrame& output, std::optional<double> loss,
+                           const ShareSegment& segment, std::shared_ptr<const std::vector<float>> values,
+                           int microbatches, std::function<void(const ShareLook&)> done)>;
     // `held` finds a share again while it is judged (null once gone): with two replicas, a share whose only
     // verifier failed it is refereed by the coordinator from the sender's own trace.
     using HeldShare = std::function<const std::vector<float>*(qint64 step, int stage, const QString& node)>;
@@ -179,7 +180,7 @@ private:
         QHash<qint64, qint64> sent; // sketch task → its microbatch
         qint64 era = 0;
         int microbatches = 0;
-        int offered = 0; // of its microbatches this step, those offered (the node's n counts them all)
+        int offered = 0;        // of its microbatches this step, those offered (the node's n counts them all)
         gpu::CountSketch share; // the share's, under the task's sketch seed
         QStringList tried;
         struct Answer {

@@ -160,9 +160,9 @@ TESSERA_TEST(aReplicaOnAnotherBasisSitsOutAndBadResultsChangeNothing) {
 }
 
 // What a share check recomputes from a lone replica's trace (trust/Bisection::traceShare): each segment's
-// weights' gradient — every block's, and the head's — from the trace's rows alone is the gradient the backward
-// accumulated there, at the share's offsets (segmentParameters). A block's gradient computed from another
-// block's rows is not.
+// weights' gradient — every block's, and the head's — from the trace's rows alone is the gradient the
+// backward accumulated there, at the share's offsets (segmentParameters). A block's gradient computed from
+// another block's rows is not.
 TESSERA_TEST(eachSegmentsWeightsGradientFromATraceIsWhatTheBackwardAccumulated) {
     const ModelConfig config = twoStages();
     auto first = engine(config, 0), last = engine(config, 1);
@@ -179,18 +179,21 @@ TESSERA_TEST(eachSegmentsWeightsGradientFromATraceIsWhatTheBackwardAccumulated) 
     CHECK_MSG(share.ok(), share.message());
     const int blocks = last->blocks();
     const std::size_t size = std::size_t(kBatch * kSeq * config.dModel);
-    const auto row = [&](int i) { return std::span<const float>(*trace).subspan(std::size_t(i) * size, size); };
+    const auto row = [&](int i) {
+        return std::span<const float>(*trace).subspan(std::size_t(i) * size, size);
+    };
     std::int64_t covered = 0;
     for (int s = 0; s <= blocks; ++s) {
         const auto [offset, count] = last->segmentParameters(s);
-        auto g = s < blocks ? last->segmentWeightGradient(s, f0->output, s > 0 ? row(s - 1) : std::span<const float>(),
+        auto g = s < blocks ? last->segmentWeightGradient(s, f0->output,
+                                                          s > 0 ? row(s - 1) : std::span<const float>(),
                                                           row(2 * blocks - 1 - s), {})
                             : last->segmentWeightGradient(s, f0->output, row(blocks - 1), {}, b.targetsFrame);
         CHECK_MSG(g.ok(), g.message());
         CHECK(std::int64_t(g->size()) == count);
         const torch::Tensor mine = torch::tensor(*g);
-        const torch::Tensor theirs =
-            torch::tensor(std::vector<float>(share->values.begin() + offset, share->values.begin() + offset + count));
+        const torch::Tensor theirs = torch::tensor(
+            std::vector<float>(share->values.begin() + offset, share->values.begin() + offset + count));
         const double error = worstRelative(mine, theirs);
         CHECK_MSG(error < 1e-4, "segment " << s << ": " << error);
         covered += count;
@@ -200,7 +203,7 @@ TESSERA_TEST(eachSegmentsWeightsGradientFromATraceIsWhatTheBackwardAccumulated) 
     auto wrong = last->segmentWeightGradient(1, f0->output, row(0), row(2 * blocks - 1), {});
     CHECK(wrong.ok());
     const auto [offset, count] = last->segmentParameters(1);
-    const torch::Tensor theirs =
-        torch::tensor(std::vector<float>(share->values.begin() + offset, share->values.begin() + offset + count));
+    const torch::Tensor theirs = torch::tensor(
+        std::vector<float>(share->values.begin() + offset, share->values.begin() + offset + count));
     CHECK(worstRelative(torch::tensor(*wrong), theirs) > 1e-2);
 }

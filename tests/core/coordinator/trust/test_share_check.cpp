@@ -342,17 +342,19 @@ void TestShareCheck::withTraces(Run& run, const std::vector<float>* held) {
     QVERIFY(bi);
     run.bisection = std::move(*bi);
     Run* r = &run;
-    connect(run.bisection.get(), &Bisection::judged, [r](const ReexecutionVerdict& v) { r->traceVerdicts.push_back(v); });
+    connect(run.bisection.get(), &Bisection::judged,
+            [r](const ReexecutionVerdict& v) { r->traceVerdicts.push_back(v); });
     Bisection* bisection = run.bisection.get();
-    run.check->setTraceLooks([bisection](int stage) { return bisection->drawShareSegment(stage); },
-                             [bisection](const CheckTask& task, qint64 era, const QString& node,
-                                         const protocol::HeldFrame& output, std::optional<double> loss,
-                                         const ShareSegment& segment, std::shared_ptr<const std::vector<float>> values,
-                                         int microbatches, std::function<void(const ShareLook&)> done) {
-                                 return bisection->traceShare(task, era, node, output, loss, segment,
-                                                              std::move(values), microbatches, std::move(done));
-                             },
-                             [held](qint64, int, const QString&) { return held; });
+    run.check->setTraceLooks(
+        [bisection](int stage) { return bisection->drawShareSegment(stage); },
+        [bisection](const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
+                    std::optional<double> loss, const ShareSegment& segment,
+                    std::shared_ptr<const std::vector<float>> values, int microbatches,
+                    std::function<void(const ShareLook&)> done) {
+            return bisection->traceShare(task, era, node, output, loss, segment, std::move(values),
+                                         microbatches, std::move(done));
+        },
+        [held](qint64, int, const QString&) { return held; });
 }
 
 void TestShareCheck::answerTrace(Run& run, const QString& node, float scale) {
@@ -373,9 +375,10 @@ void TestShareCheck::answerTrace(Run& run, const QString& node, float scale) {
     result.kind = protocol::TaskKind::Backward;
     result.microbatch = 7;
     result.ok = true;
-    const QByteArray bytes = protocol::TaskMessageBuilder(protocol::toJson(result))
-                                 .add(protocol::TaskFrameType::Partition, protocol::gradientPayload(*trace, 32))
-                                 .take();
+    const QByteArray bytes =
+        protocol::TaskMessageBuilder(protocol::toJson(result))
+            .add(protocol::TaskFrameType::Partition, protocol::gradientPayload(*trace, 32))
+            .take();
     Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(bytes);
     QVERIFY(m);
     run.router->onResult(node, result, *m);
