@@ -91,8 +91,8 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         c.node = view.node;
         c.tasks = kept.tasks;
         c.seed = m_seed();
-        for (KeptTask& kept : c.tasks)
-            kept.task.sketchSeed = qint64(c.seed);
+        for (KeptTask& task : c.tasks)
+            task.task.sketchSeed = qint64(c.seed);
         c.era = era;
         c.microbatches = view.microbatches;
         c.offered = kept.seen;
