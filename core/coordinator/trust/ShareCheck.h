@@ -29,6 +29,13 @@
 //      both go on probation, nobody is struck, since a lying verifier could otherwise strike an honest
 //      share — and the update holds only shares that passed the other's check. A verifier that errs,
 //      misses its deadline or leaves is replaced; with none left the share stands unchecked.
+//   5. No other replica can sketch it (alone on its stage, or none has shown its weights since it
+//      joined: Router::mayVerify): the coordinator looks by the node's own trace (setTraceLooks:
+//      Bisection::traceShare recomputes one drawn segment's weights' gradient from the trace, the trace
+//      pinned at both ends). And with two replicas (case 4's unsettled) it referees the same way: the
+//      share passing the trace look stands (the verifier it contradicts goes on probation); failing two,
+//      it is struck — the coordinator's own recompute. Not where the stage has no trace of the work (a
+//      first stage's backward).
 // What it cannot see: a lie orthogonal to every gradient of the node's own microbatches, within the
 // norm bound (docs/ARCHITECTURE.md, "Trust"); a low-rank exchange's shares (not checked: the check
 // needs the dense share); replicas whose weights differ (SPARTA rounds, after a restart: off there).
