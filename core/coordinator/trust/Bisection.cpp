@@ -100,6 +100,11 @@ bool Bisection::start(const CheckTask& task, qint64 era, const ReexecutionVerdic
 bool Bisection::spotCheck(const CheckTask& task, qint64 era, const QString& node,
                           const protocol::HeldFrame& output, std::optional<double> loss,
                           qint64 acceptedAtMs) {
+    return startAlone(task, era, node, output, loss, acceptedAtMs, std::nullopt);
+}
+
+bool Bisection::startAlone(const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
+                           std::optional<double> loss, qint64 acceptedAtMs, std::optional<ShareSlice> share) {
     // A check each of a few nodes at once is plenty: every pending one holds its stage's step.
     constexpr std::size_t kMaxPending = 4;
     if (!traceable(task, era) || output.isNull() || m_cases.size() >= kMaxPending)
@@ -111,7 +116,7 @@ bool Bisection::spotCheck(const CheckTask& task, qint64 era, const QString& node
     verdict.checked = node;
     verdict.acceptedAtMs = acceptedAtMs;
     if (!send(m_nextCase++,
-              Case{task, era, verdict, {Side{node, output, loss, 0, std::nullopt, {}}}, std::nullopt}))
+              Case{task, era, verdict, {Side{node, output, loss, 0, std::nullopt, {}}}, std::move(share)}))
         return false;
     ++m_spotChecks;
     return true;
@@ -133,21 +138,10 @@ bool Bisection::traceShare(const CheckTask& task, qint64 era, const QString& nod
                            const protocol::HeldFrame& output, std::optional<double> loss,
                            const ShareSegment& segment, std::shared_ptr<const std::vector<float>> values,
                            int microbatches, std::function<void(const ShareLook&)> done) {
-    constexpr std::size_t kMaxPending = 4;
-    if (!traceable(task, era) || output.isNull() || m_cases.size() >= kMaxPending || !values ||
-        qint64(values->size()) != segment.count || microbatches <= 0)
+    if (!values || qint64(values->size()) != segment.count || microbatches <= 0)
         return false;
-    ReexecutionVerdict verdict;
-    verdict.stage = task.stage;
-    verdict.kind = task.kind;
-    verdict.microbatch = task.microbatch;
-    verdict.checked = node;
-    Case c{task, era, verdict, {Side{node, output, loss, 0, std::nullopt, {}}}, std::nullopt};
-    c.share = ShareSlice{segment, std::move(values), microbatches, std::move(done), {}};
-    if (!send(m_nextCase++, std::move(c)))
-        return false;
-    ++m_spotChecks;
-    return true;
+    return startAlone(task, era, node, output, loss, 0,
+                      ShareSlice{segment, std::move(values), microbatches, std::move(done), {}});
 }
 
 bool Bisection::pendingOn(int stage) const {

@@ -145,6 +145,9 @@ private:
     // Whether the trace has the rows a task of its kind gives at the stage.
     bool fits(const Case& c, const Side& side, std::int64_t size, int blocks) const;
     bool traceable(const CheckTask& task, qint64 era) const;
+    // A lone replica's trace asked (a spot check, or a share's look when `share` is set).
+    bool startAlone(const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
+                    std::optional<double> loss, qint64 acceptedAtMs, std::optional<ShareSlice> share);
     bool send(qint64 id, Case c);
     // Where a judged trace parts from the other, and what the coordinator recomputes there.
     struct Parting {

@@ -77,6 +77,8 @@ private:
     Microbatch microbatch(const Run& run, const QString& node) const;
     // Answers the sketch task sent to `node` with the honest engine's sketch times `scale`.
     void answer(Run& run, const QString& node, float scale = 1);
+    // Answers task `taskId` of `node` with `values` (a Partition frame: a sketch, a trace).
+    void answerValues(Run& run, const QString& node, qint64 taskId, const std::vector<float>& values);
     // Offers node's microbatch and begins the check of its share `values`.
     bool begin(Run& run, const QString& node, const std::vector<float>& values, qint64 step = 5);
 
@@ -178,15 +180,18 @@ void TestShareCheck::answer(Run& run, const QString& node, float scale) {
     QVERIFY2(sketch, sketch ? "" : sketch.message().c_str());
     for (float& v : *sketch)
         v *= scale;
+    answerValues(run, node, s.taskId, *sketch);
+}
+
+void TestShareCheck::answerValues(Run& run, const QString& node, qint64 taskId, const std::vector<float>& values) {
     protocol::TaskResult result;
-    result.taskId = s.taskId;
+    result.taskId = taskId;
     result.kind = protocol::TaskKind::Backward;
     result.microbatch = 7;
     result.ok = true;
-    const QByteArray bytes =
-        protocol::TaskMessageBuilder(protocol::toJson(result))
-            .add(protocol::TaskFrameType::Partition, protocol::gradientPayload(*sketch, 32))
-            .take();
+    const QByteArray bytes = protocol::TaskMessageBuilder(protocol::toJson(result))
+                                 .add(protocol::TaskFrameType::Partition, protocol::gradientPayload(values, 32))
+                                 .take();
     Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(bytes);
     QVERIFY(m);
     run.router->onResult(node, result, *m);
@@ -370,18 +375,7 @@ void TestShareCheck::answerTrace(Run& run, const QString& node, float scale) {
     const int blocks = engine.blocks();
     for (std::size_t i = size * std::size_t(blocks + 1); i < size * std::size_t(2 * blocks + 1); ++i)
         (*trace)[i] *= scale;
-    protocol::TaskResult result;
-    result.taskId = s.taskId;
-    result.kind = protocol::TaskKind::Backward;
-    result.microbatch = 7;
-    result.ok = true;
-    const QByteArray bytes =
-        protocol::TaskMessageBuilder(protocol::toJson(result))
-            .add(protocol::TaskFrameType::Partition, protocol::gradientPayload(*trace, 32))
-            .take();
-    Result<protocol::TaskMessage> m = protocol::decodeTaskMessage(bytes);
-    QVERIFY(m);
-    run.router->onResult(node, result, *m);
+    answerValues(run, node, s.taskId, *trace);
 }
 
 void TestShareCheck::aLoneReplicasHonestShareHoldsItsOwnTrace() {
