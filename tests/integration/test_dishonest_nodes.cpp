@@ -781,9 +781,23 @@ void TestDishonestNodes::aLoneReplicasShareIsCheckedByItsOwnTrace() {
         swarm.log().contains(QByteArray("trust: node " + honest + "'s gradient share (stage 1")) &&
             swarm.log().contains("recomputed here from its own trace"),
         judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
-    // Its work is not paid here: at the 8b path a lone replica's credit waits for evidence (a spot check's
-    // coverage) longer than this test runs.
+    // The honest node's shares, looked at by its traces step after step: none fails (a false strike here would
+    // be an honest volunteer banned). 30 passed checks (more with TESSERA_TEST_LONE_CHECKS), the margins printed.
+    const qint64 passedBefore = shares().value(u"passed").toInteger();
+    QTRY_VERIFY2_WITH_TIMEOUT(shares().value(u"passed").toInteger() >= passedBefore + qEnvironmentVariableIntValue("TESSERA_TEST_LONE_CHECKS") + 30,
+                              judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
+    const QJsonObject after = shares();
+    qInfo("honest trace looks: %lld shares passed (%lld on a second look), lowest alignment %.3g, highest norm "
+          "ratio %.3g, %lld unsettled",
+          qlonglong(after.value(u"passed").toInteger()), qlonglong(after.value(u"second_looks_passed").toInteger()),
+          after.value(u"lowest_passed_alignment").toDouble(), after.value(u"highest_passed_norm_ratio").toDouble(),
+          qlonglong(after.value(u"unsettled").toInteger()));
+    // Its work is not paid here: a lone first stage at the 8b path has no evidence for its backwards (no other
+    // replica, no trace of a stage-0 backward), and its credit waits for every kind of its work.
     checkHonestUnharmed(swarm, liar, false);
+    for (const QByteArray& line : swarm.log().split('\n'))
+        if (line.contains("left out") && !line.contains(liarId.left(12).toUtf8()))
+            QFAIL(line.constData());
 }
 
 void TestDishonestNodes::aClaimedMissingGraphIsPaidAsComputed_data() {
