@@ -162,7 +162,7 @@ bool GradientAverager::onShare(const QString& node, const protocol::GradientShar
                                        ? share.microbatches
                                        : std::min(share.microbatches, m_round->work.value(node));
                 if (weight > 0)
-                    stage.shares.insert(node, Received{std::move(*values), weight});
+                    stage.shares.insert(node, Received{std::move(*values), weight, share.microbatches});
             }
         } else if (!share.ok && !share.error.isEmpty()) {
             qInfo("gradients: node %s sits out step %lld: %s", qPrintable(shortId(node)),
@@ -235,7 +235,7 @@ bool GradientAverager::gateShares() {
         for (std::size_t s = 0; s < m_round->stages.size(); ++s) {
             std::vector<ShareView> views;
             for (auto it = m_round->stages[s].shares.cbegin(); it != m_round->stages[s].shares.cend(); ++it)
-                views.push_back(ShareView{it.key(), &it->values, it->microbatches});
+                views.push_back(ShareView{it.key(), &it->values, it->microbatches, it->claimed});
             if (!views.empty() && m_shareGate(m_round->step, int(s), views))
                 m_round->judging.insert(int(s));
         }

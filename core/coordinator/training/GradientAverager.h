@@ -101,6 +101,7 @@ public:
         QString node;
         const std::vector<float>* values = nullptr;
         int microbatches = 0;
+        int claimed = 0; // what its sender divided by: more than `microbatches` when a result of it was refused
     };
     using ShareGate = std::function<bool(qint64 step, int stage, const std::vector<ShareView>& shares)>;
     void setShareGate(ShareGate gate) { m_shareGate = std::move(gate); }
@@ -150,7 +151,8 @@ private:
     }
     struct Received {
         std::vector<float> values;
-        int microbatches = 0;
+        int microbatches = 0; // its weight: what it claimed, at most what the coordinator accepted of it
+        int claimed = 0;      // what its sender divided by
     };
     struct StageRound {
         QStringList asked; // they all get the result

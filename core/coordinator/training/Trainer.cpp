@@ -374,7 +374,7 @@ void Trainer::makeStepChecks() {
             if (m_shareCheck) {
                 std::vector<ShareView> views;
                 for (const GradientAverager::ShareView& share : shares)
-                    views.push_back(ShareView{share.node, share.values, share.microbatches});
+                    views.push_back(ShareView{share.node, share.values, share.microbatches, share.claimed});
                 hold.shares = m_shareCheck->begin(step, stage, views);
             }
             hold.bisecting = m_bisection && m_bisection->pendingOn(stage);

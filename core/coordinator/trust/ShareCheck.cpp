@@ -96,6 +96,7 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         c.era = era;
         c.microbatches = view.microbatches;
         c.offered = kept.seen;
+        c.claimed = view.claimed;
         c.share = gpu::CountSketch(c.seed, m_settings.buckets);
         c.share.add(*view.values);
         c.tried << view.node;
@@ -171,7 +172,7 @@ bool ShareCheck::traceNext(qint64 caseId, Case& c) {
 }
 
 bool ShareCheck::refereeByTrace(qint64 caseId, Case& c) {
-    if (c.byTrace || !m_drawSegment || !m_traceLook || !m_heldShare || m_router.era(c.stage) != c.era)
+    if (c.byTrace || c.claimed > c.microbatches || !m_drawSegment || !m_traceLook || !m_heldShare || m_router.era(c.stage) != c.era)
         return false;
     const std::vector<float>* values = m_heldShare(c.step, c.stage, c.node);
     const std::optional<ShareSegment> segment = values ? m_drawSegment(c.stage) : std::nullopt;
@@ -339,6 +340,28 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
                              .arg(shortId(first.node), numbers(first))
                              .arg(second.microbatch)
                              .arg(shortId(second.node), numbers(second));
+    // Struck only when both looks point it away from its work: a share too large alone is what an honest node
+    // sends when a framer fed it inputs just under the result checks' bound (its gradients are that large) —
+    // left out then, as GradientAverager leaves out a share far beyond any training, and nobody struck.
+    const auto pointsAway = [&](const Case::Answer& a) {
+        return !std::isfinite(a.alignment) || a.alignment < m_settings.minAlignment;
+    };
+    if (!pointsAway(first) || !pointsAway(second)) {
+        v.unsettled = true;
+        v.disputed = QStringList{c.node};
+        v.reason = both + QStringLiteral(": far larger than its work's gradient, in its direction (a node fed inputs "
+                                         "near the bounds sends such a share): left out, not struck");
+        return true;
+    }
+    if (c.claimed > c.microbatches) { // refused work in it (a frame makes an honest share so): out, nobody struck
+        v.unsettled = true;
+        v.disputed = QStringList{c.node};
+        v.reason = both + QStringLiteral(", but it holds work the coordinator refused (%1 microbatches divided by, "
+                                         "%2 accepted): left out, not struck")
+                              .arg(c.claimed)
+                              .arg(c.microbatches);
+        return true;
+    }
     if (c.byTrace) { // the coordinator's own recompute, from two traces the node gave: struck
         v.struck = true;
         v.reason = both + QStringLiteral(" (recomputed from its own traces: %1)").arg(c.segment.segment);

@@ -75,7 +75,11 @@ struct ShareCheckSettings {
 struct ShareView {
     QString node;
     const std::vector<float>* values = nullptr;
-    int microbatches = 0; // what its sender divided by
+    int microbatches = 0; // its weight: the microbatches the coordinator accepted of it (at most its claim)
+    // What its sender divided by (0: as many). More than `microbatches`: the share holds the gradient of work
+    // the coordinator refused (a result that crossed a bound — perhaps on a framer's input): a check that fails
+    // then leaves it out and strikes nobody (GradientAverager leaves such shares out by size, likewise).
+    int claimed = 0;
 };
 
 // Where a check by trace looks (a lone replica's share: trust/Bisection::traceShare): one segment's weights.
@@ -188,6 +192,7 @@ private:
         qint64 era = 0;
         int microbatches = 0;
         int offered = 0;        // of its microbatches this step, those offered (the node's n counts them all)
+        int claimed = 0;        // ShareView::claimed: beyond `microbatches`, it holds refused work
         gpu::CountSketch share; // the share's, under the task's sketch seed
         QStringList tried;
         struct Answer {

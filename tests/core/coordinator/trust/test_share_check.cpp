@@ -55,6 +55,7 @@ private Q_SLOTS:
     void aLoneReplicasReversedShareIsLeftOutThenStruck();
     void aTraceScaledToFitAReversedShareIsConvicted();
     void withTwoReplicasTheCoordinatorRefereesByTrace();
+    void aShareHoldingRefusedWorkIsLeftOutNotStruck();
 
 private:
     struct Run {
@@ -77,6 +78,10 @@ private:
     Microbatch microbatch(const Run& run, const QString& node) const;
     // Answers the sketch task sent to `node` with the honest engine's sketch times `scale`.
     void answer(Run& run, const QString& node, float scale = 1);
+    // m_share × −9: what the reverse liar sends.
+    std::vector<float> reversedShare() const;
+    // A second microbatch of a's kept for the step (the same frames under id 8).
+    void offerAnother(Run& run);
     // Answers task `taskId` of `node` with `values` (a Partition frame: a sketch, a trace).
     void answerValues(Run& run, const QString& node, qint64 taskId, const std::vector<float>& values);
     // Offers node's microbatch and begins the check of its share `values`.
@@ -229,7 +234,8 @@ void TestShareCheck::aReversedShareIsStruckWhenARefereeAgrees() {
     QVERIFY(std::abs(v.alignment + 9) < 1e-3);
     QCOMPARE(v.verifiers, (QStringList{QStringLiteral("b"), QStringLiteral("c")}));
     QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
-    // Scaled up, in the share's own direction: the norm bound catches it.
+    // Scaled up, in the share's own direction: the norm bound leaves it out — not struck, since an honest node
+    // fed inputs near the bounds by a framer sends a share that large too (its gradients are).
     std::unique_ptr<Run> scaled = makeRun(3);
     std::vector<float> large = m_share;
     for (float& x : large)
@@ -237,7 +243,9 @@ void TestShareCheck::aReversedShareIsStruckWhenARefereeAgrees() {
     QVERIFY(begin(*scaled, QStringLiteral("a"), large));
     answer(*scaled, QStringLiteral("b"));
     answer(*scaled, QStringLiteral("c"));
-    QVERIFY(scaled->verdicts.back().struck);
+    QVERIFY(!scaled->verdicts.back().struck && !scaled->verdicts.back().passed);
+    QVERIFY2(scaled->verdicts.back().reason.contains(u"not struck"), qPrintable(scaled->verdicts.back().reason));
+    QCOMPARE(scaled->judged.back(), QStringList{QStringLiteral("a")});
 }
 
 void TestShareCheck::withTwoReplicasItIsLeftOutAndNobodyStruck() {
@@ -378,6 +386,20 @@ void TestShareCheck::answerTrace(Run& run, const QString& node, float scale) {
     answerValues(run, node, s.taskId, *trace);
 }
 
+std::vector<float> TestShareCheck::reversedShare() const {
+    std::vector<float> reversed = m_share;
+    for (float& x : reversed)
+        x *= -9.0f;
+    return reversed;
+}
+
+void TestShareCheck::offerAnother(Run& run) {
+    Microbatch other = microbatch(run, QStringLiteral("a"));
+    other.id = 8;
+    run.check->offer(QStringLiteral("a"), other, protocol::TaskKind::Backward,
+                     protocol::holdPayload(m_trip.grad1, protocol::TaskFrameType::BackwardOutput));
+}
+
 void TestShareCheck::aLoneReplicasHonestShareHoldsItsOwnTrace() {
     // Every segment with weights drawn in turn (blocks, and none else on a middle stage): the honest share's
     // values there are the very gradient the coordinator recomputes from the trace's rows.
@@ -401,9 +423,7 @@ void TestShareCheck::aLoneReplicasHonestShareHoldsItsOwnTrace() {
 }
 
 void TestShareCheck::aLoneReplicasReversedShareIsLeftOutThenStruck() {
-    std::vector<float> reversed = m_share;
-    for (float& x : reversed)
-        x *= -9.0f;
+    const std::vector<float> reversed = reversedShare();
     // One microbatch kept: one look, left out, not struck (one look can fail an honest share by chance).
     std::unique_ptr<Run> run = makeRun(1);
     withTraces(*run);
@@ -418,10 +438,7 @@ void TestShareCheck::aLoneReplicasReversedShareIsLeftOutThenStruck() {
     // traces the node gave: struck.
     run = makeRun(1);
     withTraces(*run);
-    Microbatch other = microbatch(*run, QStringLiteral("a"));
-    other.id = 8;
-    run->check->offer(QStringLiteral("a"), other, protocol::TaskKind::Backward,
-                      protocol::holdPayload(m_trip.grad1, protocol::TaskFrameType::BackwardOutput));
+    offerAnother(*run);
     QVERIFY(begin(*run, QStringLiteral("a"), reversed));
     answerTrace(*run, QStringLiteral("a"));
     QVERIFY(run->verdicts.empty());
@@ -436,9 +453,7 @@ void TestShareCheck::aTraceScaledToFitAReversedShareIsConvicted() {
     // A planning liar: its gradient rows below the top × −9 so that every block's weights' gradient fits its
     // share. The top row must be the gradient it was given, and the bottom its answer's: the trace parts
     // from its own answer (pinned at every look) and the liar is convicted, its share left out.
-    std::vector<float> reversed = m_share;
-    for (float& x : reversed)
-        x *= -9.0f;
+    const std::vector<float> reversed = reversedShare();
     std::unique_ptr<Run> run = makeRun(1);
     withTraces(*run);
     QVERIFY(begin(*run, QStringLiteral("a"), reversed));
@@ -464,15 +479,10 @@ void TestShareCheck::withTwoReplicasTheCoordinatorRefereesByTrace() {
     QVERIFY(run->judged.back().isEmpty());
     // a's share reversed, b honest, two of a's microbatches: both of b's looks fail it, then both of the
     // coordinator's from a's traces — the coordinator's own word: struck (before, nobody was).
-    std::vector<float> reversed = m_share;
-    for (float& x : reversed)
-        x *= -9.0f;
+    const std::vector<float> reversed = reversedShare();
     run = makeRun(2);
     withTraces(*run, &reversed);
-    Microbatch other = microbatch(*run, QStringLiteral("a"));
-    other.id = 8;
-    run->check->offer(QStringLiteral("a"), other, protocol::TaskKind::Backward,
-                      protocol::holdPayload(m_trip.grad1, protocol::TaskFrameType::BackwardOutput));
+    offerAnother(*run);
     QVERIFY(begin(*run, QStringLiteral("a"), reversed));
     answer(*run, QStringLiteral("b"));
     answer(*run, QStringLiteral("b"));
@@ -482,6 +492,27 @@ void TestShareCheck::withTwoReplicasTheCoordinatorRefereesByTrace() {
     v = run->verdicts.back();
     QVERIFY2(v.struck && !v.passed && v.contradicted.isEmpty(), qPrintable(v.reason));
     QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
+}
+
+void TestShareCheck::aShareHoldingRefusedWorkIsLeftOutNotStruck() {
+    // Its sender divided by 2, the coordinator accepted 1 of them (a result refused: on a framer's input, an
+    // honest node's gradient of it is huge and in its share). The check's looks fail as a reversed share's do,
+    // and it is left out — not struck: an upstream framer must not strike honest nodes through their shares.
+    const std::vector<float> reversed = reversedShare();
+    std::unique_ptr<Run> run = makeRun(1);
+    withTraces(*run);
+    offerAnother(*run);
+    Microbatch mb = microbatch(*run, QStringLiteral("a"));
+    run->check->offer(QStringLiteral("a"), mb, protocol::TaskKind::Backward,
+                      protocol::holdPayload(m_trip.grad1, protocol::TaskFrameType::BackwardOutput));
+    QVERIFY(run->check->begin(5, 1, {ShareView{QStringLiteral("a"), &reversed, 1, 2}}));
+    answerTrace(*run, QStringLiteral("a"));
+    answerTrace(*run, QStringLiteral("a"));
+    const ShareVerdict& v = run->verdicts.back();
+    QVERIFY2(v.unsettled && !v.struck && !v.passed, qPrintable(v.reason));
+    QVERIFY2(v.reason.contains(u"refused"), qPrintable(v.reason));
+    QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
+    QCOMPARE(run->check->struck(), qint64(0));
 }
 
 QTEST_GUILESS_MAIN(TestShareCheck)
