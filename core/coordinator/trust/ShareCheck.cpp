@@ -19,6 +19,11 @@ QString shortId(const QString& node) {
     return node.left(12);
 }
 
+QString lookNumbers(double alignment, double normRatio) {
+    return QStringLiteral("alignment %1, norm %2× the microbatch's gradient")
+        .arg(alignment, 0, 'g', 3)
+        .arg(normRatio, 0, 'g', 3);
+}
 } // namespace
 
 ShareCheck::ShareCheck(ShareCheckSettings settings, Router& router, NetworkOf networkOf, Draw draw, Seed seed,
@@ -285,12 +290,14 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
     const Case::Answer& first = c.answers.front();
     v.alignment = first.alignment;
     v.normRatio = first.normRatio;
-    const auto numbers = [](const Case::Answer& a) {
-        return QStringLiteral("alignment %1, norm %2× the microbatch's gradient")
-            .arg(a.alignment, 0, 'g', 3)
-            .arg(a.normRatio, 0, 'g', 3);
-    };
-    if (c.answers.size() == 1 && first.passed) {
+    if (c.answers.size() == 1)
+        return decideOneLook(caseId, c, v);
+    return decideTwoLooks(caseId, c, v);
+}
+
+bool ShareCheck::decideOneLook(qint64 caseId, Case& c, ShareVerdict& v) {
+    const Case::Answer& first = c.answers.front();
+    if (first.passed) {
         v.passed = true;
         for (const Case::Answer& look : c.replicaLooks) // refereed: the verifier's failing look was wrong
             if (!v.contradicted.contains(look.node))
@@ -299,47 +306,50 @@ bool ShareCheck::decide(qint64 caseId, Case& c, ShareVerdict& v) {
             v.reason =
                 QStringLiteral("replica %1's sketch failed it (%2); the coordinator's recompute from its "
                                "own trace passes it (%3)")
-                    .arg(shortId(c.replicaLooks.front().node), numbers(c.replicaLooks.front()),
-                         numbers(first));
+                    .arg(shortId(c.replicaLooks.front().node),
+                         lookNumbers(c.replicaLooks.front().alignment, c.replicaLooks.front().normRatio),
+                         lookNumbers(first.alignment, first.normRatio));
         return true;
     }
-    if (c.answers.size() == 1) {
-        if (c.sends < m_settings.maxVerifiers && sendNext(caseId, c)) // the second look
-            return false;
-        if (refereeByTrace(caseId, c))
-            return false;
-        v.unsettled = true;
-        v.disputed = QStringList{c.node, first.node};
-        v.reason = QStringLiteral(
-                       "its share does not hold its microbatch %1's gradient as %2 computes "
+    if (c.sends < m_settings.maxVerifiers && sendNext(caseId, c)) // the second look
+        return false;
+    if (refereeByTrace(caseId, c))
+        return false;
+    v.unsettled = true;
+    v.disputed = QStringList{c.node, first.node};
+    v.reason =
+        QStringLiteral("its share does not hold its microbatch %1's gradient as %2 computes "
                        "it (%3), and no second look could be had (%4 of the %5 microbatches it divided by "
                        "were offered to the check, %6 kept)")
-                       .arg(first.microbatch)
-                       .arg(c.byTrace ? QStringLiteral("the coordinator (from its trace, segment %1)")
-                                            .arg(c.segment.segment)
-                                      : QStringLiteral("replica ") + shortId(first.node),
-                            numbers(first))
-                       .arg(c.offered)
-                       .arg(c.microbatches)
-                       .arg(c.tasks.size());
-        return true;
-    }
+            .arg(first.microbatch)
+            .arg(c.byTrace
+                     ? QStringLiteral("the coordinator (from its trace, segment %1)").arg(c.segment.segment)
+                     : QStringLiteral("replica ") + shortId(first.node),
+                 lookNumbers(first.alignment, first.normRatio))
+            .arg(c.offered)
+            .arg(c.microbatches)
+            .arg(c.tasks.size());
+    return true;
+}
+
+bool ShareCheck::decideTwoLooks(qint64 caseId, Case& c, ShareVerdict& v) {
+    const Case::Answer& first = c.answers[0];
     const Case::Answer& second = c.answers[1];
     if (second.passed) { // a fluke of the first microbatch, or a lying first verifier: it stands
         v.passed = true;
         v.reason = QStringLiteral("microbatch %1 failed it on %2 (%3), microbatch %4 passed it on %5 (%6)")
                        .arg(first.microbatch)
-                       .arg(shortId(first.node), numbers(first))
+                       .arg(shortId(first.node), lookNumbers(first.alignment, first.normRatio))
                        .arg(second.microbatch)
-                       .arg(shortId(second.node), numbers(second));
+                       .arg(shortId(second.node), lookNumbers(second.alignment, second.normRatio));
         return true;
     }
     const QString both = QStringLiteral("its gradient share does not hold its own microbatches' gradients "
                                         "(microbatch %1 on %2: %3; microbatch %4 on %5: %6)")
                              .arg(first.microbatch)
-                             .arg(shortId(first.node), numbers(first))
+                             .arg(shortId(first.node), lookNumbers(first.alignment, first.normRatio))
                              .arg(second.microbatch)
-                             .arg(shortId(second.node), numbers(second));
+                             .arg(shortId(second.node), lookNumbers(second.alignment, second.normRatio));
     // Struck only when both looks point it away from its work: a share too large alone is what an honest node
     // sends when a framer fed it inputs just under the result checks' bound (its gradients are that large) —
     // left out then, as GradientAverager leaves out a share far beyond any training, and nobody struck.

@@ -223,6 +223,9 @@ private:
     void verifierFailed(qint64 caseId, const QString& node, const QString& why);
     // Judges the answers so far; true when the case is decided (false: a referee was sent).
     bool decide(qint64 caseId, Case& c, ShareVerdict& v);
+    bool decideOneLook(qint64 caseId, Case& c,
+                       ShareVerdict& v); // one answer so far: a second look, or referee
+    bool decideTwoLooks(qint64 caseId, Case& c, ShareVerdict& v); // two answers: stands, left out, or struck
     void close(qint64 caseId, const ShareVerdict& v);
 
     ShareCheckSettings m_settings;
