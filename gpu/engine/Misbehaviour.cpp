@@ -23,6 +23,7 @@ constexpr Named kModes[] = {
     {"fast", Misbehaviour::Mode::Fast},         {"tokens", Misbehaviour::Mode::Tokens},
     {"identity", Misbehaviour::Mode::Identity}, {"mute", Misbehaviour::Mode::Mute},
     {"stale", Misbehaviour::Mode::Stale},       {"frame", Misbehaviour::Mode::Frame},
+    {"unsynced", Misbehaviour::Mode::Unsynced},
     {"reverse", Misbehaviour::Mode::Reverse},   {"lazy", Misbehaviour::Mode::Lazy},
     {"inflate", Misbehaviour::Mode::Inflate}};
 

@@ -23,6 +23,8 @@
 //   stale   never applies the averaged updates (answers every step as applied) and computes honestly
 //           with the weights it keeps: a node that saves the work of stepping, or one that keeps
 //           weights of its own
+//   unsynced like stale, and fails every sync it is sent (the weights it is given never taken): a node that
+//           wants to be routed with weights of its own, past the sync that would replace them
 //   reverse computes honestly and sends −9 × its honest gradient share (an 8- or 32-bit dense one; its
 //           RMS stays within every bound on a share's size): with two replicas it sets the mean
 //   lazy    answers a stage 0 backward (which returns no tensor) without computing it and says its
@@ -63,6 +65,7 @@ public:
         Mute,
         Frame,
         Stale,
+        Unsynced,
         Reverse,
         Lazy,
         Inflate
@@ -86,7 +89,9 @@ public:
     // Whether it keeps silent when asked for all its weights (an audit's snapshot).
     bool withholdsSnapshots() const { return m_mode == Mode::Mute; }
     // Whether it leaves its weights as they are when told to apply a step's update (and says it did).
-    bool skipsUpdates() const { return m_mode == Mode::Stale; }
+    bool skipsUpdates() const { return m_mode == Mode::Stale || m_mode == Mode::Unsynced; }
+    // Whether it fails every chunk of a sync (says it could not set those weights).
+    bool refusesSyncs() const { return m_mode == Mode::Unsynced; }
     // Whether it answers a stage 0 backward without computing it (and counts it in its share).
     bool skipsFirstStageBackwards() const { return m_mode == Mode::Lazy; }
     // Whether it says it lost the graph of a backward sent without its input (the first time).

@@ -96,6 +96,13 @@ bool SwarmDatabase::credits(CreditAccount& out) {
                          n.forfeitedFlop += flop;
                          out.forfeitedFlop += flop;
                      }
+                 }) &&
+           query(QStringLiteral("SELECT node_id, flop, reason FROM credit_forfeits ORDER BY at"),
+                 [&](const QSqlQuery& q) {
+                     out.forfeitReasons << QStringLiteral("%1: %2 FLOP: %3")
+                                               .arg(q.value(0).toString().left(12))
+                                               .arg(q.value(1).toLongLong())
+                                               .arg(q.value(2).toString());
                  });
 }
 

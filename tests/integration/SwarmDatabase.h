@@ -37,6 +37,7 @@ struct CreditAccount {
     qint64 receipts = 0;
     qint64 pendingFlop = 0;
     qint64 forfeitedFlop = 0;
+    QStringList forfeitReasons; // "node: FLOP: reason", one per credit_forfeits row
     QMap<QString, NodeCredit> nodes;
 };
 

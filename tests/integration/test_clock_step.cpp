@@ -27,6 +27,7 @@
 #include <QTest>
 #include <QUrl>
 
+#include <algorithm>
 #include <memory>
 
 using namespace tessera::test;
@@ -38,6 +39,22 @@ void keepLog(const QString& name, const QByteArray& log) {
     QFile kept(QDir::temp().filePath(u"tessera-clock-step-%1.log"_qs.arg(name)));
     if (kept.open(QIODevice::WriteOnly | QIODevice::Truncate) && kept.write(log) >= 0)
         qWarning("kept: %s", qPrintable(kept.fileName()));
+}
+
+// A stalled run, told where CI's output keeps it (QTest cuts a failure's message short; warnings are
+// printed whole): the coordinator's warnings and trust lines, and each node's tail; the logs kept too.
+void explainStall(const QByteArray& coordinatorLog, const SwarmNode& first, const SwarmNode& second) {
+    keepLog(u"coordinator"_qs, coordinatorLog);
+    keepLog(u"node-1"_qs, first.logTail(1'000'000));
+    keepLog(u"node-2"_qs, second.logTail(1'000'000));
+    QByteArrayList notable;
+    for (const QByteArray& line : coordinatorLog.split('\n'))
+        if (line.contains("trust:") || line.contains("warning") || line.contains("step "))
+            notable << line.left(400);
+    qWarning("coordinator, last %d of %lld notable lines:\n%s", 40, qlonglong(notable.size()),
+             notable.mid(std::max<qsizetype>(0, notable.size() - 40)).join('\n').constData());
+    qWarning("node-1 (tail):\n%s", first.logTail(2500).constData());
+    qWarning("node-2 (tail):\n%s", second.logTail(2500).constData());
 }
 
 // Debian's libfaketime (package libfaketime), for this machine's architecture.
@@ -147,9 +164,7 @@ private Q_SLOTS:
         const qint64 thawedAt = status->step();
         if (!status->reached(thawedAt + 10, 180'000)) {
             // What the message cannot hold (QTest cuts it short): both sides' logs, kept for the reader.
-            keepLog(u"coordinator"_qs, coordinator->err() + coordinator->out());
-            keepLog(u"node-1"_qs, first.logTail(1'000'000));
-            keepLog(u"node-2"_qs, second.logTail(1'000'000));
+            explainStall(coordinator->err() + coordinator->out(), first, second);
             QFAIL(qPrintable(describeSwarm(status->s)));
         }
 
@@ -164,8 +179,10 @@ private Q_SLOTS:
                  coordinator->err().right(3000).constData());
         status = std::make_unique<StatusPoll>(coordinator->url(), ca);
         const qint64 restartedAt = status->reached(0) ? status->step() : -1;
-        QVERIFY2(status->reached(restartedAt + 10, 240'000),
-                 qPrintable(describeSwarm(status->s) + u"\n"_qs + QString::fromUtf8(first.logTail(1000))));
+        if (!status->reached(restartedAt + 10, 240'000)) {
+            explainStall(coordinator->err() + coordinator->out(), first, second);
+            QFAIL(qPrintable(describeSwarm(status->s)));
+        }
         QCOMPARE(first.stop(20'000), 0);
         QCOMPARE(second.stop(20'000), 0);
         QCOMPARE(coordinator->terminate(30'000), 0);

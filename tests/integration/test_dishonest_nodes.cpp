@@ -216,6 +216,7 @@ private Q_SLOTS:
     void aLoneReplicasShareIsCheckedByItsOwnTrace();
     void aClaimedMissingGraphIsPaidAsComputed_data();
     void aClaimedMissingGraphIsPaidAsComputed();
+    void aNodeThatRefusesItsSyncsIsForgivenOnce();
     void aNewKeyIsCaughtAgainAndTheNetworkBanned();
     void aFakeFastTimingWinsNothing();
 
@@ -840,6 +841,30 @@ void TestDishonestNodes::aClaimedMissingGraphIsPaidAsComputed() {
                             .arg(backward)
                             .arg(forward)));
     checkHonestUnharmed(swarm, -1); // nobody struck: the claim is routine, only its price was wrong
+}
+
+// A node routed with weights we did not give it (its sync failed three times: an honest node whose sync ran
+// into errors starts from its downloaded shard) is not struck for its first divergence from the checkpoint:
+// it is synced again. Only once: the liar here fails every sync on purpose and keeps weights of its own, so
+// it is struck on its first fingerprint (routed at the start without a sync), forgiven once after its
+// failed resync, and struck at every divergence after that.
+void TestDishonestNodes::aNodeThatRefusesItsSyncsIsForgivenOnce() {
+    Swarm swarm;
+    const int liar = 1;
+    QVERIFY(startSix(swarm, QStringLiteral("unsynced"), liar));
+    const QString subject = QStringLiteral("node:") + swarm.nodeId(liar);
+    const QByteArray forgiven = "node " + swarm.nodeId(liar).left(12).toUtf8() +
+                                " (stage 1) was routed without the checkpoint's weights";
+    QTRY_VERIFY2_WITH_TIMEOUT(swarm.log().contains(forgiven), judgements(swarm.log()).right(3000).constData(),
+                              kCaughtWithinMs);
+    // Struck again after it: the forgiveness was its one.
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        swarm.count(QStringLiteral("SELECT COALESCE(SUM(strikes), 0) FROM reputation WHERE subject = ?"),
+                    {subject}) >= 2 &&
+            swarm.log().lastIndexOf("differ from its replicas'") > swarm.log().indexOf(forgiven),
+        judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
+    QCOMPARE(swarm.log().count(forgiven), 1);
+    checkHonestUnharmed(swarm, liar, false);
 }
 
 void TestDishonestNodes::aNewKeyIsCaughtAgainAndTheNetworkBanned() {

@@ -125,6 +125,13 @@ void TestSwarm::cleanup() {
     if (m_coordinator) {
         m_coordinator->terminate(30'000);
         keepCoordinatorLog();
+        // The trust layer's verdicts against nodes first: the tail is often a run of routine audit notes.
+        QByteArrayList verdicts;
+        for (const QByteArray& line : m_coordinator->err().split('\n'))
+            if (line.contains("forfeits") || line.contains("struck") || line.contains("banned"))
+                verdicts << line;
+        qWarning("coordinator's verdicts against nodes (%lld):\n%s", qlonglong(verdicts.size()),
+                 verdicts.mid(std::max<qsizetype>(0, verdicts.size() - 30)).join('\n').constData());
         qWarning("coordinator log (tail):\n%s", m_coordinator->err().right(6000).constData());
     }
     for (const auto& node : m_nodes)
@@ -403,7 +410,8 @@ void TestSwarm::checkDatabase() {
                             .arg(c.forfeitedFlop)));
     // Every node is honest: none lost credit to the checks, whatever the chaos did to them; and
     // credit was paid (work after a node's last passed audit stays pending: escrow).
-    QVERIFY2(c.forfeitedFlop == 0, qPrintable(u"honest nodes forfeited %1 FLOP"_qs.arg(c.forfeitedFlop)));
+    QVERIFY2(c.forfeitedFlop == 0, qPrintable(u"honest nodes forfeited %1 FLOP:\n%2"_qs.arg(c.forfeitedFlop)
+                                                  .arg(c.forfeitReasons.join(u'\n'))));
     QVERIFY2(c.receiptFlop > 0, "no credit was granted");
     for (auto it = c.nodes.cbegin(); it != c.nodes.cend(); ++it) {
         const NodeCredit& n = it.value();

@@ -109,6 +109,7 @@ void Membership::onUnavailable(const QString& node, const QString& reason) {
 
 void Membership::onClosed(const QString& node, bool stopping) {
     m_reassigned.remove(node);
+    m_unsynced.remove(node);
     m_paused.remove(node);
     const bool held = m_reclaim && m_reclaim->holds(node);
     if (m_reclaim)
@@ -133,9 +134,12 @@ void Membership::onSynced(const QString& ghost, int stage, bool ok, bool connect
         return;
     }
     m_syncRetries.remove(ghost);
-    if (!ok)
+    m_unsynced.remove(ghost);
+    if (!ok) {
         qWarning("trainer: node %s starts from the checkpoint (no replica could sync it)",
                  qPrintable(shortId(ghost)));
+        m_unsynced.insert(ghost);
+    }
     if (connected)
         route(ghost, stage);
 }

@@ -69,6 +69,10 @@ public:
     // Moves a node to a stage that has had none for rebalanceAfterMs, from the fullest stage.
     void rebalance();
 
+    // Routed with weights the coordinator did not give it (its sync failed three times: it starts from the
+    // shard it downloaded). Its first divergence from the checkpoint is ours to mend, not its to answer for.
+    bool routedUnsynced(const QString& node) const { return m_unsynced.contains(node); }
+
     int ghosts(int stage) const;
     // What the node is doing now and how fast it is, for the operator's page.
     NodeLive live(const QString& node) const;
@@ -89,6 +93,7 @@ private:
     QHash<QString, int> m_ghosts; // syncing, by node → stage
     std::function<bool(int stage)> m_syncAlone;
     QHash<QString, int> m_syncRetries; // by ghost: syncs started again after a failure
+    QSet<QString> m_unsynced;          // routed after its sync failed: routedUnsynced()
     struct Move {
         int stage = 0;
         qint64 sinceMs = 0;

@@ -217,10 +217,19 @@ Status Trainer::makeGradients() {
                 m_averager->stepApplied(a.stage);
             });
     // Weights unlike the checkpoint's: struck (a liar must not diverge for free) and synced again
-    // (an honest node's weights come back right).
+    // (an honest node's weights come back right) — not struck, once, where we routed it without its
+    // weights (a sync that failed thrice): synced again. Once: a node that makes its syncs fail on purpose
+    // gets one step routed with weights of its own, then strikes like any other.
     connect(m_weightCheck.get(), &WeightCheck::weightsDiverged, this,
-            [this](const QString& node, int, const QString& why) {
-                strike(node, why);
+            [this](const QString& node, int stage, const QString& why) {
+                if (m_membership->routedUnsynced(node) && !m_forgivenDivergence.contains(node)) {
+                    m_forgivenDivergence.insert(node);
+                    qWarning("trust: node %s (stage %d) was routed without the checkpoint's weights (its sync "
+                             "failed): not struck for holding others",
+                             qPrintable(node.left(12)), stage);
+                } else {
+                    strike(node, why);
+                }
                 if (m_sessions.isConnected(node))
                     m_membership->resync(node, why);
             });
@@ -529,6 +538,8 @@ void Trainer::wireMembership() {
         m_auditor->nodeGone(node);
         if (m_gradients)
             m_gradients->nodeGone(node);
+        if (m_weightCheck) // the fingerprint it owed of its old stage: its weights now are the new one's
+            m_weightCheck->nodeGone(node);
     });
     // Read before the session sweep marks them offline: nodes a recent previous process had.
     m_membership->rememberOnlineNodes();

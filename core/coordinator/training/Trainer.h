@@ -30,6 +30,7 @@
 
 #include <QJsonObject>
 #include <QObject>
+#include <QSet>
 #include <QTimer>
 
 #include <chrono>
@@ -185,6 +186,7 @@ private:
     std::unique_ptr<Membership> m_membership;
     std::unique_ptr<TrainerInbox> m_inbox;
     bool m_replicasAgree = false; // see reexecuteWhereAudited
+    QSet<QString> m_forgivenDivergence; // nodes whose one divergence after an unsynced start went unstruck
     bool m_stopped = false;
     QTimer m_flushTimer;
     QTimer m_creditTimer;

@@ -570,6 +570,10 @@ bool EngineWorker::runSetWeights(const EngineTask& task, EngineResult& r) {
 
 // A ghost sync's chunk of the weights.
 bool EngineWorker::runSetWeightsRange(const EngineTask& task, EngineResult& r) {
+    if (m_misbehaviour && m_misbehaviour->refusesSyncs()) { // tests only: the weights it is given, refused
+        r.error = QStringLiteral("syncing weights: refused (misbehaving)");
+        return false;
+    }
     const Status s = m_engine->setWeightsRange(task.offset, task.total, task.values);
     if (!s) {
         r.error = QStringLiteral("syncing weights %1 to %2 of %3")
