@@ -77,7 +77,7 @@ void Router::addNode(const QString& nodeId, int stage, std::optional<double> sec
     issueWhilePossible();
 }
 
-void Router::removeNode(const QString& nodeId, const QString& reason) {
+void Router::removeNode(const QString& nodeId, const QString& reason, CheckSilence silence) {
     const auto it = m_nodes.find(nodeId);
     if (it == m_nodes.end())
         return;
@@ -86,7 +86,7 @@ void Router::removeNode(const QString& nodeId, const QString& reason) {
     m_lastAnswerMs.remove(nodeId);
     m_refusedOnInputsFrom.remove(nodeId);
     m_schedulers[std::size_t(stage)].removeNode(nodeId);
-    failChecksOf(nodeId, QStringLiteral("node %1 left (%2)").arg(shortId(nodeId), reason));
+    failChecksOf(nodeId, QStringLiteral("node %1 left (%2)").arg(shortId(nodeId), reason), silence);
     std::vector<qint64> affected;
     for (auto& [id, mb] : m_microbatches)
         if (mb.taskId != 0 && mb.taskNode == nodeId)
@@ -501,7 +501,7 @@ void Router::ban(const QString& nodeId, const QString& why) {
         return;
     m_schedulers[std::size_t(info->stage)].fail(nodeId, now());
     qWarning("router: node %s banned for a while: %s", qPrintable(shortId(nodeId)), qPrintable(why));
-    failChecksOf(nodeId, QStringLiteral("node %1 was banned").arg(shortId(nodeId)));
+    failChecksOf(nodeId, QStringLiteral("node %1 was banned").arg(shortId(nodeId)), CheckSilence::Hid);
     std::vector<qint64> affected;
     for (auto& [id, mb] : m_microbatches)
         if (mb.taskId != 0 && mb.taskNode == nodeId)
@@ -610,7 +610,8 @@ void Router::onCheckResult(const QString& nodeId, const protocol::TaskResult& re
     m_lastAnswerMs.insert(nodeId, t);
     if (!result.ok) {
         // As a routed task's error: banned a while (its other work goes elsewhere).
-        Q_EMIT checkFailed(result.taskId, nodeId, QStringLiteral("it answered an error: %1").arg(result.error.left(200)));
+        Q_EMIT checkFailed(result.taskId, nodeId, QStringLiteral("it answered an error: %1").arg(result.error.left(200)),
+                           CheckSilence::Hid);
         ban(nodeId, QStringLiteral("a task failed: %1").arg(result.error.left(200)));
         return;
     }
@@ -627,14 +628,14 @@ void Router::onCheckResult(const QString& nodeId, const protocol::TaskResult& re
     Q_EMIT checkAnswered(result.taskId, nodeId, output, result.loss);
 }
 
-void Router::failChecksOf(const QString& nodeId, const QString& why) {
+void Router::failChecksOf(const QString& nodeId, const QString& why, CheckSilence silence) {
     std::vector<qint64> ids;
     for (auto it = m_checks.cbegin(); it != m_checks.cend(); ++it)
         if (it->node == nodeId)
             ids.push_back(it.key());
     for (qint64 id : ids) {
         m_checks.remove(id);
-        Q_EMIT checkFailed(id, nodeId, why);
+        Q_EMIT checkFailed(id, nodeId, why, silence);
     }
 }
 

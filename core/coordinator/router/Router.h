@@ -111,6 +111,13 @@ struct CheckTask {
     }
 };
 
+// Why a re-execution (a check task) will not be answered: what the node's silence says of it.
+enum class CheckSilence {
+    Hid,       // it stayed and did not answer: an error, a missed deadline, a ban for either
+    Left,      // it went: its socket closed, or it paused (a crash and a game look the same)
+    Withdrawn, // the coordinator took it off: moved to another stage, or synced again
+};
+
 struct RouterStage {
     int stage = 0;
     int nodes = 0;    // routable nodes
@@ -165,8 +172,10 @@ public:
     // A node ready for tasks of its stage. Adding a known node changes nothing.
     void addNode(const QString& nodeId, int stage, std::optional<double> secondsPerToken = std::nullopt);
     // The node left, paused or its socket closed: what it had in flight goes elsewhere (no ban).
-    void removeNode(const QString& nodeId, const QString& reason);
+    // `silence`: what its unanswered checks say (Left; Withdrawn where the coordinator took it off).
+    void removeNode(const QString& nodeId, const QString& reason, CheckSilence silence = CheckSilence::Left);
     bool hasNode(const QString& nodeId) const { return m_nodes.contains(nodeId); }
+    qint64 now() const { return m_clock(); } // the clock it was made with (ms)
     std::optional<int> stageOf(const QString& nodeId) const;
     // The scheduler's estimate of the node's seconds per token; none for a node not here.
     std::optional<double> secondsPerToken(const QString& nodeId) const {
@@ -242,7 +251,8 @@ Q_SIGNALS:
     void checkAnswered(qint64 taskId, const QString& node, const tessera::protocol::HeldFrame& output,
                        std::optional<double> loss);
     // A re-execution that will not be answered: the node erred, missed its deadline, left or was banned.
-    void checkFailed(qint64 taskId, const QString& node, const QString& why);
+    void checkFailed(qint64 taskId, const QString& node, const QString& why,
+                     tessera::coordinator::CheckSilence silence);
 
 private:
     struct NodeInfo {
@@ -253,7 +263,6 @@ private:
         bool shown = false; // its weights' fingerprint agreed since it joined (mayVerify)
     };
 
-    qint64 now() const { return m_clock(); }
     void issueWhilePossible();
     bool everyStageHasNodes() const;
     // Sends the current phase's task to a node, or leaves it waiting when none is free.
@@ -283,7 +292,7 @@ private:
     void onCheckResult(const QString& nodeId, const protocol::TaskResult& result,
                        const protocol::TaskMessage& message);
     // Ends the node's re-executions in flight as failed (it left, erred or was banned).
-    void failChecksOf(const QString& nodeId, const QString& why);
+    void failChecksOf(const QString& nodeId, const QString& why, CheckSilence silence);
 
     int m_stages;
     std::vector<qint64> m_stageParameters;

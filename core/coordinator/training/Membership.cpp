@@ -117,7 +117,9 @@ void Membership::onClosed(const QString& node, bool stopping) {
     const bool wasIn = m_router.hasNode(node) || m_ghosts.remove(node) > 0 || held;
     if (wasIn && !stopping)
         ++m_state.leaves;
-    m_router.removeNode(node, QStringLiteral("disconnected"));
+    // The coordinator closing every session is ours, not the node's leaving (its checks in flight too).
+    m_router.removeNode(node, stopping ? QStringLiteral("the coordinator is stopping") : QStringLiteral("disconnected"),
+                        stopping ? CheckSilence::Withdrawn : CheckSilence::Left);
     m_averager.nodeGone(node);
 }
 
@@ -150,7 +152,7 @@ void Membership::resync(const QString& node, const QString& why) {
         return;
     qWarning("trainer: node %s holds weights unlike its replicas' (%s): syncing it again", qPrintable(shortId(node)),
              qPrintable(why.left(200)));
-    m_router.removeNode(node, QStringLiteral("its weights missed a step"));
+    m_router.removeNode(node, QStringLiteral("its weights missed a step"), CheckSilence::Withdrawn);
     m_ghosts.insert(node, *stage);
     m_averager.startSync(node, *stage);
 }
@@ -239,7 +241,7 @@ void Membership::rebalance() {
         }
         qInfo("trainer: stage %d has had no node for %lld s: node %s moves there from stage %d", s,
               qlonglong((t - since) / 1000), qPrintable(shortId(node)), donor);
-        m_router.removeNode(node, QStringLiteral("moved to stage %1").arg(s));
+        m_router.removeNode(node, QStringLiteral("moved to stage %1").arg(s), CheckSilence::Withdrawn);
         m_averager.nodeGone(node);
         if (m_onMoved)
             m_onMoved(node);

@@ -165,15 +165,17 @@ void Bisection::onAnswered(qint64 taskId, const QString&, const protocol::HeldFr
     maybeJudge(caseId);
 }
 
-void Bisection::onFailed(qint64 taskId, const QString&, const QString& why) {
+void Bisection::onFailed(qint64 taskId, const QString&, const QString& why, CheckSilence silence) {
     const auto found = m_taskToCase.constFind(taskId);
     if (found == m_taskToCase.constEnd())
         return;
     const qint64 caseId = found.value();
     m_taskToCase.erase(found);
     for (Side& side : m_cases.at(caseId).sides)
-        if (side.taskId == taskId)
+        if (side.taskId == taskId) {
             side.silence = why.isEmpty() ? QStringLiteral("no answer") : why;
+            side.silenceKind = silence;
+        }
     maybeJudge(caseId);
 }
 
@@ -189,18 +191,51 @@ void Bisection::maybeJudge(qint64 caseId) {
     finish(caseId);
 }
 
+bool Bisection::excused(const Side& side) {
+    // A second departure within a day while asked for a trace is a node leaving whenever it is checked.
+    constexpr qint64 kDepartureWindowMs = 24 * 3600 * 1000LL;
+    switch (side.silenceKind) {
+    case CheckSilence::Hid:
+        return false;
+    case CheckSilence::Withdrawn:
+        return true;
+    case CheckSilence::Left: {
+        const qint64 t = m_router.now();
+        const auto last = m_departures.constFind(side.node);
+        if (last != m_departures.constEnd() && t - last.value() < kDepartureWindowMs)
+            return false;
+        m_departures.insert(side.node, t);
+        return true;
+    }
+    }
+    return false;
+}
+
 void Bisection::judge(Case& c) {
     ReexecutionVerdict& v = c.verdict;
     v.unsettled = false;
     v.disputed.clear();
-    // Silence is no dodge: whoever did not answer its trace is struck (a pause can be honest).
+    // Silence is no dodge: whoever did not answer its trace is struck — unless it left (once a day) or we
+    // took it off; then the dispute stays unsettled (both on probation, the credit in escrow).
+    QString silence;
     for (const Side& side : c.sides)
-        if (!side.silence.isEmpty())
-            v.struck << side.node;
+        if (!side.silence.isEmpty()) {
+            silence = side.silence;
+            if (!excused(side))
+                v.struck << side.node;
+        }
     if (!v.struck.isEmpty()) {
         v.reason = QStringLiteral("it did not answer the trace of microbatch %1 a bisection asked of it (%2)")
                        .arg(c.task.microbatch)
-                       .arg(c.sides[0].silence.isEmpty() ? c.sides[1].silence : c.sides[0].silence);
+                       .arg(silence);
+        return;
+    }
+    if (!silence.isEmpty()) {
+        v.unsettled = true;
+        v.disputed = QStringList{c.sides[0].node, c.sides[1].node};
+        v.reason += QStringLiteral("; a trace the bisection asked for was not answered (%1): nobody struck, it "
+                                   "left or was taken off")
+                        .arg(silence);
         return;
     }
     gpu::StageEngine* e = engine(c.task.stage);
@@ -238,11 +273,16 @@ void Bisection::judgeAlone(Case& c) {
     ReexecutionVerdict& v = c.verdict;
     const Side& side = c.sides.front();
     if (!side.silence.isEmpty()) {
-        v.struck << side.node;
+        const bool goes = excused(side);
+        (goes ? v.disputed : v.struck) << side.node;
+        v.unsettled = goes;
         v.reason =
-            QStringLiteral("it did not answer the trace of microbatch %1 a spot check asked of it (%2)")
+            QStringLiteral("it did not answer the trace of microbatch %1 a spot check asked of it (%2)%3")
                 .arg(c.task.microbatch)
-                .arg(side.silence);
+                .arg(side.silence,
+                     goes ? QStringLiteral(": not struck (it left, or was taken off; a second departure in a "
+                                           "day is struck), its credit stays in escrow")
+                          : QString());
         return;
     }
     gpu::StageEngine* e = engine(c.task.stage);
@@ -507,6 +547,7 @@ void Bisection::finish(qint64 caseId) {
     ReexecutionVerdict verdict = std::move(it->second.verdict);
     const int stage = it->second.task.stage;
     const bool alone = it->second.sides.size() == 1;
+    const bool silent = alone && !it->second.sides.front().silence.isEmpty();
     std::optional<ShareSlice> share = std::move(it->second.share);
     m_cases.erase(it);
     if (verdict.unsettled)
@@ -515,7 +556,9 @@ void Bisection::finish(qint64 caseId) {
         ++(alone ? m_spotConvictions : m_convictions);
     Q_EMIT judged(verdict);
     if (share) { // after the verdict: a node convicted by its trace is struck before its share's case closes
-        if (!verdict.convicted.isEmpty() || !verdict.struck.isEmpty())
+        // A share whose trace never came is left out, struck or not (a node that leaves when asked, even
+        // excused, does not get an unshown share into the mean).
+        if (!verdict.convicted.isEmpty() || !verdict.struck.isEmpty() || silent)
             share->look.outcome = ShareLook::TraceFailed;
         share->done(share->look);
     }

@@ -115,6 +115,7 @@ private:
         qint64 taskId = 0;
         std::optional<std::vector<float>> trace;
         QString silence; // why it did not answer
+        CheckSilence silenceKind = CheckSilence::Hid;
     };
     struct ShareSlice {
         ShareSegment segment;
@@ -134,8 +135,11 @@ private:
     Bisection(const gpu::ModelConfig& config, double tolerance, Router& router, Weights weights,
               std::unique_ptr<gpu::FrameDecoder> decoder);
     void onAnswered(qint64 taskId, const QString& node, const protocol::HeldFrame& output);
-    void onFailed(qint64 taskId, const QString& node, const QString& why);
+    void onFailed(qint64 taskId, const QString& node, const QString& why, CheckSilence silence);
     void maybeJudge(qint64 caseId);
+    // Whether a side's silence goes unstruck: a node the coordinator took off, always; one that left (its
+    // socket closed, or it paused — a crash and a game look the same), once a day; one that stayed, never.
+    bool excused(const Side& side);
     // The verdict of a case whose traces are both in.
     void judge(Case& c);
     // A spot check's verdict, its trace in.
@@ -176,6 +180,7 @@ private:
     std::map<int, std::unique_ptr<gpu::StageEngine>> m_engines; // by stage, made at first use
     std::map<qint64, Case> m_cases;
     QHash<qint64, qint64> m_taskToCase;
+    QHash<QString, qint64> m_departures; // node → when its last excused departure was (Router's clock)
     qint64 m_nextCase = 1;
     qint64 m_started = 0, m_convictions = 0, m_unsettled = 0;
     qint64 m_spotChecks = 0, m_spotChecksPassed = 0, m_spotConvictions = 0;

@@ -10,7 +10,9 @@
 // at the block whose backward the coordinator recomputes, a last stage's made-up loss at its loss.
 // A lone replica (nothing to re-execute its work) is spot-checked on its own trace: honest work passes at
 // whatever segment is drawn, a lie in the answer is convicted at the encoding, a trace made up to fit the
-// lie at the block it made up once that block is drawn, silence is struck.
+// lie at the block it made up once that block is drawn, silence is struck. A node that left before its trace
+// came (its socket closed, or it paused) is not struck the first time in a day — a crash and a game look the
+// same — but is the second; one the coordinator took off (moved, synced again) never is.
 #include "TrustFrames.h"
 #include "coordinator/router/Router.h"
 #include "coordinator/trust/Bisection.h"
@@ -47,6 +49,8 @@ private Q_SLOTS:
     void aLoneReplicasLieIsConvictedAtTheEncoding();
     void aLoneReplicasTraceMadeUpToFitItsLieIsFound();
     void aLoneReplicaSilentOnItsTraceIsStruck();
+    void aNodeThatLeavesIsStruckOnlyOnItsSecondDepartureInADay();
+    void aNodeTheCoordinatorTookOffIsNeverStruck();
 
 private:
     struct Run {
@@ -408,6 +412,56 @@ void TestBisection::aLoneReplicaSilentOnItsTraceIsStruck() {
     const ReexecutionVerdict& v = run->verdicts.back();
     QCOMPARE(v.struck, QStringList{QStringLiteral("a")});
     QVERIFY(v.convicted.isEmpty() && v.verified.isEmpty());
+}
+
+void TestBisection::aNodeThatLeavesIsStruckOnlyOnItsSecondDepartureInADay() {
+    std::unique_ptr<Run> run = spotCheck(Dispute{}, m_trip.act1);
+    const auto leaveWhileChecked = [&] {
+        run->router->removeNode(QStringLiteral("a"), QStringLiteral("disconnected")); // a crash, or a pause
+        return run->verdicts.back();
+    };
+    const auto checkedAgain = [&] { // back, and spot-checked again
+        run->router->addNode(QStringLiteral("a"), 1);
+        run->router->stepSent();
+        const Microbatch mb = microbatch(*run, Dispute{});
+        QVERIFY(run->bisection->spotCheck(CheckTask::of(mb, protocol::TaskKind::Forward), mb.taskEra,
+                                          QStringLiteral("a"),
+                                          protocol::holdPayload(m_trip.act1, protocol::TaskFrameType::ForwardOutput),
+                                          std::nullopt, run->now));
+    };
+    ReexecutionVerdict v = leaveWhileChecked();
+    QVERIFY2(v.struck.isEmpty() && v.unsettled, qPrintable(v.reason));
+    QCOMPARE(v.disputed, QStringList{QStringLiteral("a")}); // on probation: checked more, paid later
+    QVERIFY2(v.reason.contains(u"not struck"), qPrintable(v.reason));
+    // An hour on, gone again while checked: a node that leaves whenever it is asked.
+    run->now += 3'600'000;
+    checkedAgain();
+    v = leaveWhileChecked();
+    QCOMPARE(v.struck, QStringList{QStringLiteral("a")});
+    QVERIFY(!v.unsettled);
+    // A day after its excused departure, one departure is excused again.
+    run->now += 24 * 3'600'000LL;
+    checkedAgain();
+    v = leaveWhileChecked();
+    QVERIFY2(v.struck.isEmpty() && v.unsettled, qPrintable(v.reason));
+}
+
+void TestBisection::aNodeTheCoordinatorTookOffIsNeverStruck() {
+    std::unique_ptr<Run> run = spotCheck(Dispute{}, m_trip.act1);
+    for (int round = 0; round < 3; ++round) {
+        if (round > 0) {
+            run->router->addNode(QStringLiteral("a"), 1);
+            run->router->stepSent();
+            const Microbatch mb = microbatch(*run, Dispute{});
+            QVERIFY(run->bisection->spotCheck(
+                CheckTask::of(mb, protocol::TaskKind::Forward), mb.taskEra, QStringLiteral("a"),
+                protocol::holdPayload(m_trip.act1, protocol::TaskFrameType::ForwardOutput), std::nullopt, run->now));
+        }
+        run->router->removeNode(QStringLiteral("a"), QStringLiteral("moved to stage 2"), CheckSilence::Withdrawn);
+        const ReexecutionVerdict& v = run->verdicts.back();
+        QVERIFY2(v.struck.isEmpty() && v.unsettled, qPrintable(v.reason));
+    }
+    QCOMPARE(run->verdicts.size(), std::size_t(3));
 }
 
 QTEST_GUILESS_MAIN(TestBisection)
