@@ -151,9 +151,9 @@ public:
                                               std::span<const float> hidden);
     // The activation frame the stage sends for the last block's residual `hidden` (not the last stage).
     Result<Bytes> encodeOutput(std::span<const std::uint8_t> input, std::span<const float> hidden);
-    // A backward's trace (a stage after the first), nothing accumulated: the residual after each block
-    // (L), the loss's gradient with respect to each (the last block's first: L) and to the stage's input
-    // (1), each B·T·d fp32, then the loss on the last stage (1 value). StageModel::traceBackward.
+    // A backward's trace, nothing accumulated: the residual after each block (L), the loss's gradient with
+    // respect to each (the last block's first: L) and to the stage's input (1; not on the first stage, whose
+    // input is tokens), each B·T·d fp32, then the loss on the last stage (1 value). StageModel::traceBackward.
     Result<std::vector<float>> traceBackward(std::span<const std::uint8_t> gradOutput,
                                              std::span<const std::uint8_t> input,
                                              std::span<const std::uint8_t> targets);

@@ -24,6 +24,12 @@ std::span<const std::uint8_t> bytesOf(const protocol::HeldFrame& f) {
             std::size_t(f.frame.payload.size())};
 }
 
+// A first stage's backward: it answers no tensor (its work is in its gradient share), and its trace has no
+// gradient for the stage's input (tokens).
+bool firstStageBackward(const CheckTask& task) {
+    return task.stage == 0 && task.kind == protocol::TaskKind::Backward;
+}
+
 } // namespace
 
 Bisection::Bisection(const gpu::ModelConfig& config, double tolerance, Router& router, Weights weights,
@@ -50,12 +56,12 @@ Result<std::unique_ptr<Bisection>> Bisection::create(const gpu::ModelConfig& con
         new Bisection(config, tolerance, router, std::move(weights), std::move(*decoder)));
 }
 
-bool Bisection::traceable(const CheckTask& task, qint64 era) const {
+bool Bisection::traceable(const CheckTask& task, qint64 era, bool shareLook) const {
     using protocol::TaskKind;
     const bool last = task.stage == m_config.stages - 1;
     const bool kindTraceable = task.kind == TaskKind::Forward ? !last
                                : task.kind == TaskKind::Backward
-                                   ? task.stage > 0 && !last && !task.gradientIn.isNull()
+                                   ? (task.stage > 0 || shareLook) && !last && !task.gradientIn.isNull()
                                    : last && task.kind == TaskKind::ForwardBackward;
     return kindTraceable && m_router.era(task.stage) == era;
 }
@@ -107,7 +113,9 @@ bool Bisection::startAlone(const CheckTask& task, qint64 era, const QString& nod
                            std::optional<double> loss, qint64 acceptedAtMs, std::optional<ShareSlice> share) {
     // A check each of a few nodes at once is plenty: every pending one holds its stage's step.
     constexpr std::size_t kMaxPending = 4;
-    if (!traceable(task, era) || output.isNull() || m_cases.size() >= kMaxPending)
+    // A first stage's backward answers no tensor: only its share is looked at by its trace.
+    const bool answered = !output.isNull() || (share && firstStageBackward(task));
+    if (!traceable(task, era, share.has_value()) || !answered || m_cases.size() >= kMaxPending)
         return false;
     ReexecutionVerdict verdict;
     verdict.stage = task.stage;
@@ -297,22 +305,25 @@ void Bisection::judgeAlone(Case& c) {
                        .arg(c.task.stage);
         return;
     }
-    // Drawn now, after the trace came: every segment the stage has, each as likely.
+    // Drawn now, after the trace came: every segment the stage has, each as likely (a first stage's block 0
+    // has no input gradient to recompute: its backward is not a segment there).
     const bool forward = c.task.kind == protocol::TaskKind::Forward;
-    const int segments = forward ? blocks : 2 * blocks + 1;
+    const bool first = firstStageBackward(c.task);
+    const int segments = forward ? blocks : 2 * blocks + (first ? 0 : 1);
     const int k = int(QRandomGenerator::system()->bounded(quint32(segments)));
     const Parting drawn =
         k < blocks    ? Parting{Parting::Forward, k}
         : k == blocks ? Parting{c.task.kind == protocol::TaskKind::ForwardBackward ? Parting::Head
                                                                                    : Parting::GivenGradient,
                                 blocks}
-                      : Parting{Parting::Backward, k - blocks - 1};
+                      : Parting{Parting::Backward, k - blocks - (first ? 0 : 1)};
     // A share check pins the top of the gradients too: the head's (from the last residual and the
     // targets) or the gradient it was given — what a trace scaled to fit a scaled share must part from.
     const Parting top{
         c.task.kind == protocol::TaskKind::ForwardBackward ? Parting::Head : Parting::GivenGradient, blocks};
-    std::vector<Parting> pins{Parting{forward ? Parting::Encoding : Parting::GradientEncoding, blocks},
-                              drawn};
+    std::vector<Parting> pins{drawn}; // and its answer's encoding, where it answered one
+    if (!first)
+        pins.insert(pins.begin(), Parting{forward ? Parting::Encoding : Parting::GradientEncoding, blocks});
     if (c.share && !forward)
         pins.push_back(top);
     for (const Parting& at : pins) {
@@ -424,7 +435,7 @@ std::optional<Bisection::Parting> Bisection::firstParting(const Case& c, std::in
 bool Bisection::fits(const Case& c, const Side& side, std::int64_t size, int blocks) const {
     const bool forward = c.task.kind == protocol::TaskKind::Forward;
     const bool last = c.task.kind == protocol::TaskKind::ForwardBackward;
-    const std::int64_t rows = forward ? blocks : 2 * blocks + 1;
+    const std::int64_t rows = forward ? blocks : 2 * blocks + (firstStageBackward(c.task) ? 0 : 1);
     return blocks > 0 && side.trace && std::int64_t(side.trace->size()) == size * rows + (last ? 1 : 0);
 }
 

@@ -148,7 +148,9 @@ private:
     void judgeShare(Case& c, std::int64_t size);
     // Whether the trace has the rows a task of its kind gives at the stage.
     bool fits(const Case& c, const Side& side, std::int64_t size, int blocks) const;
-    bool traceable(const CheckTask& task, qint64 era) const;
+    // `shareLook`: a first stage's backward too (its trace holds the gradients a share is made of; it
+    // answers no tensor a dispute or a spot check could compare).
+    bool traceable(const CheckTask& task, qint64 era, bool shareLook = false) const;
     // A lone replica's trace asked (a spot check, or a share's look when `share` is set).
     bool startAlone(const CheckTask& task, qint64 era, const QString& node, const protocol::HeldFrame& output,
                     std::optional<double> loss, qint64 acceptedAtMs, std::optional<ShareSlice> share);

@@ -207,3 +207,45 @@ TESSERA_TEST(eachSegmentsWeightsGradientFromATraceIsWhatTheBackwardAccumulated) 
         std::vector<float>(share->values.begin() + offset, share->values.begin() + offset + count));
     CHECK(worstRelative(torch::tensor(*wrong), theirs) > 1e-2);
 }
+
+// The same on a first stage (issue 41, session 9: a lone first stage's share is looked at by its trace too):
+// its backward answers no tensor, but its trace — residuals and the gradients with respect to each, none for
+// its input (tokens) — gives every block's weights' gradient, block 0's with the embedding's, as the backward
+// accumulated it.
+TESSERA_TEST(aFirstStagesTraceGivesEachBlocksWeightsGradient) {
+    const ModelConfig config = twoStages();
+    auto first = engine(config, 0), last = engine(config, 1);
+    const Batch b = makeBatch(11);
+    auto f0 = first->forward(1, b.idsFrame);
+    CHECK_MSG(f0.ok(), f0.message());
+    auto f1 = last->forward(1, f0->output, b.targetsFrame);
+    CHECK_MSG(f1.ok(), f1.message());
+    auto b1 = last->backward(1, {});
+    CHECK_MSG(b1.ok(), b1.message());
+    auto b0 = first->backward(1, b1->gradInput);
+    CHECK_MSG(b0.ok(), b0.message());
+    auto trace = first->traceBackward(b1->gradInput, b.idsFrame, {});
+    CHECK_MSG(trace.ok(), trace.message());
+    const int blocks = first->blocks();
+    const std::size_t size = std::size_t(kBatch * kSeq * config.dModel);
+    CHECK(trace->size() == std::size_t(2 * blocks) * size); // no row for the tokens' gradient
+    auto share = first->shareGradients(0, 0, -1, 32);
+    CHECK_MSG(share.ok(), share.message());
+    const auto row = [&](int i) {
+        return std::span<const float>(*trace).subspan(std::size_t(i) * size, size);
+    };
+    std::int64_t covered = 0;
+    for (int s = 0; s < blocks; ++s) {
+        const auto [offset, count] = first->segmentParameters(s);
+        auto g = first->segmentWeightGradient(s, b.idsFrame, s > 0 ? row(s - 1) : std::span<const float>(),
+                                              row(2 * blocks - 1 - s), {});
+        CHECK_MSG(g.ok(), g.message());
+        CHECK(std::int64_t(g->size()) == count);
+        const double error = worstRelative(
+            torch::tensor(*g),
+            torch::tensor(std::vector<float>(share->values.begin() + offset, share->values.begin() + offset + count)));
+        CHECK_MSG(error < 1e-4, "segment " << s << ": " << error);
+        covered += count;
+    }
+    CHECK(covered == first->parameterCount()); // the blocks (block 0 with the embedding) are the whole stage
+}

@@ -13,7 +13,8 @@
 // share holds it; a reversed share is left out (struck after two looks); a trace scaled to fit a reversed
 // share parts from the gradient it was given or from its own answer and is convicted. With two replicas the
 // coordinator referees a share its only verifier failed by the sender's trace: a lying verifier's look is
-// contradicted (the honest share stands), a reversed share is struck.
+// contradicted (the honest share stands), a reversed share is struck. A lone first stage (its backwards answer
+// no tensor) is looked at the same way: its honest share holds its trace, a reversed one is struck.
 #include "TrustFrames.h"
 #include "coordinator/router/Router.h"
 #include "coordinator/trust/Bisection.h"
@@ -56,6 +57,7 @@ private Q_SLOTS:
     void aTraceScaledToFitAReversedShareIsConvicted();
     void withTwoReplicasTheCoordinatorRefereesByTrace();
     void aShareHoldingRefusedWorkIsLeftOutNotStruck();
+    void aLoneFirstStagesShareIsLookedAtByItsTrace();
 
 private:
     struct Run {
@@ -90,7 +92,10 @@ private:
     gpu::ModelConfig m_config = tinyThreeStages();
     std::vector<std::unique_ptr<gpu::StageEngine>> m_engines;
     Trip m_trip;
-    std::vector<float> m_share; // stage 1's honest share of the trip's one microbatch
+    std::vector<float> m_share;      // stage 1's honest share of the trip's one microbatch
+    std::vector<float> m_firstShare; // stage 0's
+    // Node "s0" (alone on stage 0) offers microbatches `ids` (the trip's) and its share `values` is checked.
+    bool beginFirst(Run& run, const std::vector<float>& values, const QList<qint64>& ids);
 };
 
 void TestShareCheck::initTestCase() {
@@ -99,6 +104,12 @@ void TestShareCheck::initTestCase() {
     Result<gpu::GradientShare> share = m_engines[1]->shareGradients(0, 0, -1, 32);
     QVERIFY(share && share->microbatches == 1);
     m_share = share->values;
+    // Stage 0's backward of the same microbatch (from its input: the trip kept no graph there).
+    Result<gpu::StageBackwardResult> first = m_engines[0]->backward(1, span(m_trip.grad1), span(m_trip.tokens));
+    QVERIFY2(first, first ? "" : first.message().c_str());
+    share = m_engines[0]->shareGradients(0, 0, -1, 32);
+    QVERIFY(share && share->microbatches == 1);
+    m_firstShare = share->values;
 }
 
 std::unique_ptr<TestShareCheck::Run> TestShareCheck::makeRun(int replicas, double percent) {
@@ -347,10 +358,10 @@ void TestShareCheck::aReplicaVerifiesOnlyOnceItsWeightsWereShown() {
 }
 
 void TestShareCheck::withTraces(Run& run, const std::vector<float>* held) {
-    gpu::StageEngine* reference = m_engines[1].get(); // the checkpoint: nothing stepped it
+    // The checkpoint: the engines the trip ran on (nothing stepped them).
     Result<std::unique_ptr<Bisection>> bi =
-        Bisection::create(m_config, 0.05, *run.router, [reference](int, qint64 offset, qint64 count) {
-            return reference->weightsRange(offset, count);
+        Bisection::create(m_config, 0.05, *run.router, [this](int stage, qint64 offset, qint64 count) {
+            return m_engines[std::size_t(stage)]->weightsRange(offset, count);
         });
     QVERIFY(bi);
     run.bisection = std::move(*bi);
@@ -513,6 +524,57 @@ void TestShareCheck::aShareHoldingRefusedWorkIsLeftOutNotStruck() {
     QVERIFY2(v.reason.contains(u"refused"), qPrintable(v.reason));
     QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
     QCOMPARE(run->check->struck(), qint64(0));
+}
+
+bool TestShareCheck::beginFirst(Run& run, const std::vector<float>& values, const QList<qint64>& ids) {
+    for (const qint64 id : ids) {
+        Microbatch mb = microbatch(run, QStringLiteral("s0"));
+        mb.id = id;
+        mb.stage = 0;
+        mb.gradient = protocol::holdPayload(m_trip.grad1, protocol::TaskFrameType::BackwardInput);
+        mb.taskEra = run.router->era(0);
+        run.check->offer(QStringLiteral("s0"), mb, protocol::TaskKind::Backward, {}); // no tensor answered
+    }
+    return run.check->begin(5, 0, {ShareView{QStringLiteral("s0"), &values, 1}});
+}
+
+void TestShareCheck::aLoneFirstStagesShareIsLookedAtByItsTrace() {
+    const auto answerFirstTrace = [&](Run& run) {
+        const auto it = std::find_if(run.sent.begin(), run.sent.end(),
+                                     [&](const Sent& s) { return s.node == u"s0" && s.trace; });
+        QVERIFY2(it != run.sent.end(), "no trace was asked of the first stage's node");
+        const qint64 taskId = it->taskId;
+        run.sent.erase(it);
+        Result<std::vector<float>> trace = m_engines[0]->traceBackward(span(m_trip.grad1), span(m_trip.tokens), {});
+        QVERIFY2(trace, trace ? "" : trace.message().c_str());
+        answerValues(run, QStringLiteral("s0"), taskId, *trace);
+    };
+    // Honest: every block drawn in turn (block 0 with the embedding) holds it.
+    for (int i = 0; i < 4; ++i) {
+        std::unique_ptr<Run> run = makeRun(1);
+        withTraces(*run);
+        QVERIFY(beginFirst(*run, m_firstShare, {7}));
+        answerFirstTrace(*run);
+        QCOMPARE(run->verdicts.size(), std::size_t(1));
+        const ShareVerdict& v = run->verdicts[0];
+        QVERIFY2(v.passed && !v.struck && !v.unsettled, qPrintable(v.reason));
+        QVERIFY2(std::abs(v.alignment - 1) < 1e-3 && std::abs(v.normRatio - 1) < 1e-3,
+                 qPrintable(QStringLiteral("%1 %2").arg(v.alignment).arg(v.normRatio)));
+        QCOMPARE(run->traceVerdicts.back().verified, QStringList{QStringLiteral("s0")});
+    }
+    // Reversed (−9×), two microbatches kept: both looks fail, the coordinator's own recompute: struck.
+    std::vector<float> reversed = m_firstShare;
+    for (float& v : reversed)
+        v *= -9.0f;
+    std::unique_ptr<Run> run = makeRun(1);
+    withTraces(*run);
+    QVERIFY(beginFirst(*run, reversed, {7, 8}));
+    answerFirstTrace(*run);
+    QVERIFY(run->verdicts.empty());
+    answerFirstTrace(*run);
+    const ShareVerdict& v = run->verdicts.back();
+    QVERIFY2(v.struck && !v.passed, qPrintable(v.reason));
+    QCOMPARE(run->judged.back(), QStringList{QStringLiteral("s0")});
 }
 
 QTEST_GUILESS_MAIN(TestShareCheck)
