@@ -782,9 +782,13 @@ void TestDishonestNodes::aLoneReplicasShareIsCheckedByItsOwnTrace() {
           qlonglong(after.value(u"passed").toInteger()), qlonglong(after.value(u"second_looks_passed").toInteger()),
           after.value(u"lowest_passed_alignment").toDouble(), after.value(u"highest_passed_norm_ratio").toDouble(),
           qlonglong(after.value(u"unsettled").toInteger()));
-    // Its work is not paid here: a lone first stage at the 8b path has no evidence for its backwards (no other
-    // replica, no trace of a stage-0 backward), and its credit waits for every kind of its work.
     checkHonestUnharmed(swarm, liar, false);
+    // The lone first stage is paid too: its forwards by their spot checks, its backwards by its shares' trace
+    // looks (a stage-0 backward's trace since session 9; before, nothing covered them and its credit, which
+    // waits for every kind of its work, never left escrow).
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        swarm.count(QStringLiteral("SELECT COUNT(*) FROM credit_receipts WHERE node_id = ?"), {swarm.nodeId(0)}) > 0,
+        judgements(swarm.log()).right(3000).constData(), kCaughtWithinMs);
     for (const QByteArray& line : swarm.log().split('\n'))
         if (line.contains("left out") && !line.contains(liarId.left(12).toUtf8()))
             QFAIL(line.constData());

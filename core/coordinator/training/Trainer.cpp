@@ -334,6 +334,7 @@ Status Trainer::makeReexecution() {
     if (!made)
         return made.error();
     m_bisection = std::move(*made);
+    m_bisection->setDepartures(&m_departures);
     connect(m_bisection.get(), &Bisection::judged, this, &Trainer::onReexecuted);
     Bisection* bisection = m_bisection.get();
     m_reexecution->setSettle([bisection](const CheckTask& task, qint64 era, const ReexecutionVerdict& verdict,
@@ -361,6 +362,12 @@ void Trainer::makeStepChecks() {
                     releaseHold(step, stage, dropped, true);
                 });
         connect(m_shareCheck.get(), &ShareCheck::verdict, this, &Trainer::onShareChecked);
+        // A share that passed through a node found lying within the hour is left out, never struck.
+        m_shareCheck->setDistrusted([this](const QString& node) {
+            constexpr qint64 kDistrustMs = 3'600'000;
+            const auto found = m_foundFalse.constFind(node);
+            return found != m_foundFalse.constEnd() && now() - found.value() < kDistrustMs;
+        });
         // A share no other replica can sketch (a lone replica's) is looked at by the node's own trace.
         if (Bisection* bisection = m_bisection.get())
             m_shareCheck->setTraceLooks(
@@ -687,6 +694,7 @@ void Trainer::onRefused(const QString& node, int stage, const QString& reason) {
 
 void Trainer::strike(const QString& node, const QString& reason) {
     m_checks->probation(node);
+    m_foundFalse.insert(node, now());
     // The router banned it for a while; the strike is remembered past `unavailable`, reconnects and
     // restarts, and what it had pending is forfeited (a liar mixing lies with work is not paid).
     const qint64 t = now();
@@ -724,7 +732,15 @@ void Trainer::onAudited(const AuditOutcome& outcome) {
         return;
     }
     // Left or paused while it owed its weights (an honest node's process can end mid-audit: a game
-    // started): struck, its pending credit forfeited, its answers judged on the reference all the same.
+    // started) and nothing to judge its answers on: excused once a day (Departures: unjudged, on probation,
+    // its credit in escrow), struck the second time.
+    if (outcome.unanswered && outcome.left && m_departures.excuse(outcome.node, now())) {
+        qWarning("trust: node %s (stage %d) left its audit unanswered, its first departure in a day: not struck "
+                 "(on probation, its credit in escrow): %s",
+                 qPrintable(outcome.node.left(12)), outcome.stage, qPrintable(outcome.reason));
+        m_checks->probation(outcome.node);
+        return;
+    }
     if (outcome.unanswered && outcome.left) {
         qWarning("trust: node %s (stage %d) left its audit unanswered: %s", qPrintable(outcome.node.left(12)),
                  outcome.stage, qPrintable(outcome.reason));
@@ -765,6 +781,7 @@ void Trainer::onReexecuted(const ReexecutionVerdict& verdict) {
 
 void Trainer::convict(const QString& node, const QString& reason) {
     m_checks->probation(node);
+    m_foundFalse.insert(node, now());
     m_router->ban(node, QStringLiteral("failed an audit"));
     const qint64 t = now();
     if (Result<qint64> until = m_reputation->failedAudit(node, reason, t); !until)

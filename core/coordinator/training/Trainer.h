@@ -22,12 +22,14 @@
 #include "coordinator/training/TrainingLoop.h"
 #include "coordinator/trust/Auditor.h"
 #include "coordinator/trust/Bisection.h"
+#include "coordinator/trust/Departures.h"
 #include "coordinator/trust/Reexecution.h"
 #include "coordinator/trust/Reputation.h"
 #include "coordinator/trust/ResultCheck.h"
 #include "coordinator/trust/ShareCheck.h"
 #include "coordinator/trust/WeightCheck.h"
 
+#include <QHash>
 #include <QJsonObject>
 #include <QObject>
 #include <QSet>
@@ -186,6 +188,8 @@ private:
     std::unique_ptr<Membership> m_membership;
     std::unique_ptr<TrainerInbox> m_inbox;
     bool m_replicasAgree = false; // see reexecuteWhereAudited
+    Departures m_departures; // excused departures while evidence was owed (audits' and bisections')
+    QHash<QString, qint64> m_foundFalse; // node → when it was last convicted or struck (ShareCheck's framers)
     QSet<QString> m_forgivenDivergence; // nodes whose one divergence after an unsynced start went unstruck
     bool m_stopped = false;
     QTimer m_flushTimer;

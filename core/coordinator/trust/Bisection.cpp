@@ -200,21 +200,13 @@ void Bisection::maybeJudge(qint64 caseId) {
 }
 
 bool Bisection::excused(const Side& side) {
-    // A second departure within a day while asked for a trace is a node leaving whenever it is checked.
-    constexpr qint64 kDepartureWindowMs = 24 * 3600 * 1000LL;
     switch (side.silenceKind) {
     case CheckSilence::Hid:
         return false;
     case CheckSilence::Withdrawn:
         return true;
-    case CheckSilence::Left: {
-        const qint64 t = m_router.now();
-        const auto last = m_departures.constFind(side.node);
-        if (last != m_departures.constEnd() && t - last.value() < kDepartureWindowMs)
-            return false;
-        m_departures.insert(side.node, t);
-        return true;
-    }
+    case CheckSilence::Left: // once a day (Departures)
+        return m_departures->excuse(side.node, m_router.now());
     }
     return false;
 }

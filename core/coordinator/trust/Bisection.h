@@ -29,6 +29,7 @@
 
 #include "base/ModelConfig.h"
 #include "coordinator/router/Router.h"
+#include "coordinator/trust/Departures.h"
 #include "coordinator/trust/Reexecution.h"
 #include "coordinator/trust/ShareCheck.h"
 
@@ -94,6 +95,8 @@ public:
     // Whether a bisection of the stage waits for traces (the step's update waits for it: the checkpoint
     // must still hold the weights the traces ran on).
     bool pendingOn(int stage) const;
+    // Whose departures are remembered (Departures): the coordinator's, shared with its audits. Its own otherwise.
+    void setDepartures(Departures* departures) { m_departures = departures ? departures : &m_ownDepartures; }
 
     qint64 started() const { return m_started; }
     qint64 convictions() const { return m_convictions; }
@@ -182,7 +185,8 @@ private:
     std::map<int, std::unique_ptr<gpu::StageEngine>> m_engines; // by stage, made at first use
     std::map<qint64, Case> m_cases;
     QHash<qint64, qint64> m_taskToCase;
-    QHash<QString, qint64> m_departures; // node → when its last excused departure was (Router's clock)
+    Departures m_ownDepartures;
+    Departures* m_departures = &m_ownDepartures; // setDepartures: the coordinator's, shared with audits
     qint64 m_nextCase = 1;
     qint64 m_started = 0, m_convictions = 0, m_unsettled = 0;
     qint64 m_spotChecks = 0, m_spotChecksPassed = 0, m_spotConvictions = 0;

@@ -52,6 +52,15 @@ void ShareCheck::offer(const QString& node, const Microbatch& mb, TaskKind kind,
     if (kind == TaskKind::Backward && !mb.taskHasInput &&
         mb.forwardVersion[std::size_t(mb.stage)] != mb.taskVersion)
         return;
+    Route& route = m_routes[node];
+    if (route.step != mb.step)
+        route = Route{mb.step, {}};
+    for (const QString& other : mb.forwardNode)
+        if (!other.isEmpty() && other != node)
+            route.nodes.insert(other);
+    for (const AcceptedTask& task : mb.accepted)
+        if (task.nodeId != node)
+            route.nodes.insert(task.nodeId);
     Kept& kept = m_kept[node];
     if (kept.seen == 0 || kept.step != mb.step || kept.era != mb.taskEra)
         kept = Kept{};
@@ -82,6 +91,7 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
     const std::pair<qint64, int> key{step, stage};
     for (const ShareView& view : shares) {
         const Kept kept = m_kept.take(view.node);
+        const Route route = m_routes.take(view.node);
         if (!drawn || !view.values || view.microbatches <= 0)
             continue;
         // Its microbatch must have run on the weights the stage holds now (no update since).
@@ -102,6 +112,8 @@ bool ShareCheck::begin(qint64 step, int stage, const std::vector<ShareView>& sha
         c.microbatches = view.microbatches;
         c.offered = kept.seen;
         c.claimed = view.claimed;
+        if (route.step == step)
+            c.route = route.nodes;
         c.share = gpu::CountSketch(c.seed, m_settings.buckets);
         c.share.add(*view.values);
         c.tried << view.node;
@@ -370,6 +382,20 @@ bool ShareCheck::decideTwoLooks(qint64 caseId, Case& c, ShareVerdict& v) {
                                          "%2 accepted): left out, not struck")
                               .arg(c.claimed)
                               .arg(c.microbatches);
+        return true;
+    }
+    QStringList framers; // its work passed through a node whose word was found false: out, nobody struck
+    if (m_distrusted)
+        for (const QString& other : std::as_const(c.route))
+            if (m_distrusted(other))
+                framers << shortId(other);
+    if (!framers.isEmpty()) {
+        framers.sort();
+        v.unsettled = true;
+        v.disputed = QStringList{c.node};
+        v.reason = both + QStringLiteral(", but its microbatches passed through %1, convicted or struck since: left "
+                                         "out, not struck")
+                              .arg(framers.join(QStringLiteral(", ")));
         return true;
     }
     if (c.byTrace) { // the coordinator's own recompute, from two traces the node gave: struck

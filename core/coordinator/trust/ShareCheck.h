@@ -47,6 +47,7 @@
 
 #include <QHash>
 #include <QObject>
+#include <QSet>
 #include <QStringList>
 
 #include <functional>
@@ -148,6 +149,13 @@ public:
         m_traceLook = std::move(look);
         m_heldShare = std::move(held);
     }
+    // Whether a node's word has been found false lately (convicted, or struck): a share whose microbatches
+    // passed through such a node — its forward fed them, or its backward gave them their gradient — is never
+    // struck, only left out. A liar upstream or downstream makes an honest share unlike any one of its
+    // microbatches (a noise liar's inputs give gradients 100× the others': `test_dishonest_nodes` "noise,
+    // bisected" struck an honest stage-0 replica that way once its shares were refereed by trace).
+    using Distrusted = std::function<bool(const QString& node)>;
+    void setDistrusted(Distrusted distrusted) { m_distrusted = std::move(distrusted); }
     // The stage's shares of `step` are in: true when they are being checked — `judged` will come,
     // and the averager waits for it. Clears what was kept of the stage's nodes.
     bool begin(qint64 step, int stage, const std::vector<ShareView>& shares);
@@ -193,6 +201,7 @@ private:
         int microbatches = 0;
         int offered = 0;        // of its microbatches this step, those offered (the node's n counts them all)
         int claimed = 0;        // ShareView::claimed: beyond `microbatches`, it holds refused work
+        QSet<QString> route;    // the other nodes its microbatches of the step passed through
         gpu::CountSketch share; // the share's, under the task's sketch seed
         QStringList tried;
         struct Answer {
@@ -237,6 +246,12 @@ private:
     TraceLook m_traceLook;
     HeldShare m_heldShare;
     QHash<QString, Kept> m_kept;             // by node: this step's drawn microbatch
+    struct Route {
+        qint64 step = -1;
+        QSet<QString> nodes;
+    };
+    QHash<QString, Route> m_routes; // by node: who else handled its offered microbatches of the step
+    Distrusted m_distrusted;
     QHash<QString, qint64> m_suspects;       // by node: checked at every step through this one
     std::map<qint64, Case> m_cases;          // by case id
     QHash<qint64, qint64> m_taskToCase;      // sketch task in flight → case

@@ -14,7 +14,9 @@
 // share parts from the gradient it was given or from its own answer and is convicted. With two replicas the
 // coordinator referees a share its only verifier failed by the sender's trace: a lying verifier's look is
 // contradicted (the honest share stands), a reversed share is struck. A lone first stage (its backwards answer
-// no tensor) is looked at the same way: its honest share holds its trace, a reversed one is struck.
+// no tensor) is looked at the same way: its honest share holds its trace, a reversed one is struck. A share
+// whose microbatches passed through a node convicted or struck since (upstream or downstream) is left out, not
+// struck: a liar on its route makes an honest share unlike any one of its microbatches.
 #include "TrustFrames.h"
 #include "coordinator/router/Router.h"
 #include "coordinator/trust/Bisection.h"
@@ -58,6 +60,7 @@ private Q_SLOTS:
     void withTwoReplicasTheCoordinatorRefereesByTrace();
     void aShareHoldingRefusedWorkIsLeftOutNotStruck();
     void aLoneFirstStagesShareIsLookedAtByItsTrace();
+    void aShareWhoseWorkPassedThroughALiarIsLeftOutNotStruck();
 
 private:
     struct Run {
@@ -575,6 +578,32 @@ void TestShareCheck::aLoneFirstStagesShareIsLookedAtByItsTrace() {
     const ShareVerdict& v = run->verdicts.back();
     QVERIFY2(v.struck && !v.passed, qPrintable(v.reason));
     QCOMPARE(run->judged.back(), QStringList{QStringLiteral("s0")});
+}
+
+void TestShareCheck::aShareWhoseWorkPassedThroughALiarIsLeftOutNotStruck() {
+    std::vector<float> reversed = m_share; // fails both looks as a lie would
+    for (float& v : reversed)
+        v *= -9.0f;
+    for (const bool liarOnItsRoute : {true, false}) {
+        std::unique_ptr<Run> run = makeRun(3);
+        run->check->setDistrusted([](const QString& node) { return node == u"s0"; }); // s0 was convicted
+        Microbatch mb = microbatch(*run, QStringLiteral("a"));
+        mb.forwardNode = {liarOnItsRoute ? QStringLiteral("s0") : QStringLiteral("t0"), QStringLiteral("a"),
+                          QStringLiteral("s2")};
+        run->check->offer(QStringLiteral("a"), mb, protocol::TaskKind::Backward,
+                          protocol::holdPayload(m_trip.grad1, protocol::TaskFrameType::BackwardOutput));
+        QVERIFY(run->check->begin(5, 1, {ShareView{QStringLiteral("a"), &reversed, 1}}));
+        answer(*run, QStringLiteral("b"));
+        answer(*run, QStringLiteral("c"));
+        const ShareVerdict& v = run->verdicts.back();
+        QVERIFY2(!v.passed, qPrintable(v.reason)); // left out either way
+        QCOMPARE(run->judged.back(), QStringList{QStringLiteral("a")});
+        if (liarOnItsRoute) {
+            QVERIFY2(!v.struck && v.unsettled && v.reason.contains(u"passed through s0"), qPrintable(v.reason));
+        } else {
+            QVERIFY2(v.struck, qPrintable(v.reason)); // t0, s2: nobody found lying on its route
+        }
+    }
 }
 
 QTEST_GUILESS_MAIN(TestShareCheck)
