@@ -159,6 +159,29 @@ TESSERA_TEST(aReplicaOnAnotherBasisSitsOutAndBadResultsChangeNothing) {
     CHECK(shardHash(*e, dir.path) == before);
 }
 
+namespace {
+
+// One microbatch through both stages and back (stage 0's backward too where `firstBackward`): stage 0's
+// output and the gradient stage 1 returned for it.
+struct OneTrip {
+    Bytes output, gradInput;
+};
+OneTrip throughBoth(StageEngine& first, StageEngine& last, const Batch& b, bool firstBackward) {
+    auto f0 = first.forward(1, b.idsFrame);
+    CHECK_MSG(f0.ok(), f0.message());
+    auto f1 = last.forward(1, f0->output, b.targetsFrame);
+    CHECK_MSG(f1.ok(), f1.message());
+    auto b1 = last.backward(1, {});
+    CHECK_MSG(b1.ok(), b1.message());
+    if (firstBackward) {
+        auto b0 = first.backward(1, b1->gradInput);
+        CHECK_MSG(b0.ok(), b0.message());
+    }
+    return {f0->output, b1->gradInput};
+}
+
+} // namespace
+
 // What a share check recomputes from a lone replica's trace (trust/Bisection::traceShare): each segment's
 // weights' gradient — every block's, and the head's — from the trace's rows alone is the gradient the
 // backward accumulated there, at the share's offsets (segmentParameters). A block's gradient computed from
@@ -167,13 +190,8 @@ TESSERA_TEST(eachSegmentsWeightsGradientFromATraceIsWhatTheBackwardAccumulated) 
     const ModelConfig config = twoStages();
     auto first = engine(config, 0), last = engine(config, 1);
     const Batch b = makeBatch(7);
-    auto f0 = first->forward(1, b.idsFrame);
-    CHECK_MSG(f0.ok(), f0.message());
-    auto f1 = last->forward(1, f0->output, b.targetsFrame);
-    CHECK_MSG(f1.ok(), f1.message());
-    auto b1 = last->backward(1, {});
-    CHECK_MSG(b1.ok(), b1.message());
-    auto trace = last->traceBackward({}, f0->output, b.targetsFrame);
+    const OneTrip f0 = throughBoth(*first, *last, b, false);
+    auto trace = last->traceBackward({}, f0.output, b.targetsFrame);
     CHECK_MSG(trace.ok(), trace.message());
     auto share = last->shareGradients(0, 0, -1, 32); // one microbatch: its gradient
     CHECK_MSG(share.ok(), share.message());
@@ -185,10 +203,10 @@ TESSERA_TEST(eachSegmentsWeightsGradientFromATraceIsWhatTheBackwardAccumulated) 
     std::int64_t covered = 0;
     for (int s = 0; s <= blocks; ++s) {
         const auto [offset, count] = last->segmentParameters(s);
-        auto g = s < blocks ? last->segmentWeightGradient(s, f0->output,
+        auto g = s < blocks ? last->segmentWeightGradient(s, f0.output,
                                                           s > 0 ? row(s - 1) : std::span<const float>(),
                                                           row(2 * blocks - 1 - s), {})
-                            : last->segmentWeightGradient(s, f0->output, row(blocks - 1), {}, b.targetsFrame);
+                            : last->segmentWeightGradient(s, f0.output, row(blocks - 1), {}, b.targetsFrame);
         CHECK_MSG(g.ok(), g.message());
         CHECK(std::int64_t(g->size()) == count);
         const torch::Tensor mine = torch::tensor(*g);
@@ -200,7 +218,7 @@ TESSERA_TEST(eachSegmentsWeightsGradientFromATraceIsWhatTheBackwardAccumulated) 
     }
     CHECK(covered == last->parameterCount()); // the segments are the whole stage
     // Block 1's gradient from block 0's rows: another gradient.
-    auto wrong = last->segmentWeightGradient(1, f0->output, row(0), row(2 * blocks - 1), {});
+    auto wrong = last->segmentWeightGradient(1, f0.output, row(0), row(2 * blocks - 1), {});
     CHECK(wrong.ok());
     const auto [offset, count] = last->segmentParameters(1);
     const torch::Tensor theirs = torch::tensor(
@@ -216,15 +234,8 @@ TESSERA_TEST(aFirstStagesTraceGivesEachBlocksWeightsGradient) {
     const ModelConfig config = twoStages();
     auto first = engine(config, 0), last = engine(config, 1);
     const Batch b = makeBatch(11);
-    auto f0 = first->forward(1, b.idsFrame);
-    CHECK_MSG(f0.ok(), f0.message());
-    auto f1 = last->forward(1, f0->output, b.targetsFrame);
-    CHECK_MSG(f1.ok(), f1.message());
-    auto b1 = last->backward(1, {});
-    CHECK_MSG(b1.ok(), b1.message());
-    auto b0 = first->backward(1, b1->gradInput);
-    CHECK_MSG(b0.ok(), b0.message());
-    auto trace = first->traceBackward(b1->gradInput, b.idsFrame, {});
+    const OneTrip trip = throughBoth(*first, *last, b, true);
+    auto trace = first->traceBackward(trip.gradInput, b.idsFrame, {});
     CHECK_MSG(trace.ok(), trace.message());
     const int blocks = first->blocks();
     const std::size_t size = std::size_t(kBatch * kSeq * config.dModel);
