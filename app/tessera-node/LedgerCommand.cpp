@@ -127,6 +127,9 @@ int runLedgerCommand(const QStringList& arguments, const QString& dataDir, std::
     }
     out << "ledger ok: " << report->totals.receipts << " receipts, "
         << formatCredits(report->totals.microCredits) << " credits\n";
+    if ((*ledger)->unwritten())
+        out << "(an empty ledger: the node stopped while creating it, before its first receipt; nothing was "
+               "lost, and the node completes it when it starts again)\n";
     // Not credit yet (unsigned: the coordinator's last word, kept by the running node).
     QFile escrowFile(QDir(dataDir).filePath(NodeFiles::escrowFile()));
     if (escrowFile.open(QIODevice::ReadOnly)) {

@@ -179,6 +179,15 @@ Result<std::unique_ptr<LocalLedger>> LocalLedger::openExisting(const QString& pa
     Result<std::unique_ptr<LocalLedger>> ledger = connect(path);
     if (!ledger)
         return ledger;
+    // Nothing in it at all: its creation was cut short before the schema's transaction committed.
+    Result<std::optional<QVariant>> objects =
+        sql::scalar((*ledger)->m_db, QStringLiteral("SELECT COUNT(*) FROM sqlite_master"));
+    if (!objects)
+        return objects.error();
+    if (*objects && (*objects)->toLongLong() == 0) {
+        (*ledger)->m_unwritten = true;
+        return ledger;
+    }
     if (Status s = (*ledger)->readMeta(); !s)
         return s.error();
     return ledger;
@@ -334,6 +343,8 @@ Result<IngestResult> LocalLedger::ingest(const std::vector<CreditReceipt>& recei
 }
 
 Result<LedgerTotals> LocalLedger::totals() {
+    if (m_unwritten)
+        return LedgerTotals{};
     Result<QSqlQuery> q =
         sql::exec(m_db, QStringLiteral("SELECT COUNT(*), COALESCE(SUM(micro_credits), 0), TOTAL(flop), "
                                        "COALESCE(MAX(seq), 0) FROM receipts"));
@@ -350,6 +361,8 @@ Result<LedgerTotals> LocalLedger::totals() {
 }
 
 Result<std::vector<CreditReceipt>> LocalLedger::list(qint64 afterSeq, int limit) {
+    if (m_unwritten)
+        return std::vector<CreditReceipt>{};
     Result<QSqlQuery> q =
         sql::exec(m_db, kSelectReceipts + QStringLiteral("WHERE seq > ? ORDER BY seq LIMIT ?"),
                   {afterSeq, qMax(limit, 0)});
@@ -373,6 +386,8 @@ Result<VerifyReport> LocalLedger::verify() {
         report.problem = QStringLiteral("the SQLite file is damaged: ") + damage.join(QStringLiteral("; "));
         return report;
     }
+    if (m_unwritten)
+        return report; // no receipt: valid, and empty
     QString prevHash = protocol::kGenesisHash;
     // From the lowest seq there is, so that a row slipped in below #1 is found too.
     qint64 after = std::numeric_limits<qint64>::min();
@@ -413,6 +428,8 @@ Status LocalLedger::exportCsv(QIODevice& out) {
     };
     if (Status s = write("seq,issued_at,flop,micro_credits,credits,hash,prev_hash,signature\r\n"); !s)
         return s;
+    if (m_unwritten)
+        return {};
     qint64 after = 0;
     for (;;) {
         Result<std::vector<CreditReceipt>> page = list(after, kPageSize);

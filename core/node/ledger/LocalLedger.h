@@ -70,6 +70,10 @@ public:
 
     const QString& path() const { return m_path; }
     const QString& nodeId() const { return m_nodeId; }
+    // A ledger whose creation was cut short (the node killed between opening the file and committing its
+    // schema): a database with nothing in it. It holds no receipt — nothing was lost — and verifies as such;
+    // the node writes its schema on its next start (openExisting only: open() creates it).
+    bool unwritten() const { return m_unwritten; }
     const QByteArray& coordinatorKey() const { return m_coordinatorKey; }
 
     // Checks each receipt in order (node id, seq == last + 1, prev_hash == last hash, hash,
@@ -105,6 +109,7 @@ private:
     QSqlDatabase m_db;
     QString m_nodeId;
     QByteArray m_coordinatorKey;
+    bool m_unwritten = false;
 };
 
 } // namespace tessera::node

@@ -85,6 +85,7 @@ private Q_SLOTS:
     void formatsCredits();
     void ledgerCommand();
     void killedWriterLosesNothingAcknowledged();
+    void aLedgerWhoseCreationWasCutShortVerifiesEmpty();
 
 private:
     QString freshPath() { return m_dir.filePath(QStringLiteral("ledger-%1/ledger.sqlite").arg(++m_files)); }
@@ -466,6 +467,56 @@ void TestLocalLedger::killedWriterLosesNothingAcknowledged() {
         QCOMPARE(v->checked, t->lastSeq);
         before = t->lastSeq;
     }
+}
+
+// The node killed between opening its new ledger (SQLite writes the file's header when WAL is set) and
+// committing the schema's transaction — `test_swarm` SIGKILLed a node there: the file holds nothing. It is
+// an empty ledger, not a foreign file: `verify` says ok with no receipt, `export` writes the header only, and
+// the node completes it on its next start. A file holding other tables is still refused.
+void TestLocalLedger::aLedgerWhoseCreationWasCutShortVerifiesEmpty() {
+    const QString path = freshPath();
+    const QString dataDir = QFileInfo(path).absolutePath();
+    QVERIFY(QDir().mkpath(dataDir));
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("cut"));
+        db.setDatabaseName(path);
+        QVERIFY(db.open());
+        QVERIFY(QSqlQuery(db).exec(QStringLiteral("PRAGMA journal_mode = WAL")));
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("cut"));
+    QVERIFY(QFileInfo(path).size() > 0);
+    CommandRun run = runLedger({QStringLiteral("verify")}, dataDir);
+    QCOMPARE(run.exitCode, 0);
+    QVERIFY2(run.out.startsWith(u"ledger ok: 0 receipts, 0.000000 credits\n"_qs) && run.out.contains(u"empty ledger"),
+             qPrintable(run.out + run.err));
+    run = runLedger({QStringLiteral("export"), QStringLiteral("--csv")}, dataDir);
+    QCOMPARE(run.exitCode, 0);
+    QCOMPARE(run.out, u"seq,issued_at,flop,micro_credits,credits,hash,prev_hash,signature\r\n"_qs);
+    // The node's next start writes the schema into it, and it takes receipts.
+    {
+        std::unique_ptr<LocalLedger> ledger = open(path);
+        QVERIFY(ledger);
+        ReceiptChain chain(*m_key, kNode);
+        QVERIFY(ledger->ingest(chain.take(2)));
+    }
+    run = runLedger({QStringLiteral("verify")}, dataDir);
+    QCOMPARE(run.exitCode, 0);
+    QVERIFY2(run.out.startsWith(u"ledger ok: 2 receipts"_qs) && !run.out.contains(u"empty ledger"), qPrintable(run.out));
+    // Another program's database is no ledger.
+    const QString other = freshPath();
+    QVERIFY(QDir().mkpath(QFileInfo(other).absolutePath()));
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("other"));
+        db.setDatabaseName(other);
+        QVERIFY(db.open());
+        QVERIFY(QSqlQuery(db).exec(QStringLiteral("CREATE TABLE photos (id INTEGER)")));
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("other"));
+    Result<std::unique_ptr<LocalLedger>> refused = LocalLedger::openExisting(other);
+    QVERIFY(!refused);
+    QVERIFY2(refused.message().find("not a tessera-node ledger") != std::string::npos, refused.message().c_str());
 }
 
 QTEST_GUILESS_MAIN(TestLocalLedger)
