@@ -469,6 +469,26 @@ void TestLocalLedger::killedWriterLosesNothingAcknowledged() {
     }
 }
 
+namespace {
+
+// An SQLite file at `path` (its folder made) after one statement: what another program, or an interrupted
+// creation, leaves there.
+bool sqliteFileWith(const QString& path, const QString& statement) {
+    if (!QDir().mkpath(QFileInfo(path).absolutePath()))
+        return false;
+    bool ok = false;
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("plain"));
+        db.setDatabaseName(path);
+        ok = db.open() && QSqlQuery(db).exec(statement);
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("plain"));
+    return ok;
+}
+
+} // namespace
+
 // The node killed between opening its new ledger (SQLite writes the file's header when WAL is set) and
 // committing the schema's transaction — `test_swarm` SIGKILLed a node there: the file holds nothing. It is
 // an empty ledger, not a foreign file: `verify` says ok with no receipt, `export` writes the header only, and
@@ -476,15 +496,7 @@ void TestLocalLedger::killedWriterLosesNothingAcknowledged() {
 void TestLocalLedger::aLedgerWhoseCreationWasCutShortVerifiesEmpty() {
     const QString path = freshPath();
     const QString dataDir = QFileInfo(path).absolutePath();
-    QVERIFY(QDir().mkpath(dataDir));
-    {
-        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("cut"));
-        db.setDatabaseName(path);
-        QVERIFY(db.open());
-        QVERIFY(QSqlQuery(db).exec(QStringLiteral("PRAGMA journal_mode = WAL")));
-        db.close();
-    }
-    QSqlDatabase::removeDatabase(QStringLiteral("cut"));
+    QVERIFY(sqliteFileWith(path, QStringLiteral("PRAGMA journal_mode = WAL")));
     QVERIFY(QFileInfo(path).size() > 0);
     CommandRun run = runLedger({QStringLiteral("verify")}, dataDir);
     QCOMPARE(run.exitCode, 0);
@@ -505,15 +517,7 @@ void TestLocalLedger::aLedgerWhoseCreationWasCutShortVerifiesEmpty() {
     QVERIFY2(run.out.startsWith(u"ledger ok: 2 receipts"_qs) && !run.out.contains(u"empty ledger"), qPrintable(run.out));
     // Another program's database is no ledger.
     const QString other = freshPath();
-    QVERIFY(QDir().mkpath(QFileInfo(other).absolutePath()));
-    {
-        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("other"));
-        db.setDatabaseName(other);
-        QVERIFY(db.open());
-        QVERIFY(QSqlQuery(db).exec(QStringLiteral("CREATE TABLE photos (id INTEGER)")));
-        db.close();
-    }
-    QSqlDatabase::removeDatabase(QStringLiteral("other"));
+    QVERIFY(sqliteFileWith(other, QStringLiteral("CREATE TABLE photos (id INTEGER)")));
     Result<std::unique_ptr<LocalLedger>> refused = LocalLedger::openExisting(other);
     QVERIFY(!refused);
     QVERIFY2(refused.message().find("not a tessera-node ledger") != std::string::npos, refused.message().c_str());
