@@ -118,8 +118,10 @@ void Membership::onClosed(const QString& node, bool stopping) {
     if (wasIn && !stopping)
         ++m_state.leaves;
     // The coordinator closing every session is ours, not the node's leaving (its checks in flight too).
-    m_router.removeNode(node, stopping ? QStringLiteral("the coordinator is stopping") : QStringLiteral("disconnected"),
-                        stopping ? CheckSilence::Withdrawn : CheckSilence::Left);
+    if (stopping)
+        m_router.removeNode(node, QStringLiteral("the coordinator is stopping"), CheckSilence::Withdrawn);
+    else
+        m_router.removeNode(node, QStringLiteral("disconnected"));
     m_averager.nodeGone(node);
 }
 

@@ -69,9 +69,15 @@ public:
     // Moves a node to a stage that has had none for rebalanceAfterMs, from the fullest stage.
     void rebalance();
 
-    // Routed with weights the coordinator did not give it (its sync failed three times: it starts from the
-    // shard it downloaded). Its first divergence from the checkpoint is ours to mend, not its to answer for.
-    bool routedUnsynced(const QString& node) const { return m_unsynced.contains(node); }
+    // True once per node (and process) when it was routed with weights the coordinator did not give it (its
+    // sync failed three times: it starts from the shard it downloaded): that divergence from the checkpoint is
+    // ours to mend, not its to answer for. Once: a node failing its syncs on purpose strikes from the next on.
+    bool excuseDivergence(const QString& node) {
+        if (!m_unsynced.contains(node) || m_excusedDivergence.contains(node))
+            return false;
+        m_excusedDivergence.insert(node);
+        return true;
+    }
 
     int ghosts(int stage) const;
     // What the node is doing now and how fast it is, for the operator's page.
@@ -93,7 +99,8 @@ private:
     QHash<QString, int> m_ghosts; // syncing, by node → stage
     std::function<bool(int stage)> m_syncAlone;
     QHash<QString, int> m_syncRetries; // by ghost: syncs started again after a failure
-    QSet<QString> m_unsynced;          // routed after its sync failed: routedUnsynced()
+    QSet<QString> m_unsynced;           // routed after its sync failed
+    QSet<QString> m_excusedDivergence;  // excuseDivergence() answered true for it
     struct Move {
         int stage = 0;
         qint64 sinceMs = 0;

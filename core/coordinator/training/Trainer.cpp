@@ -222,8 +222,7 @@ Status Trainer::makeGradients() {
     // gets one step routed with weights of its own, then strikes like any other.
     connect(m_weightCheck.get(), &WeightCheck::weightsDiverged, this,
             [this](const QString& node, int stage, const QString& why) {
-                if (m_membership->routedUnsynced(node) && !m_forgivenDivergence.contains(node)) {
-                    m_forgivenDivergence.insert(node);
+                if (m_membership->excuseDivergence(node)) {
                     qWarning("trust: node %s (stage %d) was routed without the checkpoint's weights (its sync "
                              "failed): not struck for holding others",
                              qPrintable(node.left(12)), stage);
@@ -734,14 +733,14 @@ void Trainer::onAudited(const AuditOutcome& outcome) {
     // Left or paused while it owed its weights (an honest node's process can end mid-audit: a game
     // started) and nothing to judge its answers on: excused once a day (Departures: unjudged, on probation,
     // its credit in escrow), struck the second time.
-    if (outcome.unanswered && outcome.left && m_departures.excuse(outcome.node, now())) {
-        qWarning("trust: node %s (stage %d) left its audit unanswered, its first departure in a day: not struck "
-                 "(on probation, its credit in escrow): %s",
-                 qPrintable(outcome.node.left(12)), outcome.stage, qPrintable(outcome.reason));
-        m_checks->probation(outcome.node);
-        return;
-    }
     if (outcome.unanswered && outcome.left) {
+        if (m_departures.excuse(outcome.node, now())) {
+            qWarning("trust: node %s (stage %d) left its audit unanswered, its first departure in a day: not "
+                     "struck (on probation, its credit in escrow): %s",
+                     qPrintable(outcome.node.left(12)), outcome.stage, qPrintable(outcome.reason));
+            m_checks->probation(outcome.node);
+            return;
+        }
         qWarning("trust: node %s (stage %d) left its audit unanswered: %s", qPrintable(outcome.node.left(12)),
                  outcome.stage, qPrintable(outcome.reason));
         return strike(outcome.node, outcome.reason);

@@ -32,7 +32,6 @@
 #include <QHash>
 #include <QJsonObject>
 #include <QObject>
-#include <QSet>
 #include <QTimer>
 
 #include <chrono>
@@ -190,7 +189,6 @@ private:
     bool m_replicasAgree = false; // see reexecuteWhereAudited
     Departures m_departures; // excused departures while evidence was owed (audits' and bisections')
     QHash<QString, qint64> m_foundFalse; // node → when it was last convicted or struck (ShareCheck's framers)
-    QSet<QString> m_forgivenDivergence; // nodes whose one divergence after an unsynced start went unstruck
     bool m_stopped = false;
     QTimer m_flushTimer;
     QTimer m_creditTimer;

@@ -19,12 +19,13 @@ QString shortId(const QString& node) {
     return node.left(12);
 }
 
-QString lookNumbers(double alignment, double normRatio) {
-    return QStringLiteral("alignment %1, norm %2× the microbatch's gradient")
-        .arg(alignment, 0, 'g', 3)
-        .arg(normRatio, 0, 'g', 3);
-}
 } // namespace
+
+QString ShareCheck::numbers(const Case::Answer& a) {
+    return QStringLiteral("alignment %1, norm %2× the microbatch's gradient")
+        .arg(a.alignment, 0, 'g', 3)
+        .arg(a.normRatio, 0, 'g', 3);
+}
 
 ShareCheck::ShareCheck(ShareCheckSettings settings, Router& router, NetworkOf networkOf, Draw draw, Seed seed,
                        QObject* parent)
@@ -319,8 +320,8 @@ bool ShareCheck::decideOneLook(qint64 caseId, Case& c, ShareVerdict& v) {
                 QStringLiteral("replica %1's sketch failed it (%2); the coordinator's recompute from its "
                                "own trace passes it (%3)")
                     .arg(shortId(c.replicaLooks.front().node),
-                         lookNumbers(c.replicaLooks.front().alignment, c.replicaLooks.front().normRatio),
-                         lookNumbers(first.alignment, first.normRatio));
+                         numbers(c.replicaLooks.front()),
+                         numbers(first));
         return true;
     }
     if (c.sends < m_settings.maxVerifiers && sendNext(caseId, c)) // the second look
@@ -337,7 +338,7 @@ bool ShareCheck::decideOneLook(qint64 caseId, Case& c, ShareVerdict& v) {
             .arg(c.byTrace
                      ? QStringLiteral("the coordinator (from its trace, segment %1)").arg(c.segment.segment)
                      : QStringLiteral("replica ") + shortId(first.node),
-                 lookNumbers(first.alignment, first.normRatio))
+                 numbers(first))
             .arg(c.offered)
             .arg(c.microbatches)
             .arg(c.tasks.size());
@@ -351,17 +352,17 @@ bool ShareCheck::decideTwoLooks(qint64 caseId, Case& c, ShareVerdict& v) {
         v.passed = true;
         v.reason = QStringLiteral("microbatch %1 failed it on %2 (%3), microbatch %4 passed it on %5 (%6)")
                        .arg(first.microbatch)
-                       .arg(shortId(first.node), lookNumbers(first.alignment, first.normRatio))
+                       .arg(shortId(first.node), numbers(first))
                        .arg(second.microbatch)
-                       .arg(shortId(second.node), lookNumbers(second.alignment, second.normRatio));
+                       .arg(shortId(second.node), numbers(second));
         return true;
     }
     const QString both = QStringLiteral("its gradient share does not hold its own microbatches' gradients "
                                         "(microbatch %1 on %2: %3; microbatch %4 on %5: %6)")
                              .arg(first.microbatch)
-                             .arg(shortId(first.node), lookNumbers(first.alignment, first.normRatio))
+                             .arg(shortId(first.node), numbers(first))
                              .arg(second.microbatch)
-                             .arg(shortId(second.node), lookNumbers(second.alignment, second.normRatio));
+                             .arg(shortId(second.node), numbers(second));
     // Struck only when both looks point it away from its work: a share too large alone is what an honest node
     // sends when a framer fed it inputs just under the result checks' bound (its gradients are that large) —
     // left out then, as GradientAverager leaves out a share far beyond any training, and nobody struck.

@@ -232,9 +232,11 @@ private:
     void verifierFailed(qint64 caseId, const QString& node, const QString& why);
     // Judges the answers so far; true when the case is decided (false: a referee was sent).
     bool decide(qint64 caseId, Case& c, ShareVerdict& v);
-    bool decideOneLook(qint64 caseId, Case& c,
-                       ShareVerdict& v); // one answer so far: a second look, or referee
-    bool decideTwoLooks(qint64 caseId, Case& c, ShareVerdict& v); // two answers: stands, left out, or struck
+    // One answer so far: a second look, or the referee.
+    bool decideOneLook(qint64 caseId, Case& c, ShareVerdict& v);
+    // Two answers: it stands, is left out, or is struck.
+    bool decideTwoLooks(qint64 caseId, Case& c, ShareVerdict& v);
+    static QString numbers(const Case::Answer& a); // a look's alignment and norm ratio, in words
     void close(qint64 caseId, const ShareVerdict& v);
 
     ShareCheckSettings m_settings;
